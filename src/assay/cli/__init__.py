@@ -1,0 +1,1 @@
+"""The ``assay`` command: serve the services and call every RPC from the shell."""

@@ -1,0 +1,52 @@
+"""Entry point of the ``assay`` command.
+
+Each group of subcommands lives in its own module exposing
+``register(subparsers)``; this module only assembles them and turns the
+failures a user can cause (no server, bad JSON, an invalid claim) into one
+clear line on stderr and exit code 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from assay import __version__
+from assay.cli.common import CliError
+
+# One module per group of subcommands; each exposes ``register(subparsers)``.
+COMMAND_MODULES = (
+    "assay.cli.serve_cmds",
+    "assay.cli.resolver_cmds",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="assay",
+        description="Assay: evidence resolution, acquisition planning and adjudication.",
+    )
+    parser.add_argument("--version", action="version", version=f"assay {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except CliError as error:
+        print(f"assay: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

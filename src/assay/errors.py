@@ -1,0 +1,92 @@
+"""The domain's error vocabulary, free of gRPC.
+
+Domain code raises these; the runtime maps each class (along its hierarchy) to
+a gRPC status code and turns it into a ``google.rpc.Status`` with
+``ErrorInfo(reason, domain)`` and, for bad input, ``BadRequest`` field
+violations. ``Reason`` mirrors the contract's ``ErrorReason`` enum name for
+name; a contract test keeps the two identical.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+ERROR_DOMAIN = "assay.v1"
+
+
+class Reason(StrEnum):
+    """Every ``ErrorInfo.reason`` a service may send (the contract's ``ErrorReason``)."""
+
+    MALFORMED_REQUEST = "ERROR_REASON_MALFORMED_REQUEST"
+    INVALID_FIELD = "ERROR_REASON_INVALID_FIELD"
+    INTERNAL = "ERROR_REASON_INTERNAL"
+    SHUTTING_DOWN = "ERROR_REASON_SHUTTING_DOWN"
+    INVALID_PAGE_TOKEN = "ERROR_REASON_INVALID_PAGE_TOKEN"
+    REQUEST_ID_REUSED = "ERROR_REASON_REQUEST_ID_REUSED"
+    # Resolver
+    UNKNOWN_SOURCE = "ERROR_REASON_UNKNOWN_SOURCE"
+    INVALID_CLAIM = "ERROR_REASON_INVALID_CLAIM"
+    DUPLICATE_CLAIM_ID = "ERROR_REASON_DUPLICATE_CLAIM_ID"
+    RELATION_WITHOUT_ID = "ERROR_REASON_RELATION_WITHOUT_ID"
+
+
+@dataclass(frozen=True)
+class FieldViolation:
+    """One bad field: its path in the request (``evidence.claims[3].confidence``) and why."""
+
+    field: str
+    description: str
+
+
+@dataclass
+class AssayError(Exception):
+    """Base of every error a service reports on purpose.
+
+    Subclasses fix the status family; ``reason`` says precisely what happened.
+    """
+
+    reason: Reason
+    message: str
+    violations: Sequence[FieldViolation] = ()
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidArgument(AssayError):
+    """The request is malformed or a field is missing, malformed or out of range."""
+
+
+class NotFound(AssayError):
+    """A named entity does not exist."""
+
+
+class AlreadyExists(AssayError):
+    """The entity to create exists already (and the request is not a retry of it)."""
+
+
+class FailedPrecondition(AssayError):
+    """The request is well formed but a domain rule forbids it in the current state."""
+
+
+class DataLoss(AssayError):
+    """Stored data failed an integrity check: it is never returned as if it were fine."""
+
+
+class Unavailable(AssayError):
+    """A dependency cannot be reached, or the server is shutting down; retrying may help."""
+
+
+class DeadlineExceeded(AssayError):
+    """The work could not finish within the caller's deadline."""
+
+
+def invalid_field(reason: Reason, path: str, description: str) -> InvalidArgument:
+    """Shorthand for the common case of one bad field."""
+    return InvalidArgument(reason, f"{path}: {description}", [FieldViolation(path, description)])

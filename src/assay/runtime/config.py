@@ -1,0 +1,65 @@
+"""Server settings, read from flags first, then ``ASSAY_*`` environment variables, then defaults.
+
+The maximum message size is deliberately large: a 100,000-claim evidence
+serializes to roughly 20 MB, and the default of 64 MiB leaves headroom for
+responses that echo claims back (``excluded``) while still bounding memory.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+DEFAULT_GRACE_SECONDS = 10.0
+DEFAULT_HOST = "127.0.0.1"
+
+
+def env_str(name: str, default: str) -> str:
+    """An ``ASSAY_*`` setting, or its default when unset or empty."""
+    value = os.environ.get(name, "")
+    return value if value else default
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise SystemExit(f"{name}={raw!r} is not an integer") from None
+
+
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "")
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise SystemExit(f"{name}={raw!r} is not a number") from None
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """How one process serves: where it listens, how large a message may be, how long to drain."""
+
+    host: str = DEFAULT_HOST
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    grace_seconds: float = DEFAULT_GRACE_SECONDS
+
+    @classmethod
+    def from_env(cls) -> ServerConfig:
+        return cls(
+            host=env_str("ASSAY_HOST", DEFAULT_HOST),
+            max_message_bytes=env_int("ASSAY_MAX_MESSAGE_BYTES", DEFAULT_MAX_MESSAGE_BYTES),
+            grace_seconds=env_float("ASSAY_GRACE_SECONDS", DEFAULT_GRACE_SECONDS),
+        )
+
+    def channel_options(self) -> list[tuple[str, int]]:
+        """gRPC options that apply the message-size limit in both directions."""
+        return [
+            ("grpc.max_receive_message_length", self.max_message_bytes),
+            ("grpc.max_send_message_length", self.max_message_bytes),
+        ]

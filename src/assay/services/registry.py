@@ -1,0 +1,45 @@
+"""Which services exist, their default ports, and how to build each one's ``ServiceSpec``.
+
+``assay serve NAME`` and ``assay up`` read this table, so a new service is
+one entry here. Builders import their service lazily: starting the resolver
+never imports the adjudication storage.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from assay.runtime.server import ServiceSpec
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """Everything a service may need to start; each takes what it uses."""
+
+    port: int
+    resolver_target: str = "127.0.0.1:50051"
+    db_path: str = "assay.db"
+    reliability_table: str | None = None
+
+
+@dataclass(frozen=True)
+class ServiceEntry:
+    """A service the ``assay`` command can start."""
+
+    name: str
+    default_port: int
+    # The module exposes ``async def build_spec(options: ServeOptions) -> ServiceSpec``.
+    module: str
+
+    def builder(self) -> Callable[[ServeOptions], Awaitable[ServiceSpec]]:
+        module = importlib.import_module(self.module)
+        build: Callable[[ServeOptions], Awaitable[ServiceSpec]] = module.build_spec
+        return build
+
+
+SERVICES: dict[str, ServiceEntry] = {
+    entry.name: entry
+    for entry in (ServiceEntry("resolver", 50051, "assay.services.resolver.service"),)
+}
