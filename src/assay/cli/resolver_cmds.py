@@ -1,0 +1,200 @@
+"""``assay resolve`` and ``assay policy``: call the Resolver from the shell.
+
+``resolve`` reads an evidence file (any shape ``assay.client.evidence``
+accepts, legacy bundles included), resolves one semantic (``--subject`` and
+``--predicate``) or every semantic in the file, and prints a table per
+semantic or, with ``--json``, the response as proto JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from google.protobuf import json_format
+from rich.table import Table
+
+from assay.cli.common import (
+    CliError,
+    add_json_argument,
+    add_target_argument,
+    call,
+    channel,
+    console,
+    fmt_value,
+    print_json,
+)
+from assay.client.evidence import EvidenceFormatError, load_evidence_file
+from assay.v1 import resolution_pb2, resolver_service_pb2, resolver_service_pb2_grpc
+
+DEFAULT_TARGET = "127.0.0.1:50051"
+
+
+def register(subparsers: Any) -> None:
+    resolve = subparsers.add_parser(
+        "resolve", help="resolve the claims of an evidence file (one semantic or all)"
+    )
+    resolve.add_argument("file", help="evidence JSON: {claims: [...]}, a list, or a legacy bundle")
+    resolve.add_argument("--subject", help="resolve only this subject (with --predicate)")
+    resolve.add_argument("--predicate", help="resolve only this predicate (with --subject)")
+    resolve.add_argument(
+        "--as-of", help="judge staleness at this RFC 3339 time (with --stale-after)"
+    )
+    resolve.add_argument(
+        "--stale-after", type=float, help="seconds after which a claim is stale (with --as-of)"
+    )
+    add_target_argument(resolve, "resolver", DEFAULT_TARGET)
+    add_json_argument(resolve)
+    resolve.set_defaults(handler=_resolve)
+
+    policy = subparsers.add_parser(
+        "policy", help="show the reliability table, conflict margin and safety predicates"
+    )
+    add_target_argument(policy, "resolver", DEFAULT_TARGET)
+    add_json_argument(policy)
+    policy.set_defaults(handler=_policy)
+
+
+def _staleness(args: argparse.Namespace, request: Any) -> None:
+    if (args.as_of is None) != (args.stale_after is None):
+        raise CliError("--as-of and --stale-after go together")
+    if args.as_of is None:
+        return
+    try:
+        as_of = datetime.fromisoformat(args.as_of.replace("Z", "+00:00"))
+    except ValueError:
+        raise CliError(f"--as-of {args.as_of!r} is not an RFC 3339 time") from None
+    if as_of.tzinfo is None:
+        as_of = as_of.replace(tzinfo=UTC)
+    request.as_of.FromDatetime(as_of)
+    request.stale_after.FromMilliseconds(round(args.stale_after * 1000))
+
+
+def _resolve(args: argparse.Namespace) -> int:
+    if (args.subject is None) != (args.predicate is None):
+        raise CliError("--subject and --predicate go together (or give neither to resolve all)")
+    try:
+        loaded = load_evidence_file(args.file)
+    except EvidenceFormatError as error:
+        raise CliError(str(error)) from None
+    for warning in loaded.warnings:
+        print(f"assay: warning: {warning}", file=sys.stderr)
+    with channel(args.target) as ch:
+        stub = resolver_service_pb2_grpc.ResolverServiceStub(ch)
+        if args.subject is not None:
+            single = resolver_service_pb2.ResolveSemanticRequest(
+                evidence=loaded.evidence, subject=args.subject, predicate=args.predicate
+            )
+            _staleness(args, single)
+            response: Any = call(
+                "resolver",
+                args.target,
+                lambda: stub.ResolveSemantic(single, timeout=args.timeout),
+                context=args.file,
+            )
+            resolutions = [response.resolution]
+        else:
+            every = resolver_service_pb2.ResolveEvidenceRequest(evidence=loaded.evidence)
+            _staleness(args, every)
+            response = call(
+                "resolver",
+                args.target,
+                lambda: stub.ResolveEvidence(every, timeout=args.timeout),
+                context=args.file,
+            )
+            resolutions = list(response.resolutions)
+    if args.json:
+        print_json(response)
+        return 0
+    out = console()
+    if not resolutions:
+        out.print("no claims: nothing to resolve")
+    for resolution in resolutions:
+        _print_resolution(out, resolution)
+    if args.subject is None:
+        out.print(
+            f"coverage (display only, never a safety signal): {response.coverage_confidence:.3f}"
+        )
+    return 0
+
+
+_STATUS_STYLE = {
+    resolution_pb2.RESOLUTION_STATUS_RESOLVED: "green",
+    resolution_pb2.RESOLUTION_STATUS_CONFLICTED: "bold red",
+    resolution_pb2.RESOLUTION_STATUS_INSUFFICIENT: "yellow",
+}
+
+
+def _enum_name(enum: Any, number: int, prefix: str) -> str:
+    return str(enum.Name(number)).removeprefix(prefix)
+
+
+def _print_resolution(out: Any, r: resolution_pb2.SemanticResolution) -> None:
+    status = _enum_name(resolution_pb2.ResolutionStatus, r.status, "RESOLUTION_STATUS_")
+    title = f"{r.subject} · {r.predicate}  [{_STATUS_STYLE.get(r.status, '')}]{status}[/]"
+    if r.HasField("leader"):
+        title += f"  leader {r.leader.value_key} ({r.leader.support:.3f})"
+    if r.safety_sensitive:
+        title += "  [magenta]safety-sensitive[/]"
+    if r.requires_review:
+        title += "  [bold red]REQUIRES REVIEW[/]"
+    out.print(title)
+    if r.values:
+        table = Table(show_edge=False, pad_edge=False)
+        for column in ("value", "support", "groups", "claims (effective weight, * = counted)"):
+            table.add_column(column)
+        for v in r.values:
+            groups = ", ".join(
+                f"{g.correlation_group}{'' if g.declared else ' (defaulted)'}" for g in v.groups
+            )
+            claims = ", ".join(
+                f"{c.claim_ref} {c.effective_weight:.3f}{'*' if c.counted else ''}"
+                for c in v.claims
+            )
+            table.add_row(
+                fmt_value(json_format.MessageToDict(v.value)), f"{v.support:.3f}", groups, claims
+            )
+        out.print(table)
+    if r.rationale:
+        flags = ", ".join(
+            _enum_name(resolution_pb2.RationaleFlag, f, "RATIONALE_FLAG_") for f in r.rationale
+        )
+        out.print(f"  rationale: {flags}")
+    for e in r.excluded:
+        reason = _enum_name(resolution_pb2.ExclusionReason, e.reason, "EXCLUSION_REASON_")
+        by = f" by {', '.join(e.superseded_by)}" if e.superseded_by else ""
+        out.print(f"  excluded {e.claim_ref}: {reason}{by}")
+    for w in r.warnings:
+        code = _enum_name(resolution_pb2.WarningCode, w.code, "WARNING_CODE_")
+        out.print(f"  [yellow]warning[/] {code} {w.claim_ref}: {w.message}")
+    out.print()
+
+
+def _policy(args: argparse.Namespace) -> int:
+    with channel(args.target) as ch:
+        stub = resolver_service_pb2_grpc.ResolverServiceStub(ch)
+        response = call(
+            "resolver",
+            args.target,
+            lambda: stub.GetResolverPolicy(
+                resolver_service_pb2.GetResolverPolicyRequest(), timeout=args.timeout
+            ),
+        )
+    if args.json:
+        print_json(response)
+        return 0
+    out = console()
+    table = Table(title=f"reliability table ({response.reliability_table_origin})")
+    table.add_column("source kind")
+    table.add_column("reliability", justify="right")
+    for row in response.reliability_table:
+        table.add_row(row.source, f"{row.reliability:.2f}")
+    out.print(table)
+    out.print(
+        f"conflict margin: {response.conflict_margin:g} "
+        f"(inclusive, tolerance {response.margin_tolerance:g})"
+    )
+    out.print("safety-sensitive predicates: " + ", ".join(response.safety_sensitive_predicates))
+    return 0

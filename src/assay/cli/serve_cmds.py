@@ -1,0 +1,152 @@
+"""``assay serve NAME`` and ``assay up``: host one service, or all of them, in this process.
+
+``up`` is the one-command start: all services on their default ports
+(resolver 50051, planner 50052, adjudication 50053), wired to each other, with
+the adjudication data in a local SQLite file. Both run until SIGTERM/SIGINT
+and then drain gracefully (health NOT_SERVING, in-flight calls finish within
+the grace period, databases closed, exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from assay.cli.common import CliError
+from assay.runtime.config import (
+    DEFAULT_GRACE_SECONDS,
+    DEFAULT_HOST,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    ServerConfig,
+    env_float,
+    env_int,
+    env_str,
+)
+from assay.runtime.logging import configure_logging
+from assay.runtime.server import RunningService, ServiceSpec, run_until_signalled
+from assay.services.registry import SERVICES, ServeOptions
+
+DEFAULT_DB = "assay.db"
+
+
+def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--host",
+        default=env_str("ASSAY_HOST", DEFAULT_HOST),
+        help=f"interface to listen on (env ASSAY_HOST; default {DEFAULT_HOST})",
+    )
+    parser.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=env_int("ASSAY_MAX_MESSAGE_BYTES", DEFAULT_MAX_MESSAGE_BYTES),
+        help="largest request or response accepted, in bytes (env ASSAY_MAX_MESSAGE_BYTES; "
+        f"default {DEFAULT_MAX_MESSAGE_BYTES}, which fits 100,000 claims)",
+    )
+    parser.add_argument(
+        "--grace",
+        type=float,
+        default=env_float("ASSAY_GRACE_SECONDS", DEFAULT_GRACE_SECONDS),
+        help="seconds in-flight calls get to finish on SIGTERM (env ASSAY_GRACE_SECONDS; "
+        f"default {DEFAULT_GRACE_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--log-level",
+        default=env_str("ASSAY_LOG_LEVEL", "info"),
+        help="debug, info, warning or error (env ASSAY_LOG_LEVEL; default info)",
+    )
+    parser.add_argument(
+        "--db",
+        default=env_str("ASSAY_DB", DEFAULT_DB),
+        help=f"adjudication SQLite file (env ASSAY_DB; default ./{DEFAULT_DB})",
+    )
+    parser.add_argument(
+        "--reliability-table",
+        default=env_str("ASSAY_RELIABILITY_TABLE", "") or None,
+        help="JSON file replacing the resolver's reliability table (env ASSAY_RELIABILITY_TABLE)",
+    )
+
+
+def register(subparsers: Any) -> None:
+    serve = subparsers.add_parser("serve", help="serve one service in the foreground")
+    serve.add_argument("service", choices=sorted(SERVICES), help="which service")
+    serve.add_argument("--port", type=int, default=None, help="port (default: the service's own)")
+    serve.add_argument(
+        "--resolver",
+        default=env_str("ASSAY_RESOLVER_TARGET", "127.0.0.1:50051"),
+        help="where the planner finds the resolver (env ASSAY_RESOLVER_TARGET)",
+    )
+    _add_runtime_arguments(serve)
+    serve.set_defaults(handler=_serve)
+
+    up = subparsers.add_parser("up", help="serve every service on its default port, wired together")
+    _add_runtime_arguments(up)
+    up.set_defaults(handler=_up)
+
+
+def _config(args: argparse.Namespace) -> ServerConfig:
+    if args.max_message_bytes <= 0:
+        raise CliError("--max-message-bytes must be positive")
+    if args.grace < 0:
+        raise CliError("--grace must not be negative")
+    return ServerConfig(
+        host=args.host, max_message_bytes=args.max_message_bytes, grace_seconds=args.grace
+    )
+
+
+async def _build(
+    names: list[str], args: argparse.Namespace, ports: dict[str, int]
+) -> list[ServiceSpec]:
+    resolver_target = (
+        getattr(args, "resolver", None) or f"{args.host}:{ports.get('resolver', 50051)}"
+    )
+    specs = []
+    for name in names:
+        options = ServeOptions(
+            port=ports[name],
+            resolver_target=resolver_target,
+            db_path=args.db,
+            reliability_table=args.reliability_table,
+        )
+        try:
+            specs.append(await SERVICES[name].builder()(options))
+        except (OSError, ValueError) as error:
+            raise CliError(f"cannot start {name}: {error}") from None
+    return specs
+
+
+def _announce(running: list[RunningService]) -> None:
+    for service in running:
+        print(
+            f"assay {service.spec.name} serving on {service.address}", file=sys.stderr, flush=True
+        )
+
+
+def _run(names: list[str], args: argparse.Namespace, ports: dict[str, int]) -> int:
+    configure_logging(args.log_level)
+    config = _config(args)
+
+    async def main() -> None:
+        specs = await _build(names, args, ports)
+        await run_until_signalled(specs, config, on_started=_announce)
+
+    try:
+        asyncio.run(main())
+    except OSError as error:
+        raise CliError(f"cannot listen: {error}") from None
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    entry = SERVICES[args.service]
+    port = entry.default_port if args.port is None else args.port
+    if not 0 <= port <= 65535:
+        raise CliError(f"--port {port} is not a valid port")
+    return _run([args.service], args, {args.service: port})
+
+
+def _up(args: argparse.Namespace) -> int:
+    names = list(SERVICES)
+    args.resolver = None  # wire the planner to the resolver started here
+    return _run(names, args, {name: SERVICES[name].default_port for name in names})

@@ -1,0 +1,1 @@
+"""Client-side helpers for calling Assay from Python."""
