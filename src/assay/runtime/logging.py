@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import TextIO
 
 import structlog
 
 
-def configure_logging(level: str = "info") -> None:
-    """Route structlog to stderr as JSON lines with an ISO timestamp."""
+def configure_logging(level: str = "info", stream: TextIO | None = None) -> None:
+    """Route structlog to ``stream`` (default stderr) as JSON lines with an ISO timestamp."""
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
     structlog.configure(
         processors=[
@@ -24,7 +25,7 @@ def configure_logging(level: str = "info") -> None:
             structlog.processors.JSONRenderer(sort_keys=True),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=stream or sys.stderr),
         cache_logger_on_first_use=False,
     )
 

@@ -92,10 +92,10 @@ class DecodedError:
 
 def decode_rpc_error(error: grpc.RpcError) -> DecodedError:
     """Read the rich status details (if any) out of a failed call."""
-    code: grpc.StatusCode = error.code()  # type: ignore[attr-defined]
-    message: str = error.details() or ""  # type: ignore[attr-defined]
+    code: grpc.StatusCode = error.code()
+    message: str = error.details() or ""
     try:
-        proto = rpc_status.from_call(error)  # type: ignore[arg-type]
+        proto = rpc_status.from_call(error)
     except ValueError:
         proto = None
     if proto is None:
