@@ -80,7 +80,11 @@ def register(subparsers: Any) -> None:
     _add_runtime_arguments(serve)
     serve.set_defaults(handler=_serve)
 
-    up = subparsers.add_parser("up", help="serve every service on its default port, wired together")
+    up = subparsers.add_parser(
+        "up",
+        help="serve every service on its default port, wired together "
+        "(ASSAY_<NAME>_PORT overrides one)",
+    )
     _add_runtime_arguments(up)
     up.set_defaults(handler=_up)
 
@@ -149,4 +153,8 @@ def _serve(args: argparse.Namespace) -> int:
 def _up(args: argparse.Namespace) -> int:
     names = list(SERVICES)
     args.resolver = None  # wire the planner to the resolver started here
-    return _run(names, args, {name: SERVICES[name].default_port for name in names})
+    # ASSAY_<NAME>_PORT moves one service off its default port (e.g. when 50051 is taken).
+    ports = {
+        name: env_int(f"ASSAY_{name.upper()}_PORT", SERVICES[name].default_port) for name in names
+    }
+    return _run(names, args, ports)

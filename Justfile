@@ -1,0 +1,54 @@
+# Assay's developer tasks. `just` lists them; `just check` runs what CI runs.
+
+venv := ".venv/bin"
+
+# List the recipes.
+default:
+    @just --list
+
+# Create the virtualenv and install Assay with everything the tests need.
+install:
+    python3 -m venv .venv
+    {{venv}}/pip install -q -e '.[test]'
+
+# Regenerate the Python code from proto/ (committed; the suite fails if it is stale).
+proto:
+    {{venv}}/buf format -w
+    {{venv}}/python tools/gen_protos.py
+
+# ruff, mypy --strict, buf lint and buf format.
+lint:
+    {{venv}}/ruff check .
+    {{venv}}/ruff format --check .
+    {{venv}}/mypy --strict
+    {{venv}}/buf lint
+    {{venv}}/buf format --diff --exit-code
+
+# buf breaking against the committed baseline image and against main.
+breaking:
+    {{venv}}/buf breaking --against contract/assay-v1.binpb
+    {{venv}}/buf breaking --against '.git#branch=main'
+
+# Accept the current contract as the new baseline (only after a deliberate, reviewed change).
+contract-baseline:
+    {{venv}}/buf build -o contract/assay-v1.binpb
+
+# Run the tests; arguments go to pytest (e.g. `just test -k resolver -x`).
+test *args:
+    {{venv}}/python -m pytest {{args}}
+
+# Serve one service in the foreground (resolver, planner or adjudication).
+serve service="resolver" *args:
+    {{venv}}/assay serve {{service}} {{args}}
+
+# Start every service on its default port, wired together, data in ./assay.db.
+up *args:
+    {{venv}}/assay up {{args}}
+
+# Run the benchmarks (not tests: they print ratios against same-run baselines).
+bench:
+    for b in bench/*.py; do {{venv}}/python "$b"; done
+
+# Everything CI runs: the whole suite, which includes the lint, type and contract gates.
+check:
+    bash .ci/run
