@@ -1,4 +1,4 @@
-"""ruff and mypy --strict over the hand-written code, run as part of the suite so CI enforces them."""
+"""ruff and mypy --strict over the hand-written code, run in the suite so CI enforces them."""
 
 from __future__ import annotations
 

@@ -1,0 +1,89 @@
+"""Rules of the contract that buf does not check: the error vocabulary matches the code,
+every RPC is implemented and registered, and read-only RPCs say so."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+from google.protobuf import descriptor_pb2
+from google.protobuf.descriptor import FileDescriptor, MethodDescriptor, ServiceDescriptor
+
+from assay import errors
+from assay.services.registry import SERVICES, ServeOptions
+from assay.v1 import errors_pb2
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICE_FILES = sorted((ROOT / "proto" / "assay" / "v1").glob("*_service.proto"))
+READ_ONLY_PREFIXES = ("Get", "List", "Resolve", "Reconcile", "Plan", "Compute", "Verify", "Export")
+
+
+def service_descriptors() -> list[ServiceDescriptor]:
+    import importlib
+
+    found: list[ServiceDescriptor] = []
+    for path in SERVICE_FILES:
+        module = importlib.import_module(f"assay.v1.{path.stem}_pb2")
+        file: FileDescriptor = module.DESCRIPTOR
+        found.extend(file.services_by_name.values())
+    return found
+
+
+class TestErrorVocabulary:
+    def test_python_reasons_match_the_contract_enum(self) -> None:
+        """`assay.errors.Reason` and the proto `ErrorReason` have exactly the same names."""
+        proto_names = {
+            value.name for value in errors_pb2.ErrorReason.DESCRIPTOR.values if value.number != 0
+        }
+        python_names = {reason.value for reason in errors.Reason}
+        assert python_names == proto_names
+
+    def test_every_reason_is_prefixed(self) -> None:
+        """Reason strings are the full enum names, so clients can parse them into the enum."""
+        for reason in errors.Reason:
+            assert reason.value == f"ERROR_REASON_{reason.name}"
+            assert errors_pb2.ErrorReason.Value(reason.value) > 0
+
+
+class TestServicesImplemented:
+    def test_every_service_file_has_one_registered_service(self) -> None:
+        """Each `*_service.proto` defines a service that `assay serve` can start."""
+        registered = {entry.name: entry for entry in SERVICES.values()}
+        names = {d.full_name for d in service_descriptors()}
+        assert len(names) == len(SERVICE_FILES)
+        assert len(registered) == len(SERVICE_FILES)
+
+    @pytest.mark.parametrize("name", sorted(SERVICES))
+    async def test_every_rpc_has_an_async_implementation(self, name: str, tmp_path: Path) -> None:
+        """The registered servicer implements every RPC of its service as a coroutine/generator."""
+        spec = await SERVICES[name].builder()(
+            ServeOptions(port=0, db_path=str(tmp_path / "contract.db"))
+        )
+        try:
+            assert spec.descriptor.full_name in {d.full_name for d in service_descriptors()}
+            for method in spec.descriptor.methods:
+                impl = getattr(spec.servicer, method.name, None)
+                assert impl is not None, f"{name} does not implement {method.name}"
+                if method.server_streaming:
+                    assert inspect.isasyncgenfunction(impl), method.name
+                else:
+                    assert inspect.iscoroutinefunction(impl), method.name
+        finally:
+            if spec.close is not None:
+                await spec.close()
+
+
+class TestReadOnlyRpcs:
+    @pytest.mark.parametrize(
+        "method",
+        [m for d in service_descriptors() for m in d.methods],
+        ids=lambda m: m.full_name,
+    )
+    def test_read_only_rpcs_declare_no_side_effects(self, method: MethodDescriptor) -> None:
+        """Read-only RPCs (Get/List/Resolve/Plan/...) carry idempotency_level NO_SIDE_EFFECTS."""
+        options = descriptor_pb2.MethodOptions()
+        options.ParseFromString(method.GetOptions().SerializeToString())
+        if method.name.startswith(READ_ONLY_PREFIXES):
+            level = options.idempotency_level
+            assert level == descriptor_pb2.MethodOptions.NO_SIDE_EFFECTS, method.name
