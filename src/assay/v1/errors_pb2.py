@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61ssay/v1/errors.proto\x12\x08\x61ssay.v1*\xff\x02\n\x0b\x45rrorReason\x12\x1c\n\x18\x45RROR_REASON_UNSPECIFIED\x10\x00\x12\"\n\x1e\x45RROR_REASON_MALFORMED_REQUEST\x10\x01\x12\x1e\n\x1a\x45RROR_REASON_INVALID_FIELD\x10\x02\x12\x19\n\x15\x45RROR_REASON_INTERNAL\x10\x03\x12\x1e\n\x1a\x45RROR_REASON_SHUTTING_DOWN\x10\x04\x12#\n\x1f\x45RROR_REASON_INVALID_PAGE_TOKEN\x10\x05\x12\"\n\x1e\x45RROR_REASON_REQUEST_ID_REUSED\x10\x06\x12\x1f\n\x1b\x45RROR_REASON_UNKNOWN_SOURCE\x10\x14\x12\x1e\n\x1a\x45RROR_REASON_INVALID_CLAIM\x10\x15\x12#\n\x1f\x45RROR_REASON_DUPLICATE_CLAIM_ID\x10\x16\x12$\n ERROR_REASON_RELATION_WITHOUT_ID\x10\x17\x42@\n\x0c\x64\x65v.assay.v1P\x01Z.github.com/assay/assay/gen/go/assay/v1;assayv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61ssay/v1/errors.proto\x12\x08\x61ssay.v1*\xa0\x04\n\x0b\x45rrorReason\x12\x1c\n\x18\x45RROR_REASON_UNSPECIFIED\x10\x00\x12\"\n\x1e\x45RROR_REASON_MALFORMED_REQUEST\x10\x01\x12\x1e\n\x1a\x45RROR_REASON_INVALID_FIELD\x10\x02\x12\x19\n\x15\x45RROR_REASON_INTERNAL\x10\x03\x12\x1e\n\x1a\x45RROR_REASON_SHUTTING_DOWN\x10\x04\x12#\n\x1f\x45RROR_REASON_INVALID_PAGE_TOKEN\x10\x05\x12\"\n\x1e\x45RROR_REASON_REQUEST_ID_REUSED\x10\x06\x12\x1f\n\x1b\x45RROR_REASON_UNKNOWN_SOURCE\x10\x14\x12\x1e\n\x1a\x45RROR_REASON_INVALID_CLAIM\x10\x15\x12#\n\x1f\x45RROR_REASON_DUPLICATE_CLAIM_ID\x10\x16\x12$\n ERROR_REASON_RELATION_WITHOUT_ID\x10\x17\x12%\n!ERROR_REASON_RESOLVER_UNAVAILABLE\x10<\x12+\n\'ERROR_REASON_RESOLVER_DEADLINE_EXCEEDED\x10=\x12 \n\x1c\x45RROR_REASON_RESOLVER_FAILED\x10>\x12)\n%ERROR_REASON_RESOLVER_POLICY_MISMATCH\x10?B@\n\x0c\x64\x65v.assay.v1P\x01Z.github.com/assay/assay/gen/go/assay/v1;assayv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,5 +33,5 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\014dev.assay.v1P\001Z.github.com/assay/assay/gen/go/assay/v1;assayv1'
   _globals['_ERRORREASON']._serialized_start=36
-  _globals['_ERRORREASON']._serialized_end=419
+  _globals['_ERRORREASON']._serialized_end=580
 # @@protoc_insertion_point(module_scope)

@@ -63,6 +63,25 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """Two claims in one request share an id. Code: INVALID_ARGUMENT."""
     ERROR_REASON_RELATION_WITHOUT_ID: _ErrorReason.ValueType  # 23
     """A claim carries a relation but has no id. Code: INVALID_ARGUMENT."""
+    ERROR_REASON_RESOLVER_UNAVAILABLE: _ErrorReason.ValueType  # 60
+    """--- Planner (60-99) ---
+
+    The planner could not reach the resolver within the caller's deadline
+    (after retrying). It never plans without fusion. Code: UNAVAILABLE.
+    """
+    ERROR_REASON_RESOLVER_DEADLINE_EXCEEDED: _ErrorReason.ValueType  # 61
+    """The resolver did not answer within the caller's remaining deadline.
+    Code: DEADLINE_EXCEEDED.
+    """
+    ERROR_REASON_RESOLVER_FAILED: _ErrorReason.ValueType  # 62
+    """The resolver failed unexpectedly; its request id is in the metadata.
+    Code: INTERNAL.
+    """
+    ERROR_REASON_RESOLVER_POLICY_MISMATCH: _ErrorReason.ValueType  # 63
+    """The resolver's reliability table lacks the source kind a probe expects,
+    so the planner cannot ask what the probe would change.
+    Code: FAILED_PRECONDITION, with metadata `source_kind`.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """ErrorReason is the vocabulary of `google.rpc.ErrorInfo.reason` for every
@@ -117,4 +136,23 @@ ERROR_REASON_DUPLICATE_CLAIM_ID: ErrorReason.ValueType  # 22
 """Two claims in one request share an id. Code: INVALID_ARGUMENT."""
 ERROR_REASON_RELATION_WITHOUT_ID: ErrorReason.ValueType  # 23
 """A claim carries a relation but has no id. Code: INVALID_ARGUMENT."""
+ERROR_REASON_RESOLVER_UNAVAILABLE: ErrorReason.ValueType  # 60
+"""--- Planner (60-99) ---
+
+The planner could not reach the resolver within the caller's deadline
+(after retrying). It never plans without fusion. Code: UNAVAILABLE.
+"""
+ERROR_REASON_RESOLVER_DEADLINE_EXCEEDED: ErrorReason.ValueType  # 61
+"""The resolver did not answer within the caller's remaining deadline.
+Code: DEADLINE_EXCEEDED.
+"""
+ERROR_REASON_RESOLVER_FAILED: ErrorReason.ValueType  # 62
+"""The resolver failed unexpectedly; its request id is in the metadata.
+Code: INTERNAL.
+"""
+ERROR_REASON_RESOLVER_POLICY_MISMATCH: ErrorReason.ValueType  # 63
+"""The resolver's reliability table lacks the source kind a probe expects,
+so the planner cannot ask what the probe would change.
+Code: FAILED_PRECONDITION, with metadata `source_kind`.
+"""
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
