@@ -82,6 +82,75 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     so the planner cannot ask what the probe would change.
     Code: FAILED_PRECONDITION, with metadata `source_kind`.
     """
+    ERROR_REASON_HUMAN_REVIEWER_REQUIRES_ATTESTATION: _ErrorReason.ValueType  # 100
+    """--- Adjudication (100-159) ---
+
+    A HUMAN reviewer was registered without `attested_by`.
+    Code: INVALID_ARGUMENT, with the field `reviewer.attested_by`.
+    """
+    ERROR_REASON_REVIEWER_NOT_FOUND: _ErrorReason.ValueType  # 101
+    """No reviewer has the id. Code: NOT_FOUND."""
+    ERROR_REASON_REVIEWER_ALREADY_EXISTS: _ErrorReason.ValueType  # 102
+    """A reviewer with the id exists already. Code: ALREADY_EXISTS."""
+    ERROR_REASON_CASE_NOT_FOUND: _ErrorReason.ValueType  # 103
+    """No case has the id (it may have been deleted). Code: NOT_FOUND."""
+    ERROR_REASON_CASE_EXPIRED: _ErrorReason.ValueType  # 104
+    """The case is past its expire_time. Code: FAILED_PRECONDITION."""
+    ERROR_REASON_REVIEW_ALREADY_SUBMITTED: _ErrorReason.ValueType  # 105
+    """The reviewer already reviewed the case in this round.
+    Code: ALREADY_EXISTS.
+    """
+    ERROR_REASON_ROUND_ALREADY_RESOLVED: _ErrorReason.ValueType  # 106
+    """The case's current round is resolved already: no more reviews or
+    resolutions until it is frozen. Code: FAILED_PRECONDITION.
+    """
+    ERROR_REASON_CASE_FROZEN: _ErrorReason.ValueType  # 107
+    """The case is frozen; reviewing it again must name the new round
+    explicitly (`round`). Code: FAILED_PRECONDITION.
+    """
+    ERROR_REASON_ROUND_MISMATCH: _ErrorReason.ValueType  # 108
+    """The request names a round other than the case's current round.
+    Code: FAILED_PRECONDITION, with metadata `current_round`.
+    """
+    ERROR_REASON_LABEL_NOT_A_CANDIDATE: _ErrorReason.ValueType  # 109
+    """A label is not one of the case's candidate values.
+    Code: INVALID_ARGUMENT, with the field `label`.
+    """
+    ERROR_REASON_NOT_ENOUGH_REVIEWS: _ErrorReason.ValueType  # 110
+    """The basis needs at least two reviews in the round.
+    Code: FAILED_PRECONDITION.
+    """
+    ERROR_REASON_REVIEWS_NOT_UNANIMOUS: _ErrorReason.ValueType  # 111
+    """UNANIMOUS_AGREEMENT (or an adjudicator-free UNRESOLVED / NOT_EVALUABLE)
+    was asked for but the reviews differ. Code: FAILED_PRECONDITION.
+    """
+    ERROR_REASON_REVIEWS_NOT_DISAGREEING: _ErrorReason.ValueType  # 112
+    """An adjudicator decision was asked for but the reviews agree.
+    Code: FAILED_PRECONDITION.
+    """
+    ERROR_REASON_ADJUDICATOR_IS_REVIEWER: _ErrorReason.ValueType  # 113
+    """The adjudicator is one of the round's (disagreeing) reviewers.
+    Code: FAILED_PRECONDITION.
+    """
+    ERROR_REASON_ROUND_NOT_RESOLVED: _ErrorReason.ValueType  # 114
+    """Freezing needs a resolved round. Code: FAILED_PRECONDITION."""
+    ERROR_REASON_GOLD_LABEL_REVISION_EXISTS: _ErrorReason.ValueType  # 115
+    """A gold-label revision exists at that (case, revision).
+    Code: ALREADY_EXISTS.
+    """
+    ERROR_REASON_GOLD_LABEL_DIGEST_MISMATCH: _ErrorReason.ValueType  # 116
+    """A stored gold-label row's digest does not match its content: it was
+    altered outside the service. Code: DATA_LOSS, with metadata `case_id`
+    and `revision`.
+    """
+    ERROR_REASON_GOLD_LABEL_INVALID: _ErrorReason.ValueType  # 117
+    """A stored gold-label row violates an invariant (revision < 1, no
+    contributing reviews, unreadable fields). Code: DATA_LOSS.
+    """
+    ERROR_REASON_STORED_RECORD_INVALID: _ErrorReason.ValueType  # 118
+    """Another stored row (case, review, audit event) cannot be decoded.
+    Code: DATA_LOSS.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """ErrorReason is the vocabulary of `google.rpc.ErrorInfo.reason` for every
@@ -154,5 +223,74 @@ ERROR_REASON_RESOLVER_POLICY_MISMATCH: ErrorReason.ValueType  # 63
 """The resolver's reliability table lacks the source kind a probe expects,
 so the planner cannot ask what the probe would change.
 Code: FAILED_PRECONDITION, with metadata `source_kind`.
+"""
+ERROR_REASON_HUMAN_REVIEWER_REQUIRES_ATTESTATION: ErrorReason.ValueType  # 100
+"""--- Adjudication (100-159) ---
+
+A HUMAN reviewer was registered without `attested_by`.
+Code: INVALID_ARGUMENT, with the field `reviewer.attested_by`.
+"""
+ERROR_REASON_REVIEWER_NOT_FOUND: ErrorReason.ValueType  # 101
+"""No reviewer has the id. Code: NOT_FOUND."""
+ERROR_REASON_REVIEWER_ALREADY_EXISTS: ErrorReason.ValueType  # 102
+"""A reviewer with the id exists already. Code: ALREADY_EXISTS."""
+ERROR_REASON_CASE_NOT_FOUND: ErrorReason.ValueType  # 103
+"""No case has the id (it may have been deleted). Code: NOT_FOUND."""
+ERROR_REASON_CASE_EXPIRED: ErrorReason.ValueType  # 104
+"""The case is past its expire_time. Code: FAILED_PRECONDITION."""
+ERROR_REASON_REVIEW_ALREADY_SUBMITTED: ErrorReason.ValueType  # 105
+"""The reviewer already reviewed the case in this round.
+Code: ALREADY_EXISTS.
+"""
+ERROR_REASON_ROUND_ALREADY_RESOLVED: ErrorReason.ValueType  # 106
+"""The case's current round is resolved already: no more reviews or
+resolutions until it is frozen. Code: FAILED_PRECONDITION.
+"""
+ERROR_REASON_CASE_FROZEN: ErrorReason.ValueType  # 107
+"""The case is frozen; reviewing it again must name the new round
+explicitly (`round`). Code: FAILED_PRECONDITION.
+"""
+ERROR_REASON_ROUND_MISMATCH: ErrorReason.ValueType  # 108
+"""The request names a round other than the case's current round.
+Code: FAILED_PRECONDITION, with metadata `current_round`.
+"""
+ERROR_REASON_LABEL_NOT_A_CANDIDATE: ErrorReason.ValueType  # 109
+"""A label is not one of the case's candidate values.
+Code: INVALID_ARGUMENT, with the field `label`.
+"""
+ERROR_REASON_NOT_ENOUGH_REVIEWS: ErrorReason.ValueType  # 110
+"""The basis needs at least two reviews in the round.
+Code: FAILED_PRECONDITION.
+"""
+ERROR_REASON_REVIEWS_NOT_UNANIMOUS: ErrorReason.ValueType  # 111
+"""UNANIMOUS_AGREEMENT (or an adjudicator-free UNRESOLVED / NOT_EVALUABLE)
+was asked for but the reviews differ. Code: FAILED_PRECONDITION.
+"""
+ERROR_REASON_REVIEWS_NOT_DISAGREEING: ErrorReason.ValueType  # 112
+"""An adjudicator decision was asked for but the reviews agree.
+Code: FAILED_PRECONDITION.
+"""
+ERROR_REASON_ADJUDICATOR_IS_REVIEWER: ErrorReason.ValueType  # 113
+"""The adjudicator is one of the round's (disagreeing) reviewers.
+Code: FAILED_PRECONDITION.
+"""
+ERROR_REASON_ROUND_NOT_RESOLVED: ErrorReason.ValueType  # 114
+"""Freezing needs a resolved round. Code: FAILED_PRECONDITION."""
+ERROR_REASON_GOLD_LABEL_REVISION_EXISTS: ErrorReason.ValueType  # 115
+"""A gold-label revision exists at that (case, revision).
+Code: ALREADY_EXISTS.
+"""
+ERROR_REASON_GOLD_LABEL_DIGEST_MISMATCH: ErrorReason.ValueType  # 116
+"""A stored gold-label row's digest does not match its content: it was
+altered outside the service. Code: DATA_LOSS, with metadata `case_id`
+and `revision`.
+"""
+ERROR_REASON_GOLD_LABEL_INVALID: ErrorReason.ValueType  # 117
+"""A stored gold-label row violates an invariant (revision < 1, no
+contributing reviews, unreadable fields). Code: DATA_LOSS.
+"""
+ERROR_REASON_STORED_RECORD_INVALID: ErrorReason.ValueType  # 118
+"""Another stored row (case, review, audit event) cannot be decoded.
+Code: DATA_LOSS.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
