@@ -1,0 +1,76 @@
+"""Channels to Assay services, configured the way a careful client wants them.
+
+Retries are declared in the channel's gRPC service config, so grpc-core
+retries transparently and with backoff, not a Python loop. Only calls that
+are safe to repeat are retried, and only on ``UNAVAILABLE``: read-only RPCs
+(``idempotency_level`` NO_SIDE_EFFECTS or IDEMPOTENT) and mutating RPCs whose
+request carries a ``request_id`` (the clients fill one in, so a retry is
+recognised by the server and returns the first result).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import grpc
+from google.protobuf import descriptor_pb2
+from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
+
+from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
+
+DEFAULT_TIMEOUT_SECONDS = 30.0
+RETRY_POLICY = {
+    "maxAttempts": 4,
+    "initialBackoff": "0.1s",
+    "maxBackoff": "2s",
+    "backoffMultiplier": 2,
+    "retryableStatusCodes": ["UNAVAILABLE"],
+}
+
+
+def is_retry_safe(method: MethodDescriptor) -> bool:
+    """Whether repeating the call cannot do anything twice."""
+    options = descriptor_pb2.MethodOptions()
+    options.ParseFromString(method.GetOptions().SerializeToString())
+    safe_levels = (
+        descriptor_pb2.MethodOptions.NO_SIDE_EFFECTS,
+        descriptor_pb2.MethodOptions.IDEMPOTENT,
+    )
+    return options.idempotency_level in safe_levels or (
+        "request_id" in method.input_type.fields_by_name
+    )
+
+
+def service_config(services: Iterable[ServiceDescriptor]) -> dict[str, Any]:
+    """The gRPC service config that retries exactly the retry-safe methods of ``services``."""
+    names = [
+        {"service": service.full_name, "method": method.name}
+        for service in services
+        for method in service.methods
+        if is_retry_safe(method)
+    ]
+    return {"methodConfig": [{"name": names, "retryPolicy": RETRY_POLICY}]} if names else {}
+
+
+def channel_options(
+    services: Iterable[ServiceDescriptor], max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+) -> list[tuple[str, Any]]:
+    """Options for a channel to ``services``: retries, and the servers' message-size limit."""
+    return [
+        ("grpc.enable_retries", 1),
+        ("grpc.service_config", json.dumps(service_config(services))),
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.max_send_message_length", max_message_bytes),
+    ]
+
+
+def sync_channel(target: str, services: Iterable[ServiceDescriptor]) -> grpc.Channel:
+    """A plaintext blocking channel with the Assay options."""
+    return grpc.insecure_channel(target, options=channel_options(services))
+
+
+def aio_channel(target: str, services: Iterable[ServiceDescriptor]) -> grpc.aio.Channel:
+    """A plaintext asyncio channel with the Assay options."""
+    return grpc.aio.insecure_channel(target, options=channel_options(services))
