@@ -1,0 +1,136 @@
+"""Resolution of whole requests: evidence, one semantic, hypotheses (rules 3-9, 11).
+
+Every entry point here works on one or more ``Intake``s (the base evidence and
+possibly extra claims) and applies the same steps: relations over all of them
+together, then exclusions, then fusion per semantic. Hypotheses reuse the base
+intake, so resolving N hypotheses costs N × (the extra claims + the target
+semantic), not N × the whole evidence: that is what makes the planner's
+"could this probe change the outcome?" cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import chain
+
+from assay.services.resolver.active import resolve_relations
+from assay.services.resolver.fusion import exclusions, resolve, without_superseded
+from assay.services.resolver.model import (
+    Active,
+    Excluded,
+    Intake,
+    Resolution,
+    Row,
+    SemKey,
+    Staleness,
+    Warning,
+    WarningCode,
+)
+from assay.services.resolver.policy import Policy
+
+
+def capped_warnings(intakes: Iterable[Intake]) -> dict[SemKey, list[Warning]]:
+    """One RELIABILITY_CAPPED warning per claim whose stated reliability the table lowered."""
+    out: dict[SemKey, list[Warning]] = {}
+    for intake in intakes:
+        for row, stated in intake.capped:
+            out.setdefault(row[7], []).append(
+                Warning(
+                    WarningCode.RELIABILITY_CAPPED,
+                    row[1],
+                    f"reliability {stated:g} exceeds source {row[2]!r}'s {row[3]:g}; capped",
+                )
+            )
+    return out
+
+
+def _lookup(intakes: Sequence[Intake]) -> Active:
+    relations = list(chain.from_iterable(i.relations for i in intakes))
+    if len(intakes) == 1:
+        return resolve_relations(relations, intakes[0].ids.get)
+
+    def find(claim_id: str) -> Row | None:
+        for intake in intakes:
+            row = intake.ids.get(claim_id)
+            if row is not None:
+                return row
+        return None
+
+    return resolve_relations(relations, find)
+
+
+class _Context:
+    """Relations, exclusions and warnings over a set of intakes, bucketed by semantic."""
+
+    def __init__(self, intakes: Sequence[Intake]) -> None:
+        self.intakes = intakes
+        self.active = _lookup(intakes)
+        self.excluded: dict[SemKey, list[Excluded]] = (
+            exclusions(chain.from_iterable(i.rejected for i in intakes), self.active)
+            if self.active.superseded or any(i.rejected for i in intakes)
+            else {}
+        )
+        warnings = capped_warnings(intakes)
+        for sem, found in self.active.warnings.items():
+            warnings.setdefault(sem, []).extend(found)
+        self.warnings = warnings
+
+    def resolve(self, sem: SemKey, policy: Policy, staleness: Staleness | None) -> Resolution:
+        merged: dict[str, list[Row]] = {}
+        for intake in self.intakes:
+            for key, rows in intake.values.get(sem, {}).items():
+                merged.setdefault(key, []).extend(rows)
+        values: Iterable[Sequence[Row]] = (
+            without_superseded(merged, self.active) if self.active.superseded else merged.values()
+        )
+        return resolve(
+            sem,
+            values,
+            policy=policy,
+            excluded=self.excluded.get(sem, ()),
+            warnings=self.warnings.get(sem, ()),
+            staleness=staleness,
+        )
+
+
+def resolve_evidence(
+    intake: Intake, policy: Policy, staleness: Staleness | None = None
+) -> list[Resolution]:
+    """One resolution per semantic present (even if all its claims are excluded), sorted."""
+    context = _Context((intake,))
+    sems = set(intake.values)
+    sems.update(context.excluded)
+    sems.update(context.warnings)
+    out = []
+    active = context.active
+    excluded = context.excluded
+    warnings = context.warnings
+    for sem in sorted(sems):
+        values = intake.values.get(sem, {})
+        out.append(
+            resolve(
+                sem,
+                without_superseded(values, active) if active.superseded else values.values(),
+                policy=policy,
+                excluded=excluded.get(sem, ()),
+                warnings=warnings.get(sem, ()),
+                staleness=staleness,
+            )
+        )
+    return out
+
+
+def resolve_one(
+    intakes: Sequence[Intake], sem: SemKey, policy: Policy, staleness: Staleness | None = None
+) -> Resolution:
+    """The resolution of ``sem`` over the union of ``intakes``."""
+    return _Context(intakes).resolve(sem, policy, staleness)
+
+
+def coverage(resolutions: Sequence[Resolution]) -> float:
+    """Display only: the weakest per-semantic confidence, 0 when there is nothing."""
+    return min((r.confidence for r in resolutions), default=0.0)
+
+
+def conflicted_safety(resolutions: Sequence[Resolution]) -> list[SemKey]:
+    return [r.sem for r in resolutions if r.requires_review]

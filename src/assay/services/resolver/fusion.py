@@ -1,0 +1,135 @@
+"""Per-semantic fusion: correlation groups, noisy-OR support, status and flags (rules 2, 4-8).
+
+Rows arrive already weighted (confidence × capped reliability) and grouped by
+value. Each row starts with the *negated* weight followed by the claim_ref, so
+sorting plain tuples (no key function, which matters at 10^5 claims) yields
+"strongest first, ties by claim_ref ascending"; the first member of each
+correlation group in that order is the one that counts. Groups are multiplied
+in that same order, so the floating-point result does not depend on the order
+claims arrived in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from assay.services.resolver.model import (
+    DECLARED,
+    GROUP,
+    INDEX,
+    NEG_W,
+    RELIABILITY,
+    SEM,
+    VALUE_KEY,
+    Active,
+    Excluded,
+    Exclusion,
+    Flag,
+    GroupSupport,
+    Resolution,
+    Row,
+    SemKey,
+    Staleness,
+    Status,
+    ValueSupport,
+    Warning,
+)
+from assay.services.resolver.policy import DISCOUNTED_BELOW, Policy
+
+
+def support_of(rows: Sequence[Row]) -> ValueSupport:
+    """One value's support from its active rows (any order; at least one row)."""
+    ordered = sorted(rows)
+    value_key = ordered[0][VALUE_KEY]
+    if len(ordered) == 1:
+        row = ordered[0]
+        weight = -row[NEG_W]
+        only = GroupSupport(row[GROUP], row[DECLARED], weight, row)
+        return ValueSupport(value_key, weight, tuple(ordered), (only,))
+    best: dict[str, Row] = {}
+    for row in ordered:
+        if row[GROUP] not in best:
+            best[row[GROUP]] = row
+    remaining = 1.0
+    groups = []
+    for group, row in best.items():  # insertion order = strongest first
+        weight = -row[NEG_W]
+        remaining *= 1.0 - weight
+        groups.append(GroupSupport(group, row[DECLARED], weight, row))
+    return ValueSupport(value_key, 1.0 - remaining, tuple(ordered), tuple(groups))
+
+
+def status_of(values: Sequence[ValueSupport], policy: Policy) -> Status:
+    """INSUFFICIENT without values; CONFLICTED when the runner-up is within the margin."""
+    if not values:
+        return Status.INSUFFICIENT
+    if len(values) > 1:
+        gap = values[0].support - values[1].support
+        if gap <= policy.conflict_margin + policy.margin_tolerance:
+            return Status.CONFLICTED
+    return Status.RESOLVED
+
+
+def rationale_of(leader: ValueSupport, staleness: Staleness | None) -> tuple[Flag, ...]:
+    """The weaknesses of the leader's support, ascending by flag number."""
+    counted = [g.counted for g in leader.groups]
+    flags: list[Flag] = []
+    if all(row[RELIABILITY] < DISCOUNTED_BELOW for row in counted):
+        flags.append(Flag.ALL_SUPPORT_DISCOUNTED)
+    if len(leader.claims) > 1 and len(leader.groups) == 1:
+        flags.append(Flag.SINGLE_SOURCE_CORROBORATION)
+    if len(leader.groups) > 1 and not all(g.declared for g in leader.groups):
+        flags.append(Flag.INDEPENDENCE_UNVERIFIED)
+    if staleness is not None and all(_stale(row, staleness) for row in counted):
+        flags.append(Flag.STALE_SUPPORT)
+    return tuple(flags)
+
+
+def _stale(row: Row, staleness: Staleness) -> bool:
+    observed = staleness.observed(row[INDEX])
+    return observed is None or observed < staleness.horizon
+
+
+def resolve(
+    sem: SemKey,
+    values: Iterable[Sequence[Row]],
+    *,
+    policy: Policy,
+    excluded: Sequence[Excluded] = (),
+    warnings: Sequence[Warning] = (),
+    staleness: Staleness | None = None,
+) -> Resolution:
+    """Resolve one semantic from its active rows grouped by value (supersession already applied)."""
+    supports = [support_of(rows) for rows in values if rows]
+    supports.sort(key=lambda v: (-v.support, v.value_key))
+    status = status_of(supports, policy)
+    sensitive = sem[1] in policy.safety_sensitive
+    return Resolution(
+        sem=sem,
+        status=status,
+        values=tuple(supports),
+        safety_sensitive=sensitive,
+        requires_review=sensitive and status is Status.CONFLICTED,
+        rationale=rationale_of(supports[0], staleness) if supports else (),
+        excluded=tuple(sorted(excluded, key=lambda e: (e.row[1], e.row[INDEX]))),
+        warnings=tuple(sorted(warnings, key=lambda w: (w.claim_ref, w.code, w.message))),
+    )
+
+
+def without_superseded(values: Mapping[str, Sequence[Row]], active: Active) -> list[Sequence[Row]]:
+    """The value groups with every superseded row removed."""
+    dropped = active.superseded
+    return [[row for row in rows if row[INDEX] not in dropped] for rows in values.values()]
+
+
+def exclusions(rejected: Iterable[Row], active: Active) -> dict[SemKey, list[Excluded]]:
+    """Every excluded claim by semantic; reviewed out wins over superseded."""
+    out: dict[SemKey, list[Excluded]] = {}
+    rejected_indexes = set()
+    for row in rejected:
+        rejected_indexes.add(row[INDEX])
+        out.setdefault(row[SEM], []).append(Excluded(row, Exclusion.REVIEWED_OUT))
+    for index, (row, by) in active.superseded.items():
+        if index not in rejected_indexes:
+            out.setdefault(row[SEM], []).append(Excluded(row, Exclusion.SUPERSEDED, by))
+    return out

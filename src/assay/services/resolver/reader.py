@@ -1,0 +1,95 @@
+"""Reads one request's claim lists into intakes, collecting every violation on the way.
+
+A request can carry several claim lists (the base evidence, each hypothesis,
+each proposal), and ids must be unique within "base + that list". The reader
+runs the fast intake on each list and, only when a list fails it, the slow
+validation, so that a bad request is answered with every problem of every
+list in one ``InvalidArgument`` and a good one never pays for explanations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from assay.services.resolver.convert import ClaimIndex, ClaimList, intake, violations
+from assay.services.resolver.model import INDEX, Intake, Staleness
+from assay.services.resolver.policy import Policy
+from assay.services.resolver.validation import (
+    Violation,
+    check_semantic,
+    check_staleness,
+    raise_if_any,
+)
+
+
+class Reader:
+    """Intakes for the lists of one request, and the violations found in them."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.table: Mapping[str, float] = dict(policy.reliability)
+        self.index = ClaimIndex()
+        self.problems: list[Violation] = []
+        self._base_paths: dict[str, str] | None = None
+        self._base: Intake | None = None
+        self._base_path = ""
+        self._base_start = 0
+        self._failed = False
+
+    def semantic(self, subject: str, predicate: str) -> None:
+        self.problems.extend(check_semantic(subject, predicate))
+
+    def staleness(
+        self,
+        as_of: float | None,
+        stale_after: float | None,
+    ) -> Staleness | None:
+        """The staleness horizon (seconds since the epoch), when both fields are given."""
+        found = check_staleness(as_of is not None, stale_after is not None, stale_after or 0.0)
+        self.problems.extend(found)
+        if found or as_of is None or stale_after is None:
+            return None
+        return Staleness(horizon=as_of - stale_after, observed=self.index.observed)
+
+    def base(self, claims: ClaimList, path: str) -> Intake | None:
+        """The base evidence; None (with violations recorded) if it is invalid."""
+        start = self.index.add(claims)
+        got = intake(claims, self.table, start)
+        self._base, self._base_path, self._base_start = got, path, start
+        if got is None:
+            seen: dict[str, str] = {}
+            self._fail(violations(claims, path, self.table, seen))
+            self._base_paths = seen
+        return got
+
+    def extra(self, claims: ClaimList, path: str, offset: int = 0) -> Intake | None:
+        """A list added to the base (a hypothesis, a proposal): ids unique across both.
+
+        Violations are reported at ``{path}[offset + i]``.
+        """
+        start = self.index.add(claims)
+        base = self._base
+        got = intake(claims, self.table, start, base.ids if base is not None else None)
+        if got is None or base is None:
+            seen = dict(self._paths_of_base())
+            self._fail(violations(claims, path, self.table, seen, offset), got is None)
+        return got
+
+    def done(self) -> None:
+        """Raise one InvalidArgument for everything found so far, if anything was."""
+        if self._failed and not self.problems:
+            raise RuntimeError("intake rejected a claim that validation accepts")
+        raise_if_any(self.problems)
+
+    def _fail(self, found: list[Violation], failed: bool = True) -> None:
+        self._failed = self._failed or failed
+        self.problems.extend(found)
+
+    def _paths_of_base(self) -> dict[str, str]:
+        if self._base_paths is None:
+            base = self._base
+            assert base is not None
+            self._base_paths = {
+                claim_id: f"{self._base_path}[{row[INDEX] - self._base_start}]"
+                for claim_id, row in base.ids.items()
+            }
+        return self._base_paths

@@ -1,0 +1,32 @@
+"""Builds the resolver's ``ServiceSpec``: its policy (table file or builtin) and servicer.
+
+The reliability table is read once, at start: a bad table file stops start-up
+with one line naming the file and entry, rather than serving a guess.
+"""
+
+from __future__ import annotations
+
+from assay.runtime.server import ServiceSpec
+from assay.services.registry import ServeOptions
+from assay.services.resolver.policy import Policy, load_policy
+from assay.services.resolver.servicer import ResolverServicer
+from assay.v1 import resolver_service_pb2
+
+SERVICE_DESCRIPTOR = resolver_service_pb2.DESCRIPTOR.services_by_name["ResolverService"]
+
+
+def make_servicer(policy: Policy | None = None) -> ResolverServicer:
+    """A servicer over ``policy`` (the builtin table by default): for tests and benchmarks."""
+    return ResolverServicer(policy or load_policy(None))
+
+
+async def build_spec(options: ServeOptions) -> ServiceSpec:
+    """The resolver on ``options.port``; the table comes from ``options.reliability_table``,
+    else ``$ASSAY_RELIABILITY_TABLE``, else the builtin one. Raises ``PolicyError``."""
+    policy = load_policy(options.reliability_table)
+    return ServiceSpec(
+        name="resolver",
+        descriptor=SERVICE_DESCRIPTOR,
+        servicer=ResolverServicer(policy),
+        port=options.port,
+    )

@@ -1,0 +1,162 @@
+"""The gRPC face of the resolver: translate the request, call the domain, translate back.
+
+Every RPC reads all of its claim lists through one ``Reader`` first, so a bad
+request is rejected as a whole, with every violation, before any fusion runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import grpc
+
+from assay.errors import Reason
+from assay.services.resolver import engine, reconcile
+from assay.services.resolver.convert import Emitter, claim_ref, seconds_of
+from assay.services.resolver.model import Intake, Resolution, SemKey
+from assay.services.resolver.policy import Policy
+from assay.services.resolver.reader import Reader
+from assay.services.resolver.validation import MAX_HYPOTHESES, Violation
+from assay.v1 import resolver_service_pb2 as pb
+
+
+class ResolverServicer:
+    """Implements ``assay.v1.ResolverService`` over one policy."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+
+    def _reader(self) -> Reader:
+        return Reader(self.policy)
+
+    async def ResolveSemantic(
+        self, request: pb.ResolveSemanticRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResolveSemanticResponse:
+        reader = self._reader()
+        reader.semantic(request.subject, request.predicate)
+        staleness = reader.staleness(*_staleness_fields(request))
+        base = reader.base(request.evidence.claims, "evidence.claims")
+        reader.done()
+        assert base is not None
+        sem = (request.subject, request.predicate)
+        resolution = engine.resolve_one((base,), sem, self.policy, staleness)
+        response = pb.ResolveSemanticResponse()
+        Emitter(reader.index).resolution(resolution, response.resolution)
+        return response
+
+    async def ResolveEvidence(
+        self, request: pb.ResolveEvidenceRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResolveEvidenceResponse:
+        reader = self._reader()
+        staleness = reader.staleness(*_staleness_fields(request))
+        base = reader.base(request.evidence.claims, "evidence.claims")
+        reader.done()
+        assert base is not None
+        resolutions = engine.resolve_evidence(base, self.policy, staleness)
+        response = pb.ResolveEvidenceResponse()
+        emitter = Emitter(reader.index)
+        add = response.resolutions.add
+        for resolution in resolutions:
+            emitter.resolution(resolution, add())
+        for subject, predicate in engine.conflicted_safety(resolutions):
+            response.conflicted_safety_predicates.add(subject=subject, predicate=predicate)
+        response.coverage_confidence = engine.coverage(resolutions)
+        for resolution in resolutions:
+            for warning in resolution.warnings:
+                emitter.warning(warning, response.warnings.add())
+        return response
+
+    async def ResolveHypotheses(
+        self, request: pb.ResolveHypothesesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResolveHypothesesResponse:
+        reader = self._reader()
+        reader.semantic(request.subject, request.predicate)
+        if len(request.hypotheses) > MAX_HYPOTHESES:
+            reader.problems.append(
+                Violation(Reason.INVALID_FIELD, "hypotheses", f"at most {MAX_HYPOTHESES}")
+            )
+        staleness = reader.staleness(*_staleness_fields(request))
+        base = reader.base(request.evidence.claims, "evidence.claims")
+        extras = [
+            reader.extra(h.claims, f"hypotheses[{i}].claims")
+            for i, h in enumerate(request.hypotheses)
+        ]
+        reader.done()
+        assert base is not None
+        sem = (request.subject, request.predicate)
+        response = pb.ResolveHypothesesResponse()
+        emitter = Emitter(reader.index)
+        emitter.resolution(engine.resolve_one((base,), sem, self.policy, staleness), response.base)
+        for hypothesis, extra in zip(request.hypotheses, extras, strict=True):
+            assert extra is not None
+            out = response.hypotheses.add(label=hypothesis.label)
+            emitter.resolution(
+                engine.resolve_one((base, extra), sem, self.policy, staleness), out.resolution
+            )
+        return response
+
+    async def Reconcile(
+        self, request: pb.ReconcileRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ReconcileResponse:
+        reader = self._reader()
+        if not request.proposals:
+            reader.problems.append(
+                Violation(Reason.INVALID_FIELD, "proposals", "required: at least one proposal")
+            )
+        base = reader.base(request.evidence.claims, "evidence.claims")
+        extras = [
+            reader.extra(request.proposals[i : i + 1], "proposals", offset=i)
+            for i in range(len(request.proposals))
+        ]
+        reader.done()
+        assert base is not None
+        before: dict[SemKey, Resolution] = {}
+
+        def resolve_before(sem: SemKey) -> Resolution:
+            if sem not in before:
+                before[sem] = engine.resolve_one((base,), sem, self.policy)
+            return before[sem]
+
+        response = pb.ReconcileResponse()
+        emitter = Emitter(reader.index)
+        for proposal, extra in zip(request.proposals, extras, strict=True):
+            assert extra is not None
+            sems = reconcile.affected((proposal.subject, proposal.predicate), extra, base)
+            decision, reason, old, new = reconcile.judge(
+                sems, resolve_before, _after(base, extra, self.policy)
+            )
+            out = response.outcomes.add(
+                claim_ref=claim_ref(proposal), decision=decision.value, reason=reason.value
+            )
+            emitter.resolution(old, out.before)
+            emitter.resolution(new, out.after)
+        return response
+
+    async def GetResolverPolicy(
+        self, request: pb.GetResolverPolicyRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetResolverPolicyResponse:
+        policy = self.policy
+        response = pb.GetResolverPolicyResponse(
+            conflict_margin=policy.conflict_margin,
+            margin_tolerance=policy.margin_tolerance,
+            safety_sensitive_predicates=sorted(policy.safety_sensitive),
+            reliability_table_origin=policy.origin,
+        )
+        for source, reliability in policy.sorted_table():
+            response.reliability_table.add(source=source, reliability=reliability)
+        return response
+
+
+def _after(base: Intake, extra: Intake, policy: Policy) -> Callable[[SemKey], Resolution]:
+    def resolve_after(sem: SemKey) -> Resolution:
+        return engine.resolve_one((base, extra), sem, policy)
+
+    return resolve_after
+
+
+def _staleness_fields(
+    request: pb.ResolveSemanticRequest | pb.ResolveEvidenceRequest | pb.ResolveHypothesesRequest,
+) -> tuple[float | None, float | None]:
+    as_of = seconds_of(request.as_of) if request.HasField("as_of") else None
+    stale_after = seconds_of(request.stale_after) if request.HasField("stale_after") else None
+    return as_of, stale_after
