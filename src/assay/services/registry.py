@@ -41,5 +41,8 @@ class ServiceEntry:
 
 SERVICES: dict[str, ServiceEntry] = {
     entry.name: entry
-    for entry in (ServiceEntry("resolver", 50051, "assay.services.resolver.service"),)
+    for entry in (
+        ServiceEntry("resolver", 50051, "assay.services.resolver.service"),
+        ServiceEntry("planner", 50052, "assay.services.planner.service"),
+    )
 }

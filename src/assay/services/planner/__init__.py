@@ -1,0 +1,1 @@
+"""The planner: value-of-information evidence acquisition planning that never executes."""

@@ -1,0 +1,275 @@
+"""Proto <-> domain for the planner: the only module besides the servicer that knows ``_pb2``.
+
+Reading a request also validates the planner's own fields, so every problem
+is reported at once with its path in the planner's request (the evidence is
+the resolver's to validate). Enum numbers are checked against the domain
+enums: proto3 enums are open, and an unknown number is bad input, not a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import IntEnum
+from typing import Any, TypeVar
+
+from google.protobuf import json_format, struct_pb2
+
+from assay.errors import FieldViolation, InvalidArgument, Reason
+from assay.services.planner import model as m
+from assay.services.planner.discrimination import OUTCOME_CONFIDENCE
+from assay.services.planner.probes import action_risk
+from assay.v1 import claim_pb2, plan_pb2, planner_service_pb2, resolution_pb2
+from assay.v1 import resolver_service_pb2 as rpb
+
+E = TypeVar("E", bound=IntEnum)
+
+
+def _n(member: IntEnum) -> Any:
+    """A domain enum as the generated enum's value (same numbers, pinned by a unit test)."""
+    return int(member)
+
+
+# Classes a request may not name: only HUMAN_REVIEW observes a person's judgement.
+NOT_A_RUNTIME_SIGNAL = frozenset({m.SignalClass.HUMAN_JUDGEMENT})
+
+
+class _Problems:
+    """Collects field violations while reading a request."""
+
+    def __init__(self) -> None:
+        self.found: list[FieldViolation] = []
+
+    def add(self, path: str, description: str) -> None:
+        self.found.append(FieldViolation(path, description))
+
+    def enum(self, enum: type[E], number: int, path: str) -> E | None:
+        """The domain member for ``number``, or None after recording why it is invalid."""
+        try:
+            member = enum(number)
+        except ValueError:
+            self.add(path, f"unknown {enum.__name__} value {number}")
+            return None
+        if member.value == 0:
+            self.add(path, "required")
+            return None
+        return member
+
+    def raise_if_any(self) -> None:
+        if self.found:
+            first = self.found[0]
+            more = f" (and {len(self.found) - 1} more)" if len(self.found) > 1 else ""
+            raise InvalidArgument(
+                Reason.INVALID_FIELD, f"{first.field}: {first.description}{more}", self.found
+            )
+
+
+def _signal_class(problems: _Problems, number: int, path: str) -> m.SignalClass | None:
+    cls = problems.enum(m.SignalClass, number, path)
+    if cls in NOT_A_RUNTIME_SIGNAL:
+        problems.add(path, "HUMAN_JUDGEMENT is not a runtime signal class")
+        return None
+    return cls
+
+
+def read_request(
+    request: planner_service_pb2.PlanEvidenceRequest,
+) -> tuple[
+    tuple[m.MissingSignalNote, ...],
+    dict[m.SignalClass, m.SignalAvailability],
+    m.AcquisitionPolicy,
+]:
+    """The notes, capabilities and policy of a request; InvalidArgument names every bad field."""
+    problems = _Problems()
+    if not request.subject:
+        problems.add("subject", "required")
+    if not request.predicate:
+        problems.add("predicate", "required")
+    notes = []
+    for i, note in enumerate(request.missing_signals):
+        path = f"missing_signals[{i}]"
+        cls = _signal_class(problems, note.signal_class, f"{path}.signal_class")
+        state = problems.enum(m.SignalAvailability, note.availability, f"{path}.availability")
+        if cls is not None and state is not None:
+            notes.append(m.MissingSignalNote(cls, state, note.note))
+    capabilities: dict[m.SignalClass, m.SignalAvailability] = {}
+    for i, row in enumerate(request.capabilities.signals):
+        path = f"capabilities.signals[{i}]"
+        cls = _signal_class(problems, row.signal_class, f"{path}.signal_class")
+        state = problems.enum(m.SignalAvailability, row.availability, f"{path}.availability")
+        if cls is not None and cls in capabilities:
+            problems.add(f"{path}.signal_class", f"{cls.name} is listed more than once")
+        elif cls is not None and state is not None:
+            capabilities[cls] = state
+    granted = set()
+    for i, number in enumerate(request.policy.granted_side_effects):
+        effect = problems.enum(m.SideEffect, number, f"policy.granted_side_effects[{i}]")
+        if effect is not None:
+            granted.add(effect)
+    problems.raise_if_any()
+    policy = m.AcquisitionPolicy(
+        granted=frozenset(granted),
+        cloud_sync_allowed=request.policy.cloud_sync_allowed,
+        egress_allowed=request.policy.egress_allowed,
+    )
+    return tuple(notes), capabilities, policy
+
+
+# --- The resolver's side -----------------------------------------------------------------
+
+
+def semantic_request(
+    request: planner_service_pb2.PlanEvidenceRequest,
+) -> rpb.ResolveSemanticRequest:
+    """The ResolveSemantic call for the plan's target. Field names match the planner's."""
+    out = rpb.ResolveSemanticRequest(subject=request.subject, predicate=request.predicate)
+    out.evidence.CopyFrom(request.evidence)
+    if request.HasField("as_of"):
+        out.as_of.CopyFrom(request.as_of)
+    if request.HasField("stale_after"):
+        out.stale_after.CopyFrom(request.stale_after)
+    return out
+
+
+def outcome_claim(
+    request: planner_service_pb2.PlanEvidenceRequest, outcome: m.Outcome
+) -> claim_pb2.Claim:
+    """The hypothetical claim of an outcome; observed at ``as_of`` when staleness applies."""
+    claim = claim_pb2.Claim(
+        subject=request.subject,
+        predicate=request.predicate,
+        source=outcome.source,
+        method="planner-hypothesis",
+        confidence=OUTCOME_CONFIDENCE,
+    )
+    claim.value.CopyFrom(json_format.ParseDict(outcome.value, struct_pb2.Value()))
+    if outcome.declared:
+        claim.correlation_group = outcome.correlation_group
+    else:
+        # Join the defaulted group ``source|source_ref`` the resolver already counted.
+        claim.source_ref = outcome.correlation_group[len(outcome.source) + 1 :]
+    if request.HasField("as_of"):
+        claim.observe_time.CopyFrom(request.as_of)
+    return claim
+
+
+def hypotheses_request(
+    request: planner_service_pb2.PlanEvidenceRequest, outcomes: Sequence[m.Outcome]
+) -> rpb.ResolveHypothesesRequest:
+    """One ResolveHypotheses call carrying one hypothesis per distinct outcome, in order."""
+    out = rpb.ResolveHypothesesRequest(subject=request.subject, predicate=request.predicate)
+    out.evidence.CopyFrom(request.evidence)
+    if request.HasField("as_of"):
+        out.as_of.CopyFrom(request.as_of)
+    if request.HasField("stale_after"):
+        out.stale_after.CopyFrom(request.stale_after)
+    for i, outcome in enumerate(outcomes):
+        hypothesis = out.hypotheses.add(label=f"outcome-{i}")
+        hypothesis.claims.append(outcome_claim(request, outcome))
+    return out
+
+
+def resolution(pb: resolution_pb2.SemanticResolution, with_counted: bool = True) -> m.Resolution:
+    """The parts of a resolution the planner reads. ``with_counted`` also reads counted claims
+    (needed for the base, not for hypotheses, whose comparison uses supports only)."""
+    values = []
+    for view in pb.values:
+        counted: tuple[m.CountedClaim, ...] = ()
+        if with_counted:
+            declared = {g.correlation_group: g.declared for g in view.groups}
+            counted = tuple(
+                m.CountedClaim(
+                    c.source, c.correlation_group, declared.get(c.correlation_group, False)
+                )
+                for c in view.claims
+                if c.counted
+            )
+        values.append(
+            m.ValueView(
+                value_key=view.value_key,
+                value=json_format.MessageToDict(view.value) if with_counted else None,
+                support=view.support,
+                counted=counted,
+            )
+        )
+    return m.Resolution(
+        status=m.ResolutionStatus(pb.status),
+        leader_key=pb.leader.value_key if pb.HasField("leader") else "",
+        values=tuple(values),
+        flags=frozenset(m.RationaleFlag(f) for f in pb.rationale),
+        excluded_count=len(pb.excluded),
+        requires_review=pb.requires_review,
+    )
+
+
+# --- The planner's answer ------------------------------------------------------------------
+
+
+def probe_spec(probe: m.Probe) -> plan_pb2.ProbeSpec:
+    return plan_pb2.ProbeSpec(
+        kind=_n(probe.kind),
+        target_signal_classes=[_n(c) for c in probe.targets],
+        required_side_effects=[_n(e) for e in sorted(probe.side_effects)],
+        expected_source_kind=probe.expected_source,
+        cost=_n(probe.cost),
+        latency=_n(probe.latency),
+        action_risk=_n(action_risk(probe)),
+        privacy=_n(probe.privacy),
+        recency=_n(probe.recency),
+        needs_egress=probe.needs_egress,
+        needs_cloud_sync=probe.needs_cloud_sync,
+        observes_via_runtime=probe.observes_via_runtime,
+        description=probe.description,
+    )
+
+
+def _gap(gap: m.Gap) -> plan_pb2.EvidenceGap:
+    return plan_pb2.EvidenceGap(
+        gap_id=gap.gap_id,
+        kind=_n(gap.kind),
+        source=_n(gap.source),
+        signal_class=_n(gap.signal_class),
+        signal_availability=_n(gap.signal_availability),
+        notes=list(gap.notes),
+    )
+
+
+def _candidate(candidate: m.Candidate) -> plan_pb2.AcquisitionCandidate:
+    probe, verdict = candidate.probe, candidate.verdict
+    return plan_pb2.AcquisitionCandidate(
+        candidate_id=candidate.candidate_id,
+        probe=_n(probe.kind),
+        target_signal_class=_n(candidate.target),
+        expected_source_kind=probe.expected_source,
+        addresses_gap_ids=list(candidate.gap_ids),
+        availability=_n(verdict.availability),
+        availability_reason=_n(verdict.reason),
+        missing_grants=[_n(e) for e in verdict.missing_grants],
+        forbidden_side_effects=[_n(e) for e in verdict.forbidden],
+        target_signal_availability=_n(verdict.signal_availability),
+        required_side_effects=[_n(e) for e in sorted(probe.side_effects)],
+        discrimination=_n(candidate.discrimination),
+        discrimination_basis=_n(candidate.basis),
+        outcome_assumption=_n(candidate.outcome.assumption),
+        outcome_value_key=candidate.outcome.value_key,
+        independence=_n(candidate.independence),
+        recency=_n(probe.recency),
+        cost=_n(probe.cost),
+        latency=_n(probe.latency),
+        action_risk=_n(action_risk(probe)),
+        privacy=_n(probe.privacy),
+    )
+
+
+def plan(plan: m.EvidencePlan) -> plan_pb2.EvidencePlan:
+    return plan_pb2.EvidencePlan(
+        subject=plan.subject,
+        predicate=plan.predicate,
+        outcome=_n(plan.outcome),
+        resolution_status=_n(plan.resolution_status),
+        leader_value_key=plan.leader_key,
+        leader_support_band=_n(plan.leader_band),
+        requires_review=plan.requires_review,
+        gaps=[_gap(g) for g in plan.gaps],
+        candidates=[_candidate(c) for c in plan.candidates],
+        unavailable=[_candidate(c) for c in plan.unavailable],
+    )

@@ -1,0 +1,117 @@
+"""Putting a plan together, in the two halves around the one resolver call.
+
+``draft_plan`` does everything that needs only the base resolution: gaps,
+candidates (one per probe and target class, listing every gap it addresses),
+availability, independence, and the hypothetical outcomes. Candidates whose
+outcomes are identical share one hypothesis, so the resolver resolves each
+distinct outcome once. ``finish_plan`` takes the resolver's answers, in the
+order of ``Draft.outcomes``, and computes discrimination, ranks, and splits
+ranked from unavailable. Both are pure: same input, same plan, whatever order
+the claims arrived in (the resolution is order-free, and everything here is
+sorted by enum numbers and ids).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from assay.services.planner.availability import classify_availability, runtime_state
+from assay.services.planner.discrimination import (
+    discrimination_of,
+    leader_band,
+    outcome_for,
+)
+from assay.services.planner.gaps import derive_gaps
+from assay.services.planner.independence import independence_of
+from assay.services.planner.model import (
+    Candidate,
+    EvidencePlan,
+    Gap,
+    Outcome,
+    PlanInput,
+    PlanOutcome,
+    Probe,
+    ProbeKind,
+    Resolution,
+    SignalClass,
+)
+from assay.services.planner.probes import probes_for_gap
+from assay.services.planner.ranking import rank, stale_ids
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A plan before discrimination: what to ask the resolver, and what to finish with."""
+
+    plan_input: PlanInput
+    gaps: tuple[Gap, ...]
+    candidates: tuple[Candidate, ...]
+    # Distinct outcomes, sorted by their dedup key; one hypothesis each.
+    outcomes: tuple[Outcome, ...]
+
+
+def build_candidates(plan_input: PlanInput, gaps: Sequence[Gap]) -> tuple[Candidate, ...]:
+    """One candidate per (probe, target class), with every gap it addresses, in gap order."""
+    addressed: dict[tuple[ProbeKind, SignalClass], tuple[Probe, list[str]]] = {}
+    for gap in gaps:
+        for probe, target in probes_for_gap(gap.kind, gap.signal_class):
+            entry = addressed.setdefault((probe.kind, target), (probe, []))
+            if gap.gap_id not in entry[1]:
+                entry[1].append(gap.gap_id)
+    resolution = plan_input.resolution
+    candidates = []
+    for (_, target), (probe, gap_ids) in sorted(addressed.items()):
+        state = runtime_state(target, plan_input.capabilities, plan_input.notes)
+        candidates.append(
+            Candidate(
+                probe=probe,
+                target=target,
+                gap_ids=tuple(gap_ids),
+                verdict=classify_availability(probe, target, plan_input.policy, state),
+                independence=independence_of(probe.expected_source, resolution),
+                outcome=outcome_for(probe, resolution),
+            )
+        )
+    return tuple(candidates)
+
+
+def draft_plan(plan_input: PlanInput) -> Draft:
+    """Gaps, candidates and the outcomes the resolver must weigh (one hypothesis each)."""
+    gaps = derive_gaps(plan_input)
+    candidates = build_candidates(plan_input, gaps)
+    distinct = {c.outcome.dedup_key: c.outcome for c in candidates}
+    outcomes = tuple(distinct[k] for k in sorted(distinct))
+    return Draft(plan_input, gaps, candidates, outcomes)
+
+
+def finish_plan(draft: Draft, hypothetical: Sequence[Resolution]) -> EvidencePlan:
+    """Discriminate, rank and split, given one resolution per ``draft.outcomes`` entry."""
+    if len(hypothetical) != len(draft.outcomes):
+        raise ValueError(
+            f"expected {len(draft.outcomes)} hypothetical resolutions, got {len(hypothetical)}"
+        )
+    base = draft.plan_input.resolution
+    by_key = {o.dedup_key: h for o, h in zip(draft.outcomes, hypothetical, strict=True)}
+    judged = []
+    for candidate in draft.candidates:
+        discrimination, basis = discrimination_of(
+            base, by_key[candidate.outcome.dedup_key], candidate.outcome
+        )
+        judged.append(replace(candidate, discrimination=discrimination, basis=basis))
+    ordered = rank(judged, stale_ids((g.gap_id, g.kind) for g in draft.gaps))
+    plan_input = draft.plan_input
+    return EvidencePlan(
+        subject=plan_input.subject,
+        predicate=plan_input.predicate,
+        outcome=(
+            PlanOutcome.ACQUISITION_RECOMMENDED if draft.gaps else PlanOutcome.NO_GAP_IDENTIFIED
+        ),
+        resolution_status=base.status,
+        leader_key=base.leader_key,
+        leader_band=leader_band(base),
+        requires_review=base.requires_review,
+        gaps=draft.gaps,
+        candidates=tuple(c for c in ordered if c.ranked),
+        unavailable=tuple(c for c in ordered if not c.ranked),
+    )

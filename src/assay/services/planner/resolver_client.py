@@ -1,0 +1,219 @@
+"""The planner's only way to fusion: calls to ResolverService, bounded by the caller's deadline.
+
+Python gRPC does not propagate deadlines, so each call gets the time the
+planner's own caller has left, minus ``DEADLINE_MARGIN`` to leave room to
+answer. ``UNAVAILABLE`` is retried with a short backoff, but only while both
+the caller's deadline and ``RETRY_BUDGET_SECONDS`` allow: a resolver that is
+down makes the planner fail fast with ``RESOLVER_UNAVAILABLE`` rather than
+hang until the caller gives up. Calls do not use ``wait_for_ready``, and the
+channel's reconnect backoff is capped low, so a resolver that comes back is
+used again within about a second.
+
+The resolver's errors are translated, not wrapped: bad evidence keeps its
+reason and field paths (the planner's request names the same fields), a
+deadline is a deadline, and only the truly unexpected becomes RESOLVER_FAILED.
+One channel lives as long as the servicer; ``close`` is the ServiceSpec hook.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+
+from assay import errors
+from assay.runtime.status import decode_rpc_error
+from assay.v1 import resolver_service_pb2 as rpb
+from assay.v1 import resolver_service_pb2_grpc as rgrpc
+
+R = TypeVar("R")
+
+# Time kept back from the caller's deadline to translate and send the answer.
+DEADLINE_MARGIN_SECONDS = 0.05
+# Per call, when the caller set no deadline at all.
+DEFAULT_CALL_TIMEOUT_SECONDS = 30.0
+# Total time spent retrying UNAVAILABLE, whatever the deadline: "quickly".
+RETRY_BUDGET_SECONDS = 1.0
+# Sleep before each retry of UNAVAILABLE.
+RETRY_BACKOFF_SECONDS = (0.05, 0.1, 0.2, 0.4)
+# Reconnect quickly after the resolver comes back (grpc's default backs off to 120 s).
+_RECONNECT_OPTIONS = [
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+]
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """An absolute deadline on the monotonic clock; ``None`` means the caller set none."""
+
+    expires_at: float | None
+
+    @classmethod
+    def after(cls, remaining: float | None) -> Deadline:
+        return cls(None if remaining is None else time.monotonic() + remaining)
+
+    def remaining(self) -> float | None:
+        return None if self.expires_at is None else self.expires_at - time.monotonic()
+
+    def call_timeout(self) -> float:
+        """The timeout for the next downstream call (may be <= 0: no time left)."""
+        left = self.remaining()
+        if left is None:
+            return DEFAULT_CALL_TIMEOUT_SECONDS
+        return left - DEADLINE_MARGIN_SECONDS
+
+
+# Maps a resolver field path to the planner request's path (None: not the caller's field).
+PathMap = Callable[[str], "str | None"]
+
+
+def same_paths(path: str) -> str | None:
+    """ResolveSemantic's fields have the planner request's names: identity."""
+    return path
+
+
+def base_paths_only(path: str) -> str | None:
+    """For ResolveHypotheses: base fields map through; ``hypotheses[...]`` are the planner's own."""
+    return None if path.startswith("hypotheses") else path
+
+
+class ResolverClient:
+    """A long-lived channel to the resolver and the two calls the planner makes."""
+
+    def __init__(self, target: str, max_message_bytes: int) -> None:
+        self.target = target
+        self._channel = grpc.aio.insecure_channel(
+            target,
+            options=[
+                ("grpc.max_receive_message_length", max_message_bytes),
+                ("grpc.max_send_message_length", max_message_bytes),
+                *_RECONNECT_OPTIONS,
+            ],
+        )
+        self._stub = rgrpc.ResolverServiceStub(self._channel)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def resolve_semantic(
+        self,
+        request: rpb.ResolveSemanticRequest,
+        deadline: Deadline,
+        metadata: Sequence[tuple[str, str]] = (),
+    ) -> rpb.ResolveSemanticResponse:
+        return await self._call(
+            "ResolveSemantic", self._stub.ResolveSemantic, request, deadline, metadata, same_paths
+        )
+
+    async def resolve_hypotheses(
+        self,
+        request: rpb.ResolveHypothesesRequest,
+        deadline: Deadline,
+        metadata: Sequence[tuple[str, str]] = (),
+    ) -> rpb.ResolveHypothesesResponse:
+        return await self._call(
+            "ResolveHypotheses",
+            self._stub.ResolveHypotheses,
+            request,
+            deadline,
+            metadata,
+            base_paths_only,
+        )
+
+    async def _call(
+        self,
+        method: str,
+        rpc: Callable[..., Awaitable[R]],
+        request: Any,
+        deadline: Deadline,
+        metadata: Sequence[tuple[str, str]],
+        paths: PathMap,
+    ) -> R:
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            timeout = deadline.call_timeout()
+            if timeout <= 0:
+                raise _deadline_error(method, self.target)
+            try:
+                return await rpc(
+                    request, timeout=timeout, metadata=tuple(metadata), wait_for_ready=False
+                )
+            except grpc.aio.AioRpcError as error:
+                if error.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise translate(error, method, self.target, paths) from None
+                backoff = _next_backoff(attempt, started, deadline)
+                if backoff is None:
+                    raise errors.Unavailable(
+                        errors.Reason.RESOLVER_UNAVAILABLE,
+                        f"the resolver at {self.target} is unavailable ({error.details()})",
+                        metadata={"resolver_target": self.target, "attempts": str(attempt + 1)},
+                    ) from None
+                await asyncio.sleep(backoff)
+                attempt += 1
+
+
+def _next_backoff(attempt: int, started: float, deadline: Deadline) -> float | None:
+    """How long to wait before retrying, or None when no retry fits the budget or deadline."""
+    if attempt >= len(RETRY_BACKOFF_SECONDS):
+        return None
+    backoff = RETRY_BACKOFF_SECONDS[attempt]
+    if time.monotonic() - started + backoff > RETRY_BUDGET_SECONDS:
+        return None
+    left = deadline.remaining()
+    if left is not None and left - DEADLINE_MARGIN_SECONDS <= backoff:
+        return None
+    return backoff
+
+
+def _deadline_error(method: str, target: str) -> errors.DeadlineExceeded:
+    return errors.DeadlineExceeded(
+        errors.Reason.RESOLVER_DEADLINE_EXCEEDED,
+        f"the resolver at {target} did not answer {method} within the caller's deadline",
+        metadata={"resolver_target": target},
+    )
+
+
+def _reason(name: str, fallback: errors.Reason) -> errors.Reason:
+    try:
+        return errors.Reason(name)
+    except ValueError:
+        return fallback
+
+
+def translate(
+    error: grpc.aio.AioRpcError, method: str, target: str, paths: PathMap
+) -> errors.AssayError:
+    """The planner's error for a failed resolver call (module docstring)."""
+    code = error.code()
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return _deadline_error(method, target)
+    decoded = decode_rpc_error(error)
+    if code == grpc.StatusCode.INVALID_ARGUMENT:
+        mapped = [(paths(v.field), v) for v in decoded.violations]
+        if mapped and all(p is not None for p, _ in mapped):
+            violations = [
+                errors.FieldViolation(p, v.description) for p, v in mapped if p is not None
+            ]
+            return errors.InvalidArgument(
+                _reason(decoded.reason, errors.Reason.INVALID_FIELD), decoded.message, violations
+            )
+        if decoded.reason == errors.Reason.UNKNOWN_SOURCE:
+            # The planner's own hypothetical claim: the table lacks a probe's source kind.
+            return errors.FailedPrecondition(
+                errors.Reason.RESOLVER_POLICY_MISMATCH,
+                "the resolver's reliability table lacks a source kind a probe expects: "
+                + decoded.message,
+                metadata={"resolver_target": target},
+            )
+    return errors.AssayError(
+        errors.Reason.RESOLVER_FAILED,
+        f"the resolver failed {method}: {code.name} {decoded.message}",
+        metadata={"resolver_target": target, "resolver_code": code.name},
+    )
