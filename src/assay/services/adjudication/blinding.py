@@ -1,0 +1,56 @@
+"""What a reviewer may see of a case, decided field by field.
+
+``FIELD_VISIBILITY`` classifies every field of ``Case``; ``blind`` builds the
+reviewer view from the SHOWN fields only, and a unit test plus a contract test
+fail as soon as ``Case`` (or the proto ``Case``) gains a field nobody has
+classified. That is the real guarantee: the rendered view has no verdict field
+at all. It is presentational, not sealed — an operator with the database, or
+anyone calling ``GetCase``, can still read ``local_verdict`` (ADR 0014).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from assay.services.adjudication.model import BlindedCase, Case
+
+
+class Visibility(Enum):
+    SHOWN = "shown"
+    HIDDEN = "hidden"
+
+
+FIELD_VISIBILITY: dict[str, Visibility] = {
+    "case_id": Visibility.SHOWN,
+    "subject": Visibility.SHOWN,
+    "predicate": Visibility.SHOWN,
+    "candidate_values": Visibility.SHOWN,
+    "evidence_refs": Visibility.SHOWN,
+    "context": Visibility.SHOWN,
+    # The system's own judgment: the one thing blinding exists to hide.
+    "local_verdict": Visibility.HIDDEN,
+    # Lineage names the mining origin, which hints at what the system suspected.
+    "lineage": Visibility.HIDDEN,
+    # Operator metadata with no bearing on the judgment.
+    "tenant": Visibility.HIDDEN,
+    "create_time": Visibility.HIDDEN,
+    "expire_time": Visibility.HIDDEN,
+    "content_digest": Visibility.HIDDEN,
+}
+
+
+def shown_fields() -> frozenset[str]:
+    return frozenset(name for name, v in FIELD_VISIBILITY.items() if v is Visibility.SHOWN)
+
+
+def blind(case: Case, round_: int) -> BlindedCase:
+    """The reviewer view: SHOWN fields by name, plus the round to review in."""
+    return BlindedCase(
+        case_id=case.case_id,
+        subject=case.subject,
+        predicate=case.predicate,
+        candidate_values=case.candidate_values,
+        evidence_refs=case.evidence_refs,
+        context=case.context,
+        round=round_,
+    )

@@ -1,0 +1,116 @@
+"""Validating a case for the queue and fixing its content digest.
+
+A case is the unit reviewers judge. Its candidate values bound what a label
+may be (so a gold label can never be a value nobody proposed), and its content
+digest is what the audit ledger records instead of the content itself, so
+deleting the case later leaves the ledger intact.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from assay.services.adjudication.canonical import canonical_json, digest, rfc3339
+from assay.services.adjudication.fields import bad, bounded_text, require_tenant, require_text
+from assay.services.adjudication.model import Case, CaseInput, JsonValue
+
+DEFAULT_TTL = timedelta(days=90)
+MAX_TTL = timedelta(days=3660)
+MAX_CANDIDATES = 64
+MAX_EVIDENCE_REFS = 256
+MAX_TEXT = 512
+MAX_REF = 1024
+MAX_CONTEXT = 4096
+
+
+def _check_json(value: JsonValue, path: str) -> str:
+    try:
+        return canonical_json(value)
+    except (TypeError, ValueError) as error:
+        raise bad(path, f"is not a representable JSON value ({error})") from None
+
+
+def validate_case(data: CaseInput, now: datetime, prefix: str = "case") -> None:
+    """Every field rule of a new case; raises InvalidArgument naming the first bad field."""
+    require_tenant(data.tenant, f"{prefix}.tenant")
+    require_text(data.subject, f"{prefix}.subject", MAX_TEXT)
+    require_text(data.predicate, f"{prefix}.predicate", MAX_TEXT)
+    if not data.candidate_values:
+        raise bad(f"{prefix}.candidate_values", "at least one candidate value is required")
+    if len(data.candidate_values) > MAX_CANDIDATES:
+        raise bad(f"{prefix}.candidate_values", f"at most {MAX_CANDIDATES} candidate values")
+    seen: set[str] = set()
+    for i, value in enumerate(data.candidate_values):
+        path = f"{prefix}.candidate_values[{i}]"
+        if value is None:
+            raise bad(path, "must not be null")
+        key = _check_json(value, path)
+        if key in seen:
+            raise bad(path, f"duplicates an earlier candidate value {key}")
+        seen.add(key)
+    if len(data.evidence_refs) > MAX_EVIDENCE_REFS:
+        raise bad(f"{prefix}.evidence_refs", f"at most {MAX_EVIDENCE_REFS} references")
+    for i, ref in enumerate(data.evidence_refs):
+        require_text(ref, f"{prefix}.evidence_refs[{i}]", MAX_REF)
+    bounded_text(data.context, f"{prefix}.context", MAX_CONTEXT)
+    if data.local_verdict is None:
+        raise bad(f"{prefix}.local_verdict", "is required (the system's own verdict)")
+    _check_json(data.local_verdict, f"{prefix}.local_verdict")
+    require_text(data.lineage.origin, f"{prefix}.lineage.origin", MAX_TEXT)
+    bounded_text(data.lineage.origin_ref, f"{prefix}.lineage.origin_ref", MAX_REF)
+    if data.expire_time is not None:
+        if data.expire_time <= now:
+            raise bad(f"{prefix}.expire_time", "must be in the future")
+        if data.expire_time - now > MAX_TTL:
+            raise bad(f"{prefix}.expire_time", "must be within 10 years")
+
+
+def content_digest(case_id: str, data: CaseInput, create: datetime, expire: datetime) -> str:
+    return digest(
+        {
+            "case_id": case_id,
+            "tenant": data.tenant,
+            "subject": data.subject,
+            "predicate": data.predicate,
+            "candidate_values": list(data.candidate_values),
+            "evidence_refs": list(data.evidence_refs),
+            "context": data.context,
+            "local_verdict": data.local_verdict,
+            "lineage": {"origin": data.lineage.origin, "origin_ref": data.lineage.origin_ref},
+            "create_time": rfc3339(create),
+            "expire_time": rfc3339(expire),
+        }
+    )
+
+
+def new_case(case_id: str, data: CaseInput, now: datetime) -> Case:
+    """A validated case with its expiry and content digest fixed."""
+    validate_case(data, now)
+    expire = data.expire_time if data.expire_time is not None else now + DEFAULT_TTL
+    return Case(
+        case_id=case_id,
+        tenant=data.tenant,
+        subject=data.subject,
+        predicate=data.predicate,
+        candidate_values=tuple(data.candidate_values),
+        evidence_refs=tuple(data.evidence_refs),
+        context=data.context,
+        local_verdict=data.local_verdict,
+        lineage=data.lineage,
+        create_time=now,
+        expire_time=expire,
+        content_digest=content_digest(case_id, data, now, expire),
+    )
+
+
+def candidate_key(case: Case, label: JsonValue) -> str | None:
+    """The label's canonical key when it is one of the case's candidates, else None."""
+    try:
+        key = canonical_json(label)
+    except (TypeError, ValueError):
+        return None
+    return key if key in {canonical_json(v) for v in case.candidate_values} else None
+
+
+def is_expired(case: Case, now: datetime) -> bool:
+    return now >= case.expire_time

@@ -1,0 +1,150 @@
+"""The audit ledger: an append-only hash chain, and the walk that verifies it.
+
+Each event's hash covers its sequence, type, time, payload and the previous
+event's hash, so editing, removing or reordering any event breaks every hash
+after it. Payloads hold ids, digests and counts only — never case content —
+so deleting a tenant's cases never has to touch (or break) the chain. The
+verifier also cross-checks GOLD_LABEL_FROZEN events against the gold-label
+rows: the per-case digest chain cannot see a row that was deleted or
+replaced wholesale (digest recomputed), the ledger can.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from assay.services.adjudication.canonical import GENESIS_HASH, digest, rfc3339
+from assay.services.adjudication.model import (
+    AuditEvent,
+    AuditEventType,
+    AuditProblem,
+    ChainHead,
+    ChainVerdict,
+)
+
+EMPTY_HEAD = ChainHead(0, GENESIS_HASH)
+
+
+def event_hash(
+    sequence: int,
+    event_type: AuditEventType,
+    occur_time: datetime,
+    payload: Mapping[str, str],
+    previous_hash: str,
+) -> str:
+    return digest(
+        {
+            "sequence": sequence,
+            "event_type": event_type.value,
+            "occur_time": rfc3339(occur_time),
+            "payload": dict(payload),
+            "previous_hash": previous_hash,
+        }
+    )
+
+
+def next_event(
+    head: ChainHead, event_type: AuditEventType, payload: Mapping[str, str], now: datetime
+) -> AuditEvent:
+    """The event that extends the chain after ``head``."""
+    for key, value in payload.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError("audit payloads map strings to strings (ids, digests, counts)")
+    sequence = head.sequence + 1
+    return AuditEvent(
+        sequence=sequence,
+        event_type=event_type,
+        occur_time=now,
+        payload=dict(payload),
+        previous_hash=head.hash,
+        hash=event_hash(sequence, event_type, now, payload, head.hash),
+    )
+
+
+@dataclass
+class ChainVerifier:
+    """Feed events in sequence order (``check``), then gold-label rows (``finish``)."""
+
+    head: ChainHead = EMPTY_HEAD
+    checked: int = 0
+    verdict: ChainVerdict | None = None
+    frozen: dict[tuple[str, int], tuple[int, str]] = field(default_factory=dict)
+
+    def _bad(self, sequence: int, problem: AuditProblem, detail: str) -> bool:
+        self.verdict = ChainVerdict(False, self.checked, self.head, sequence, problem, detail)
+        return False
+
+    def check(self, event: AuditEvent) -> bool:
+        """Check the next event; False (with ``verdict`` set) at the first bad one."""
+        self.checked += 1
+        if event.sequence != self.head.sequence + 1:
+            return self._bad(
+                event.sequence,
+                AuditProblem.SEQUENCE_GAP,
+                f"expected event {self.head.sequence + 1}, found {event.sequence}",
+            )
+        if event.previous_hash != self.head.hash:
+            return self._bad(
+                event.sequence, AuditProblem.BROKEN_LINK, "previous_hash is not the prior hash"
+            )
+        expected = event_hash(
+            event.sequence, event.event_type, event.occur_time, event.payload, event.previous_hash
+        )
+        if expected != event.hash:
+            return self._bad(
+                event.sequence, AuditProblem.HASH_MISMATCH, "content does not match its hash"
+            )
+        if event.event_type is AuditEventType.GOLD_LABEL_FROZEN:
+            try:
+                key = (event.payload["case_id"], int(event.payload["revision"]))
+                self.frozen[key] = (event.sequence, event.payload["digest"])
+            except (KeyError, ValueError):
+                return self._bad(
+                    event.sequence, AuditProblem.UNREADABLE, "GOLD_LABEL_FROZEN payload incomplete"
+                )
+        self.head = ChainHead(event.sequence, event.hash)
+        return True
+
+    def unreadable(self, sequence: int, detail: str) -> bool:
+        self.checked += 1
+        return self._bad(sequence, AuditProblem.UNREADABLE, detail)
+
+    def finish(self, gold_rows: Iterable[tuple[str, int, str, str]]) -> ChainVerdict:
+        """Cross-check (case_id, revision, stored digest, recomputed digest) of every gold row."""
+        if self.verdict is not None:
+            return self.verdict
+        seen: set[tuple[str, int]] = set()
+        for case_id, revision, stored, recomputed in gold_rows:
+            key = (case_id, revision)
+            seen.add(key)
+            recorded = self.frozen.get(key)
+            if recorded is None:
+                self._bad(
+                    0,
+                    AuditProblem.UNRECORDED_GOLD_LABEL,
+                    f"gold label {case_id}#{revision} has no GOLD_LABEL_FROZEN event",
+                )
+                return self._final()
+            sequence, recorded_digest = recorded
+            if recorded_digest != stored or stored != recomputed:
+                self._bad(
+                    sequence,
+                    AuditProblem.GOLD_LABEL_MISMATCH,
+                    f"gold label {case_id}#{revision} differs from what event {sequence} recorded",
+                )
+                return self._final()
+        for key, (sequence, _) in sorted(self.frozen.items(), key=lambda kv: kv[1][0]):
+            if key not in seen:
+                self._bad(
+                    sequence,
+                    AuditProblem.GOLD_LABEL_MISMATCH,
+                    f"gold label {key[0]}#{key[1]} recorded by event {sequence} is missing",
+                )
+                return self._final()
+        return ChainVerdict(True, self.checked, self.head)
+
+    def _final(self) -> ChainVerdict:
+        assert self.verdict is not None
+        return self.verdict

@@ -1,0 +1,273 @@
+"""The adjudication domain's vocabulary: frozen values, free of gRPC and of the database.
+
+Everything the service stores or computes is one of these. Enum values are the
+contract's enum names without their prefix, so ``convert`` maps them by name.
+Case state is deliberately absent from ``Case``: it is derived (``state.py``),
+never stored, so no write path can overwrite a disagreement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+# A JSON value as decoded from ``google.protobuf.Value`` (numbers are floats there).
+JsonValue = Any
+
+
+class ReviewerKind(Enum):
+    HUMAN = "HUMAN"
+    MECHANISM_TEST_FIXTURE = "MECHANISM_TEST_FIXTURE"
+
+
+class Provenance(Enum):
+    HUMAN_ADJUDICATED = "HUMAN_ADJUDICATED"
+    SYNTHETIC_MECHANISM_TEST = "SYNTHETIC_MECHANISM_TEST"
+
+
+class Basis(Enum):
+    """How a round ended. There is no MAJORITY_VOTE member, on purpose."""
+
+    UNANIMOUS_AGREEMENT = "UNANIMOUS_AGREEMENT"
+    ADJUDICATOR_DECISION = "ADJUDICATOR_DECISION"
+    UNRESOLVED = "UNRESOLVED"
+    NOT_EVALUABLE = "NOT_EVALUABLE"
+
+    @property
+    def has_label(self) -> bool:
+        return self in (Basis.UNANIMOUS_AGREEMENT, Basis.ADJUDICATOR_DECISION)
+
+
+class Outcome(Enum):
+    LABEL = "LABEL"
+    UNRESOLVED = "UNRESOLVED"
+    NOT_EVALUABLE = "NOT_EVALUABLE"
+
+
+class CaseState(Enum):
+    AWAITING_REVIEW = "AWAITING_REVIEW"
+    AWAITING_SECOND_REVIEW = "AWAITING_SECOND_REVIEW"
+    AGREED = "AGREED"
+    DISAGREED = "DISAGREED"
+    RESOLVED = "RESOLVED"
+    UNRESOLVED = "UNRESOLVED"
+    NOT_EVALUABLE = "NOT_EVALUABLE"
+    FROZEN = "FROZEN"
+
+
+class AuditEventType(Enum):
+    REVIEWER_REGISTERED = "REVIEWER_REGISTERED"
+    CASE_ENQUEUED = "CASE_ENQUEUED"
+    REVIEW_SUBMITTED = "REVIEW_SUBMITTED"
+    CASE_RESOLVED = "CASE_RESOLVED"
+    GOLD_LABEL_FROZEN = "GOLD_LABEL_FROZEN"
+    TENANT_RECORDS_DELETED = "TENANT_RECORDS_DELETED"
+    EXPIRED_RECORDS_SWEPT = "EXPIRED_RECORDS_SWEPT"
+
+
+class AuditProblem(Enum):
+    HASH_MISMATCH = "HASH_MISMATCH"
+    BROKEN_LINK = "BROKEN_LINK"
+    SEQUENCE_GAP = "SEQUENCE_GAP"
+    GOLD_LABEL_MISMATCH = "GOLD_LABEL_MISMATCH"
+    UNRECORDED_GOLD_LABEL = "UNRECORDED_GOLD_LABEL"
+    UNREADABLE = "UNREADABLE"
+
+
+@dataclass(frozen=True)
+class Reviewer:
+    reviewer_id: str
+    kind: ReviewerKind
+    attested_by: str
+    register_time: datetime
+
+
+@dataclass(frozen=True)
+class Lineage:
+    origin: str
+    origin_ref: str = ""
+
+
+@dataclass(frozen=True)
+class CaseInput:
+    """What a caller supplies to enqueue a case (validated by ``cases.validate_case``)."""
+
+    tenant: str
+    subject: str
+    predicate: str
+    candidate_values: tuple[JsonValue, ...]
+    evidence_refs: tuple[str, ...]
+    context: str
+    local_verdict: JsonValue
+    lineage: Lineage
+    expire_time: datetime | None
+
+
+@dataclass(frozen=True)
+class Case:
+    """The operator view: everything stored about a case, including the system's verdict."""
+
+    case_id: str
+    tenant: str
+    subject: str
+    predicate: str
+    candidate_values: tuple[JsonValue, ...]
+    evidence_refs: tuple[str, ...]
+    context: str
+    local_verdict: JsonValue
+    lineage: Lineage
+    create_time: datetime
+    expire_time: datetime
+    content_digest: str
+
+
+@dataclass(frozen=True)
+class BlindedCase:
+    """The reviewer view. No verdict, no lineage, no reviews: see ``blinding.py``."""
+
+    case_id: str
+    subject: str
+    predicate: str
+    candidate_values: tuple[JsonValue, ...]
+    evidence_refs: tuple[str, ...]
+    context: str
+    round: int
+
+
+@dataclass(frozen=True)
+class Review:
+    review_id: str
+    case_id: str
+    reviewer_id: str
+    round: int
+    outcome: Outcome
+    label: JsonValue  # None unless outcome is LABEL
+    label_key: str  # canonical JSON of the label, or ""
+    reason: str
+    submit_time: datetime
+
+
+@dataclass(frozen=True)
+class Resolution:
+    case_id: str
+    round: int
+    basis: Basis
+    label: JsonValue
+    label_key: str
+    adjudicator_reviewer_id: str
+    review_ids: tuple[str, ...]
+    resolve_time: datetime
+
+
+@dataclass(frozen=True)
+class GoldLabelRevision:
+    """One insert-only, metadata-only revision. Build it with ``gold.new_revision`` or
+    ``gold.checked_revision`` (which re-verifies the digest); never by hand."""
+
+    case_id: str
+    revision: int
+    previous_revision: int
+    round: int
+    tenant: str
+    basis: Basis
+    label: JsonValue
+    label_key: str
+    contributing_review_ids: tuple[str, ...]
+    contributing_reviewer_ids: tuple[str, ...]
+    adjudicator_reviewer_id: str
+    provenance: Provenance
+    freeze_time: datetime
+    digest: str
+
+
+@dataclass(frozen=True)
+class CaseSnapshot:
+    """What the state rules need about one case, read in one transaction."""
+
+    case: Case
+    revision_count: int
+    round_reviews: tuple[Review, ...]  # reviews of the current round, in submit order
+    round_resolution: Resolution | None  # the current round's resolution, if any
+
+    @property
+    def round(self) -> int:
+        # The round is derived from the number of frozen revisions (ADR 0014).
+        return self.revision_count + 1
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    sequence: int
+    event_type: AuditEventType
+    occur_time: datetime
+    payload: Mapping[str, str]
+    previous_hash: str
+    hash: str
+
+
+@dataclass(frozen=True)
+class ChainHead:
+    sequence: int
+    hash: str
+
+
+@dataclass(frozen=True)
+class ChainVerdict:
+    ok: bool
+    events_checked: int
+    head: ChainHead
+    first_bad_sequence: int = 0
+    problem: AuditProblem | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class DeletedCounts:
+    cases: int = 0
+    reviews: int = 0
+    resolutions: int = 0
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a listing and the key to continue after it ("" on the last page)."""
+
+    items: tuple[Any, ...]
+    next_after: str = ""
+
+
+@dataclass(frozen=True)
+class ExportRecord:
+    case: BlindedCase
+    revision: GoldLabelRevision
+
+
+@dataclass(frozen=True)
+class ExportExclusion:
+    case_id: str
+    revision: int
+    reason: str = "CASE_DELETED"
+
+
+@dataclass
+class ExportTally:
+    """Counts accumulated while streaming an export; becomes the manifest."""
+
+    record_count: int = 0
+    human_adjudicated_count: int = 0
+    synthetic_count: int = 0
+    exclusions: list[ExportExclusion] = field(default_factory=list)
+
+    def add(self, revision: GoldLabelRevision) -> None:
+        self.record_count += 1
+        if revision.provenance is Provenance.HUMAN_ADJUDICATED:
+            self.human_adjudicated_count += 1
+        else:
+            self.synthetic_count += 1
+
+    @property
+    def contains_synthetic_labels(self) -> bool:
+        return self.synthetic_count > 0

@@ -1,0 +1,56 @@
+"""Page tokens: opaque to clients, bound to the query that issued them.
+
+A token is the last key of the previous page plus a fingerprint of the query
+(filters and listing name). A token from another query, or one that was
+edited, is refused with INVALID_PAGE_TOKEN rather than silently restarting or
+skipping rows.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+
+from assay.errors import Reason, invalid_field
+from assay.services.adjudication.fields import bad
+
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 1000
+
+
+def page_size(value: int, path: str = "page_size") -> int:
+    if value < 0:
+        raise bad(path, "must not be negative")
+    if value > MAX_PAGE_SIZE:
+        raise bad(path, f"must be at most {MAX_PAGE_SIZE}")
+    return value or DEFAULT_PAGE_SIZE
+
+
+def _fingerprint(query: str) -> str:
+    return hashlib.sha256(query.encode("utf-8")).hexdigest()[:16]
+
+
+def encode_token(query: str, after: str) -> str:
+    if not after:
+        return ""
+    raw = json.dumps({"q": _fingerprint(query), "a": after}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode("utf-8")).decode("ascii").rstrip("=")
+
+
+def decode_token(query: str, token: str, path: str = "page_token") -> str:
+    """The key to continue after ("" for the first page)."""
+    if not token:
+        return ""
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        data = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+        fingerprint, after = data["q"], data["a"]
+    except (ValueError, KeyError, TypeError, binascii.Error, UnicodeError):
+        raise invalid_field(
+            Reason.INVALID_PAGE_TOKEN, path, "is not a page token issued by this server"
+        ) from None
+    if fingerprint != _fingerprint(query) or not isinstance(after, str) or not after:
+        raise invalid_field(Reason.INVALID_PAGE_TOKEN, path, "was issued for a different query")
+    return after

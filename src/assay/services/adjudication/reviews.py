@@ -1,0 +1,115 @@
+"""The rules for accepting a review.
+
+One review per reviewer per case per round (also a UNIQUE constraint in SQL);
+a review belongs to the case's current round, which a FROZEN case only leaves
+when the reviewer names the new round explicitly — so a late submission made
+against a view of the old round can never silently reopen a frozen case.
+Unresolved and not-evaluable are outcomes of their own, never a label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from assay.errors import AlreadyExists, FailedPrecondition, Reason, invalid_field
+from assay.services.adjudication import cases
+from assay.services.adjudication.fields import bad, bounded_text, require_id
+from assay.services.adjudication.model import (
+    CaseSnapshot,
+    CaseState,
+    JsonValue,
+    Outcome,
+    Review,
+)
+from assay.services.adjudication.reviewers import check_reviewer_id
+from assay.services.adjudication.state import derive_state
+
+MAX_REASON = 1024
+
+
+@dataclass(frozen=True)
+class ReviewSubmission:
+    case_id: str
+    reviewer_id: str
+    round: int  # 0: the current round
+    outcome: Outcome | None
+    label: JsonValue
+    reason: str
+
+
+def validate_submission(sub: ReviewSubmission) -> None:
+    """Field rules that need no stored data."""
+    require_id(sub.case_id, "case_id")
+    check_reviewer_id(sub.reviewer_id, "reviewer_id")
+    if sub.round < 0:
+        raise bad("round", "must be 0 (the current round) or a round number >= 1")
+    if sub.outcome is None:
+        raise bad("outcome", "must be LABEL, UNRESOLVED or NOT_EVALUABLE")
+    if sub.outcome is Outcome.LABEL:
+        if sub.label is None:
+            raise bad("label", "is required when the outcome is LABEL")
+        if sub.reason:
+            raise bad("reason", "must be empty when the outcome is LABEL")
+    else:
+        if sub.label is not None:
+            raise bad("label", f"must be unset when the outcome is {sub.outcome.value}")
+        if not sub.reason.strip():
+            raise bad("reason", f"is required when the outcome is {sub.outcome.value}")
+        bounded_text(sub.reason, "reason", MAX_REASON)
+
+
+def check_submission(snapshot: CaseSnapshot, sub: ReviewSubmission, now: datetime) -> str:
+    """Rules against the stored case; returns the label key ("" without a label)."""
+    case = snapshot.case
+    if cases.is_expired(case, now):
+        raise FailedPrecondition(Reason.CASE_EXPIRED, f"case {case.case_id} has expired")
+    state = derive_state(snapshot)
+    current = snapshot.round
+    if state is CaseState.FROZEN and sub.round == 0:
+        raise FailedPrecondition(
+            Reason.CASE_FROZEN,
+            f"case {case.case_id} is frozen; to review it again, set round to {current}",
+            metadata={"current_round": str(current)},
+        )
+    if sub.round and sub.round != current:
+        raise FailedPrecondition(
+            Reason.ROUND_MISMATCH,
+            f"round {sub.round} is not case {case.case_id}'s current round {current}",
+            metadata={"current_round": str(current)},
+        )
+    if snapshot.round_resolution is not None:
+        raise FailedPrecondition(
+            Reason.ROUND_ALREADY_RESOLVED,
+            f"round {current} of case {case.case_id} is resolved; freeze it first",
+        )
+    if any(r.reviewer_id == sub.reviewer_id for r in snapshot.round_reviews):
+        raise AlreadyExists(
+            Reason.REVIEW_ALREADY_SUBMITTED,
+            f"{sub.reviewer_id} already reviewed case {case.case_id} in round {current}",
+        )
+    if sub.outcome is not Outcome.LABEL:
+        return ""
+    key = cases.candidate_key(case, sub.label)
+    if key is None:
+        raise invalid_field(
+            Reason.LABEL_NOT_A_CANDIDATE, "label", "is not one of the case's candidate values"
+        )
+    return key
+
+
+def new_review(
+    review_id: str, snapshot: CaseSnapshot, sub: ReviewSubmission, label_key: str, now: datetime
+) -> Review:
+    assert sub.outcome is not None
+    return Review(
+        review_id=review_id,
+        case_id=snapshot.case.case_id,
+        reviewer_id=sub.reviewer_id,
+        round=snapshot.round,
+        outcome=sub.outcome,
+        label=sub.label if sub.outcome is Outcome.LABEL else None,
+        label_key=label_key,
+        reason=sub.reason if sub.outcome is not Outcome.LABEL else "",
+        submit_time=now,
+    )

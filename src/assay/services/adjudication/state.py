@@ -1,0 +1,47 @@
+"""A case's state, derived from its reviews, resolutions and revisions — never stored.
+
+There is no state column anywhere, so no write path can move a case from
+DISAGREED to AGREED by overwriting a field: the only way to change the state is
+to append a review, a resolution or a revision, each of which is audited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from assay.services.adjudication.model import Basis, CaseSnapshot, CaseState, Outcome, Review
+
+_STATE_BY_BASIS = {
+    Basis.UNANIMOUS_AGREEMENT: CaseState.RESOLVED,
+    Basis.ADJUDICATOR_DECISION: CaseState.RESOLVED,
+    Basis.UNRESOLVED: CaseState.UNRESOLVED,
+    Basis.NOT_EVALUABLE: CaseState.NOT_EVALUABLE,
+}
+
+
+def answer_key(review: Review) -> tuple[Outcome, str]:
+    """What two reviews must share to agree: the outcome kind and, for labels, the label."""
+    return (review.outcome, review.label_key if review.outcome is Outcome.LABEL else "")
+
+
+def unanimous(reviews: Sequence[Review]) -> bool:
+    """Two or more reviews with one identical answer."""
+    return len(reviews) >= 2 and len({answer_key(r) for r in reviews}) == 1
+
+
+def derive_state(snapshot: CaseSnapshot) -> CaseState:
+    """The state of the case's current round (round = revisions + 1)."""
+    if snapshot.round_resolution is not None:
+        return _STATE_BY_BASIS[snapshot.round_resolution.basis]
+    reviews = snapshot.round_reviews
+    if not reviews:
+        # A frozen case stays FROZEN until a review explicitly opens the next round.
+        return CaseState.FROZEN if snapshot.revision_count > 0 else CaseState.AWAITING_REVIEW
+    if len(reviews) == 1:
+        return CaseState.AWAITING_SECOND_REVIEW
+    return CaseState.AGREED if unanimous(reviews) else CaseState.DISAGREED
+
+
+def needs_reviews(snapshot: CaseSnapshot) -> bool:
+    """Whether the case belongs in reviewers' queues: a round awaiting a first or second review."""
+    return derive_state(snapshot) in (CaseState.AWAITING_REVIEW, CaseState.AWAITING_SECOND_REVIEW)
