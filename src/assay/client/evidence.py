@@ -55,7 +55,9 @@ def claim_from_dict(data: Any, field_path: str = "claim", source: str = "") -> c
     try:
         json_format.ParseDict(data, claim)
     except json_format.ParseError as error:
-        raise EvidenceFormatError(source, field_path, str(error)) from None
+        # protobuf's message spans lines (it lists every valid field); the first line says it.
+        first_line = str(error).splitlines()[0] if str(error) else "not a valid claim"
+        raise EvidenceFormatError(source, field_path, first_line) from None
     return claim
 
 
