@@ -1,0 +1,180 @@
+"""Reading planner requests (with every bad field named) and the resolver's answers."""
+
+from __future__ import annotations
+
+import pytest
+from google.protobuf import json_format
+
+from assay import errors
+from assay.services.planner import convert
+from assay.services.planner.model import (
+    CountedClaim,
+    Outcome,
+    OutcomeAssumption,
+    RationaleFlag,
+    ResolutionStatus,
+    SideEffect,
+    SignalAvailability,
+    SignalClass,
+)
+from assay.services.planner.paging import decode_token, encode_token, page
+from assay.v1 import planner_service_pb2, resolution_pb2
+
+
+def request(**fields: object) -> planner_service_pb2.PlanEvidenceRequest:
+    base: dict[str, object] = {"subject": "s", "predicate": "p"}
+    return json_format.ParseDict({**base, **fields}, planner_service_pb2.PlanEvidenceRequest())
+
+
+def violations(req: planner_service_pb2.PlanEvidenceRequest) -> list[str]:
+    with pytest.raises(errors.InvalidArgument) as caught:
+        convert.read_request(req)
+    assert caught.value.reason is errors.Reason.INVALID_FIELD
+    return [v.field for v in caught.value.violations]
+
+
+class TestReadRequest:
+    def test_reads_a_valid_request(self) -> None:
+        """Notes, capabilities and policy come through as domain values."""
+        notes, caps, policy = convert.read_request(
+            request(
+                missingSignals=[
+                    {"signalClass": "SIGNAL_CLASS_TOOL_TRACE", "availability": 4, "note": "x"}
+                ],
+                capabilities={"signals": [{"signalClass": 1, "availability": 2}]},
+                policy={"grantedSideEffects": [1, 5], "egressAllowed": True},
+            )
+        )
+        assert notes[0].signal_class is SignalClass.TOOL_TRACE
+        assert notes[0].availability is SignalAvailability.COLLECTION_FAILED
+        assert caps == {SignalClass.PROCESS_RESULT: SignalAvailability.UNSUPPORTED}
+        assert policy.granted == {SideEffect.FILESYSTEM_READ, SideEffect.VCS_READ}
+        assert policy.egress_allowed
+        assert not policy.cloud_sync_allowed
+
+    @pytest.mark.parametrize(
+        ("fields", "paths"),
+        [
+            ({"subject": ""}, ["subject"]),
+            ({"subject": "", "predicate": ""}, ["subject", "predicate"]),
+            ({"missingSignals": [{"availability": 2}]}, ["missing_signals[0].signal_class"]),
+            ({"missingSignals": [{"signalClass": 1}]}, ["missing_signals[0].availability"]),
+            (
+                {"missingSignals": [{"signalClass": 99, "availability": 2}]},
+                ["missing_signals[0].signal_class"],
+            ),
+            (
+                {"missingSignals": [{"signalClass": 9, "availability": 2}]},
+                ["missing_signals[0].signal_class"],
+            ),
+            (
+                {"capabilities": {"signals": [{"signalClass": 1, "availability": 42}]}},
+                ["capabilities.signals[0].availability"],
+            ),
+            (
+                {
+                    "capabilities": {
+                        "signals": [
+                            {"signalClass": 1, "availability": 1},
+                            {"signalClass": 1, "availability": 2},
+                        ]
+                    }
+                },
+                ["capabilities.signals[1].signal_class"],
+            ),
+            ({"policy": {"grantedSideEffects": [1, 0]}}, ["policy.granted_side_effects[1]"]),
+            ({"policy": {"grantedSideEffects": [77]}}, ["policy.granted_side_effects[0]"]),
+        ],
+    )
+    def test_every_bad_field_is_named(self, fields: dict[str, object], paths: list[str]) -> None:
+        """INVALID_ARGUMENT names each bad field by its path in the planner request."""
+        assert violations(request(**fields)) == paths
+
+
+class TestResolverSide:
+    def test_hypotheses_request_carries_one_hypothesis_per_outcome(self) -> None:
+        """Each outcome becomes one single-claim hypothesis, observed at as_of when given."""
+        req = request(asOf="2026-01-01T00:00:00Z", staleAfter="3600s")
+        outcomes = [
+            Outcome(OutcomeAssumption.RUNNER_UP, "test_result", '"none"', "none", "planner/x"),
+            Outcome(
+                OutcomeAssumption.RUNNER_UP, "vcs_state", '"none"', "none", "vcs_state|r", False
+            ),
+        ]
+        out = convert.hypotheses_request(req, outcomes)
+        assert [len(h.claims) for h in out.hypotheses] == [1, 1]
+        first, second = (h.claims[0] for h in out.hypotheses)
+        assert first.correlation_group == "planner/x"
+        assert not second.HasField("correlation_group")
+        assert second.source_ref == "r"
+        assert first.observe_time == req.as_of
+        assert out.stale_after == req.stale_after
+
+    def test_reads_counted_claims_with_their_groups(self) -> None:
+        """Only counted claims are read, with the declared flag of their group."""
+        pb = json_format.ParseDict(
+            {
+                "status": "RESOLUTION_STATUS_RESOLVED",
+                "leader": {"value": "key", "valueKey": '"key"', "support": 0.9},
+                "values": [
+                    {
+                        "value": "key",
+                        "valueKey": '"key"',
+                        "support": 0.9,
+                        "claims": [
+                            {"source": "api_spec", "correlationGroup": "g", "counted": True},
+                            {"source": "api_spec", "correlationGroup": "g", "counted": False},
+                            {"source": "test_result", "correlationGroup": "t|r", "counted": True},
+                        ],
+                        "groups": [
+                            {"correlationGroup": "g", "declared": True},
+                            {"correlationGroup": "t|r", "declared": False},
+                        ],
+                    }
+                ],
+                "rationale": ["RATIONALE_FLAG_INDEPENDENCE_UNVERIFIED"],
+            },
+            resolution_pb2.SemanticResolution(),
+        )
+        res = convert.resolution(pb)
+        assert res.status is ResolutionStatus.RESOLVED
+        assert res.leader_key == '"key"'
+        assert res.flags == {RationaleFlag.INDEPENDENCE_UNVERIFIED}
+        assert res.values[0].counted == (
+            CountedClaim("api_spec", "g", True),
+            CountedClaim("test_result", "t|r", False),
+        )
+
+
+class TestPaging:
+    def test_pages_through_everything_once(self) -> None:
+        """Following next tokens visits every item exactly once, in order."""
+        items, token, seen = list(range(6)), "", []
+        while True:
+            chunk, token = page(items, 4, token)
+            seen.extend(chunk)
+            if not token:
+                break
+        assert seen == items
+
+    def test_zero_page_size_means_all(self) -> None:
+        """page_size 0 returns everything and no next token."""
+        assert page([1, 2, 3], 0, "") == ([1, 2, 3], "")
+
+    @pytest.mark.parametrize("token", ["nope", encode_token(99), "cHJvYmVzL3YxL3g="])
+    def test_foreign_tokens_are_invalid(self, token: str) -> None:
+        """A token this server did not issue is INVALID_PAGE_TOKEN on page_token."""
+        with pytest.raises(errors.InvalidArgument) as caught:
+            page([1, 2, 3], 1, token)
+        assert caught.value.reason is errors.Reason.INVALID_PAGE_TOKEN
+        assert [v.field for v in caught.value.violations] == ["page_token"]
+
+    def test_negative_page_size_is_invalid(self) -> None:
+        """A negative page_size is INVALID_FIELD on page_size."""
+        with pytest.raises(errors.InvalidArgument) as caught:
+            page([1], -1, "")
+        assert [v.field for v in caught.value.violations] == ["page_size"]
+
+    def test_tokens_round_trip(self) -> None:
+        """A token decodes to the offset it was made from."""
+        assert decode_token(encode_token(3)) == 3

@@ -1,0 +1,143 @@
+"""The ranking heuristic's invariants: what must always outrank what."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from assay.services.planner.model import (
+    Availability,
+    CostBand,
+    Discrimination,
+    Independence,
+    LatencyBand,
+    PrivacyExposure,
+    Probe,
+    ProbeKind,
+    Recency,
+    SideEffect,
+)
+from assay.services.planner.ranking import PENALTY_CAP, penalty, rank, score
+from tests.unit.planner.planner_factories import candidate, probe
+
+probes = st.builds(
+    probe,
+    kind=st.sampled_from([k for k in ProbeKind if k is not ProbeKind.UNSPECIFIED]),
+    side_effects=st.lists(
+        st.sampled_from([e for e in SideEffect if e is not SideEffect.UNSPECIFIED]),
+        unique=True,
+        max_size=4,
+    ).map(tuple),
+    cost=st.sampled_from([c for c in CostBand if c is not CostBand.UNSPECIFIED]),
+    latency=st.sampled_from([c for c in LatencyBand if c is not LatencyBand.UNSPECIFIED]),
+    privacy=st.sampled_from([c for c in PrivacyExposure if c is not PrivacyExposure.UNSPECIFIED]),
+    recency=st.sampled_from([c for c in Recency if c is not Recency.UNSPECIFIED]),
+)
+discriminations = st.sampled_from(
+    [d for d in Discrimination if d is not Discrimination.UNSPECIFIED]
+)
+availabilities = st.sampled_from([Availability.AVAILABLE, Availability.REQUIRES_APPROVAL])
+gap_lists = st.lists(st.sampled_from(["a", "b", "c", "d", "stale"]), min_size=1, unique=True).map(
+    tuple
+)
+
+
+class TestInvariants:
+    @given(probes, discriminations, availabilities, gap_lists)
+    def test_same_source_never_outranks_an_identical_independent_one(
+        self,
+        the_probe: Probe,
+        discrimination: Discrimination,
+        availability: Availability,
+        gaps: tuple[str, ...],
+    ) -> None:
+        """Only independence differs: the independent candidate comes first, always."""
+        same, unverified, independent = (
+            candidate(the_probe, independence, discrimination, availability, gaps)
+            for independence in (
+                Independence.SAME_SOURCE_AS_COUNTED,
+                Independence.UNVERIFIED,
+                Independence.INDEPENDENT_OF_COUNTED,
+            )
+        )
+        assert rank([same, unverified, independent], ["stale"]) == [independent, unverified, same]
+
+    @given(probes, availabilities, gap_lists, st.sampled_from(list(Independence)[1:]))
+    def test_could_flip_ranks_above_could_not(
+        self,
+        the_probe: Probe,
+        availability: Availability,
+        gaps: tuple[str, ...],
+        independence: Independence,
+    ) -> None:
+        """Only discrimination differs: HIGH before MEDIUM before LOW."""
+        high, medium, low = (
+            candidate(the_probe, independence, discrimination, availability, gaps)
+            for discrimination in (Discrimination.HIGH, Discrimination.MEDIUM, Discrimination.LOW)
+        )
+        assert rank([low, medium, high]) == [high, medium, low]
+
+    @given(
+        st.lists(
+            st.tuples(probes, discriminations, availabilities),
+            min_size=2,
+            max_size=6,
+            unique_by=lambda row: row[0].kind,
+        )
+    )
+    def test_order_does_not_depend_on_input_order(
+        self, rows: list[tuple[Probe, Discrimination, Availability]]
+    ) -> None:
+        """Candidates are unique per probe, so the order is total: input order never matters."""
+        cands = [candidate(p, discrimination=d, availability=a) for p, d, a in rows]
+        assert rank(cands) == rank(list(reversed(cands)))
+
+    @given(probes, discriminations, availabilities, gap_lists)
+    def test_score_is_never_negative_and_penalty_is_capped(
+        self,
+        the_probe: Probe,
+        discrimination: Discrimination,
+        availability: Availability,
+        gaps: tuple[str, ...],
+    ) -> None:
+        """Saturating arithmetic: score >= 0 and the penalty never exceeds its cap."""
+        c = candidate(
+            the_probe,
+            discrimination=discrimination,
+            availability=availability,
+            gap_ids=gaps,
+        )
+        assert score(c) >= 0
+        assert penalty(c) <= PENALTY_CAP
+
+
+class TestExamples:
+    def test_cheap_independent_beats_expensive_correlated(self) -> None:
+        """Equal discrimination: cheap and independent ranks above expensive and correlated."""
+        cheap = candidate(
+            the_probe=probe(kind=ProbeKind.INSPECT_VCS_STATE, side_effects=(SideEffect.VCS_READ,)),
+            independence=Independence.INDEPENDENT_OF_COUNTED,
+        )
+        expensive = candidate(
+            the_probe=probe(
+                kind=ProbeKind.BOUNDED_REPLAY_EXPERIMENT,
+                side_effects=(SideEffect.PROCESS_SPAWN, SideEffect.NETWORK_CALL),
+                cost=CostBand.HIGH,
+                latency=LatencyBand.MINUTES,
+                privacy=PrivacyExposure.EXTERNAL_SERVICE,
+            ),
+            independence=Independence.SAME_SOURCE_AS_COUNTED,
+        )
+        assert rank([expensive, cheap]) == [cheap, expensive]
+        assert score(cheap) > score(expensive)
+
+    def test_approval_needed_ranks_below_an_identical_available_one(self) -> None:
+        """REQUIRES_APPROVAL carries a penalty and loses ties to AVAILABLE."""
+        available = candidate(availability=Availability.AVAILABLE)
+        approval = candidate(availability=Availability.REQUIRES_APPROVAL)
+        assert rank([approval, available]) == [available, approval]
+
+    def test_fresh_observation_is_preferred_for_stale_support(self) -> None:
+        """Answering a STALE_SUPPORT gap with a fresh observation earns the staleness bonus."""
+        c = candidate(gap_ids=("stale_support",))
+        assert score(c, frozenset({"stale_support"})) > score(c)
