@@ -16,7 +16,15 @@ from assay.v1 import errors_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICE_FILES = sorted((ROOT / "proto" / "assay" / "v1").glob("*_service.proto"))
-READ_ONLY_PREFIXES = ("Get", "List", "Resolve", "Reconcile", "Plan", "Compute", "Verify", "Export")
+READ_ONLY_PREFIXES = ("Get", "List", "Plan", "Compute", "Verify")
+# The resolver's RPCs compute and return; nothing is stored. (Adjudication's ResolveCase, by
+# contrast, records a decision: the verb alone does not make an RPC read-only.)
+READ_ONLY_METHODS = {
+    "assay.v1.ResolverService.ResolveSemantic",
+    "assay.v1.ResolverService.ResolveEvidence",
+    "assay.v1.ResolverService.ResolveHypotheses",
+    "assay.v1.ResolverService.Reconcile",
+}
 
 
 def service_descriptors() -> list[ServiceDescriptor]:
@@ -84,6 +92,6 @@ class TestReadOnlyRpcs:
         """Read-only RPCs (Get/List/Resolve/Plan/...) carry idempotency_level NO_SIDE_EFFECTS."""
         options = descriptor_pb2.MethodOptions()
         options.ParseFromString(method.GetOptions().SerializeToString())
-        if method.name.startswith(READ_ONLY_PREFIXES):
+        if method.name.startswith(READ_ONLY_PREFIXES) or method.full_name in READ_ONLY_METHODS:
             level = options.idempotency_level
             assert level == descriptor_pb2.MethodOptions.NO_SIDE_EFFECTS, method.name
