@@ -44,5 +44,6 @@ SERVICES: dict[str, ServiceEntry] = {
     for entry in (
         ServiceEntry("resolver", 50051, "assay.services.resolver.service"),
         ServiceEntry("planner", 50052, "assay.services.planner.service"),
+        ServiceEntry("adjudication", 50053, "assay.services.adjudication.service"),
     )
 }

@@ -20,12 +20,13 @@ DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
 
 
-def page_size(value: int, path: str = "page_size") -> int:
+def page_size(value: int, path: str = "page_size", maximum: int = MAX_PAGE_SIZE) -> int:
+    """0 means the default; negative or above ``maximum`` is refused."""
     if value < 0:
         raise bad(path, "must not be negative")
-    if value > MAX_PAGE_SIZE:
-        raise bad(path, f"must be at most {MAX_PAGE_SIZE}")
-    return value or DEFAULT_PAGE_SIZE
+    if value > maximum:
+        raise bad(path, f"must be at most {maximum}")
+    return value or min(DEFAULT_PAGE_SIZE, maximum)
 
 
 def _fingerprint(query: str) -> str:
@@ -54,3 +55,30 @@ def decode_token(query: str, token: str, path: str = "page_token") -> str:
     if fingerprint != _fingerprint(query) or not isinstance(after, str) or not after:
         raise invalid_field(Reason.INVALID_PAGE_TOKEN, path, "was issued for a different query")
     return after
+
+
+def _bad_token(path: str) -> Exception:
+    return invalid_field(
+        Reason.INVALID_PAGE_TOKEN, path, "is not a page token issued by this server"
+    )
+
+
+def join_key(name: str, number: int) -> str:
+    """A composite (id, number) key, e.g. (case, revision)."""
+    return json.dumps([name, number], separators=(",", ":"))
+
+
+def split_key(key: str, path: str = "page_token") -> tuple[str, int]:
+    try:
+        name, number = json.loads(key)
+    except (ValueError, TypeError):
+        raise _bad_token(path) from None
+    if not isinstance(name, str) or not isinstance(number, int) or isinstance(number, bool):
+        raise _bad_token(path)
+    return name, number
+
+
+def int_key(key: str, path: str = "page_token") -> int:
+    if not key.isdigit():
+        raise _bad_token(path)
+    return int(key)

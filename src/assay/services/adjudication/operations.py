@@ -1,0 +1,355 @@
+"""The service's use cases: each mutation is one job in one transaction, each query one read.
+
+This is the layer between the gRPC servicer and storage. A mutation validates
+its fields first (cheap, outside the writer), then runs as a job in the
+writer's transaction: look up the retry key, read, check the domain rules,
+write the row and its hash-chained audit event, and remember the rendered
+response under the request id. A retry with the same request id and body gets
+those exact bytes back; a different body is REQUEST_ID_REUSED.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeVar
+
+from assay.errors import AlreadyExists, FailedPrecondition, NotFound, Reason, invalid_field
+from assay.services.adjudication import cases, gold, resolution, reviews
+from assay.services.adjudication.agreement import Agreement, cohens_kappa
+from assay.services.adjudication.canonical import digest, now, to_micros
+from assay.services.adjudication.fields import check_request_id, require_id, require_tenant
+from assay.services.adjudication.model import (
+    AuditEventType,
+    Case,
+    CaseInput,
+    CaseSnapshot,
+    CaseState,
+    ChainVerdict,
+    DeletedCounts,
+    GoldLabelRevision,
+    Resolution,
+    Review,
+    Reviewer,
+    ReviewerKind,
+)
+from assay.services.adjudication.reviewers import check_reviewer_id, new_reviewer
+from assay.services.adjudication.state import derive_state
+from assay.services.adjudication.storage import Store, StoredResponse, WriteTx
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RequestKey:
+    """A retry key: the request id, the method, and a digest of the whole request."""
+
+    request_id: str
+    method: str
+    request_digest: str
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(8)}"
+
+
+def case_not_found(case_id: str) -> NotFound:
+    return NotFound(Reason.CASE_NOT_FOUND, f"no case {case_id}", metadata={"case_id": case_id})
+
+
+def reviewer_not_found(reviewer_id: str, field: str = "reviewer_id") -> NotFound:
+    return NotFound(
+        Reason.REVIEWER_NOT_FOUND,
+        f"no reviewer {reviewer_id} ({field})",
+        metadata={"reviewer_id": reviewer_id, "field": field},
+    )
+
+
+async def _snapshot(tx: WriteTx, case_id: str) -> CaseSnapshot:
+    snap = await tx.snapshot(case_id)
+    if snap is None:
+        raise case_not_found(case_id)
+    return snap
+
+
+class Adjudication:
+    """Every use case of the service, over one ``Store``."""
+
+    def __init__(self, store: Store, clock: Callable[[], datetime] = now) -> None:
+        self.store = store
+        self.clock = clock
+
+    async def _idempotent(
+        self,
+        key: RequestKey,
+        job: Callable[[WriteTx, datetime], Awaitable[T]],
+        render: Callable[[T], bytes],
+        scope: Callable[[T], tuple[str, str]],
+    ) -> bytes:
+        check_request_id(key.request_id)
+
+        async def run(tx: WriteTx) -> bytes:
+            if key.request_id:
+                prior = await tx.recall(key.request_id)
+                if prior is not None:
+                    if (prior.method, prior.request_digest) != (key.method, key.request_digest):
+                        raise invalid_field(
+                            Reason.REQUEST_ID_REUSED,
+                            "request_id",
+                            "was already used for a different request",
+                        )
+                    return prior.response
+            result = await job(tx, self.clock())
+            raw = render(result)
+            if key.request_id:
+                tenant, case_id = scope(result)
+                stored = StoredResponse(key.method, key.request_digest, raw)
+                await tx.remember(key.request_id, stored, tenant, case_id)
+            return raw
+
+        return await self.store.write(run)
+
+    # --- mutations ---------------------------------------------------------
+
+    async def register_reviewer(
+        self,
+        key: RequestKey,
+        reviewer_id: str,
+        kind: ReviewerKind | None,
+        attested_by: str,
+        render: Callable[[Reviewer], bytes],
+    ) -> bytes:
+        new_reviewer(reviewer_id, kind, attested_by, self.clock())
+
+        async def job(tx: WriteTx, at: datetime) -> Reviewer:
+            reviewer = new_reviewer(reviewer_id, kind, attested_by, at)
+            if await tx.reviewer(reviewer_id) is not None:
+                raise AlreadyExists(
+                    Reason.REVIEWER_ALREADY_EXISTS, f"reviewer {reviewer_id} exists already"
+                )
+            await tx.insert_reviewer(reviewer)
+            await tx.append_event(
+                AuditEventType.REVIEWER_REGISTERED,
+                {"reviewer_id": reviewer_id, "kind": reviewer.kind.value},
+            )
+            return reviewer
+
+        return await self._idempotent(key, job, render, lambda _: ("", ""))
+
+    async def enqueue_case(
+        self, key: RequestKey, data: CaseInput, render: Callable[[Case], bytes]
+    ) -> bytes:
+        cases.validate_case(data, self.clock())
+
+        async def job(tx: WriteTx, at: datetime) -> Case:
+            case = cases.new_case(new_id("case"), data, at)
+            await tx.insert_case(case)
+            await tx.append_event(
+                AuditEventType.CASE_ENQUEUED,
+                {"case_id": case.case_id, "tenant": case.tenant, "content": case.content_digest},
+            )
+            return case
+
+        return await self._idempotent(
+            key,
+            job,
+            render,
+            lambda case: (case.tenant, case.case_id),
+        )
+
+    async def submit_review(
+        self,
+        key: RequestKey,
+        sub: reviews.ReviewSubmission,
+        render: Callable[[tuple[Review, CaseState]], bytes],
+    ) -> bytes:
+        reviews.validate_submission(sub)
+
+        async def job(tx: WriteTx, at: datetime) -> tuple[Review, CaseState, str]:
+            snap = await _snapshot(tx, sub.case_id)
+            if await tx.reviewer(sub.reviewer_id) is None:
+                raise reviewer_not_found(sub.reviewer_id)
+            label_key = reviews.check_submission(snap, sub, at)
+            review = reviews.new_review(new_id("rev"), snap, sub, label_key, at)
+            await tx.insert_review(review)
+            await tx.append_event(
+                AuditEventType.REVIEW_SUBMITTED,
+                {
+                    "review_id": review.review_id,
+                    "case_id": review.case_id,
+                    "reviewer_id": review.reviewer_id,
+                    "round": str(review.round),
+                    "answer": digest([review.outcome.value, review.label_key, review.reason]),
+                },
+            )
+            after = dataclasses.replace(snap, round_reviews=(*snap.round_reviews, review))
+            return review, derive_state(after), snap.case.tenant
+
+        return await self._idempotent(
+            key,
+            job,
+            lambda r: render((r[0], r[1])),
+            lambda r: (r[2], r[0].case_id),
+        )
+
+    async def resolve_case(
+        self,
+        key: RequestKey,
+        req: resolution.ResolveRequest,
+        render: Callable[[tuple[Resolution, CaseState]], bytes],
+    ) -> bytes:
+        resolution.validate_resolve(req)
+
+        async def job(tx: WriteTx, at: datetime) -> tuple[Resolution, CaseState, str]:
+            snap = await _snapshot(tx, req.case_id)
+            adjudicator = req.adjudicator_reviewer_id
+            if adjudicator and await tx.reviewer(adjudicator) is None:
+                raise reviewer_not_found(adjudicator, "adjudicator_reviewer_id")
+            decided = resolution.decide(snap, req, at)
+            await tx.insert_resolution(decided)
+            await tx.append_event(
+                AuditEventType.CASE_RESOLVED,
+                {
+                    "case_id": decided.case_id,
+                    "round": str(decided.round),
+                    "basis": decided.basis.value,
+                    "label": digest(decided.label_key) if decided.label_key else "",
+                    "adjudicator_reviewer_id": adjudicator,
+                    "review_ids": ",".join(decided.review_ids),
+                },
+            )
+            after = dataclasses.replace(snap, round_resolution=decided)
+            return decided, derive_state(after), snap.case.tenant
+
+        return await self._idempotent(
+            key,
+            job,
+            lambda r: render((r[0], r[1])),
+            lambda r: (r[2], r[0].case_id),
+        )
+
+    async def freeze(
+        self,
+        key: RequestKey,
+        case_id: str,
+        expected_revision: int,
+        render: Callable[[GoldLabelRevision], bytes],
+    ) -> bytes:
+        require_id(case_id, "case_id")
+        if expected_revision < 0:
+            raise invalid_field(Reason.INVALID_FIELD, "expected_revision", "must not be negative")
+
+        async def job(tx: WriteTx, at: datetime) -> GoldLabelRevision:
+            snap = await _snapshot(tx, case_id)
+            following = snap.revision_count + 1
+            if expected_revision and expected_revision < following:
+                raise AlreadyExists(
+                    Reason.GOLD_LABEL_REVISION_EXISTS,
+                    f"gold label {case_id} revision {expected_revision} exists already",
+                    metadata={"case_id": case_id, "revision": str(expected_revision)},
+                )
+            if expected_revision > following:
+                raise FailedPrecondition(
+                    Reason.ROUND_MISMATCH,
+                    f"the next revision of {case_id} is {following}, not {expected_revision}",
+                    metadata={"current_round": str(following)},
+                )
+            decided = snap.round_resolution
+            if decided is None:
+                raise FailedPrecondition(
+                    Reason.ROUND_NOT_RESOLVED,
+                    f"round {snap.round} of case {case_id} is not resolved; resolve it first",
+                )
+            people = {r.reviewer_id for r in snap.round_reviews}
+            if decided.adjudicator_reviewer_id:
+                people.add(decided.adjudicator_reviewer_id)
+            kinds = {rid: r.kind for rid, r in (await tx.reviewers(people)).items()}
+            revision = gold.new_revision(snap, decided, kinds, at)
+            await tx.insert_gold_label(revision)
+            await tx.append_event(
+                AuditEventType.GOLD_LABEL_FROZEN,
+                {
+                    "case_id": case_id,
+                    "revision": str(revision.revision),
+                    "digest": revision.digest,
+                    "provenance": revision.provenance.value,
+                },
+            )
+            return revision
+
+        return await self._idempotent(
+            key,
+            job,
+            render,
+            lambda rev: (rev.tenant, rev.case_id),
+        )
+
+    async def delete_tenant(
+        self, key: RequestKey, tenant: str, render: Callable[[tuple[DeletedCounts, int]], bytes]
+    ) -> bytes:
+        require_tenant(tenant, "tenant")
+
+        async def job(tx: WriteTx, at: datetime) -> tuple[DeletedCounts, int]:
+            counts = await tx.delete_cases("tenant = ?", (tenant,))
+            await tx.delete_tenant_responses(tenant)
+            event = await tx.append_event(
+                AuditEventType.TENANT_RECORDS_DELETED, {"tenant": tenant, **_counted(counts)}
+            )
+            return counts, event.sequence
+
+        return await self._idempotent(key, job, render, lambda _: ("", ""))
+
+    async def sweep(
+        self, key: RequestKey, render: Callable[[tuple[DeletedCounts, int]], bytes]
+    ) -> bytes:
+        async def job(tx: WriteTx, at: datetime) -> tuple[DeletedCounts, int]:
+            counts = await tx.delete_cases("expire_time <= ?", (to_micros(at),))
+            event = await tx.append_event(
+                AuditEventType.EXPIRED_RECORDS_SWEPT,
+                {"as_of": str(to_micros(at)), **_counted(counts)},
+            )
+            return counts, event.sequence
+
+        return await self._idempotent(key, job, render, lambda _: ("", ""))
+
+    # --- queries -----------------------------------------------------------
+
+    async def reviewer(self, reviewer_id: str) -> Reviewer:
+        check_reviewer_id(reviewer_id, "reviewer_id")
+        found = await self.store.reviewer(reviewer_id)
+        if found is None:
+            raise reviewer_not_found(reviewer_id)
+        return found
+
+    async def snapshot(self, case_id: str) -> CaseSnapshot:
+        require_id(case_id, "case_id")
+        snap = await self.store.snapshot(case_id)
+        if snap is None:
+            raise case_not_found(case_id)
+        return snap
+
+    async def case_detail(
+        self, case_id: str
+    ) -> tuple[CaseSnapshot, list[Review], list[Resolution]]:
+        require_id(case_id, "case_id")
+        found = await self.store.case_detail(case_id)
+        if found is None:
+            raise case_not_found(case_id)
+        return found
+
+    async def agreement(self, tenant: str) -> Agreement:
+        return cohens_kappa(await self.store.rated_pairs(tenant))
+
+    async def verify(self) -> ChainVerdict:
+        return await self.store.verify_chain()
+
+
+def _counted(counts: DeletedCounts) -> dict[str, str]:
+    return {
+        "cases": str(counts.cases),
+        "reviews": str(counts.reviews),
+        "resolutions": str(counts.resolutions),
+    }

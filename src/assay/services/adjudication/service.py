@@ -1,0 +1,27 @@
+"""Builds the adjudication ``ServiceSpec``: opens the SQLite file, and closes it on shutdown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from assay.runtime.server import ServiceSpec
+from assay.services.adjudication.operations import Adjudication
+from assay.services.adjudication.servicer import AdjudicationServicer
+from assay.services.adjudication.storage import Store
+from assay.services.registry import ServeOptions
+from assay.v1 import adjudication_service_pb2
+
+
+async def build_spec(options: ServeOptions) -> ServiceSpec:
+    """Open (and migrate) ``options.db_path``; the spec's ``close`` drains writes and closes it."""
+    path = Path(options.db_path)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    store = await Store.open(path)
+    return ServiceSpec(
+        name="adjudication",
+        descriptor=adjudication_service_pb2.DESCRIPTOR.services_by_name["AdjudicationService"],
+        servicer=AdjudicationServicer(Adjudication(store)),
+        port=options.port,
+        close=store.close,
+    )

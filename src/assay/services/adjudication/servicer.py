@@ -1,0 +1,268 @@
+"""The gRPC adapter: translate each request, call ``operations``, translate the answer back.
+
+Mutations hand ``operations`` a render function, because the response to a
+request id is stored (as deterministic bytes) in the same transaction as the
+change it reports: a retry then returns exactly the first response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from assay.services.adjudication import convert, paging
+from assay.services.adjudication.blinding import blind
+from assay.services.adjudication.canonical import now
+from assay.services.adjudication.fields import optional_id, optional_tenant
+from assay.services.adjudication.model import ChainHead, ExportTally
+from assay.services.adjudication.operations import Adjudication, RequestKey
+from assay.services.adjudication.reviewers import check_reviewer_id
+from assay.services.adjudication.state import derive_state
+from assay.services.adjudication.storage import ExportBatch
+from assay.v1 import adjudication_service_pb2 as pb
+
+DEFAULT_EXPORT_BATCH = 500
+MAX_EXPORT_BATCH = 5000
+
+
+def _bytes(message: Any) -> bytes:
+    data: bytes = message.SerializeToString(deterministic=True)
+    return data
+
+
+def _key(method: str, request: Any) -> RequestKey:
+    return RequestKey(request.request_id, method, convert.request_digest(request))
+
+
+class AdjudicationServicer:
+    """Implements ``assay.v1.AdjudicationService``."""
+
+    def __init__(self, adjudication: Adjudication) -> None:
+        self.adjudication = adjudication
+
+    # --- reviewers ---------------------------------------------------------
+
+    async def RegisterReviewer(
+        self, request: pb.RegisterReviewerRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RegisterReviewerResponse:
+        given = request.reviewer
+        raw = await self.adjudication.register_reviewer(
+            _key("RegisterReviewer", request),
+            given.reviewer_id,
+            convert.reviewer_kind(given.kind),
+            given.attested_by,
+            lambda r: _bytes(pb.RegisterReviewerResponse(reviewer=convert.reviewer(r))),
+        )
+        return pb.RegisterReviewerResponse.FromString(raw)
+
+    async def GetReviewer(
+        self, request: pb.GetReviewerRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetReviewerResponse:
+        found = await self.adjudication.reviewer(request.reviewer_id)
+        return pb.GetReviewerResponse(reviewer=convert.reviewer(found))
+
+    async def ListReviewers(
+        self, request: pb.ListReviewersRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListReviewersResponse:
+        size = paging.page_size(request.page_size)
+        after = paging.decode_token("reviewers", request.page_token)
+        found = await self.adjudication.store.reviewers(after, size + 1)
+        page, more = found[:size], len(found) > size
+        return pb.ListReviewersResponse(
+            reviewers=[convert.reviewer(r) for r in page],
+            next_page_token=paging.encode_token("reviewers", page[-1].reviewer_id if more else ""),
+        )
+
+    # --- cases -------------------------------------------------------------
+
+    async def EnqueueCase(
+        self, request: pb.EnqueueCaseRequest, context: grpc.aio.ServicerContext
+    ) -> pb.EnqueueCaseResponse:
+        raw = await self.adjudication.enqueue_case(
+            _key("EnqueueCase", request),
+            convert.case_input(request.case),
+            lambda c: _bytes(pb.EnqueueCaseResponse(case=convert.case(c))),
+        )
+        return pb.EnqueueCaseResponse.FromString(raw)
+
+    async def GetCase(
+        self, request: pb.GetCaseRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetCaseResponse:
+        snap, reviews, resolutions = await self.adjudication.case_detail(request.case_id)
+        return pb.GetCaseResponse(
+            case=convert.case(snap.case),
+            state=convert.case_state(derive_state(snap)),
+            round=snap.round,
+            reviews=[convert.review(r) for r in reviews],
+            resolutions=[convert.resolution(r) for r in resolutions],
+        )
+
+    async def GetBlindedCase(
+        self, request: pb.GetBlindedCaseRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetBlindedCaseResponse:
+        snap = await self.adjudication.snapshot(request.case_id)
+        return pb.GetBlindedCaseResponse(case=convert.blinded(blind(snap.case, snap.round)))
+
+    async def ListQueue(
+        self, request: pb.ListQueueRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListQueueResponse:
+        check_reviewer_id(request.reviewer_id, "reviewer_id")
+        tenant = optional_tenant(request.tenant, "tenant")
+        size = paging.page_size(request.page_size)
+        query = f"queue|{request.reviewer_id}|{tenant}"
+        after = paging.decode_token(query, request.page_token)
+        await self.adjudication.reviewer(request.reviewer_id)
+        found = await self.adjudication.store.queue(
+            request.reviewer_id, tenant, after, size + 1, now()
+        )
+        page, more = found[:size], len(found) > size
+        return pb.ListQueueResponse(
+            cases=[convert.blinded(blind(case, round_)) for case, round_ in page],
+            next_page_token=paging.encode_token(query, page[-1][0].case_id if more else ""),
+        )
+
+    async def GetCaseState(
+        self, request: pb.GetCaseStateRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetCaseStateResponse:
+        snap = await self.adjudication.snapshot(request.case_id)
+        return pb.GetCaseStateResponse(
+            case_id=snap.case.case_id,
+            state=convert.case_state(derive_state(snap)),
+            round=snap.round,
+            review_count=len(snap.round_reviews),
+            revision_count=snap.revision_count,
+            expired=now() >= snap.case.expire_time,
+        )
+
+    # --- reviews and resolutions ---------------------------------------------
+
+    async def SubmitReview(
+        self, request: pb.SubmitReviewRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SubmitReviewResponse:
+        raw = await self.adjudication.submit_review(
+            _key("SubmitReview", request),
+            convert.submission(request),
+            lambda r: _bytes(
+                pb.SubmitReviewResponse(review=convert.review(r[0]), state=convert.case_state(r[1]))
+            ),
+        )
+        return pb.SubmitReviewResponse.FromString(raw)
+
+    async def ResolveCase(
+        self, request: pb.ResolveCaseRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResolveCaseResponse:
+        raw = await self.adjudication.resolve_case(
+            _key("ResolveCase", request),
+            convert.resolve_request(request),
+            lambda r: _bytes(
+                pb.ResolveCaseResponse(
+                    resolution=convert.resolution(r[0]), state=convert.case_state(r[1])
+                )
+            ),
+        )
+        return pb.ResolveCaseResponse.FromString(raw)
+
+    async def FreezeGoldLabel(
+        self, request: pb.FreezeGoldLabelRequest, context: grpc.aio.ServicerContext
+    ) -> pb.FreezeGoldLabelResponse:
+        raw = await self.adjudication.freeze(
+            _key("FreezeGoldLabel", request),
+            request.case_id,
+            request.expected_revision,
+            lambda rev: _bytes(pb.FreezeGoldLabelResponse(revision=convert.gold_label(rev))),
+        )
+        return pb.FreezeGoldLabelResponse.FromString(raw)
+
+    # --- the corpus --------------------------------------------------------
+
+    async def ListGoldLabelRevisions(
+        self, request: pb.ListGoldLabelRevisionsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListGoldLabelRevisionsResponse:
+        case_id = optional_id(request.case_id, "case_id")
+        size = paging.page_size(request.page_size)
+        query = f"gold|{case_id}"
+        after_token = paging.decode_token(query, request.page_token)
+        after = paging.split_key(after_token) if after_token else None
+        found = await self.adjudication.store.gold_labels(case_id, after, size + 1)
+        page, more = found[:size], len(found) > size
+        last = paging.join_key(page[-1].case_id, page[-1].revision) if more else ""
+        return pb.ListGoldLabelRevisionsResponse(
+            revisions=[convert.gold_label(r) for r in page],
+            next_page_token=paging.encode_token(query, last),
+        )
+
+    async def ExportCorpus(
+        self, request: pb.ExportCorpusRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.ExportCorpusResponse]:
+        tenant = optional_tenant(request.tenant, "tenant")
+        batch_size = paging.page_size(request.batch_size, "batch_size", MAX_EXPORT_BATCH)
+        if request.batch_size == 0:
+            batch_size = DEFAULT_EXPORT_BATCH
+        started = now()
+        tally = ExportTally()
+        head = ChainHead(0, "")
+        async for item in self.adjudication.store.export(tenant, batch_size):
+            if isinstance(item, ChainHead):
+                head = item
+                continue
+            yield self._batch(item, tally)
+        yield pb.ExportCorpusResponse(manifest=convert.manifest(tally, head, started, tenant))
+
+    @staticmethod
+    def _batch(item: ExportBatch, tally: ExportTally) -> pb.ExportCorpusResponse:
+        tally.exclusions.extend(item.exclusions)
+        for record in item.records:
+            tally.add(record.revision)
+        batch = pb.CorpusRecordBatch(records=[convert.corpus_record(r) for r in item.records])
+        return pb.ExportCorpusResponse(batch=batch)
+
+    async def ComputeAgreement(
+        self, request: pb.ComputeAgreementRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ComputeAgreementResponse:
+        tenant = optional_tenant(request.tenant, "tenant")
+        return convert.agreement(await self.adjudication.agreement(tenant))
+
+    # --- the ledger and deletion -------------------------------------------
+
+    async def VerifyAuditChain(
+        self, request: pb.VerifyAuditChainRequest, context: grpc.aio.ServicerContext
+    ) -> pb.VerifyAuditChainResponse:
+        return convert.verdict(await self.adjudication.verify())
+
+    async def ListAuditEvents(
+        self, request: pb.ListAuditEventsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListAuditEventsResponse:
+        size = paging.page_size(request.page_size)
+        after_token = paging.decode_token("audit", request.page_token)
+        after = paging.int_key(after_token) if after_token else 0
+        found = await self.adjudication.store.audit_events(after, size + 1)
+        page, more = found[:size], len(found) > size
+        return pb.ListAuditEventsResponse(
+            events=[convert.audit_event(e) for e in page],
+            next_page_token=paging.encode_token("audit", str(page[-1].sequence) if more else ""),
+        )
+
+    async def DeleteTenantRecords(
+        self, request: pb.DeleteTenantRecordsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.DeleteTenantRecordsResponse:
+        raw = await self.adjudication.delete_tenant(
+            _key("DeleteTenantRecords", request),
+            request.tenant,
+            lambda r: _bytes(
+                pb.DeleteTenantRecordsResponse(deleted=convert.deleted(r[0]), audit_sequence=r[1])
+            ),
+        )
+        return pb.DeleteTenantRecordsResponse.FromString(raw)
+
+    async def SweepExpiredRecords(
+        self, request: pb.SweepExpiredRecordsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SweepExpiredRecordsResponse:
+        raw = await self.adjudication.sweep(
+            _key("SweepExpiredRecords", request),
+            lambda r: _bytes(
+                pb.SweepExpiredRecordsResponse(deleted=convert.deleted(r[0]), audit_sequence=r[1])
+            ),
+        )
+        return pb.SweepExpiredRecordsResponse.FromString(raw)

@@ -1,0 +1,7 @@
+"""All of adjudication's SQL: the schema and migrations (``schema``), row mapping (``rows``),
+read queries (``queries``), the group-committing writer (``tx``) and the ``Store`` facade."""
+
+from assay.services.adjudication.storage.store import ExportBatch, SchemaTooNew, Store
+from assay.services.adjudication.storage.tx import StoredResponse, WriteTx
+
+__all__ = ["ExportBatch", "SchemaTooNew", "Store", "StoredResponse", "WriteTx"]

@@ -1,0 +1,126 @@
+"""The adjudication schema and its migrations, applied at start through ``PRAGMA user_version``.
+
+The rules that make the corpus trustworthy are enforced here too, not only in
+code: a revision below 1, a second revision at the same (case, revision), a
+second review by a reviewer in a round, a HUMAN reviewer without attestation,
+and any UPDATE or DELETE of a gold label or an audit event are refused by
+SQLite itself. Migrations are append-only: version N is ``MIGRATIONS[N-1]``.
+"""
+
+from __future__ import annotations
+
+_V1 = """
+CREATE TABLE reviewers (
+    reviewer_id   TEXT PRIMARY KEY,
+    kind          TEXT NOT NULL CHECK (kind IN ('HUMAN', 'MECHANISM_TEST_FIXTURE')),
+    attested_by   TEXT NOT NULL,
+    register_time INTEGER NOT NULL,
+    CHECK (kind <> 'HUMAN' OR length(trim(attested_by)) > 0)
+);
+CREATE TRIGGER reviewers_no_delete BEFORE DELETE ON reviewers
+BEGIN SELECT RAISE(ABORT, 'reviewers are never deleted'); END;
+
+CREATE TABLE cases (
+    case_id          TEXT PRIMARY KEY,
+    tenant           TEXT NOT NULL CHECK (length(tenant) > 0),
+    subject          TEXT NOT NULL,
+    predicate        TEXT NOT NULL,
+    candidate_values TEXT NOT NULL,
+    evidence_refs    TEXT NOT NULL,
+    context          TEXT NOT NULL,
+    local_verdict    TEXT NOT NULL,
+    lineage_origin   TEXT NOT NULL,
+    lineage_ref      TEXT NOT NULL,
+    create_time      INTEGER NOT NULL,
+    expire_time      INTEGER NOT NULL,
+    content_digest   TEXT NOT NULL
+);
+CREATE INDEX cases_by_tenant ON cases (tenant, case_id);
+CREATE INDEX cases_by_expiry ON cases (expire_time);
+
+CREATE TABLE reviews (
+    review_id   TEXT PRIMARY KEY,
+    case_id     TEXT NOT NULL REFERENCES cases (case_id) ON DELETE CASCADE,
+    reviewer_id TEXT NOT NULL REFERENCES reviewers (reviewer_id),
+    round       INTEGER NOT NULL CHECK (round >= 1),
+    outcome     TEXT NOT NULL CHECK (outcome IN ('LABEL', 'UNRESOLVED', 'NOT_EVALUABLE')),
+    label_key   TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    submit_time INTEGER NOT NULL,
+    UNIQUE (case_id, round, reviewer_id),
+    CHECK ((outcome = 'LABEL') = (label_key <> ''))
+);
+
+CREATE TABLE resolutions (
+    case_id                 TEXT NOT NULL REFERENCES cases (case_id) ON DELETE CASCADE,
+    round                   INTEGER NOT NULL CHECK (round >= 1),
+    basis                   TEXT NOT NULL CHECK (basis IN
+        ('UNANIMOUS_AGREEMENT', 'ADJUDICATOR_DECISION', 'UNRESOLVED', 'NOT_EVALUABLE')),
+    label_key               TEXT NOT NULL,
+    adjudicator_reviewer_id TEXT NOT NULL,
+    review_ids              TEXT NOT NULL CHECK (review_ids <> '[]'),
+    resolve_time            INTEGER NOT NULL,
+    PRIMARY KEY (case_id, round)
+);
+
+-- No foreign key to cases: a gold label outlives its case (tenant deletion).
+CREATE TABLE gold_labels (
+    case_id                   TEXT NOT NULL,
+    revision                  INTEGER NOT NULL CHECK (revision >= 1),
+    previous_revision         INTEGER NOT NULL CHECK (previous_revision = revision - 1),
+    round                     INTEGER NOT NULL,
+    tenant                    TEXT NOT NULL,
+    basis                     TEXT NOT NULL,
+    label_key                 TEXT NOT NULL,
+    contributing_review_ids   TEXT NOT NULL CHECK (contributing_review_ids <> '[]'),
+    contributing_reviewer_ids TEXT NOT NULL,
+    adjudicator_reviewer_id   TEXT NOT NULL,
+    provenance                TEXT NOT NULL
+        CHECK (provenance IN ('HUMAN_ADJUDICATED', 'SYNTHETIC_MECHANISM_TEST')),
+    freeze_time               TEXT NOT NULL,
+    digest                    TEXT NOT NULL,
+    PRIMARY KEY (case_id, revision)
+);
+CREATE TRIGGER gold_labels_no_update BEFORE UPDATE ON gold_labels
+BEGIN SELECT RAISE(ABORT, 'gold labels are insert-only'); END;
+CREATE TRIGGER gold_labels_no_delete BEFORE DELETE ON gold_labels
+BEGIN SELECT RAISE(ABORT, 'gold labels are insert-only'); END;
+
+CREATE TABLE audit_events (
+    sequence      INTEGER PRIMARY KEY CHECK (sequence >= 1),
+    event_type    TEXT NOT NULL,
+    occur_time    TEXT NOT NULL,
+    payload       TEXT NOT NULL,
+    previous_hash TEXT NOT NULL,
+    hash          TEXT NOT NULL
+);
+CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON audit_events
+BEGIN SELECT RAISE(ABORT, 'the audit ledger is append-only'); END;
+CREATE TRIGGER audit_events_no_delete BEFORE DELETE ON audit_events
+BEGIN SELECT RAISE(ABORT, 'the audit ledger is append-only'); END;
+
+-- The first response to each request_id, so a retry returns it unchanged.
+-- tenant / case_id let tenant deletion and sweeps remove responses holding case data.
+CREATE TABLE idempotency (
+    request_id     TEXT PRIMARY KEY,
+    method         TEXT NOT NULL,
+    request_digest TEXT NOT NULL,
+    response       BLOB NOT NULL,
+    tenant         TEXT NOT NULL,
+    case_id        TEXT NOT NULL,
+    create_time    INTEGER NOT NULL
+);
+CREATE INDEX idempotency_by_tenant ON idempotency (tenant);
+CREATE INDEX idempotency_by_case ON idempotency (case_id);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+PRAGMAS = (
+    "PRAGMA journal_mode = WAL",
+    # FULL: a commit is on disk (WAL fsynced) before the caller is acknowledged.
+    "PRAGMA synchronous = FULL",
+    "PRAGMA foreign_keys = ON",
+    "PRAGMA busy_timeout = 10000",
+)

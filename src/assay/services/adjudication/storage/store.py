@@ -1,0 +1,263 @@
+"""The adjudication store: one SQLite file, one writer, a few readers.
+
+Opening applies pending migrations (``PRAGMA user_version``) and refuses a
+file written by a newer schema. The writer connection is the only one that
+writes (see ``tx.py``); reads go to a small pool of read-only connections,
+which WAL lets proceed while the writer commits. Multi-statement reads run
+inside one read transaction, so they see one consistent snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from assay.errors import DataLoss
+from assay.services.adjudication import ledger
+from assay.services.adjudication.agreement import RatedPair
+from assay.services.adjudication.blinding import blind
+from assay.services.adjudication.model import (
+    AuditEvent,
+    Case,
+    CaseSnapshot,
+    ChainHead,
+    ChainVerdict,
+    ExportExclusion,
+    ExportRecord,
+    GoldLabelRevision,
+    Resolution,
+    Review,
+    Reviewer,
+)
+from assay.services.adjudication.storage import queries, rows
+from assay.services.adjudication.storage.schema import MIGRATIONS, PRAGMAS, SCHEMA_VERSION
+from assay.services.adjudication.storage.tx import Writer, WriteTx
+
+T = TypeVar("T")
+READERS = 2
+
+
+class SchemaTooNew(RuntimeError):
+    """The file was written by a newer Assay; opening it could corrupt it."""
+
+
+async def _connect(path: str, read_only: bool) -> aiosqlite.Connection:
+    db = await aiosqlite.connect(path, isolation_level=None)
+    for pragma in PRAGMAS:
+        await db.execute(pragma)
+    if read_only:
+        await db.execute("PRAGMA query_only = ON")
+    return db
+
+
+async def _migrate(db: aiosqlite.Connection, path: str) -> None:
+    found = await db.execute_fetchall("PRAGMA user_version")
+    version = int(next(iter(found))[0])
+    if version > SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"{path} has schema version {version}; this assay knows up to {SCHEMA_VERSION}"
+        )
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        script = MIGRATIONS[target - 1]
+        await db.executescript(
+            f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {target};\nCOMMIT;"
+        )
+
+
+@dataclass
+class ExportBatch:
+    """One chunk of an export: records and the labels excluded from it."""
+
+    records: list[ExportRecord]
+    exclusions: list[ExportExclusion]
+
+
+class Store:
+    """Everything the service keeps, behind domain-valued methods."""
+
+    def __init__(self, path: str, writer: Writer, readers: list[aiosqlite.Connection]) -> None:
+        self.path = path
+        self.writer = writer
+        self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+        self._all_readers = readers
+        for reader in readers:
+            self._readers.put_nowait(reader)
+
+    @classmethod
+    async def open(cls, path: str | Path) -> Store:
+        path = str(path)
+        db = await _connect(path, read_only=False)
+        try:
+            await _migrate(db, path)
+            head = await queries.chain_head(db)
+            readers = [await _connect(path, read_only=True) for _ in range(READERS)]
+        except BaseException:
+            await db.close()
+            raise
+        writer = Writer(db, head)
+        writer.start()
+        return cls(path, writer, readers)
+
+    async def close(self) -> None:
+        """Finish queued writes, then close every connection."""
+        await self.writer.stop()
+        async with self.writer.lock:
+            await self.writer.db.close()
+        for reader in self._all_readers:
+            await reader.close()
+
+    async def write(self, job: Callable[[WriteTx], Awaitable[T]]) -> T:
+        """Run ``job`` in the writer's next group-committed transaction."""
+        return await self.writer.submit(job)
+
+    @contextlib.asynccontextmanager
+    async def _reader(self, transaction: bool = False) -> AsyncIterator[aiosqlite.Connection]:
+        db = await self._readers.get()
+        try:
+            if not transaction:
+                yield db
+                return
+            await db.execute("BEGIN")
+            try:
+                yield db
+            finally:
+                await db.execute("COMMIT")
+        finally:
+            self._readers.put_nowait(db)
+
+    # --- reads -------------------------------------------------------------
+
+    async def reviewer(self, reviewer_id: str) -> Reviewer | None:
+        async with self._reader() as db:
+            return await queries.reviewer(db, reviewer_id)
+
+    async def reviewers(self, after: str, limit: int) -> list[Reviewer]:
+        async with self._reader() as db:
+            return await queries.list_reviewers(db, after, limit)
+
+    async def snapshot(self, case_id: str) -> CaseSnapshot | None:
+        async with self._reader(transaction=True) as db:
+            return await queries.snapshot(db, case_id)
+
+    async def case_detail(
+        self, case_id: str
+    ) -> tuple[CaseSnapshot, list[Review], list[Resolution]] | None:
+        async with self._reader(transaction=True) as db:
+            snap = await queries.snapshot(db, case_id)
+            if snap is None:
+                return None
+            reviews, resolutions = await queries.case_history(db, case_id)
+            return snap, reviews, resolutions
+
+    async def queue(
+        self, reviewer_id: str, tenant: str, after: str, limit: int, at: datetime
+    ) -> list[tuple[Case, int]]:
+        async with self._reader() as db:
+            return await queries.queue(db, reviewer_id, tenant, after, limit, at)
+
+    async def gold_labels(
+        self, case_id: str, after: tuple[str, int] | None, limit: int
+    ) -> list[GoldLabelRevision]:
+        async with self._reader() as db:
+            return await queries.gold_labels(db, case_id, after, limit)
+
+    async def audit_events(self, after: int, limit: int) -> list[AuditEvent]:
+        async with self._reader() as db:
+            return await queries.audit_events(db, after, limit)
+
+    async def rated_pairs(self, tenant: str) -> list[RatedPair]:
+        async with self._reader(transaction=True) as db:
+            return await queries.rated_pairs(db, tenant)
+
+    async def export(self, tenant: str, batch_size: int) -> AsyncIterator[ChainHead | ExportBatch]:
+        """The chain head first, then batches: one consistent snapshot on its own connection."""
+        db = await _connect(self.path, read_only=True)
+        try:
+            await db.execute("BEGIN")
+            yield await queries.chain_head(db)
+            sql = (
+                f"SELECT {', '.join('g.' + c.strip() for c in rows.GOLD_COLUMNS.split(','))}, "
+                "c.case_id, c.subject, c.predicate, c.candidate_values, c.evidence_refs, c.context "
+                "FROM gold_labels g LEFT JOIN cases c ON c.case_id = g.case_id "
+                "WHERE g.revision = (SELECT MAX(revision) FROM gold_labels m "
+                "WHERE m.case_id = g.case_id) AND (:tenant = '' OR g.tenant = :tenant) "
+                "ORDER BY g.case_id"
+            )
+            async for chunk in queries.stream(db, sql, {"tenant": tenant}, batch_size):
+                yield _export_batch(chunk)
+            await db.execute("COMMIT")
+        finally:
+            await db.close()
+
+    async def verify_chain(self) -> ChainVerdict:
+        """Walk every event, then cross-check every gold-label row against the ledger."""
+        db = await _connect(self.path, read_only=True)
+        try:
+            await db.execute("BEGIN")
+            verifier = ledger.ChainVerifier()
+            sql = f"SELECT {rows.AUDIT_COLUMNS} FROM audit_events ORDER BY sequence"
+            stopped = False
+            async for chunk in queries.stream(db, sql, (), 2000):
+                for row in chunk:
+                    try:
+                        event = rows.audit_event(row)
+                    except DataLoss as error:
+                        stopped = not verifier.unreadable(int(row[0]), error.message)
+                    else:
+                        stopped = not verifier.check(event)
+                    if stopped:
+                        break
+                if stopped:
+                    break
+            gold_rows: list[tuple[str, int, str, str]] = []
+            if not stopped:
+                sql = f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels ORDER BY case_id, revision"
+                async for chunk in queries.stream(db, sql, (), 2000):
+                    gold_rows.extend(_digest_check(row) for row in chunk)
+            await db.execute("COMMIT")
+            return verifier.finish(gold_rows)
+        finally:
+            await db.close()
+
+
+def _digest_check(row: Any) -> tuple[str, int, str, str]:
+    """(case, revision, stored digest, the digest the row really has or "" if invalid)."""
+    try:
+        recomputed = rows.gold_label(row).digest
+    except DataLoss:
+        recomputed = ""
+    return str(row[0]), int(row[1]), str(row[12]), recomputed
+
+
+def _export_batch(chunk: list[Any]) -> ExportBatch:
+    batch = ExportBatch([], [])
+    for row in chunk:
+        revision = rows.gold_label(row[:13])
+        if row[13] is None:
+            batch.exclusions.append(ExportExclusion(revision.case_id, revision.revision))
+            continue
+        case_row = (
+            row[13],
+            "",
+            row[14],
+            row[15],
+            row[16],
+            row[17],
+            row[18],
+            "null",
+            "",
+            "",
+            0,
+            0,
+            "",
+        )
+        case = rows.case(case_row)
+        batch.records.append(ExportRecord(blind(case, revision.round), revision))
+    return batch
