@@ -20,6 +20,7 @@ from assay.cli.common import CliError
 COMMAND_MODULES = (
     "assay.cli.serve_cmds",
     "assay.cli.resolver_cmds",
+    "assay.cli.planner_cmds",
 )
 
 

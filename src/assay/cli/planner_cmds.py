@@ -1,0 +1,239 @@
+"""``assay plan`` and ``assay probes``: ask the Planner from the shell.
+
+``plan`` sends a PlanEvidenceRequest written as proto JSON (the files in
+``examples/plan/`` are such requests; grpcurl accepts the same file) and
+prints the gaps, the ranked candidates with every dimension and the reason
+behind their availability, and the list of what would help but cannot be
+acquired here. The order of the candidates *is* the ranking: no score exists
+on the wire, so none is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import json_format
+from rich.table import Table
+
+from assay.cli.common import (
+    CliError,
+    add_json_argument,
+    add_target_argument,
+    call,
+    channel,
+    console,
+    print_json,
+)
+from assay.v1 import plan_pb2, planner_service_pb2, planner_service_pb2_grpc, resolution_pb2
+
+DEFAULT_TARGET = "127.0.0.1:50052"
+
+
+def register(subparsers: Any) -> None:
+    plan = subparsers.add_parser(
+        "plan", help="plan which evidence to acquire next for one subject and predicate"
+    )
+    plan.add_argument(
+        "file",
+        help="a PlanEvidenceRequest as JSON: subject, predicate, evidence, missingSignals, "
+        "capabilities, policy (see examples/plan/)",
+    )
+    add_target_argument(plan, "planner", DEFAULT_TARGET)
+    add_json_argument(plan)
+    plan.set_defaults(handler=_plan)
+
+    probes = subparsers.add_parser("probes", help="list the planner's probe catalogue")
+    add_target_argument(probes, "planner", DEFAULT_TARGET)
+    add_json_argument(probes)
+    probes.set_defaults(handler=_probes)
+
+
+def load_plan_request(path: str) -> planner_service_pb2.PlanEvidenceRequest:
+    """Read a request file; every problem is one line naming the file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise CliError(f"{path}: cannot read: {error.strerror or error}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CliError(f"{path}: not valid JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise CliError(f"{path}: expected a JSON object (a PlanEvidenceRequest)")
+    try:
+        return json_format.ParseDict(data, planner_service_pb2.PlanEvidenceRequest())
+    except json_format.ParseError as error:
+        message = " ".join(str(error).split())
+        raise CliError(f"{path}: not a PlanEvidenceRequest: {message}") from None
+
+
+def _name(enum: Any, number: int, prefix: str) -> str:
+    return str(enum.Name(number)).removeprefix(prefix).lower()
+
+
+def _names(enum: Any, numbers: Any, prefix: str) -> str:
+    return ", ".join(_name(enum, n, prefix) for n in numbers) or "-"
+
+
+def _availability(c: plan_pb2.AcquisitionCandidate) -> str:
+    """The availability and exactly why: missing grants, the blocked state, the forbidden effect."""
+    text = _name(plan_pb2.Availability, c.availability, "AVAILABILITY_")
+    reason = c.availability_reason
+    if reason == plan_pb2.AVAILABILITY_REASON_SIDE_EFFECT_NOT_GRANTED:
+        grants = _names(plan_pb2.SideEffectClass, c.missing_grants, "SIDE_EFFECT_CLASS_")
+        return f"{text}: grant {grants}"
+    if reason == plan_pb2.AVAILABILITY_REASON_SIDE_EFFECT_FORBIDDEN:
+        effects = _names(plan_pb2.SideEffectClass, c.forbidden_side_effects, "SIDE_EFFECT_CLASS_")
+        return f"{text}: needs {effects}"
+    if reason == plan_pb2.AVAILABILITY_REASON_SIGNAL_NOT_OBSERVABLE:
+        state = _name(
+            plan_pb2.SignalAvailability, c.target_signal_availability, "SIGNAL_AVAILABILITY_"
+        )
+        return f"{text}: signal {state}"
+    if reason == plan_pb2.AVAILABILITY_REASON_ALL_REQUIREMENTS_MET:
+        return text
+    return f"{text}: {_name(plan_pb2.AvailabilityReason, reason, 'AVAILABILITY_REASON_')}"
+
+
+def _candidate_table(title: str, candidates: Any, ranked: bool) -> Table:
+    table = Table(title=title, title_justify="left")
+    columns = ["#"] if ranked else []
+    columns += [
+        "probe → signal",
+        "availability",
+        "discrimination",
+        "if it finds",
+        "independence",
+        "recency",
+        "cost / latency",
+        "risk / privacy",
+        "gaps",
+    ]
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for i, c in enumerate(candidates, start=1):
+        discrimination = _name(plan_pb2.Discrimination, c.discrimination, "DISCRIMINATION_")
+        basis = _name(plan_pb2.DiscriminationBasis, c.discrimination_basis, "DISCRIMINATION_BASIS_")
+        row = [str(i)] if ranked else []
+        row += [
+            f"{_name(plan_pb2.ProbeKind, c.probe, 'PROBE_KIND_')} → "
+            f"{_name(plan_pb2.SignalClass, c.target_signal_class, 'SIGNAL_CLASS_')}",
+            _availability(c),
+            f"{discrimination}: {basis}",
+            c.outcome_value_key,
+            _name(plan_pb2.Independence, c.independence, "INDEPENDENCE_"),
+            _name(plan_pb2.Recency, c.recency, "RECENCY_"),
+            f"{_name(plan_pb2.CostBand, c.cost, 'COST_BAND_')} / "
+            f"{_name(plan_pb2.LatencyBand, c.latency, 'LATENCY_BAND_')}",
+            f"{_name(plan_pb2.ActionRisk, c.action_risk, 'ACTION_RISK_')} / "
+            f"{_name(plan_pb2.PrivacyExposure, c.privacy, 'PRIVACY_EXPOSURE_')}",
+            ", ".join(c.addresses_gap_ids),
+        ]
+        table.add_row(*row)
+    return table
+
+
+def print_plan(out: Any, plan: plan_pb2.EvidencePlan) -> None:
+    status = _name(resolution_pb2.ResolutionStatus, plan.resolution_status, "RESOLUTION_STATUS_")
+    band = _name(plan_pb2.SupportBand, plan.leader_support_band, "SUPPORT_BAND_")
+    title = f"{plan.subject} · {plan.predicate}  {status}"
+    if plan.leader_value_key:
+        title += f"  leader {plan.leader_value_key} (support {band})"
+    if plan.requires_review:
+        title += "  [bold red]REQUIRES REVIEW[/]"
+    out.print(title)
+    outcome = _name(plan_pb2.PlanOutcome, plan.outcome, "PLAN_OUTCOME_")
+    out.print(f"outcome: [bold]{outcome}[/]  (a recommendation: nothing here is executed)")
+    if not plan.gaps:
+        return
+    gaps = Table(title="gaps", title_justify="left")
+    for column in ("gap", "source", "signal availability", "notes"):
+        gaps.add_column(column, overflow="fold")
+    for g in plan.gaps:
+        state = (
+            _name(plan_pb2.SignalAvailability, g.signal_availability, "SIGNAL_AVAILABILITY_")
+            if g.signal_availability
+            else "-"
+        )
+        gaps.add_row(
+            g.gap_id,
+            _name(plan_pb2.GapSource, g.source, "GAP_SOURCE_"),
+            state,
+            "; ".join(g.notes) or "-",
+        )
+    out.print(gaps)
+    out.print(_candidate_table("candidates, best first", plan.candidates, ranked=True))
+    if plan.unavailable:
+        out.print(
+            _candidate_table(
+                "unavailable here (would help, cannot be acquired)", plan.unavailable, False
+            )
+        )
+
+
+def _plan(args: argparse.Namespace) -> int:
+    request = load_plan_request(args.file)
+    with channel(args.target) as ch:
+        stub = planner_service_pb2_grpc.PlannerServiceStub(ch)
+        response: planner_service_pb2.PlanEvidenceResponse = call(
+            "planner",
+            args.target,
+            lambda: stub.PlanEvidence(request, timeout=args.timeout),
+            context=args.file,
+        )
+    if args.json:
+        print_json(response)
+        return 0
+    print_plan(console(), response.plan)
+    return 0
+
+
+def _probes(args: argparse.Namespace) -> int:
+    with channel(args.target) as ch:
+        stub = planner_service_pb2_grpc.PlannerServiceStub(ch)
+        response: planner_service_pb2.ListProbesResponse = call(
+            "planner",
+            args.target,
+            lambda: stub.ListProbes(planner_service_pb2.ListProbesRequest(), timeout=args.timeout),
+        )
+    if args.json:
+        print_json(response)
+        return 0
+    table = Table(title="probe catalogue")
+    for column in (
+        "probe",
+        "observes",
+        "side effects",
+        "source kind",
+        "cost",
+        "latency",
+        "risk",
+        "privacy",
+        "network",
+    ):
+        table.add_column(column, overflow="fold")
+    for p in response.probes:
+        network = [
+            n for n, on in (("egress", p.needs_egress), ("cloud sync", p.needs_cloud_sync)) if on
+        ]
+        observes = (
+            "any class"
+            if len(p.target_signal_classes) > 3
+            else _names(plan_pb2.SignalClass, p.target_signal_classes, "SIGNAL_CLASS_")
+        )
+        table.add_row(
+            _name(plan_pb2.ProbeKind, p.kind, "PROBE_KIND_"),
+            observes,
+            _names(plan_pb2.SideEffectClass, p.required_side_effects, "SIDE_EFFECT_CLASS_"),
+            p.expected_source_kind,
+            _name(plan_pb2.CostBand, p.cost, "COST_BAND_"),
+            _name(plan_pb2.LatencyBand, p.latency, "LATENCY_BAND_"),
+            _name(plan_pb2.ActionRisk, p.action_risk, "ACTION_RISK_"),
+            _name(plan_pb2.PrivacyExposure, p.privacy, "PRIVACY_EXPOSURE_"),
+            ", ".join(network) or "-",
+        )
+    console().print(table)
+    return 0
