@@ -1,0 +1,201 @@
+// The Node client against real Assay servers. tests/external/test_node_client.py
+// starts the three services on free ports and passes their addresses here:
+//   ASSAY_RESOLVER_TARGET, ASSAY_PLANNER_TARGET, ASSAY_ADJUDICATION_TARGET
+// By hand: `assay up`, then the same variables set to 127.0.0.1:50051..50053.
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { describe, it } from "node:test";
+import {
+  Availability,
+  Code,
+  createAdjudicationClient,
+  createPlannerClient,
+  createResolverClient,
+  decodeError,
+  ErrorReason,
+  fromJson,
+  GapKind,
+  PlanEvidenceRequestSchema,
+  PlanOutcome,
+  ProbeKind,
+  ResolutionStatus,
+  ResolveSemanticRequestSchema,
+  ReviewerKind,
+} from "../src/index.js";
+
+const EXAMPLES = new URL("../../../examples/", import.meta.url);
+
+function target(name) {
+  const value = process.env[name];
+  assert.ok(value, `${name} is not set: start the services and export their addresses`);
+  return value;
+}
+
+function example(path) {
+  return JSON.parse(readFileSync(new URL(path, EXAMPLES), "utf8"));
+}
+
+/** Runs `call`, which must fail, and returns the decoded error. */
+async function failure(call) {
+  try {
+    await call();
+  } catch (error) {
+    return decodeError(error);
+  }
+  assert.fail("the call succeeded but was expected to fail");
+}
+
+// Unique per run, so the suite can be re-run against one long-lived `assay up`.
+const RUN = `${process.pid}-${Date.now().toString(36)}`;
+
+describe("ResolverService", () => {
+  const resolver = createResolverClient(target("ASSAY_RESOLVER_TARGET"));
+
+  it("resolves the example's safety conflict as CONFLICTED, requiring review", async () => {
+    // The request is built from canonical proto JSON, as another language would send it.
+    const request = fromJson(ResolveSemanticRequestSchema, {
+      evidence: example("evidence/safety-conflict.json"),
+      subject: "api:payments.create",
+      predicate: "idempotency.mode",
+    });
+    const { resolution } = await resolver.resolveSemantic(request);
+    assert.equal(resolution.status, ResolutionStatus.CONFLICTED);
+    assert.equal(resolution.requiresReview, true);
+    assert.equal(resolution.safetySensitive, true);
+    const values = resolution.values.map((support) => support.value.kind.value).sort();
+    assert.deepEqual(values, ["idempotency-key", "none"]);
+  });
+
+  it("answers a claim with an unknown source with INVALID_ARGUMENT naming the field", async () => {
+    const error = await failure(() =>
+      resolver.resolveSemantic({
+        subject: "api:x",
+        predicate: "retries.mode",
+        evidence: {
+          claims: [
+            {
+              subject: "api:x",
+              predicate: "retries.mode",
+              value: { kind: { case: "stringValue", value: "safe" } },
+              source: "no_such_source",
+              confidence: 0.5,
+            },
+          ],
+        },
+      }),
+    );
+    assert.equal(error.code, Code.InvalidArgument);
+    assert.equal(error.domain, "assay.v1");
+    assert.equal(error.reason, "ERROR_REASON_UNKNOWN_SOURCE");
+    assert.equal(error.reasonValue, ErrorReason.UNKNOWN_SOURCE);
+    assert.deepEqual(
+      error.fieldViolations.map((violation) => violation.field),
+      ["evidence.claims[0].source"],
+    );
+  });
+
+  it("fails fast with UNAVAILABLE when nothing listens at the target", async () => {
+    const nobody = createResolverClient("127.0.0.1:1", { timeoutMs: 2_000 });
+    const error = await failure(() => nobody.getResolverPolicy({}));
+    assert.ok(
+      [Code.Unavailable, Code.DeadlineExceeded].includes(error.code),
+      `unexpected code ${error.codeName}`,
+    );
+  });
+});
+
+describe("PlannerService", () => {
+  const planner = createPlannerClient(target("ASSAY_PLANNER_TARGET"));
+
+  it("plans acquisition for the conflicted example, human review among the candidates", async () => {
+    const request = fromJson(
+      PlanEvidenceRequestSchema,
+      example("plan/safety-conflict-read-only.json"),
+    );
+    const { plan, resolution } = await planner.planEvidence(request);
+    assert.equal(plan.outcome, PlanOutcome.ACQUISITION_RECOMMENDED);
+    assert.equal(plan.resolutionStatus, ResolutionStatus.CONFLICTED);
+    assert.equal(plan.requiresReview, true);
+    assert.ok(plan.gaps.some((gap) => gap.kind === GapKind.UNRESOLVED_CONFLICT));
+    const human = plan.candidates.find((c) => c.probe === ProbeKind.HUMAN_REVIEW);
+    assert.ok(human, "HUMAN_REVIEW is always a reachable candidate");
+    assert.equal(human.availability, Availability.AVAILABLE);
+    assert.equal(resolution.status, ResolutionStatus.CONFLICTED);
+  });
+
+  it("answers an empty subject with INVALID_ARGUMENT naming `subject`", async () => {
+    const error = await failure(() =>
+      planner.planEvidence({ subject: "", predicate: "idempotency.mode", evidence: {} }),
+    );
+    assert.equal(error.code, Code.InvalidArgument);
+    assert.equal(error.reason, "ERROR_REASON_INVALID_FIELD");
+    assert.ok(
+      error.fieldViolations.some((violation) => violation.field === "subject"),
+      JSON.stringify(error.fieldViolations),
+    );
+  });
+});
+
+describe("AdjudicationService", () => {
+  const adjudication = createAdjudicationClient(target("ASSAY_ADJUDICATION_TARGET"));
+
+  it("registers a reviewer, enqueues a case and shows it blinded", async () => {
+    const reviewerId = `node-fixture-${RUN}`;
+    const { reviewer } = await adjudication.registerReviewer({
+      requestId: `register-${RUN}`,
+      reviewer: { reviewerId, kind: ReviewerKind.MECHANISM_TEST_FIXTURE },
+    });
+    assert.equal(reviewer.reviewerId, reviewerId);
+    assert.ok(reviewer.registerTime, "register_time is set by the server");
+
+    const candidates = ["idempotency-key", "none"].map((value) => ({
+      kind: { case: "stringValue", value },
+    }));
+    const { case: stored } = await adjudication.enqueueCase({
+      requestId: `enqueue-${RUN}`,
+      case: {
+        tenant: "node-tests",
+        subject: "api:payments.create",
+        predicate: "idempotency.mode",
+        candidateValues: candidates,
+        evidenceRefs: ["spec-idem", "trace-idem"],
+        context: "Does a retry of payments.create carry an idempotency key?",
+        localVerdict: { kind: { case: "stringValue", value: "none" } },
+        lineage: { origin: "node-client-test", originRef: RUN },
+      },
+    });
+    assert.match(stored.caseId, /.+/);
+    assert.ok(stored.contentDigest.startsWith("sha256:"));
+
+    const { case: blinded } = await adjudication.getBlindedCase({ caseId: stored.caseId });
+    assert.equal(blinded.caseId, stored.caseId);
+    assert.equal(blinded.round, 1);
+    assert.deepEqual(
+      blinded.candidateValues.map((value) => value.kind.value),
+      ["idempotency-key", "none"],
+    );
+    // The reviewer's view has no verdict field at all, not merely an empty one.
+    assert.equal("localVerdict" in blinded, false);
+  });
+
+  it("refuses a human reviewer without attestation, naming `reviewer.attested_by`", async () => {
+    const error = await failure(() =>
+      adjudication.registerReviewer({
+        reviewer: { reviewerId: `node-human-${RUN}`, kind: ReviewerKind.HUMAN },
+      }),
+    );
+    assert.equal(error.code, Code.InvalidArgument);
+    assert.equal(error.reasonValue, ErrorReason.HUMAN_REVIEWER_REQUIRES_ATTESTATION);
+    assert.deepEqual(
+      error.fieldViolations.map((violation) => violation.field),
+      ["reviewer.attested_by"],
+    );
+  });
+
+  it("answers an unknown case id with NOT_FOUND and CASE_NOT_FOUND", async () => {
+    const error = await failure(() => adjudication.getBlindedCase({ caseId: `missing-${RUN}` }));
+    assert.equal(error.code, Code.NotFound);
+    assert.equal(error.reasonValue, ErrorReason.CASE_NOT_FOUND);
+  });
+});

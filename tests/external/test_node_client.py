@@ -1,0 +1,63 @@
+"""The Node client (clients/node, Connect-ES over HTTP/2 gRPC) against the
+three services running as real processes: the polyglot proof that the
+contract, the rich error details and the wire format work outside Python.
+
+The assertions live in clients/node/test/*.test.js (Node's built-in test
+runner); this test installs the packages from the lockfile, generates the
+code from proto/, starts the services, and requires node's run to pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support import node
+from tests.support.stack import Stack, assay_stack
+
+pytestmark = [pytest.mark.external, pytest.mark.timeout(900)]
+
+NODE_TEST_TIMEOUT_SECONDS = 180
+# The number of tests in clients/node/test/services.test.js, at least.
+MINIMUM_NODE_TESTS = 8
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with assay_stack(tmp_path_factory.mktemp("node-stack")) as running:
+        yield running
+
+
+class TestNodeClient:
+    def test_node_suite_passes_against_real_servers(self, stack: Stack) -> None:
+        """`node --test` calls all three services and decodes their error details."""
+        node.ensure_generated()
+        targets = stack.targets()
+        result = node.run(
+            [node.tool("node"), "--test", "--test-reporter=tap", "test/"],
+            timeout=NODE_TEST_TIMEOUT_SECONDS,
+            env={
+                "ASSAY_RESOLVER_TARGET": targets["resolver"],
+                "ASSAY_PLANNER_TARGET": targets["planner"],
+                "ASSAY_ADJUDICATION_TARGET": targets["adjudication"],
+            },
+        )
+        report = node.describe(result) + "\n" + stack.logs()
+        assert result.returncode == 0, report
+        # A runner that found nothing also exits 0: require the suites and a count.
+        counts = dict(
+            line[2:].split(" ", 1) for line in result.stdout.splitlines() if line.startswith("# ")
+        )
+        assert counts.get("fail") == "0", report
+        assert int(counts.get("pass", "0")) >= MINIMUM_NODE_TESTS, report
+        for suite in ("ResolverService", "PlannerService", "AdjudicationService"):
+            assert suite in result.stdout, report
+        # And the servers saw the calls (one structured log line per RPC).
+        methods = {
+            str(line.get("method", ""))
+            for proc in (stack.resolver, stack.planner, stack.adjudication)
+            for line in proc.log_lines()
+        }
+        for rpc in ("ResolveSemantic", "PlanEvidence", "RegisterReviewer", "GetBlindedCase"):
+            assert any(m.endswith(rpc) for m in methods), sorted(methods)
