@@ -25,7 +25,6 @@ from assay.services.resolver.model import (
     Excluded,
     Exclusion,
     Flag,
-    GroupSupport,
     Resolution,
     Row,
     SemKey,
@@ -39,24 +38,19 @@ from assay.services.resolver.policy import DISCOUNTED_BELOW, Policy
 
 def support_of(rows: Sequence[Row]) -> ValueSupport:
     """One value's support from its active rows (any order; at least one row)."""
+    if len(rows) == 1:
+        row = rows[0]
+        return ValueSupport(row[VALUE_KEY], -row[NEG_W], (row,), (row,))
     ordered = sorted(rows)
-    value_key = ordered[0][VALUE_KEY]
-    if len(ordered) == 1:
-        row = ordered[0]
-        weight = -row[NEG_W]
-        only = GroupSupport(row[GROUP], row[DECLARED], weight, row)
-        return ValueSupport(value_key, weight, tuple(ordered), (only,))
     best: dict[str, Row] = {}
     for row in ordered:
         if row[GROUP] not in best:
             best[row[GROUP]] = row
+    counted = tuple(best.values())  # insertion order: strongest first
     remaining = 1.0
-    groups = []
-    for group, row in best.items():  # insertion order = strongest first
-        weight = -row[NEG_W]
-        remaining *= 1.0 - weight
-        groups.append(GroupSupport(group, row[DECLARED], weight, row))
-    return ValueSupport(value_key, 1.0 - remaining, tuple(ordered), tuple(groups))
+    for row in counted:
+        remaining *= 1.0 + row[NEG_W]  # 1 - weight, exactly: negation is exact
+    return ValueSupport(ordered[0][VALUE_KEY], 1.0 - remaining, tuple(ordered), counted)
 
 
 def status_of(values: Sequence[ValueSupport], policy: Policy) -> Status:
@@ -72,13 +66,13 @@ def status_of(values: Sequence[ValueSupport], policy: Policy) -> Status:
 
 def rationale_of(leader: ValueSupport, staleness: Staleness | None) -> tuple[Flag, ...]:
     """The weaknesses of the leader's support, ascending by flag number."""
-    counted = [g.counted for g in leader.groups]
+    counted = leader.counted
     flags: list[Flag] = []
     if all(row[RELIABILITY] < DISCOUNTED_BELOW for row in counted):
         flags.append(Flag.ALL_SUPPORT_DISCOUNTED)
-    if len(leader.claims) > 1 and len(leader.groups) == 1:
+    if len(leader.claims) > 1 and len(counted) == 1:
         flags.append(Flag.SINGLE_SOURCE_CORROBORATION)
-    if len(leader.groups) > 1 and not all(g.declared for g in leader.groups):
+    if len(counted) > 1 and not all(row[DECLARED] for row in counted):
         flags.append(Flag.INDEPENDENCE_UNVERIFIED)
     if staleness is not None and all(_stale(row, staleness) for row in counted):
         flags.append(Flag.STALE_SUPPORT)

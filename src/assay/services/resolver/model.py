@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
+from operator import itemgetter
 from typing import Final, TypeAlias
 
 SemKey: TypeAlias = tuple[str, str]
@@ -113,12 +114,21 @@ class Intake:
     """
 
     values: dict[SemKey, dict[str, list[Row]]] = field(default_factory=dict)
-    ids: dict[str, Row] = field(default_factory=dict)
+    # Rows of the claims that have an id, in request order (unique: the intake checks).
+    id_rows: list[Row] = field(default_factory=list)
     relations: list[Relation] = field(default_factory=list)
     rejected: list[Row] = field(default_factory=list)
     # (row, the reliability the claim stated) for each claim the table capped.
     capped: list[tuple[Row, float]] = field(default_factory=list)
     count: int = 0
+    _ids: dict[str, Row] | None = None
+
+    @property
+    def ids(self) -> dict[str, Row]:
+        """Rows by claim id. Built on first use: most requests never look an id up."""
+        if self._ids is None:
+            self._ids = dict(zip(map(itemgetter(REF), self.id_rows), self.id_rows, strict=True))
+        return self._ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,26 +150,18 @@ class Excluded:
 
 
 @dataclass(frozen=True, slots=True)
-class GroupSupport:
-    """One correlation group's contribution to a value: its strongest member."""
-
-    group: str
-    declared: bool
-    weight: float
-    counted: Row
-
-
-@dataclass(frozen=True, slots=True)
 class ValueSupport:
-    """The support for one value; ``claims`` strongest first, ``groups`` strongest first."""
+    """The support for one value.
+
+    ``claims`` holds every active claim asserting it, strongest first; ``counted`` the
+    strongest claim of each correlation group, strongest first. A group is fully described
+    by its counted row (name, declared, weight), so no per-group object is built.
+    """
 
     value_key: str
     support: float
     claims: tuple[Row, ...]
-    groups: tuple[GroupSupport, ...]
-
-    def counted_indexes(self) -> frozenset[int]:
-        return frozenset(g.counted[INDEX] for g in self.groups)
+    counted: tuple[Row, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from assay.services.resolver.convert import ClaimIndex, ClaimList, intake, violations
+from assay.services.resolver.convert import (
+    ClaimIndex,
+    ClaimList,
+    SourceTable,
+    intake,
+    violations,
+)
 from assay.services.resolver.model import INDEX, Intake, Staleness
 from assay.services.resolver.policy import Policy
 from assay.services.resolver.validation import (
@@ -25,8 +31,10 @@ from assay.services.resolver.validation import (
 class Reader:
     """Intakes for the lists of one request, and the violations found in them."""
 
-    def __init__(self, policy: Policy) -> None:
-        self.table: Mapping[str, float] = dict(policy.reliability)
+    def __init__(self, policy: Policy, sources: SourceTable) -> None:
+        """``sources`` is ``source_table(policy.reliability)``, built once per servicer."""
+        self.table: Mapping[str, float] = policy.reliability
+        self.sources = sources
         self.index = ClaimIndex()
         self.problems: list[Violation] = []
         self._base_paths: dict[str, str] | None = None
@@ -53,7 +61,7 @@ class Reader:
     def base(self, claims: ClaimList, path: str) -> Intake | None:
         """The base evidence; None (with violations recorded) if it is invalid."""
         start = self.index.add(claims)
-        got = intake(claims, self.table, start)
+        got = intake(claims, self.sources, start)
         self._base, self._base_path, self._base_start = got, path, start
         if got is None:
             seen: dict[str, str] = {}
@@ -68,7 +76,7 @@ class Reader:
         """
         start = self.index.add(claims)
         base = self._base
-        got = intake(claims, self.table, start, base.ids if base is not None else None)
+        got = intake(claims, self.sources, start, base.ids if base is not None else None)
         if got is None or base is None:
             seen = dict(self._paths_of_base())
             self._fail(violations(claims, path, self.table, seen, offset), got is None)

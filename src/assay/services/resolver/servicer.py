@@ -12,7 +12,13 @@ import grpc
 
 from assay.errors import Reason
 from assay.services.resolver import engine, reconcile
-from assay.services.resolver.convert import Emitter, claim_ref, seconds_of
+from assay.services.resolver.convert import (
+    Emitter,
+    claim_ref,
+    seconds_of,
+    source_table,
+    without_gc,
+)
 from assay.services.resolver.model import Intake, Resolution, SemKey
 from assay.services.resolver.policy import Policy
 from assay.services.resolver.reader import Reader
@@ -25,13 +31,17 @@ class ResolverServicer:
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
+        self._sources = source_table(policy.reliability)
 
     def _reader(self) -> Reader:
-        return Reader(self.policy)
+        return Reader(self.policy, self._sources)
 
     async def ResolveSemantic(
         self, request: pb.ResolveSemanticRequest, context: grpc.aio.ServicerContext
     ) -> pb.ResolveSemanticResponse:
+        return without_gc(self._ResolveSemantic, request)
+
+    def _ResolveSemantic(self, request: pb.ResolveSemanticRequest) -> pb.ResolveSemanticResponse:
         reader = self._reader()
         reader.semantic(request.subject, request.predicate)
         staleness = reader.staleness(*_staleness_fields(request))
@@ -47,6 +57,9 @@ class ResolverServicer:
     async def ResolveEvidence(
         self, request: pb.ResolveEvidenceRequest, context: grpc.aio.ServicerContext
     ) -> pb.ResolveEvidenceResponse:
+        return without_gc(self._ResolveEvidence, request)
+
+    def _ResolveEvidence(self, request: pb.ResolveEvidenceRequest) -> pb.ResolveEvidenceResponse:
         reader = self._reader()
         staleness = reader.staleness(*_staleness_fields(request))
         base = reader.base(request.evidence.claims, "evidence.claims")
@@ -68,6 +81,11 @@ class ResolverServicer:
 
     async def ResolveHypotheses(
         self, request: pb.ResolveHypothesesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResolveHypothesesResponse:
+        return without_gc(self._ResolveHypotheses, request)
+
+    def _ResolveHypotheses(
+        self, request: pb.ResolveHypothesesRequest
     ) -> pb.ResolveHypothesesResponse:
         reader = self._reader()
         reader.semantic(request.subject, request.predicate)
@@ -98,6 +116,9 @@ class ResolverServicer:
     async def Reconcile(
         self, request: pb.ReconcileRequest, context: grpc.aio.ServicerContext
     ) -> pb.ReconcileResponse:
+        return without_gc(self._Reconcile, request)
+
+    def _Reconcile(self, request: pb.ReconcileRequest) -> pb.ReconcileResponse:
         reader = self._reader()
         if not request.proposals:
             reader.problems.append(
