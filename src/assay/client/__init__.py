@@ -1,1 +1,55 @@
-"""Client-side helpers for calling Assay from Python."""
+"""Calling Assay from Python: typed sync and async clients for the three services.
+
+    from assay.client import ResolverClient
+    from assay.client.evidence import load_json_file
+
+    with ResolverClient("127.0.0.1:50051") as resolver:
+        evidence = load_json_file("examples/evidence/safety-conflict.json")
+        resolution = resolver.resolve(evidence, "api:payments.create", "idempotency.mode")
+
+Every call has a timeout (the client's default, overridable per call), retries
+UNAVAILABLE only where a retry is safe, and raises an ``AssayCallError``
+subclass carrying the status code, the ``ErrorReason`` and the bad fields.
+"""
+
+from __future__ import annotations
+
+from assay.client.adjudication import AdjudicationClient
+from assay.client.adjudication_async import AsyncAdjudicationClient
+from assay.client.builders import LegacyBundleWarning, from_value, to_value
+from assay.client.channel import DEFAULT_TIMEOUT_SECONDS
+from assay.client.errors import (
+    AlreadyExistsError,
+    AssayCallError,
+    DataLossError,
+    DeadlineExceededError,
+    FailedPreconditionError,
+    InternalError,
+    InvalidArgumentError,
+    NotFoundError,
+    UnavailableError,
+)
+from assay.client.planner import AsyncPlannerClient, PlannerClient
+from assay.client.resolver import AsyncResolverClient, ResolverClient
+
+__all__ = [
+    "DEFAULT_TIMEOUT_SECONDS",
+    "AdjudicationClient",
+    "AlreadyExistsError",
+    "AssayCallError",
+    "AsyncAdjudicationClient",
+    "AsyncPlannerClient",
+    "AsyncResolverClient",
+    "DataLossError",
+    "DeadlineExceededError",
+    "FailedPreconditionError",
+    "InternalError",
+    "InvalidArgumentError",
+    "LegacyBundleWarning",
+    "NotFoundError",
+    "PlannerClient",
+    "ResolverClient",
+    "UnavailableError",
+    "from_value",
+    "to_value",
+]

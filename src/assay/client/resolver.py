@@ -1,0 +1,224 @@
+"""Clients for the Resolver: ``ResolverClient`` (blocking) and ``AsyncResolverClient``.
+
+Each RPC has a method of the same name in snake_case taking the request
+message; ``resolve``, ``resolve_all`` and ``policy`` build the request from
+plain values (evidence as a message, a list of claim dicts, or decoded JSON).
+Every method takes ``timeout`` (seconds; default: the client's) and
+``x_request_id`` (sent as metadata, logged by the server).
+"""
+
+# `timeout` here is the gRPC deadline sent with the call (the server sees it), not a
+# local wait that asyncio.timeout could replace.
+# ruff: noqa: ASYNC109
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from assay.client.base import AsyncClient, SyncClient
+from assay.client.builders import (
+    EvidenceLike,
+    resolve_evidence_request,
+    resolve_semantic_request,
+)
+from assay.v1 import resolution_pb2
+from assay.v1 import resolver_service_pb2 as rs
+
+SERVICE = rs.DESCRIPTOR.services_by_name["ResolverService"]
+
+
+class ResolverClient(SyncClient):
+    """Blocking client for ``assay.v1.ResolverService``."""
+
+    SERVICE = SERVICE
+
+    def resolve_semantic(
+        self,
+        request: rs.ResolveSemanticRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ResolveSemanticResponse:
+        return self._unary(
+            "ResolveSemantic", request, rs.ResolveSemanticResponse, timeout, x_request_id
+        )
+
+    def resolve_evidence(
+        self,
+        request: rs.ResolveEvidenceRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ResolveEvidenceResponse:
+        return self._unary(
+            "ResolveEvidence", request, rs.ResolveEvidenceResponse, timeout, x_request_id
+        )
+
+    def resolve_hypotheses(
+        self,
+        request: rs.ResolveHypothesesRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ResolveHypothesesResponse:
+        return self._unary(
+            "ResolveHypotheses", request, rs.ResolveHypothesesResponse, timeout, x_request_id
+        )
+
+    def reconcile(
+        self,
+        request: rs.ReconcileRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ReconcileResponse:
+        return self._unary("Reconcile", request, rs.ReconcileResponse, timeout, x_request_id)
+
+    def get_resolver_policy(
+        self,
+        request: rs.GetResolverPolicyRequest | None = None,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.GetResolverPolicyResponse:
+        return self._unary(
+            "GetResolverPolicy",
+            request or rs.GetResolverPolicyRequest(),
+            rs.GetResolverPolicyResponse,
+            timeout,
+            x_request_id,
+        )
+
+    # Convenience.
+
+    def resolve(
+        self,
+        evidence: EvidenceLike,
+        subject: str,
+        predicate: str,
+        *,
+        as_of: datetime | None = None,
+        stale_after: timedelta | None = None,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> resolution_pb2.SemanticResolution:
+        """The resolution of one (subject, predicate)."""
+        request = resolve_semantic_request(evidence, subject, predicate, as_of, stale_after)
+        return self.resolve_semantic(request, timeout=timeout, x_request_id=x_request_id).resolution
+
+    def resolve_all(
+        self,
+        evidence: EvidenceLike,
+        *,
+        as_of: datetime | None = None,
+        stale_after: timedelta | None = None,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ResolveEvidenceResponse:
+        """Every semantic of the evidence, with the evidence-level summary."""
+        request = resolve_evidence_request(evidence, as_of, stale_after)
+        return self.resolve_evidence(request, timeout=timeout, x_request_id=x_request_id)
+
+    def policy(self, *, timeout: float | None = None) -> dict[str, float]:
+        """The reliability table, source kind -> reliability."""
+        response = self.get_resolver_policy(timeout=timeout)
+        return {row.source: row.reliability for row in response.reliability_table}
+
+
+class AsyncResolverClient(AsyncClient):
+    """Asyncio client for ``assay.v1.ResolverService``."""
+
+    SERVICE = SERVICE
+
+    async def resolve_semantic(
+        self,
+        request: rs.ResolveSemanticRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ResolveSemanticResponse:
+        return await self._unary(
+            "ResolveSemantic", request, rs.ResolveSemanticResponse, timeout, x_request_id
+        )
+
+    async def resolve_evidence(
+        self,
+        request: rs.ResolveEvidenceRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ResolveEvidenceResponse:
+        return await self._unary(
+            "ResolveEvidence", request, rs.ResolveEvidenceResponse, timeout, x_request_id
+        )
+
+    async def resolve_hypotheses(
+        self,
+        request: rs.ResolveHypothesesRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ResolveHypothesesResponse:
+        return await self._unary(
+            "ResolveHypotheses", request, rs.ResolveHypothesesResponse, timeout, x_request_id
+        )
+
+    async def reconcile(
+        self,
+        request: rs.ReconcileRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ReconcileResponse:
+        return await self._unary("Reconcile", request, rs.ReconcileResponse, timeout, x_request_id)
+
+    async def get_resolver_policy(
+        self,
+        request: rs.GetResolverPolicyRequest | None = None,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.GetResolverPolicyResponse:
+        return await self._unary(
+            "GetResolverPolicy",
+            request or rs.GetResolverPolicyRequest(),
+            rs.GetResolverPolicyResponse,
+            timeout,
+            x_request_id,
+        )
+
+    # Convenience.
+
+    async def resolve(
+        self,
+        evidence: EvidenceLike,
+        subject: str,
+        predicate: str,
+        *,
+        as_of: datetime | None = None,
+        stale_after: timedelta | None = None,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> resolution_pb2.SemanticResolution:
+        """The resolution of one (subject, predicate)."""
+        request = resolve_semantic_request(evidence, subject, predicate, as_of, stale_after)
+        response = await self.resolve_semantic(request, timeout=timeout, x_request_id=x_request_id)
+        return response.resolution
+
+    async def resolve_all(
+        self,
+        evidence: EvidenceLike,
+        *,
+        as_of: datetime | None = None,
+        stale_after: timedelta | None = None,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ResolveEvidenceResponse:
+        """Every semantic of the evidence, with the evidence-level summary."""
+        request = resolve_evidence_request(evidence, as_of, stale_after)
+        return await self.resolve_evidence(request, timeout=timeout, x_request_id=x_request_id)
+
+    async def policy(self, *, timeout: float | None = None) -> dict[str, float]:
+        """The reliability table, source kind -> reliability."""
+        response = await self.get_resolver_policy(timeout=timeout)
+        return {row.source: row.reliability for row in response.reliability_table}
