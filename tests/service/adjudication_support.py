@@ -50,7 +50,9 @@ def rid() -> str:
 
 
 async def register(
-    stub: pb_grpc.AdjudicationServiceStub, reviewer_id: str, kind: int = FIXTURE
+    stub: pb_grpc.AdjudicationServiceStub,
+    reviewer_id: str,
+    kind: gold_pb2.ReviewerKind.ValueType = FIXTURE,
 ) -> pb.Reviewer:
     attested = "test-suite" if kind == HUMAN else ""
     reply = await stub.RegisterReviewer(
@@ -60,7 +62,8 @@ async def register(
         ),
         timeout=TIMEOUT,
     )
-    return reply.reviewer
+    reviewer: pb.Reviewer = reply.reviewer
+    return reviewer
 
 
 def case_message(tenant: str = "tenant-a", candidates: Sequence[str] = ("key", "none")) -> pb.Case:
@@ -82,7 +85,8 @@ async def enqueue(stub: pb_grpc.AdjudicationServiceStub, **kwargs: Any) -> pb.Ca
     reply = await stub.EnqueueCase(
         pb.EnqueueCaseRequest(request_id=rid(), case=case_message(**kwargs)), timeout=TIMEOUT
     )
-    return reply.case
+    case: pb.Case = reply.case
+    return case
 
 
 async def review(
@@ -90,7 +94,7 @@ async def review(
     case_id: str,
     reviewer_id: str,
     label: str | None = "key",
-    outcome: int = pb.REVIEW_OUTCOME_LABEL,
+    outcome: pb.ReviewOutcome.ValueType = pb.REVIEW_OUTCOME_LABEL,
     round_: int = 0,
     reason: str = "",
 ) -> pb.SubmitReviewResponse:
