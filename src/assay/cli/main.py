@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "assay.cli.serve_cmds",
     "assay.cli.resolver_cmds",
     "assay.cli.planner_cmds",
+    "assay.cli.adjudication_cmds",
 )
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from assay.runtime.server import ServiceSpec
 from assay.services.adjudication.operations import Adjudication
 from assay.services.adjudication.servicer import AdjudicationServicer
-from assay.services.adjudication.storage import Store
+from assay.services.adjudication.storage import SchemaTooNew, Store
 from assay.services.registry import ServeOptions
 from assay.v1 import adjudication_service_pb2
 
@@ -17,7 +18,11 @@ async def build_spec(options: ServeOptions) -> ServiceSpec:
     path = Path(options.db_path)
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-    store = await Store.open(path)
+    try:
+        store = await Store.open(path)
+    except (SchemaTooNew, sqlite3.DatabaseError) as error:
+        # ValueError: `assay serve` reports it as one line ("cannot start adjudication: ...").
+        raise ValueError(f"{path}: {error}") from None
     return ServiceSpec(
         name="adjudication",
         descriptor=adjudication_service_pb2.DESCRIPTOR.services_by_name["AdjudicationService"],

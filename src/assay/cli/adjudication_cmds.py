@@ -1,0 +1,431 @@
+"""Adjudication from the shell: ``assay reviewer``, ``case``, ``queue``, ``review``, ``export``,
+``agreement``, ``audit``, ``tenant`` and ``sweep``.
+
+Every mutating command sends a fresh ``request_id`` (or ``--request-id``, to
+retry a command safely from a script). Values given on the command line
+(``--label``) are JSON when they parse as JSON and strings otherwise, so
+``--label key`` and ``--label '"key"'`` mean the same. Tables by default,
+``--json`` everywhere; rendering lives in ``adjudication_render``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+from google.protobuf import json_format
+
+from assay.cli import adjudication_render as render
+from assay.cli.common import (
+    CliError,
+    add_json_argument,
+    add_target_argument,
+    call,
+    channel,
+    print_json,
+)
+from assay.v1 import adjudication_service_pb2 as pb
+from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
+from assay.v1 import gold_pb2
+
+DEFAULT_TARGET = "127.0.0.1:50053"
+SERVICE = "adjudication"
+
+KINDS = {
+    "human": gold_pb2.REVIEWER_KIND_HUMAN,
+    "fixture": gold_pb2.REVIEWER_KIND_MECHANISM_TEST_FIXTURE,
+}
+BASES = {
+    "unanimous": gold_pb2.RESOLUTION_BASIS_UNANIMOUS_AGREEMENT,
+    "adjudicator": gold_pb2.RESOLUTION_BASIS_ADJUDICATOR_DECISION,
+    "unresolved": gold_pb2.RESOLUTION_BASIS_UNRESOLVED,
+    "not-evaluable": gold_pb2.RESOLUTION_BASIS_NOT_EVALUABLE,
+}
+
+
+def _common(parser: argparse.ArgumentParser, mutating: bool = False) -> None:
+    add_target_argument(parser, SERVICE, DEFAULT_TARGET)
+    add_json_argument(parser)
+    if mutating:
+        parser.add_argument(
+            "--request-id",
+            default="",
+            help="retry key: repeating a command with the same id returns the first result",
+        )
+
+
+def _command(
+    subparsers: Any,
+    name: str,
+    help_text: str,
+    handler: Callable[[argparse.Namespace], int],
+    mutating: bool = False,
+) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser(name, help=help_text)
+    _common(parser, mutating)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def register(subparsers: Any) -> None:
+    reviewer = subparsers.add_parser("reviewer", help="register and list reviewers")
+    sub = reviewer.add_subparsers(dest="reviewer_command", metavar="COMMAND", required=True)
+    add = _command(sub, "add", "register a reviewer", _reviewer_add, mutating=True)
+    add.add_argument("reviewer_id", help="1-64 lowercase letters, digits, '.', '_' or '-'")
+    add.add_argument(
+        "--kind",
+        choices=sorted(KINDS),
+        required=True,
+        help="human (needs --attested-by) or fixture (tests and demos only)",
+    )
+    add.add_argument("--attested-by", default="", help="who vouches that a person is behind it")
+    _command(sub, "list", "list reviewers", _reviewer_list)
+
+    case = subparsers.add_parser("case", help="enqueue, inspect, resolve and freeze cases")
+    sub = case.add_subparsers(dest="case_command", metavar="COMMAND", required=True)
+    enqueue = _command(sub, "enqueue", "enqueue the case(s) of a JSON file", _case_enqueue, True)
+    enqueue.add_argument("file", help="a Case as proto JSON, a list of them, or {cases: [...]}")
+    show = _command(sub, "show", "operator view: verdict, reviews, resolutions", _case_show)
+    show.add_argument("case_id")
+    state = _command(sub, "state", "the case's derived state", _case_state)
+    state.add_argument("case_id")
+    resolve = _command(sub, "resolve", "resolve the current round", _case_resolve, True)
+    resolve.add_argument("case_id")
+    resolve.add_argument("--basis", choices=list(BASES), required=True, help="no majority vote")
+    resolve.add_argument("--label", help="the adjudicator's label (JSON, or a bare string)")
+    resolve.add_argument("--adjudicator", default="", help="reviewer id of the adjudicator")
+    freeze = _command(sub, "freeze", "freeze the resolved round into a gold label", _freeze, True)
+    freeze.add_argument("case_id")
+    freeze.add_argument("--expected-revision", type=int, default=0)
+    revisions = _command(sub, "revisions", "list gold-label revisions", _revisions)
+    revisions.add_argument("case_id", nargs="?", default="", help="one case (default: all)")
+
+    queue = _command(subparsers, "queue", "the cases a reviewer still has to review", _queue)
+    queue.add_argument("--reviewer", required=True)
+    queue.add_argument("--tenant", default="")
+
+    review = _command(subparsers, "review", "submit a review (blinded)", _review, True)
+    review.add_argument("case_id")
+    review.add_argument("--reviewer", required=True)
+    review.add_argument("--round", type=int, default=0, help="needed to reopen a frozen case")
+    outcome = review.add_mutually_exclusive_group(required=True)
+    outcome.add_argument("--label", help="the label (JSON, or a bare string)")
+    outcome.add_argument("--unresolved", metavar="REASON", help="cannot decide, and why")
+    outcome.add_argument("--not-evaluable", metavar="REASON", help="cannot be judged as posed")
+
+    export = _command(subparsers, "export", "write the gold corpus as JSON lines", _export)
+    export.add_argument("--out", required=True, type=Path, help="corpus.jsonl to write")
+    export.add_argument("--manifest", type=Path, help="default: OUT with .manifest.json")
+    export.add_argument("--tenant", default="")
+
+    agreement = _command(subparsers, "agreement", "Cohen's kappa of double reviews", _agreement)
+    agreement.add_argument("--tenant", default="")
+
+    audit = subparsers.add_parser("audit", help="verify and list the audit ledger")
+    sub = audit.add_subparsers(dest="audit_command", metavar="COMMAND", required=True)
+    _command(sub, "verify", "walk the hash chain and name the first bad event", _audit_verify)
+    events = _command(sub, "events", "list audit events", _audit_events)
+    events.add_argument("--limit", type=int, default=100)
+
+    tenant = subparsers.add_parser("tenant", help="delete a tenant's records")
+    sub = tenant.add_subparsers(dest="tenant_command", metavar="COMMAND", required=True)
+    delete = _command(sub, "delete", "delete a tenant's cases and reviews", _tenant_delete, True)
+    delete.add_argument("tenant")
+    delete.add_argument("--yes", action="store_true", help="confirm the deletion")
+
+    _command(subparsers, "sweep", "delete every expired case", _sweep, mutating=True)
+
+
+# --- plumbing -------------------------------------------------------------
+
+
+def _rpc(args: argparse.Namespace, name: str, request: Any, context: str = "") -> Any:
+    with channel(args.target) as ch:
+        method = getattr(pb_grpc.AdjudicationServiceStub(ch), name)
+        return call(SERVICE, args.target, lambda: method(request, timeout=args.timeout), context)
+
+
+def _request_id(args: argparse.Namespace) -> str:
+    return str(args.request_id or uuid.uuid4().hex)
+
+
+def parse_value(text: str) -> Any:
+    """JSON when it parses as JSON, otherwise the text itself as a string."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _set_value(target: Any, text: str) -> None:
+    json_format.ParseDict(parse_value(text), target)
+
+
+def _emit(args: argparse.Namespace, response: Any, table: Callable[[Any], None]) -> int:
+    if args.json:
+        print_json(response)
+    else:
+        table(response)
+    return 0
+
+
+# --- reviewers ------------------------------------------------------------
+
+
+def _reviewer_add(args: argparse.Namespace) -> int:
+    request = pb.RegisterReviewerRequest(
+        request_id=_request_id(args),
+        reviewer=pb.Reviewer(
+            reviewer_id=args.reviewer_id, kind=KINDS[args.kind], attested_by=args.attested_by
+        ),
+    )
+    reply = _rpc(args, "RegisterReviewer", request)
+    return _emit(args, reply, lambda r: render.reviewers([r.reviewer]))
+
+
+def _reviewer_list(args: argparse.Namespace) -> int:
+    found: list[Any] = []
+    token = ""
+    while True:
+        page = _rpc(
+            args, "ListReviewers", pb.ListReviewersRequest(page_size=1000, page_token=token)
+        )
+        found.extend(page.reviewers)
+        token = page.next_page_token
+        if not token:
+            break
+    return _emit(args, pb.ListReviewersResponse(reviewers=found), lambda r: render.reviewers(found))
+
+
+# --- cases ----------------------------------------------------------------
+
+
+def load_cases(path: str) -> list[pb.Case]:
+    """Cases from a JSON file; every error names the file (and the case index)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise CliError(f"{path}: cannot read: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise CliError(f"{path}: not JSON: {error}") from None
+    if isinstance(data, dict) and "cases" in data:
+        data = data["cases"]
+    items = data if isinstance(data, list) else [data]
+    cases = []
+    for i, item in enumerate(items):
+        where = f"{path}" + (f" case {i}" if len(items) > 1 else "")
+        if not isinstance(item, dict):
+            raise CliError(f"{where}: a case must be a JSON object")
+        item = {k: v for k, v in item.items() if not k.startswith("_")}
+        try:
+            cases.append(json_format.ParseDict(item, pb.Case()))
+        except json_format.ParseError as error:
+            raise CliError(f"{where}: {error}") from None
+    if not cases:
+        raise CliError(f"{path}: no cases")
+    return cases
+
+
+def _case_enqueue(args: argparse.Namespace) -> int:
+    cases = load_cases(args.file)
+    base = _request_id(args)
+    stored = []
+    for i, case in enumerate(cases):
+        request_id = base if len(cases) == 1 else f"{base}-{i}"
+        request = pb.EnqueueCaseRequest(request_id=request_id, case=case)
+        where = args.file if len(cases) == 1 else f"{args.file} case {i}"
+        stored.append(_rpc(args, "EnqueueCase", request, context=where).case)
+    if args.json:
+        for case in stored:
+            print_json(case)
+        return 0
+    render.cases(stored)
+    return 0
+
+
+def _case_show(args: argparse.Namespace) -> int:
+    reply = _rpc(args, "GetCase", pb.GetCaseRequest(case_id=args.case_id))
+    return _emit(args, reply, render.case_detail)
+
+
+def _case_state(args: argparse.Namespace) -> int:
+    reply = _rpc(args, "GetCaseState", pb.GetCaseStateRequest(case_id=args.case_id))
+    return _emit(args, reply, render.case_state)
+
+
+def _case_resolve(args: argparse.Namespace) -> int:
+    request = pb.ResolveCaseRequest(
+        request_id=_request_id(args),
+        case_id=args.case_id,
+        basis=BASES[args.basis],
+        adjudicator_reviewer_id=args.adjudicator,
+    )
+    if args.label is not None:
+        _set_value(request.label, args.label)
+    reply = _rpc(args, "ResolveCase", request)
+    return _emit(args, reply, render.resolution)
+
+
+def _freeze(args: argparse.Namespace) -> int:
+    request = pb.FreezeGoldLabelRequest(
+        request_id=_request_id(args),
+        case_id=args.case_id,
+        expected_revision=args.expected_revision,
+    )
+    reply = _rpc(args, "FreezeGoldLabel", request)
+    return _emit(args, reply, lambda r: render.revisions([r.revision]))
+
+
+def _revisions(args: argparse.Namespace) -> int:
+    found: list[Any] = []
+    token = ""
+    while True:
+        request = pb.ListGoldLabelRevisionsRequest(
+            case_id=args.case_id, page_size=1000, page_token=token
+        )
+        page = _rpc(args, "ListGoldLabelRevisions", request)
+        found.extend(page.revisions)
+        token = page.next_page_token
+        if not token:
+            break
+    reply = pb.ListGoldLabelRevisionsResponse(revisions=found)
+    return _emit(args, reply, lambda r: render.revisions(found))
+
+
+# --- reviewing --------------------------------------------------------------
+
+
+def _queue(args: argparse.Namespace) -> int:
+    found: list[Any] = []
+    token = ""
+    while True:
+        request = pb.ListQueueRequest(
+            reviewer_id=args.reviewer, tenant=args.tenant, page_size=1000, page_token=token
+        )
+        page = _rpc(args, "ListQueue", request)
+        found.extend(page.cases)
+        token = page.next_page_token
+        if not token:
+            break
+    reply = pb.ListQueueResponse(cases=found)
+    return _emit(args, reply, lambda r: render.queue(args.reviewer, found))
+
+
+def _review(args: argparse.Namespace) -> int:
+    request = pb.SubmitReviewRequest(
+        request_id=_request_id(args),
+        case_id=args.case_id,
+        reviewer_id=args.reviewer,
+        round=args.round,
+    )
+    if args.label is not None:
+        request.outcome = pb.REVIEW_OUTCOME_LABEL
+        _set_value(request.label, args.label)
+    elif args.unresolved is not None:
+        request.outcome = pb.REVIEW_OUTCOME_UNRESOLVED
+        request.reason = args.unresolved
+    else:
+        request.outcome = pb.REVIEW_OUTCOME_NOT_EVALUABLE
+        request.reason = args.not_evaluable
+    reply = _rpc(args, "SubmitReview", request)
+    return _emit(args, reply, render.submitted)
+
+
+# --- the corpus and the ledger ------------------------------------------------
+
+
+def _export(args: argparse.Namespace) -> int:
+    out: Path = args.out
+    manifest_path: Path = args.manifest or out.with_name(out.name + ".manifest.json")
+    partial = out.with_name(out.name + ".partial")
+    request = pb.ExportCorpusRequest(tenant=args.tenant)
+    manifest: pb.ExportManifest | None = None
+    try:
+        with channel(args.target) as ch, partial.open("w", encoding="utf-8") as sink:
+            stub = pb_grpc.AdjudicationServiceStub(ch)
+            stream = stub.ExportCorpus(request, timeout=args.timeout)
+            with render.export_progress(enabled=sys.stderr.isatty() and not args.json) as advance:
+                try:
+                    for message in stream:
+                        if message.WhichOneof("item") == "manifest":
+                            manifest = message.manifest
+                            continue
+                        for record in message.batch.records:
+                            data = json_format.MessageToDict(record)
+                            line = json.dumps(data, sort_keys=True, separators=(",", ":"))
+                            sink.write(line + "\n")
+                        advance(len(message.batch.records))
+                except grpc.RpcError as error:
+                    failed: Exception = error
+                    call(SERVICE, args.target, lambda: _reraise(failed), "export")
+        if manifest is None:
+            raise CliError("the export stream ended without a manifest; nothing was written")
+        os.replace(partial, out)
+    except OSError as error:
+        raise CliError(f"{out}: cannot write: {error.strerror}") from None
+    finally:
+        if partial.exists():
+            partial.unlink()
+    data = json_format.MessageToDict(manifest)
+    manifest_path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if args.json:
+        print_json(manifest)
+        return 0
+    render.manifest(manifest, out, manifest_path)
+    return 0
+
+
+def _reraise(error: Exception) -> None:
+    raise error
+
+
+def _agreement(args: argparse.Namespace) -> int:
+    reply = _rpc(args, "ComputeAgreement", pb.ComputeAgreementRequest(tenant=args.tenant))
+    return _emit(args, reply, render.agreement)
+
+
+def _audit_verify(args: argparse.Namespace) -> int:
+    reply = _rpc(args, "VerifyAuditChain", pb.VerifyAuditChainRequest())
+    _emit(args, reply, render.verdict)
+    return 0 if reply.ok else 2
+
+
+def _audit_events(args: argparse.Namespace) -> int:
+    if args.limit < 1:
+        raise CliError("--limit must be at least 1")
+    found: list[Any] = []
+    token = ""
+    while len(found) < args.limit:
+        size = min(1000, args.limit - len(found))
+        request = pb.ListAuditEventsRequest(page_size=size, page_token=token)
+        page = _rpc(args, "ListAuditEvents", request)
+        found.extend(page.events)
+        token = page.next_page_token
+        if not token:
+            break
+    reply = pb.ListAuditEventsResponse(events=found)
+    return _emit(args, reply, lambda r: render.audit_events(found))
+
+
+def _tenant_delete(args: argparse.Namespace) -> int:
+    if not args.yes:
+        raise CliError(
+            f"deleting tenant {args.tenant!r} removes its cases and reviews for good; "
+            "repeat with --yes to confirm"
+        )
+    request = pb.DeleteTenantRecordsRequest(request_id=_request_id(args), tenant=args.tenant)
+    reply = _rpc(args, "DeleteTenantRecords", request)
+    return _emit(args, reply, lambda r: render.deleted(f"tenant {args.tenant}", r))
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    request = pb.SweepExpiredRecordsRequest(request_id=_request_id(args))
+    reply = _rpc(args, "SweepExpiredRecords", request)
+    return _emit(args, reply, lambda r: render.deleted("expired cases", r))

@@ -1,0 +1,229 @@
+"""Tables for the adjudication commands (``adjudication_cmds``): one function per response kind.
+
+Every table names what the operator needs to act on; enum values are shown
+without their prefixes; fixture provenance is always spelled out, so a
+synthetic label is never mistaken for human ground truth on screen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import json_format
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from assay.cli.common import console, fmt_value
+from assay.v1 import adjudication_service_pb2 as pb
+from assay.v1 import gold_pb2
+
+
+def _name(enum: Any, number: int, prefix: str) -> str:
+    return str(enum.Name(number)).removeprefix(prefix)
+
+
+def _value(message: Any) -> str:
+    return fmt_value(json_format.MessageToDict(message))
+
+
+def _time(stamp: Any) -> str:
+    return str(stamp.ToDatetime().strftime("%Y-%m-%d %H:%M:%SZ")) if stamp.seconds else ""
+
+
+def reviewers(found: Sequence[pb.Reviewer]) -> None:
+    table = Table("reviewer", "kind", "attested by", "registered")
+    for r in found:
+        table.add_row(
+            r.reviewer_id,
+            _name(gold_pb2.ReviewerKind, r.kind, "REVIEWER_KIND_"),
+            r.attested_by,
+            _time(r.register_time),
+        )
+    console().print(table)
+
+
+def cases(found: Sequence[pb.Case]) -> None:
+    table = Table("case", "tenant", "subject", "predicate", "candidates", "expires")
+    for c in found:
+        candidates = ", ".join(_value(v) for v in c.candidate_values)
+        table.add_row(c.case_id, c.tenant, c.subject, c.predicate, candidates, _time(c.expire_time))
+    console().print(table)
+
+
+def case_state(reply: pb.GetCaseStateResponse) -> None:
+    state = _name(pb.CaseState, reply.state, "CASE_STATE_")
+    expired = "  (expired)" if reply.expired else ""
+    console().print(
+        f"{reply.case_id}: [bold]{state}[/]{expired}  round {reply.round}, "
+        f"{reply.review_count} review(s) this round, {reply.revision_count} revision(s)"
+    )
+
+
+def case_detail(reply: pb.GetCaseResponse) -> None:
+    out = console()
+    c = reply.case
+    state = _name(pb.CaseState, reply.state, "CASE_STATE_")
+    out.print(f"[bold]{c.case_id}[/]  {c.subject} · {c.predicate}  tenant {c.tenant}")
+    out.print(
+        f"state {state}, round {reply.round}; system verdict (hidden from reviewers): "
+        f"{_value(c.local_verdict)}"
+    )
+    table = Table("round", "review", "reviewer", "outcome", "label / reason")
+    for r in reply.reviews:
+        outcome = _name(pb.ReviewOutcome, r.outcome, "REVIEW_OUTCOME_")
+        table.add_row(str(r.round), r.review_id, r.reviewer_id, outcome, r.label_key or r.reason)
+    out.print(table)
+    for res in reply.resolutions:
+        _print_resolution(res)
+
+
+def _print_resolution(res: pb.Resolution) -> None:
+    basis = _name(gold_pb2.ResolutionBasis, res.basis, "RESOLUTION_BASIS_")
+    by = f" by {res.adjudicator_reviewer_id}" if res.adjudicator_reviewer_id else ""
+    label = f" → {res.label_key}" if res.label_key else " (no label)"
+    console().print(f"round {res.round} resolved: {basis}{by}{label}")
+
+
+def resolution(reply: pb.ResolveCaseResponse) -> None:
+    _print_resolution(reply.resolution)
+
+
+def submitted(reply: pb.SubmitReviewResponse) -> None:
+    r = reply.review
+    outcome = _name(pb.ReviewOutcome, r.outcome, "REVIEW_OUTCOME_")
+    state = _name(pb.CaseState, reply.state, "CASE_STATE_")
+    console().print(
+        f"review {r.review_id} recorded: {r.reviewer_id} → {outcome} {r.label_key or r.reason} "
+        f"(round {r.round}); case now {state}"
+    )
+
+
+def revisions(found: Sequence[gold_pb2.GoldLabelRevision]) -> None:
+    table = Table("case", "rev", "basis", "label", "provenance", "reviewers", "digest")
+    for g in found:
+        table.add_row(
+            g.case_id,
+            str(g.revision),
+            _name(gold_pb2.ResolutionBasis, g.basis, "RESOLUTION_BASIS_"),
+            g.label_key or "—",
+            _name(gold_pb2.LabelingProvenance, g.provenance, "LABELING_PROVENANCE_"),
+            ", ".join(g.contributing_reviewer_ids)
+            + (f" (adj. {g.adjudicator_reviewer_id})" if g.adjudicator_reviewer_id else ""),
+            g.digest[:19] + "…",
+        )
+    console().print(table)
+
+
+def queue(reviewer: str, found: Sequence[pb.BlindedCase]) -> None:
+    if not found:
+        console().print(f"nothing to review for {reviewer}")
+        return
+    table = Table("case", "round", "subject", "predicate", "candidates", "evidence", "context")
+    for c in found:
+        table.add_row(
+            c.case_id,
+            str(c.round),
+            c.subject,
+            c.predicate,
+            ", ".join(_value(v) for v in c.candidate_values),
+            ", ".join(c.evidence_refs),
+            c.context,
+        )
+    console().print(table)
+
+
+@contextlib.contextmanager
+def export_progress(enabled: bool) -> Iterator[Callable[[int], None]]:
+    """A live count of exported records on a terminal; a no-op otherwise."""
+    if not enabled:
+        yield lambda n: None
+        return
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("exporting gold labels"),
+        BarColumn(),
+        TextColumn("{task.completed:,} records"),
+        TimeElapsedColumn(),
+        console=console(),
+        transient=True,
+    )
+    with progress:
+        task = progress.add_task("export", total=None)
+        yield lambda n: progress.advance(task, n)
+
+
+def manifest(m: pb.ExportManifest, out: Path, manifest_path: Path) -> None:
+    console().print(
+        f"wrote {m.record_count:,} record(s) to {out} "
+        f"({m.human_adjudicated_count:,} human-adjudicated, {m.synthetic_count:,} synthetic)"
+    )
+    if m.contains_synthetic_labels:
+        console().print(
+            "[yellow]contains synthetic labels[/]: fixture reviewers contributed; "
+            "do not treat them as human ground truth"
+        )
+    for e in m.exclusions:
+        reason = _name(pb.ExportExclusionReason, e.reason, "EXPORT_EXCLUSION_REASON_")
+        console().print(f"excluded {e.case_id} revision {e.revision}: {reason}")
+    console().print(
+        f"manifest {manifest_path}; audit chain head #{m.audit_chain_head.sequence} "
+        f"{m.audit_chain_head.hash[:19]}…"
+    )
+
+
+def agreement(a: pb.ComputeAgreementResponse) -> None:
+    out = console()
+    status = _name(pb.AgreementStatus, a.status, "AGREEMENT_STATUS_")
+    if a.status == pb.AGREEMENT_STATUS_COMPUTED:
+        out.print(
+            f"Cohen's kappa {a.kappa:.3f} (SE {a.standard_error:.3f}, 95% CI "
+            f"{a.ci_lower:.3f} to {a.ci_upper:.3f}) over {a.case_count} double-reviewed rounds"
+        )
+    elif a.status == pb.AGREEMENT_STATUS_INSUFFICIENT:
+        out.print(f"{status}: {a.case_count} double-reviewed round(s); {a.min_cases} needed")
+    else:
+        why = _name(pb.AgreementUndefinedReason, a.undefined_reason, "AGREEMENT_UNDEFINED_REASON_")
+        out.print(f"{status} ({why}) over {a.case_count} rounds: kappa has no value here")
+    if a.fixture_reviewers_contributed:
+        out.print(
+            "[yellow]fixture reviewers contributed[/]: a mechanism demonstration, "
+            "not a real inter-rater agreement"
+        )
+
+
+def verdict(v: pb.VerifyAuditChainResponse) -> None:
+    out = console()
+    if v.ok:
+        out.print(
+            f"[green]audit chain verified[/]: {v.events_checked} event(s), head "
+            f"#{v.head.sequence} {v.head.hash[:19]}…"
+        )
+        return
+    problem = _name(pb.AuditProblem, v.problem, "AUDIT_PROBLEM_")
+    at = f" at event #{v.first_bad_sequence}" if v.first_bad_sequence else ""
+    out.print(f"[bold red]audit chain broken[/]{at}: {problem} — {v.detail}")
+
+
+def audit_events(found: Sequence[pb.AuditEvent]) -> None:
+    table = Table("#", "event", "time", "payload", "hash")
+    for e in found:
+        payload = " ".join(f"{k}={v}" for k, v in sorted(e.payload.items()))
+        table.add_row(
+            str(e.sequence),
+            _name(pb.AuditEventType, e.event_type, "AUDIT_EVENT_TYPE_"),
+            _time(e.occur_time),
+            payload,
+            e.hash[:19] + "…",
+        )
+    console().print(table)
+
+
+def deleted(what: str, reply: Any) -> None:
+    d = reply.deleted
+    console().print(
+        f"deleted {what}: {d.cases} case(s), {d.reviews} review(s), {d.resolutions} "
+        f"resolution(s); gold labels and reviewers kept; audit event #{reply.audit_sequence}"
+    )
