@@ -1,0 +1,393 @@
+"""Per-semantic fusion: weights, correlation groups, noisy-OR, status, safety and flags."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from assay.v1 import claim_pb2, resolution_pb2
+from tests.unit.resolver.resolver_factories import (
+    SAFE,
+    SUBJECT,
+    UNSAFE,
+    claim,
+    resolve,
+    resolve_evidence,
+)
+
+RESOLVED = resolution_pb2.RESOLUTION_STATUS_RESOLVED
+CONFLICTED = resolution_pb2.RESOLUTION_STATUS_CONFLICTED
+INSUFFICIENT = resolution_pb2.RESOLUTION_STATUS_INSUFFICIENT
+DISCOUNTED = resolution_pb2.RATIONALE_FLAG_ALL_SUPPORT_DISCOUNTED
+SINGLE = resolution_pb2.RATIONALE_FLAG_SINGLE_SOURCE_CORROBORATION
+UNVERIFIED = resolution_pb2.RATIONALE_FLAG_INDEPENDENCE_UNVERIFIED
+STALE = resolution_pb2.RATIONALE_FLAG_STALE_SUPPORT
+
+
+class TestStatus:
+    @pytest.mark.parametrize(
+        ("leader", "runner_up", "status"),
+        [
+            (0.7, 0.5, CONFLICTED),  # gap exactly 0.2 (0.19999999999999996 in floats)
+            (0.7 + 1e-6, 0.5, RESOLVED),  # gap 0.2 + 1e-6
+            (0.7 + 5e-10, 0.5, CONFLICTED),  # inside the 1e-9 tolerance
+            (0.9, 0.5, RESOLVED),
+            (0.5, 0.5, CONFLICTED),
+            (0.9, 0.0, RESOLVED),  # a zero-weight competitor is still beyond the margin
+        ],
+    )
+    def test_margin_boundary(self, leader: float, runner_up: float, status: int) -> None:
+        """A competitor within CONFLICT_MARGIN (inclusive, 1e-9 tolerance) conflicts."""
+        result = resolve(
+            [
+                claim("a", source_ref="x", confidence=leader),
+                claim("b", source_ref="y", confidence=runner_up),
+            ]
+        )
+        assert result.status == status
+
+    def test_single_value_resolves(self) -> None:
+        """One value with support is RESOLVED, however weak."""
+        result = resolve([claim("a", source="generated_mock", confidence=0.1)])
+        assert result.status == RESOLVED
+        assert result.leader.value_key == '"a"'
+        assert result.confidence == pytest.approx(0.03)
+
+    def test_no_claims_is_insufficient(self) -> None:
+        """No active claims: INSUFFICIENT, no leader, confidence 0."""
+        result = resolve([])
+        assert result.status == INSUFFICIENT
+        assert not result.HasField("leader")
+        assert result.confidence == 0.0
+        assert list(result.values) == []
+
+    def test_only_rejected_claims_is_insufficient(self) -> None:
+        """Reviewed-out claims do not count."""
+        result = resolve([claim("a", id="c1", status=claim_pb2.REVIEW_STATUS_REJECTED)])
+        assert result.status == INSUFFICIENT
+        assert [e.claim_ref for e in result.excluded] == ["c1"]
+        assert result.excluded[0].reason == resolution_pb2.EXCLUSION_REASON_REVIEWED_OUT
+
+    @pytest.mark.parametrize(
+        ("first", "second", "leader"),
+        [("b", "a", '"a"'), ("a", "b", '"a"'), (10, 9, "10"), (True, False, "false")],
+    )
+    def test_ties_break_by_value_key(self, first: object, second: object, leader: str) -> None:
+        """Equal support: the lowest canonical key leads (string order, not numeric)."""
+        result = resolve(
+            [
+                claim(first, source_ref="x", confidence=0.5),
+                claim(second, source_ref="y", confidence=0.5),
+            ]
+        )
+        assert result.leader.value_key == leader
+        assert next(v.value_key for v in result.values) == leader
+        assert result.status == CONFLICTED
+
+
+class TestWeights:
+    def test_effective_weight_is_confidence_times_reliability(self) -> None:
+        """Rule 2: confidence × the source's reliability."""
+        result = resolve([claim("a", id="c1", source="test_result", confidence=0.8)])
+        weight = result.values[0].claims[0]
+        assert weight.reliability == 0.85
+        assert weight.effective_weight == pytest.approx(0.68)
+        assert result.values[0].support == pytest.approx(0.68)
+
+    def test_reliability_above_the_source_is_capped(self) -> None:
+        """A claim cannot raise its source's reliability: the table caps it, with a warning."""
+        result = resolve(
+            [claim("a", id="c1", source="generated_mock", reliability=0.99, confidence=1.0)]
+        )
+        assert result.values[0].claims[0].reliability == 0.3
+        assert result.values[0].support == pytest.approx(0.3)
+        assert [(w.code, w.claim_ref) for w in result.warnings] == [
+            (resolution_pb2.WARNING_CODE_RELIABILITY_CAPPED, "c1")
+        ]
+
+    def test_reliability_below_the_source_is_kept(self) -> None:
+        """A claim may lower its reliability; no warning then."""
+        result = resolve([claim("a", source="human_review", reliability=0.1, confidence=1.0)])
+        assert result.values[0].claims[0].reliability == 0.1
+        assert result.values[0].support == pytest.approx(0.1)
+        assert list(result.warnings) == []
+
+    def test_explicit_zero_reliability_counts_as_zero(self) -> None:
+        """An explicitly stated 0 is not 'unset': the claim weighs nothing."""
+        result = resolve([claim("a", reliability=0.0, confidence=1.0)])
+        assert result.values[0].support == 0.0
+
+    def test_ten_claims_from_one_mock_count_once(self) -> None:
+        """Same source and source_ref: one correlation group, only the strongest counts."""
+        claims = [
+            claim("a", id=f"c{i}", source="generated_mock", source_ref="mock.json", confidence=0.9)
+            for i in range(10)
+        ]
+        value = resolve(claims).values[0]
+        assert value.support == pytest.approx(0.27)
+        assert len(value.groups) == 1
+        assert sum(c.counted for c in value.claims) == 1
+        assert list(value.counted_claim_refs) == ["c0"]  # ties: lowest claim_ref
+
+    def test_ten_mock_claims_from_different_refs_compound(self) -> None:
+        """Different source_refs are different groups: noisy-OR compounds them."""
+        claims = [
+            claim("a", source="generated_mock", source_ref=f"mock{i}.json", confidence=0.9)
+            for i in range(10)
+        ]
+        value = resolve(claims).values[0]
+        assert value.support == pytest.approx(1 - (1 - 0.27) ** 10)
+        assert len(value.groups) == 10
+
+    def test_identical_claims_without_ids_count_once(self) -> None:
+        """Byte-identical claims share a claim_ref and a group: still one vote."""
+        twin = claim("a", source="test_result", source_ref="r")
+        value = resolve([twin, twin]).values[0]
+        assert value.support == pytest.approx(0.9 * 0.85)
+        assert [c.counted for c in value.claims] == [True, False]
+        assert value.claims[0].claim_ref == value.claims[1].claim_ref
+
+    def test_declared_group_overrides_source_ref(self) -> None:
+        """A declared correlation_group joins claims from different artifacts."""
+        claims = [
+            claim("a", source_ref="r1", group="run-7", confidence=0.6),
+            claim("a", source_ref="r2", group="run-7", confidence=0.8),
+        ]
+        value = resolve(claims).values[0]
+        assert value.support == pytest.approx(0.8)
+        assert [(g.correlation_group, g.declared) for g in value.groups] == [("run-7", True)]
+
+    def test_default_group_is_source_bar_ref(self) -> None:
+        """Without a declared group, the group is source + "|" + source_ref, not declared."""
+        value = resolve([claim("a", source="vcs_state", source_ref="git:abc")]).values[0]
+        assert value.groups[0].correlation_group == "vcs_state|git:abc"
+        assert value.groups[0].declared is False
+
+    def test_two_predicates_never_corroborate(self) -> None:
+        """A strong claim about one predicate leaves another predicate's support alone."""
+        claims = [
+            claim("a", predicate="exists", confidence=1.0, source_ref="x"),
+            claim("a", predicate=UNSAFE, confidence=0.2, source_ref="y"),
+        ]
+        assert resolve(claims, UNSAFE).values[0].support == pytest.approx(0.2)
+        response = resolve_evidence(claims)
+        assert [(r.predicate, r.confidence) for r in response.resolutions] == [
+            ("exists", 1.0),
+            (UNSAFE, pytest.approx(0.2)),
+        ]
+
+    def test_two_subjects_never_corroborate(self) -> None:
+        """The same predicate of another subject is another semantic."""
+        claims = [
+            claim("a", subject="s1", confidence=0.9, source_ref="x"),
+            claim("a", subject="s2", confidence=0.3, source_ref="y"),
+        ]
+        assert resolve(claims, subject="s2").values[0].support == pytest.approx(0.3)
+
+    def test_order_of_values_and_claims(self) -> None:
+        """Values by support desc; claims and groups strongest first."""
+        claims = [
+            claim("b", id="b1", source_ref="1", confidence=0.3),
+            claim("a", id="a1", source_ref="2", confidence=0.4),
+            claim("a", id="a2", source_ref="3", confidence=0.6),
+        ]
+        result = resolve(claims)
+        assert [v.value_key for v in result.values] == ['"a"', '"b"']
+        assert [c.claim_ref for c in result.values[0].claims] == ["a2", "a1"]
+        assert list(result.values[0].counted_claim_refs) == ["a2", "a1"]
+        assert result.values[0].support == pytest.approx(1 - 0.4 * 0.6)
+
+    def test_support_stays_within_unit_interval(self) -> None:
+        """Many full-confidence groups saturate at 1, never above."""
+        claims = [claim("a", source_ref=str(i), confidence=1.0) for i in range(50)]
+        assert resolve(claims).values[0].support == 1.0
+
+
+class TestValues:
+    @pytest.mark.parametrize(
+        ("first", "second"),
+        [
+            ({"a": 1, "b": 2}, {"b": 2, "a": 1}),
+            (1, 1.0),
+            (0.0, -0.0),
+            ([1, {"y": 2, "x": 1}], [1.0, {"x": 1, "y": 2}]),
+        ],
+    )
+    def test_equal_values_group_together(self, first: object, second: object) -> None:
+        """Canonical JSON decides sameness, not how the value was written."""
+        result = resolve([claim(first, source_ref="x"), claim(second, source_ref="y")])
+        assert len(result.values) == 1
+        assert len(result.values[0].groups) == 2
+
+    def test_value_is_emitted_from_its_key(self) -> None:
+        """The value shown is the canonical one, whichever claim came first."""
+        result = resolve([claim(-0.0, source_ref="x"), claim(0.0, source_ref="y")])
+        assert result.values[0].value_key == "0"
+        assert result.leader.value.number_value == 0.0
+        assert math.copysign(1.0, result.leader.value.number_value) == 1.0
+
+
+class TestSafety:
+    def test_safety_conflict_requires_review(self) -> None:
+        """A conflicted safety-sensitive predicate sets requires_review and is listed."""
+        claims = [
+            claim("key", predicate=UNSAFE, source_ref="x", confidence=0.8),
+            claim("none", predicate=UNSAFE, source_ref="y", confidence=0.7),
+        ]
+        response = resolve_evidence(claims)
+        (result,) = response.resolutions
+        assert result.status == CONFLICTED
+        assert result.safety_sensitive
+        assert result.requires_review
+        assert [(k.subject, k.predicate) for k in response.conflicted_safety_predicates] == [
+            (SUBJECT, UNSAFE)
+        ]
+
+    def test_plain_conflict_does_not_require_review(self) -> None:
+        """A conflict on a predicate that is not safety-sensitive needs no review flag."""
+        claims = [claim("a", source_ref="x"), claim("b", source_ref="y")]
+        result = resolve(claims, SAFE)
+        assert result.status == CONFLICTED
+        assert not result.safety_sensitive
+        assert not result.requires_review
+
+    def test_resolved_safety_predicate_needs_no_review(self) -> None:
+        """Safety-sensitive but resolved: flagged sensitive, no review."""
+        result = resolve([claim("key", predicate=UNSAFE)], UNSAFE)
+        assert result.safety_sensitive
+        assert not result.requires_review
+
+    def test_coverage_is_weakest_confidence(self) -> None:
+        """coverage_confidence is the minimum per-semantic confidence."""
+        response = resolve_evidence(
+            [
+                claim("a", predicate="p1", confidence=0.9),
+                claim("a", predicate="p2", confidence=0.4),
+            ]
+        )
+        assert response.coverage_confidence == pytest.approx(0.4)
+        assert resolve_evidence([]).coverage_confidence == 0.0
+
+
+class TestRationale:
+    def test_all_support_discounted_on(self) -> None:
+        """Every counted leader claim below reliability 0.5."""
+        claims = [
+            claim("a", source="llm_inference", source_ref="x"),
+            claim("a", source="generated_mock", source_ref="y"),
+        ]
+        assert DISCOUNTED in resolve(claims).rationale
+
+    def test_all_support_discounted_off(self) -> None:
+        """One trustworthy counted claim clears the flag."""
+        claims = [
+            claim("a", source="llm_inference", source_ref="x"),
+            claim("a", source="test_result", source_ref="y"),
+        ]
+        assert DISCOUNTED not in resolve(claims).rationale
+
+    def test_all_support_discounted_uses_the_claims_reliability(self) -> None:
+        """A claim that lowers its own reliability below 0.5 is discounted too."""
+        assert DISCOUNTED in resolve([claim("a", reliability=0.4)]).rationale
+
+    def test_single_source_corroboration_on(self) -> None:
+        """Several leader claims, one correlation group."""
+        claims = [claim("a", id=f"c{i}", source_ref="same") for i in range(3)]
+        assert list(resolve(claims).rationale) == [SINGLE]
+
+    @pytest.mark.parametrize("refs", [["only"], ["x", "y"]])
+    def test_single_source_corroboration_off(self, refs: list[str]) -> None:
+        """One claim, or several groups: no single-source flag."""
+        claims = [claim("a", source_ref=ref, group=ref) for ref in refs]
+        assert SINGLE not in resolve(claims).rationale
+
+    def test_independence_unverified_on(self) -> None:
+        """Several groups, some defaulted."""
+        claims = [claim("a", source_ref="x", group="declared"), claim("a", source_ref="y")]
+        assert list(resolve(claims).rationale) == [UNVERIFIED]
+
+    def test_independence_unverified_off_when_all_declared(self) -> None:
+        """Every group declared: independence is the caller's explicit statement."""
+        claims = [claim("a", group="g1"), claim("a", group="g2")]
+        assert list(resolve(claims).rationale) == []
+
+    def test_flags_only_describe_the_leader(self) -> None:
+        """A weak runner-up's weaknesses are not the leader's."""
+        claims = [
+            claim("a", group="g1", confidence=1.0),
+            claim("b", source="generated_mock", source_ref="m"),
+            claim("b", source="generated_mock", source_ref="m", confidence=0.5),
+        ]
+        assert list(resolve(claims).rationale) == []
+
+    def test_no_flags_without_a_leader(self) -> None:
+        """INSUFFICIENT has no rationale."""
+        assert list(resolve([]).rationale) == []
+
+    @pytest.mark.parametrize(
+        ("observed", "stale"),
+        [
+            ([100, 200], True),  # both before the horizon (1000 - 500 = 500)
+            ([100, 600], False),  # one fresh counted claim
+            ([None, 100], True),  # no observe_time: never fresh
+            ([500, 500], False),  # exactly at the horizon is not older than it
+        ],
+    )
+    def test_stale_support(self, observed: list[int | None], stale: bool) -> None:
+        """STALE_SUPPORT when every counted leader claim is older than as_of - stale_after."""
+        claims = [
+            claim("a", id=f"c{i}", source_ref=f"r{i}", group=f"g{i}", observed=t)
+            for i, t in enumerate(observed)
+        ]
+        result = resolve(claims, as_of={"seconds": 1000}, stale_after={"seconds": 500})
+        assert (STALE in result.rationale) is stale
+
+    def test_stale_support_needs_the_request_fields(self) -> None:
+        """Without as_of and stale_after nothing is judged stale."""
+        assert STALE not in resolve([claim("a", observed=1)]).rationale
+
+    def test_stale_support_only_counts_counted_claims(self) -> None:
+        """A fresh but weaker member of the same group does not make the leader fresh."""
+        claims = [
+            claim("a", id="old", source_ref="r", confidence=0.9, observed=1),
+            claim("a", id="new", source_ref="r", confidence=0.5, observed=999),
+        ]
+        result = resolve(claims, as_of={"seconds": 1000}, stale_after={"seconds": 10})
+        assert STALE in result.rationale
+
+
+class TestDeterminism:
+    def test_byte_identical_output(self) -> None:
+        """Two calls with the same request serialize to the same bytes."""
+        claims = [
+            claim({"b": [1, 2], "a": "x"}, source_ref="1"),
+            claim("a", id="c1", predicate=UNSAFE, source="ci_status", source_ref="2"),
+            claim("b", id="c2", predicate=UNSAFE, supersedes="c1", confidence=0.3),
+            claim("a", predicate="other", status=claim_pb2.REVIEW_STATUS_REJECTED),
+        ]
+        first = resolve_evidence(claims).SerializeToString(deterministic=True)
+        second = resolve_evidence(claims).SerializeToString(deterministic=True)
+        assert first == second
+
+    def test_permutations_give_identical_bytes(self) -> None:
+        """Claim order never shows in the result."""
+        claims = [
+            claim(value, id=f"c{i}" if i % 2 else "", source=source, source_ref=ref, confidence=c)
+            for i, (value, source, ref, c) in enumerate(
+                [
+                    ("a", "test_result", "r1", 0.5),
+                    ("a", "test_result", "r1", 0.5),
+                    ("b", "ci_status", "r2", 0.7),
+                    ("a", "vcs_state", "r3", 0.2),
+                    ("b", "generated_mock", "r4", 0.9),
+                ]
+            )
+        ]
+        expected = resolve_evidence(claims).SerializeToString(deterministic=True)
+        rng = random.Random(3)
+        for _ in range(10):
+            shuffled = claims[:]
+            rng.shuffle(shuffled)
+            assert resolve_evidence(shuffled).SerializeToString(deterministic=True) == expected

@@ -1,0 +1,226 @@
+"""Rejected input: every reason, with its field path, collected into one error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from google.protobuf import struct_pb2
+
+from assay import errors
+from assay.errors import Reason
+from assay.services.resolver.convert import intake, source_table
+from assay.services.resolver.policy import DEFAULT_POLICY
+from assay.services.resolver.validation import MAX_VIOLATIONS
+from assay.v1 import claim_pb2
+from assay.v1 import resolver_service_pb2 as pb
+from tests.unit.resolver.resolver_factories import (
+    SUBJECT,
+    claim,
+    evidence,
+    fields,
+    invalid,
+    resolve,
+    resolve_evidence,
+    servicer,
+)
+
+SOURCES = source_table(DEFAULT_POLICY.reliability)
+NAN = float("nan")
+INF = float("inf")
+
+
+def no_value() -> claim_pb2.Claim:
+    return claim(None)
+
+
+def null_value() -> claim_pb2.Claim:
+    out = claim(None)
+    out.value.null_value = struct_pb2.NULL_VALUE
+    return out
+
+
+BAD_CLAIMS: list[tuple[str, Any, Reason, str]] = [
+    ("unknown source", lambda: claim(source="oracle"), Reason.UNKNOWN_SOURCE, "source"),
+    ("empty source", lambda: claim(source=""), Reason.INVALID_CLAIM, "source"),
+    ("NaN confidence", lambda: claim(confidence=NAN), Reason.INVALID_CLAIM, "confidence"),
+    ("inf confidence", lambda: claim(confidence=INF), Reason.INVALID_CLAIM, "confidence"),
+    ("-inf confidence", lambda: claim(confidence=-INF), Reason.INVALID_CLAIM, "confidence"),
+    ("negative confidence", lambda: claim(confidence=-0.1), Reason.INVALID_CLAIM, "confidence"),
+    ("confidence above 1", lambda: claim(confidence=1.1), Reason.INVALID_CLAIM, "confidence"),
+    ("NaN reliability", lambda: claim(reliability=NAN), Reason.INVALID_CLAIM, "reliability"),
+    ("reliability above 1", lambda: claim(reliability=1.5), Reason.INVALID_CLAIM, "reliability"),
+    ("negative reliability", lambda: claim(reliability=-0.2), Reason.INVALID_CLAIM, "reliability"),
+    ("empty subject", lambda: claim(subject=""), Reason.INVALID_CLAIM, "subject"),
+    ("empty predicate", lambda: claim(predicate=""), Reason.INVALID_CLAIM, "predicate"),
+    ("missing value", no_value, Reason.INVALID_CLAIM, "value"),
+    ("null value", null_value, Reason.INVALID_CLAIM, "value"),
+    ("NaN value", lambda: claim(NAN), Reason.INVALID_CLAIM, "value"),
+    ("inf inside an object", lambda: claim({"x": [1, INF]}), Reason.INVALID_CLAIM, "value.x[1]"),
+    ("unknown review status", lambda: claim(status=9), Reason.INVALID_CLAIM, "review_status"),
+    (
+        "relation without id",
+        lambda: claim(supersedes="b"),
+        Reason.RELATION_WITHOUT_ID,
+        "id",
+    ),
+    (
+        "relation without kind",
+        lambda: claim(id="a", relation=(0, "b")),
+        Reason.INVALID_CLAIM,
+        "relation.kind",
+    ),
+    (
+        "relation with unknown kind",
+        lambda: claim(id="a", relation=(7, "b")),
+        Reason.INVALID_CLAIM,
+        "relation.kind",
+    ),
+    (
+        "relation without target",
+        lambda: claim(id="a", relation=(claim_pb2.RELATION_KIND_SUPERSEDES, "")),
+        Reason.INVALID_CLAIM,
+        "relation.target_claim_id",
+    ),
+]
+
+
+class TestClaims:
+    @pytest.mark.parametrize(
+        ("make", "reason", "path"),
+        [case[1:] for case in BAD_CLAIMS],
+        ids=[case[0] for case in BAD_CLAIMS],
+    )
+    def test_bad_claim_is_rejected_with_its_path(
+        self, make: Any, reason: Reason, path: str
+    ) -> None:
+        """The error names the reason and the exact field of the offending claim."""
+        error = invalid(resolve_evidence, [claim("ok"), make()])
+        assert error.reason == reason
+        assert fields(error) == [f"evidence.claims[1].{path}"]
+
+    @pytest.mark.parametrize(
+        "make", [case[1] for case in BAD_CLAIMS], ids=[c[0] for c in BAD_CLAIMS]
+    )
+    def test_fast_intake_agrees(self, make: Any) -> None:
+        """The intake's cheap checks reject exactly what validation explains."""
+        assert intake([claim("ok"), make()], SOURCES) is None
+
+    def test_rejected_claims_are_still_validated(self) -> None:
+        """Reviewed-out claims are excluded from fusion, not from validation."""
+        error = invalid(
+            resolve_evidence, [claim(source="oracle", status=claim_pb2.REVIEW_STATUS_REJECTED)]
+        )
+        assert error.reason == Reason.UNKNOWN_SOURCE
+
+    def test_valid_edge_values_are_accepted(self) -> None:
+        """0 and 1 are inside [0, 1]; an empty string is a value."""
+        claims = [
+            claim("", confidence=0.0, reliability=0.0),
+            claim(False, confidence=1.0, reliability=1.0),
+        ]
+        assert intake(claims, SOURCES) is not None
+        assert len(resolve_evidence(claims).resolutions) == 1
+
+    def test_duplicate_ids_are_rejected(self) -> None:
+        """Ids are unique within a request; the second use is the violation."""
+        error = invalid(resolve_evidence, [claim(id="x"), claim(id="y"), claim(id="x")])
+        assert error.reason == Reason.DUPLICATE_CLAIM_ID
+        assert fields(error) == ["evidence.claims[2].id"]
+        assert "evidence.claims[0]" in error.violations[0].description
+        assert intake([claim(id="x"), claim(id="x")], SOURCES) is None
+
+    def test_every_violation_is_collected(self) -> None:
+        """One error carries every problem; its reason is the first one's."""
+        claims = [claim(source="oracle", confidence=NAN), claim(subject="")]
+        error = invalid(resolve_evidence, claims)
+        assert error.reason == Reason.UNKNOWN_SOURCE
+        assert fields(error) == [
+            "evidence.claims[0].source",
+            "evidence.claims[0].confidence",
+            "evidence.claims[1].subject",
+        ]
+
+    def test_violations_are_bounded(self) -> None:
+        """A huge bad request gets a bounded error."""
+        error = invalid(resolve_evidence, [claim(source="oracle")] * (MAX_VIOLATIONS * 3))
+        assert len(error.violations) == MAX_VIOLATIONS
+        assert isinstance(error, errors.InvalidArgument)
+
+
+class TestRequestFields:
+    @pytest.mark.parametrize(
+        ("request_fields", "path"),
+        [
+            ({"as_of": {"seconds": 10}}, "stale_after"),
+            ({"stale_after": {"seconds": 10}}, "as_of"),
+            ({"as_of": {"seconds": 10}, "stale_after": {"seconds": 0}}, "stale_after"),
+            ({"as_of": {"seconds": 10}, "stale_after": {"seconds": -5}}, "stale_after"),
+        ],
+    )
+    def test_staleness_fields_come_together(
+        self, request_fields: dict[str, Any], path: str
+    ) -> None:
+        """as_of and a positive stale_after are given together or not at all."""
+        error = invalid(resolve_evidence, [claim()], **request_fields)
+        assert error.reason == Reason.INVALID_FIELD
+        assert fields(error) == [path]
+
+    @pytest.mark.parametrize(
+        ("subject", "predicate", "path"), [("", "p", "subject"), ("s", "", "predicate")]
+    )
+    def test_resolve_semantic_needs_its_semantic(
+        self, subject: str, predicate: str, path: str
+    ) -> None:
+        """subject and predicate are required."""
+        error = invalid(resolve, [claim()], predicate, subject)
+        assert error.reason == Reason.INVALID_FIELD
+        assert fields(error) == [path]
+
+    def test_hypothesis_paths(self) -> None:
+        """Hypothesis claims are named hypotheses[i].claims[j]; base ids count as taken."""
+        request = pb.ResolveHypothesesRequest(
+            evidence=evidence([claim(id="x")]), subject=SUBJECT, predicate="p"
+        )
+        request.hypotheses.add(claims=[claim()])
+        request.hypotheses.add(claims=[claim(), claim(source="oracle")])
+        request.hypotheses.add(claims=[claim(id="x")])
+        error = invalid(servicer()._ResolveHypotheses, request)
+        assert error.reason == Reason.UNKNOWN_SOURCE
+        assert fields(error) == ["hypotheses[1].claims[1].source", "hypotheses[2].claims[0].id"]
+        assert "evidence.claims[0]" in error.violations[1].description
+
+    def test_ids_may_repeat_across_hypotheses(self) -> None:
+        """Each hypothesis is base + its claims: the same id in two hypotheses is fine."""
+        request = pb.ResolveHypothesesRequest(evidence=evidence([]), subject=SUBJECT, predicate="p")
+        request.hypotheses.add(claims=[claim(id="x")])
+        request.hypotheses.add(claims=[claim(id="x")])
+        assert len(servicer()._ResolveHypotheses(request).hypotheses) == 2
+
+    def test_too_many_hypotheses(self) -> None:
+        """At most 1024 hypotheses per call."""
+        request = pb.ResolveHypothesesRequest(subject=SUBJECT, predicate="p")
+        for _ in range(1025):
+            request.hypotheses.add()
+        error = invalid(servicer()._ResolveHypotheses, request)
+        assert fields(error) == ["hypotheses"]
+
+    def test_proposal_paths(self) -> None:
+        """Proposals are named proposals[i]."""
+        request = pb.ReconcileRequest(evidence=evidence([claim(id="x")]))
+        request.proposals.extend(
+            [
+                claim(),
+                claim(id="x"),
+                claim(id="p", relation=(claim_pb2.RELATION_KIND_SUPERSEDES, "")),
+            ]
+        )
+        error = invalid(servicer()._Reconcile, request)
+        assert error.reason == Reason.DUPLICATE_CLAIM_ID
+        assert fields(error) == ["proposals[1].id", "proposals[2].relation.target_claim_id"]
+
+    def test_reconcile_needs_a_proposal(self) -> None:
+        """An empty proposal list is an error, not an empty answer."""
+        error = invalid(servicer()._Reconcile, pb.ReconcileRequest())
+        assert error.reason == Reason.INVALID_FIELD
+        assert fields(error) == ["proposals"]
