@@ -4,36 +4,16 @@ server reflection only: no local proto files, exactly as a user at a shell would
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.grpcurl import grpcurl
 from tests.support.processes import AssayProcess, assay_process, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.external
-
-
-def grpcurl_path() -> str:
-    beside = Path(sys.executable).parent / "grpcurl"
-    found = str(beside) if beside.exists() else shutil.which("grpcurl")
-    assert found, "grpcurl is not installed (pip install -e '.[test]' installs it)"
-    return found
-
-
-def grpcurl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [grpcurl_path(), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 @pytest.fixture(scope="module")
