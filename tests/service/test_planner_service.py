@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import grpc
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from assay.runtime.status import decode_rpc_error
 from assay.services.planner.plan import draft_plan
 from assay.services.resolver import service as resolver_service
-from assay.v1 import plan_pb2, planner_service_pb2
+from assay.v1 import claim_pb2, plan_pb2, planner_service_pb2, resolution_pb2
 from tests.service.planner_harness import WatchingResolver, both, example
 
 P = plan_pb2
@@ -232,3 +233,65 @@ class TestListProbes:
 def test_draft_is_importable_for_reuse() -> None:
     """The pure planner is usable without a server (the benchmark relies on it)."""
     assert callable(draft_plan)
+
+
+class TamperingResolver(WatchingResolver):
+    """Answers the first ResolveHypotheses with a wrong base, as a stale scoping rule would."""
+
+    async def ResolveHypotheses(self, request: Any, context: Any) -> Any:
+        self.calls.append("ResolveHypotheses")
+        reply = await self.inner.ResolveHypotheses(request, context)
+        if self.calls.count("ResolveHypotheses") == 1:
+            reply.base.status = resolution_pb2.RESOLUTION_STATUS_INSUFFICIENT
+        return reply
+
+
+def spread_request() -> planner_service_pb2.PlanEvidenceRequest:
+    """The conflict example plus claims about other semantics, one of which supersedes."""
+    request = example("safety-conflict-read-only.json")
+    for i in range(30):
+        request.evidence.claims.add(
+            id=f"other-{i}",
+            subject=f"api:other-{i}",
+            predicate="idempotency.mode",
+            source="api_spec",
+            confidence=0.8,
+        ).value.string_value = "key"
+    superseder = request.evidence.claims.add(
+        id="fix-trace",
+        subject="api:payments.create",
+        predicate="idempotency.notes",
+        source="documentation",
+        confidence=0.5,
+    )
+    superseder.value.string_value = "trace was from a misconfigured staging"
+    superseder.relation.kind = claim_pb2.RELATION_KIND_SUPERSEDES
+    superseder.relation.target_claim_id = "trace-idem"
+    return request
+
+
+class TestHypothesisScope:
+    async def test_scoped_hypotheses_give_the_full_evidence_plan(self) -> None:
+        """Scoping the hypotheses to the target changes nothing: a cross-semantic
+        supersession still applies, and the plan equals the one over full evidence."""
+        request = spread_request()
+        watcher = WatchingResolver(resolver_service.make_servicer())
+        async with both(watcher) as (stub, _):
+            reply = await plan_of(stub, request)
+        assert watcher.calls == ["ResolveSemantic", "ResolveHypotheses"]
+        assert reply.resolution.status == resolution_pb2.RESOLUTION_STATUS_RESOLVED
+        assert [e.claim_ref for e in reply.resolution.excluded] == ["trace-idem"]
+        assert [g.kind for g in reply.plan.gaps] == [P.GAP_KIND_UNCORROBORATED]
+
+    async def test_a_mismatched_scope_falls_back_to_the_full_evidence(self) -> None:
+        """If the scoped base ever differs, the call is repeated over everything."""
+        request = spread_request()
+        async with both(WatchingResolver(resolver_service.make_servicer())) as (stub, _):
+            expected = await plan_of(stub, request)
+        tampering = TamperingResolver(resolver_service.make_servicer())
+        async with both(tampering) as (stub, _):
+            reply = await plan_of(stub, request)
+        assert tampering.calls == ["ResolveSemantic", "ResolveHypotheses", "ResolveHypotheses"]
+        assert reply.SerializeToString(deterministic=True) == expected.SerializeToString(
+            deterministic=True
+        )

@@ -178,3 +178,38 @@ class TestPaging:
     def test_tokens_round_trip(self) -> None:
         """A token decodes to the offset it was made from."""
         assert decode_token(encode_token(3)) == 3
+
+
+class TestTargetScope:
+    def test_keeps_the_target_its_superseders_and_its_targets(self) -> None:
+        """Target claims, claims pointing at them, and claims they point at; nothing else."""
+        req = request(
+            evidence={
+                "claims": [
+                    {"id": "t1", "subject": "s", "predicate": "p"},
+                    {"id": "o1", "subject": "s", "predicate": "other"},
+                    {
+                        "id": "o2",
+                        "subject": "x",
+                        "predicate": "p",
+                        "relation": {"kind": "RELATION_KIND_SUPERSEDES", "targetClaimId": "t1"},
+                    },
+                    {
+                        "id": "t2",
+                        "subject": "s",
+                        "predicate": "p",
+                        "relation": {"kind": "RELATION_KIND_SUPERSEDES", "targetClaimId": "o3"},
+                    },
+                    {"id": "o3", "subject": "y", "predicate": "q"},
+                    {
+                        "id": "o4",
+                        "subject": "y",
+                        "predicate": "q",
+                        "relation": {"kind": "RELATION_KIND_SUPERSEDES", "targetClaimId": "o1"},
+                    },
+                    {"subject": "s", "predicate": "p"},
+                ]
+            }
+        )
+        scoped = convert.target_scope(req)
+        assert [c.id for c in scoped.claims] == ["t1", "o2", "t2", "o3", ""]

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from assay.services.planner.independence import independence_of, shared_group
+from assay.services.planner.independence import (
+    counted_by_source,
+    independence_of,
+    shared_group,
+)
 from assay.services.planner.model import CountedClaim, Independence
 from tests.unit.planner.planner_factories import conflicted, counted, insufficient, resolved
 
@@ -27,17 +31,23 @@ class TestIndependenceOf:
         self, claims: tuple[CountedClaim, ...], expected: Independence
     ) -> None:
         """Never counted → independent; defaulted → unverified; declared → same source."""
-        assert independence_of("test_result", resolved(claims=claims)) is expected
+        assert (
+            independence_of("test_result", counted_by_source(resolved(claims=claims))) is expected
+        )
 
     def test_counted_claims_of_the_runner_up_count_too(self) -> None:
         """A source counted for a competing value is not independent either."""
         res = conflicted(runner_up=("none", 0.7, (counted("test_result", "g9"),)))
-        assert independence_of("test_result", res) is Independence.SAME_SOURCE_AS_COUNTED
+        assert (
+            independence_of("test_result", counted_by_source(res))
+            is Independence.SAME_SOURCE_AS_COUNTED
+        )
 
     def test_nothing_counted_is_independent(self) -> None:
         """With no counted claim every source is independent."""
         assert (
-            independence_of("human_review", insufficient()) is Independence.INDEPENDENT_OF_COUNTED
+            independence_of("human_review", counted_by_source(insufficient()))
+            is Independence.INDEPENDENT_OF_COUNTED
         )
 
 
@@ -51,10 +61,10 @@ class TestSharedGroup:
                 counted("test_result", "a"),
             )
         )
-        group = shared_group("test_result", res)
+        group = shared_group("test_result", counted_by_source(res))
         assert group is not None
         assert (group.correlation_group, group.declared) == ("a", True)
 
     def test_none_when_never_counted(self) -> None:
         """No shared group for a source that was never counted."""
-        assert shared_group("vcs_state", resolved()) is None
+        assert shared_group("vcs_state", counted_by_source(resolved())) is None

@@ -152,12 +152,46 @@ def outcome_claim(
     return claim
 
 
+def target_scope(request: planner_service_pb2.PlanEvidenceRequest) -> claim_pb2.Evidence:
+    """The claims that can affect the target semantic's resolution, in request order.
+
+    The resolver resolves one semantic from that semantic's claims plus the claims
+    whose relations point at them (a supersession is in force when its claim is not
+    reviewed out and its target exists, whatever else happens to the superseder). The
+    claims those claims point at are kept too, so no relation becomes dangling. Nothing
+    is weighed here: the selection reads ids, subjects, predicates and relation
+    targets only, and the servicer checks that the resolver's base resolution of the
+    scoped evidence equals the full one before trusting it.
+    """
+    claims = request.evidence.claims
+    subject, predicate = request.subject, request.predicate
+    on_target = [c.subject == subject and c.predicate == predicate for c in claims]
+    target_ids = {c.id for c, on in zip(claims, on_target, strict=True) if on and c.id}
+    pointed_at = {
+        c.relation.target_claim_id
+        for c, on in zip(claims, on_target, strict=True)
+        if on and c.HasField("relation")
+    }
+    scoped = claim_pb2.Evidence()
+    scoped.claims.extend(
+        c
+        for c, on in zip(claims, on_target, strict=True)
+        if on
+        or (c.HasField("relation") and c.relation.target_claim_id in target_ids)
+        or (c.id and c.id in pointed_at)
+    )
+    return scoped
+
+
 def hypotheses_request(
-    request: planner_service_pb2.PlanEvidenceRequest, outcomes: Sequence[m.Outcome]
+    request: planner_service_pb2.PlanEvidenceRequest,
+    outcomes: Sequence[m.Outcome],
+    evidence: claim_pb2.Evidence | None = None,
 ) -> rpb.ResolveHypothesesRequest:
-    """One ResolveHypotheses call carrying one hypothesis per distinct outcome, in order."""
+    """One ResolveHypotheses call carrying one hypothesis per distinct outcome, in order,
+    over ``evidence`` (the request's own by default)."""
     out = rpb.ResolveHypothesesRequest(subject=request.subject, predicate=request.predicate)
-    out.evidence.CopyFrom(request.evidence)
+    out.evidence.CopyFrom(request.evidence if evidence is None else evidence)
     if request.HasField("as_of"):
         out.as_of.CopyFrom(request.as_of)
     if request.HasField("stale_after"):
@@ -169,28 +203,23 @@ def hypotheses_request(
 
 
 def resolution(pb: resolution_pb2.SemanticResolution, with_counted: bool = True) -> m.Resolution:
-    """The parts of a resolution the planner reads. ``with_counted`` also reads counted claims
-    (needed for the base, not for hypotheses, whose comparison uses supports only)."""
+    """The parts of a resolution the planner reads. ``with_counted`` also reads the counted
+    claims and the values themselves (needed for the base; a hypothesis is compared on
+    status, leader, supports and flags only, so reading it stays cheap for large evidence)."""
     values = []
     for view in pb.values:
         counted: tuple[m.CountedClaim, ...] = ()
+        value: m.JsonValue = None
         if with_counted:
             declared = {g.correlation_group: g.declared for g in view.groups}
             counted = tuple(
-                m.CountedClaim(
-                    c.source, c.correlation_group, declared.get(c.correlation_group, False)
-                )
+                m.CountedClaim(c.source, group, declared[group])
                 for c in view.claims
                 if c.counted
+                for group in (c.correlation_group,)
             )
-        values.append(
-            m.ValueView(
-                value_key=view.value_key,
-                value=json_format.MessageToDict(view.value) if with_counted else None,
-                support=view.support,
-                counted=counted,
-            )
-        )
+            value = json_format.MessageToDict(view.value)
+        values.append(m.ValueView(view.value_key, value, view.support, counted))
     return m.Resolution(
         status=m.ResolutionStatus(pb.status),
         leader_key=pb.leader.value_key if pb.HasField("leader") else "",

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 
-from assay.services.planner.independence import shared_group
+from assay.services.planner.independence import CountedIndex, counted_by_source, shared_group
 from assay.services.planner.model import (
     Discrimination,
     DiscriminationBasis,
@@ -75,8 +75,12 @@ def value_band(resolution: Resolution, value_key: str) -> SupportBand:
     return SupportBand.NONE
 
 
-def outcome_for(probe: Probe, resolution: Resolution) -> Outcome:
-    """The hypothetical claim standing for a plausible result of ``probe`` (module docstring)."""
+def outcome_for(
+    probe: Probe, resolution: Resolution, counted: CountedIndex | None = None
+) -> Outcome:
+    """The hypothetical claim standing for a plausible result of ``probe`` (module docstring).
+
+    ``counted`` is ``counted_by_source(resolution)``, passed in when already built."""
     leader = resolution.leader
     competitors = [v for v in resolution.values if v.value_key != resolution.leader_key]
     if competitors:
@@ -89,7 +93,9 @@ def outcome_for(probe: Probe, resolution: Resolution) -> Outcome:
         assumption = OutcomeAssumption.FIRST_OBSERVATION
         key = json.dumps(FIRST_OBSERVATION_VALUE, ensure_ascii=False)
         value = FIRST_OBSERVATION_VALUE
-    joined = shared_group(probe.expected_source, resolution)
+    if counted is None:
+        counted = counted_by_source(resolution)
+    joined = shared_group(probe.expected_source, counted)
     if joined is not None:
         group, declared = joined.correlation_group, joined.declared
     else:

@@ -12,17 +12,27 @@ must never be scored as independent.
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Mapping
+
 from assay.services.planner.model import CountedClaim, Independence, Resolution
 
-
-def counted_claims(resolution: Resolution) -> tuple[CountedClaim, ...]:
-    """Every counted claim of every value (all of them were already weighed)."""
-    return tuple(c for view in resolution.values for c in view.counted)
+CountedIndex = Mapping[str, tuple[CountedClaim, ...]]
+"""The counted claims of a resolution by source kind: built once per plan."""
 
 
-def independence_of(source: str, resolution: Resolution) -> Independence:
+def counted_by_source(resolution: Resolution) -> CountedIndex:
+    """Every counted claim of every value (all of them were already weighed), by source."""
+    index: dict[str, list[CountedClaim]] = defaultdict(list)
+    for view in resolution.values:
+        for claim in view.counted:
+            index[claim.source].append(claim)
+    return {source: tuple(claims) for source, claims in index.items()}
+
+
+def independence_of(source: str, counted: CountedIndex) -> Independence:
     """How a new claim from ``source`` relates to the counted claims."""
-    same = [c for c in counted_claims(resolution) if c.source == source]
+    same = counted.get(source, ())
     if not same:
         return Independence.INDEPENDENT_OF_COUNTED
     if any(c.declared for c in same):
@@ -30,13 +40,13 @@ def independence_of(source: str, resolution: Resolution) -> Independence:
     return Independence.UNVERIFIED
 
 
-def shared_group(source: str, resolution: Resolution) -> CountedClaim | None:
+def shared_group(source: str, counted: CountedIndex) -> CountedClaim | None:
     """The counted group a new claim from ``source`` would most likely join, if any.
 
     Declared groups first, then defaulted ones, each by name: a deterministic
     pick among equally plausible groups.
     """
-    same = [c for c in counted_claims(resolution) if c.source == source]
+    same = counted.get(source, ())
     if not same:
         return None
     return min(same, key=lambda c: (not c.declared, c.correlation_group))

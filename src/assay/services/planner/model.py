@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 JsonValue: TypeAlias = Any
 """A decoded JSON value (what a ``google.protobuf.Value`` holds)."""
@@ -204,9 +204,12 @@ class RationaleFlag(IntEnum):
 # --- The resolver's answer, as far as the planner reads it ---------------------------
 
 
-@dataclass(frozen=True)
-class CountedClaim:
-    """A claim the resolver counted (its group's strongest member)."""
+class CountedClaim(NamedTuple):
+    """A claim the resolver counted (its group's strongest member).
+
+    A named tuple rather than a dataclass: a large evidence has one per correlation
+    group, and building them is on the planning hot path.
+    """
 
     source: str
     correlation_group: str

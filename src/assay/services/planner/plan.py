@@ -23,7 +23,7 @@ from assay.services.planner.discrimination import (
     outcome_for,
 )
 from assay.services.planner.gaps import derive_gaps
-from assay.services.planner.independence import independence_of
+from assay.services.planner.independence import counted_by_source, independence_of
 from assay.services.planner.model import (
     Candidate,
     EvidencePlan,
@@ -60,6 +60,7 @@ def build_candidates(plan_input: PlanInput, gaps: Sequence[Gap]) -> tuple[Candid
             if gap.gap_id not in entry[1]:
                 entry[1].append(gap.gap_id)
     resolution = plan_input.resolution
+    counted = counted_by_source(resolution)
     candidates = []
     for (_, target), (probe, gap_ids) in sorted(addressed.items()):
         state = runtime_state(target, plan_input.capabilities, plan_input.notes)
@@ -69,8 +70,8 @@ def build_candidates(plan_input: PlanInput, gaps: Sequence[Gap]) -> tuple[Candid
                 target=target,
                 gap_ids=tuple(gap_ids),
                 verdict=classify_availability(probe, target, plan_input.policy, state),
-                independence=independence_of(probe.expected_source, resolution),
-                outcome=outcome_for(probe, resolution),
+                independence=independence_of(probe.expected_source, counted),
+                outcome=outcome_for(probe, resolution, counted),
             )
         )
     return tuple(candidates)

@@ -78,6 +78,11 @@ def same_paths(path: str) -> str | None:
     return path
 
 
+def no_paths(path: str) -> str | None:
+    """Evidence the planner derived itself: no resolver path names a caller's field."""
+    return None
+
+
 def base_paths_only(path: str) -> str | None:
     """For ResolveHypotheses: base fields map through; ``hypotheses[...]`` are the planner's own."""
     return None if path.startswith("hypotheses") else path
@@ -116,14 +121,11 @@ class ResolverClient:
         request: rpb.ResolveHypothesesRequest,
         deadline: Deadline,
         metadata: Sequence[tuple[str, str]] = (),
+        paths: PathMap = base_paths_only,
     ) -> rpb.ResolveHypothesesResponse:
+        """``paths``: ``no_paths`` when the evidence sent is not the caller's (a scoped copy)."""
         return await self._call(
-            "ResolveHypotheses",
-            self._stub.ResolveHypotheses,
-            request,
-            deadline,
-            metadata,
-            base_paths_only,
+            "ResolveHypotheses", self._stub.ResolveHypotheses, request, deadline, metadata, paths
         )
 
     async def _call(

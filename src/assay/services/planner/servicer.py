@@ -3,8 +3,9 @@
 Two resolver calls per plan, both within the caller's remaining deadline:
 ResolveSemantic for the base resolution, then (when there is anything to
 weigh) one ResolveHypotheses carrying one hypothesis per distinct candidate
-outcome. The planner's request id travels with them, so one grep finds a plan
-in both services' logs.
+outcome, over only the claims that can affect the target semantic. The
+planner's request id travels with them, so one grep finds a plan in both
+services' logs.
 """
 
 from __future__ import annotations
@@ -12,13 +13,17 @@ from __future__ import annotations
 import grpc
 
 from assay.runtime.handlers import REQUEST_ID_KEY, request_id_of
+from assay.runtime.logging import get_logger
 from assay.services.planner import convert
 from assay.services.planner.model import PlanInput, Resolution
 from assay.services.planner.paging import page
-from assay.services.planner.plan import draft_plan, finish_plan
+from assay.services.planner.plan import Draft, draft_plan, finish_plan
 from assay.services.planner.probes import CATALOGUE
-from assay.services.planner.resolver_client import Deadline, ResolverClient
+from assay.services.planner.resolver_client import Deadline, ResolverClient, no_paths
 from assay.v1 import planner_service_pb2 as pb
+from assay.v1 import resolver_service_pb2 as rpb
+
+_log = get_logger("assay.planner")
 
 
 class PlannerServicer:
@@ -48,14 +53,49 @@ class PlannerServicer:
         )
         hypothetical: list[Resolution] = []
         if draft.outcomes:
-            answer = await self.resolver.resolve_hypotheses(
-                convert.hypotheses_request(request, draft.outcomes), deadline, metadata
-            )
+            answer = await self._hypotheses(request, draft, deadline, metadata)
             hypothetical = [
                 convert.resolution(h.resolution, with_counted=False) for h in answer.hypotheses
             ]
         plan = finish_plan(draft, hypothetical)
         return pb.PlanEvidenceResponse(plan=convert.plan(plan), resolution=base.resolution)
+
+    async def _hypotheses(
+        self,
+        request: pb.PlanEvidenceRequest,
+        draft: Draft,
+        deadline: Deadline,
+        metadata: tuple[tuple[str, str], ...],
+    ) -> rpb.ResolveHypothesesResponse:
+        """The one ResolveHypotheses call, over the claims that can affect the target.
+
+        Large evidence mostly concerns other semantics; sending only the target's scope
+        keeps the second call small. The resolver's own base resolution of the scope must
+        equal the full one; if it ever does not, the scope is not trusted and the call is
+        repeated over the full evidence (logged: it would mean the scoping rule is stale).
+        """
+        scoped = convert.target_scope(request)
+        if len(scoped.claims) == len(request.evidence.claims):
+            return await self.resolver.resolve_hypotheses(
+                convert.hypotheses_request(request, draft.outcomes), deadline, metadata
+            )
+        answer = await self.resolver.resolve_hypotheses(
+            convert.hypotheses_request(request, draft.outcomes, scoped),
+            deadline,
+            metadata,
+            no_paths,
+        )
+        if convert.resolution(answer.base) == draft.plan_input.resolution:
+            return answer
+        _log.warning(
+            "hypothesis_scope_mismatch",
+            subject=request.subject,
+            predicate=request.predicate,
+            scoped_claims=len(scoped.claims),
+        )
+        return await self.resolver.resolve_hypotheses(
+            convert.hypotheses_request(request, draft.outcomes), deadline, metadata
+        )
 
     async def ListProbes(
         self, request: pb.ListProbesRequest, context: grpc.aio.ServicerContext
