@@ -209,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(header))
     for r in rows:
         print(
-            f"{r['claims']:>7.0f} {r['on_target']:>6.0f} {r['gaps']:>4.0f} {r['candidates']:>5.0f} | "
+            f"{r['claims']:>7.0f} {r['on_target']:>6.0f} "
+            f"{r['gaps']:>4.0f} {r['candidates']:>5.0f} | "
             f"{r['resolve_median_ms']:>9.2f}ms {r['resolve_p99_ms']:>6.2f}ms | "
             f"{r['plan_median_ms']:>7.2f}ms {r['plan_p99_ms']:>6.2f}ms | "
             f"{r['plan_median_ms'] / r['resolve_median_ms']:>8.2f}x "
