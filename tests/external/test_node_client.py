@@ -19,6 +19,7 @@ from tests.support.stack import Stack, assay_stack
 pytestmark = [pytest.mark.external, pytest.mark.timeout(900)]
 
 NODE_TEST_TIMEOUT_SECONDS = 180
+DOC = node.ROOT / "docs" / "using-node-and-grpcurl.md"
 # The number of tests in clients/node/test/services.test.js, at least.
 MINIMUM_NODE_TESTS = 8
 
@@ -61,3 +62,34 @@ class TestNodeClient:
         }
         for rpc in ("ResolveSemantic", "PlanEvidence", "RegisterReviewer", "GetBlindedCase"):
             assert any(m.endswith(rpc) for m in methods), sorted(methods)
+
+    def test_the_documented_node_snippet_runs(self, stack: Stack) -> None:
+        """The pasteable script in docs/using-node-and-grpcurl.md works as printed."""
+        node.ensure_generated()
+        script = documented_node_script()
+        targets = stack.targets()
+        result = node.run(
+            [node.tool("node"), "--input-type=module"],
+            timeout=NODE_TEST_TIMEOUT_SECONDS,
+            env={
+                "ASSAY_RESOLVER_TARGET": targets["resolver"],
+                "ASSAY_PLANNER_TARGET": targets["planner"],
+                "ASSAY_ADJUDICATION_TARGET": targets["adjudication"],
+            },
+            stdin=script,
+        )
+        assert result.returncode == 0, node.describe(result) + "\n" + stack.logs()
+        assert "status: CONFLICTED | requires review: true" in result.stdout
+        assert "HUMAN_REVIEW" in result.stdout
+        assert (
+            "refused: InvalidArgument ERROR_REASON_HUMAN_REVIEWER_REQUIRES_ATTESTATION "
+            "reviewer.attested_by" in result.stdout
+        )
+
+
+def documented_node_script() -> str:
+    """The body of the doc's `node --input-type=module <<'JS'` heredoc."""
+    text = DOC.read_text(encoding="utf-8")
+    opener = "node --input-type=module <<'JS'\n"
+    assert opener in text, f"{DOC} lost its Node example"
+    return text.split(opener, 1)[1].split("\nJS\n", 1)[0]

@@ -50,13 +50,14 @@ def run(
     args: list[str],
     timeout: float,
     env: dict[str, str] | None = None,
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run a command in clients/node, capturing its output; never raises on exit codes."""
     return subprocess.run(
         args,
         cwd=NODE_DIR,
         env={**os.environ, **(env or {})},
-        stdin=subprocess.DEVNULL,
+        input=stdin if stdin is not None else "",
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -32,11 +32,15 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
 /** The domain of every ErrorInfo an Assay service sends. */
 export const ERROR_DOMAIN = "assay.v1";
 
-/** Where `assay up` listens by default. */
+/**
+ * Where the clients connect when not told: ASSAY_RESOLVER_TARGET,
+ * ASSAY_PLANNER_TARGET and ASSAY_ADJUDICATION_TARGET when set ("host:port"),
+ * else where `assay up` listens by default.
+ */
 export const DEFAULT_TARGETS = Object.freeze({
-  resolver: "127.0.0.1:50051",
-  planner: "127.0.0.1:50052",
-  adjudication: "127.0.0.1:50053",
+  resolver: process.env.ASSAY_RESOLVER_TARGET || "127.0.0.1:50051",
+  planner: process.env.ASSAY_PLANNER_TARGET || "127.0.0.1:50052",
+  adjudication: process.env.ASSAY_ADJUDICATION_TARGET || "127.0.0.1:50053",
 });
 
 /**
