@@ -150,7 +150,7 @@ class ResolverClient:
             except grpc.aio.AioRpcError as error:
                 if error.code() != grpc.StatusCode.UNAVAILABLE:
                     raise translate(error, method, self.target, paths) from None
-                backoff = _next_backoff(attempt, started, deadline)
+                backoff = next_backoff(attempt, started, deadline)
                 if backoff is None:
                     raise errors.Unavailable(
                         errors.Reason.RESOLVER_UNAVAILABLE,
@@ -161,7 +161,7 @@ class ResolverClient:
                 attempt += 1
 
 
-def _next_backoff(attempt: int, started: float, deadline: Deadline) -> float | None:
+def next_backoff(attempt: int, started: float, deadline: Deadline) -> float | None:
     """How long to wait before retrying, or None when no retry fits the budget or deadline."""
     if attempt >= len(RETRY_BACKOFF_SECONDS):
         return None
