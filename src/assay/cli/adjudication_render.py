@@ -33,6 +33,12 @@ def _time(stamp: Any) -> str:
     return str(stamp.ToDatetime().strftime("%Y-%m-%d %H:%M:%SZ")) if stamp.seconds else ""
 
 
+_PROVENANCE = {
+    gold_pb2.LABELING_PROVENANCE_HUMAN_ADJUDICATED: "human",
+    gold_pb2.LABELING_PROVENANCE_SYNTHETIC_MECHANISM_TEST: "synthetic",
+}
+
+
 def reviewers(found: Sequence[pb.Reviewer]) -> None:
     table = Table("reviewer", "kind", "attested by", "registered")
     for r in found:
@@ -103,13 +109,14 @@ def submitted(reply: pb.SubmitReviewResponse) -> None:
 
 def revisions(found: Sequence[gold_pb2.GoldLabelRevision]) -> None:
     table = Table("case", "rev", "basis", "label", "provenance", "reviewers", "digest")
+    table.columns[4].no_wrap = True
     for g in found:
         table.add_row(
             g.case_id,
             str(g.revision),
             _name(gold_pb2.ResolutionBasis, g.basis, "RESOLUTION_BASIS_"),
             g.label_key or "—",
-            _name(gold_pb2.LabelingProvenance, g.provenance, "LABELING_PROVENANCE_"),
+            _PROVENANCE.get(g.provenance, "?"),
             ", ".join(g.contributing_reviewer_ids)
             + (f" (adj. {g.adjudicator_reviewer_id})" if g.adjudicator_reviewer_id else ""),
             g.digest[:19] + "…",

@@ -50,10 +50,15 @@ class SchemaTooNew(RuntimeError):
 
 async def _connect(path: str, read_only: bool) -> aiosqlite.Connection:
     db = await aiosqlite.connect(path, isolation_level=None)
-    for pragma in PRAGMAS:
-        await db.execute(pragma)
-    if read_only:
-        await db.execute("PRAGMA query_only = ON")
+    try:
+        for pragma in PRAGMAS:
+            await db.execute(pragma)
+        if read_only:
+            await db.execute("PRAGMA query_only = ON")
+    except BaseException:
+        # aiosqlite's thread is not a daemon: an unclosed connection would keep the process alive.
+        await db.close()
+        raise
     return db
 
 
@@ -94,12 +99,15 @@ class Store:
     async def open(cls, path: str | Path) -> Store:
         path = str(path)
         db = await _connect(path, read_only=False)
+        readers: list[aiosqlite.Connection] = []
         try:
             await _migrate(db, path)
             head = await queries.chain_head(db)
-            readers = [await _connect(path, read_only=True) for _ in range(READERS)]
+            for _ in range(READERS):
+                readers.append(await _connect(path, read_only=True))
         except BaseException:
-            await db.close()
+            for connection in (db, *readers):
+                await connection.close()
             raise
         writer = Writer(db, head)
         writer.start()
