@@ -33,9 +33,7 @@ class TestRetryBudget:
 
     def test_no_retry_past_the_schedule(self) -> None:
         """After the last scheduled backoff there is no further retry."""
-        assert (
-            next_backoff(len(rc.RETRY_BACKOFF_SECONDS), time.monotonic(), Deadline(None)) is None
-        )
+        assert next_backoff(len(rc.RETRY_BACKOFF_SECONDS), time.monotonic(), Deadline(None)) is None
 
     def test_no_retry_past_the_budget(self) -> None:
         """Retrying stops once the budget is spent, even with time left on the deadline."""
