@@ -40,6 +40,8 @@ class TestPlanEvidence:
             c.probe == P.PROBE_KIND_HUMAN_REVIEW and c.availability == P.AVAILABILITY_AVAILABLE
             for c in plan.candidates
         )
+        order = [c.probe for c in plan.candidates]
+        assert order.index(P.PROBE_KIND_HUMAN_REVIEW) < order.index(P.PROBE_KIND_RERUN_TEST)
         rerun = next(c for c in plan.candidates if c.probe == P.PROBE_KIND_RERUN_TEST)
         assert rerun.availability == P.AVAILABILITY_REQUIRES_APPROVAL
         assert list(rerun.missing_grants) == [

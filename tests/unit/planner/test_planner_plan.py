@@ -215,3 +215,17 @@ class TestDeterminism:
             plan = make_plan(plan_input(conflicted(), notes=perm, capabilities=caps))
             outputs.add(convert.plan(plan).SerializeToString(deterministic=True))
         assert len(outputs) == 1
+
+
+class TestRequiredReview:
+    def test_a_person_moves_up_when_the_resolver_requires_review(self) -> None:
+        """A conflicted safety predicate puts HUMAN_REVIEW higher than the same plan without."""
+
+        def position(requires_review: bool) -> int:
+            plan = make_plan(
+                plan_input(conflicted(requires_review=requires_review), policy=GRANT_ALL)
+            )
+            kinds = [c.probe.kind for c in plan.candidates]
+            return kinds.index(ProbeKind.HUMAN_REVIEW)
+
+        assert position(True) < position(False)

@@ -17,7 +17,7 @@ from assay.services.planner.model import (
     Recency,
     SideEffect,
 )
-from assay.services.planner.ranking import PENALTY_CAP, penalty, rank, score
+from assay.services.planner.ranking import PENALTY_CAP, RankContext, penalty, rank, score
 from tests.unit.planner.planner_factories import candidate, probe
 
 probes = st.builds(
@@ -60,7 +60,8 @@ class TestInvariants:
                 Independence.INDEPENDENT_OF_COUNTED,
             )
         )
-        assert rank([same, unverified, independent], ["stale"]) == [independent, unverified, same]
+        context = RankContext(frozenset({"stale"}), requires_review=True)
+        assert rank([same, unverified, independent], context) == [independent, unverified, same]
 
     @given(probes, availabilities, gap_lists, st.sampled_from(list(Independence)[1:]))
     def test_could_flip_ranks_above_could_not(
@@ -140,4 +141,12 @@ class TestExamples:
     def test_fresh_observation_is_preferred_for_stale_support(self) -> None:
         """Answering a STALE_SUPPORT gap with a fresh observation earns the staleness bonus."""
         c = candidate(gap_ids=("stale_support",))
-        assert score(c, frozenset({"stale_support"})) > score(c)
+        assert score(c, RankContext(stale_gap_ids=frozenset({"stale_support"}))) > score(c)
+
+    def test_required_review_lifts_human_review(self) -> None:
+        """When a person must decide, HUMAN_REVIEW gains the review bonus; others do not."""
+        human = candidate(probe(kind=ProbeKind.HUMAN_REVIEW, cost=CostBand.HIGH))
+        rerun = candidate(probe(kind=ProbeKind.RERUN_TEST))
+        needed = RankContext(requires_review=True)
+        assert score(human, needed) > score(human)
+        assert score(rerun, needed) == score(rerun)

@@ -37,7 +37,7 @@ from assay.services.planner.model import (
     SignalClass,
 )
 from assay.services.planner.probes import probes_for_gap
-from assay.services.planner.ranking import rank, stale_ids
+from assay.services.planner.ranking import RankContext, rank, stale_ids
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,11 @@ def finish_plan(draft: Draft, hypothetical: Sequence[Resolution]) -> EvidencePla
             base, by_key[candidate.outcome.dedup_key], candidate.outcome
         )
         judged.append(replace(candidate, discrimination=discrimination, basis=basis))
-    ordered = rank(judged, stale_ids((g.gap_id, g.kind) for g in draft.gaps))
+    context = RankContext(
+        stale_gap_ids=stale_ids((g.gap_id, g.kind) for g in draft.gaps),
+        requires_review=base.requires_review,
+    )
+    ordered = rank(judged, context)
     plan_input = draft.plan_input
     return EvidencePlan(
         subject=plan_input.subject,

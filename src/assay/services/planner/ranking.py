@@ -1,9 +1,10 @@
 """The ranking heuristic: a named, deterministic formula, not a probability.
 
-    score = max(0, (discrimination + recency + extra gaps) × independence% − penalty)
+    score = max(0, (discrimination + recency + review + extra gaps) × independence% − penalty)
     penalty = min(PENALTY_CAP, cost + latency + action risk + privacy + approval)
 
 Discrimination dominates (a probe that could flip the outcome is worth most);
+a person's review earns a bonus when the resolver says a person must decide;
 independence multiplies, so correlated evidence can never buy its way up with
 a high discrimination; the penalties are subtracted with a floor at zero and a
 cap, so no single dimension can make a score negative or unbounded. Integer
@@ -18,6 +19,7 @@ the order total and reproducible.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from assay.services.planner.model import (
     ActionRisk,
@@ -29,6 +31,7 @@ from assay.services.planner.model import (
     Independence,
     LatencyBand,
     PrivacyExposure,
+    ProbeKind,
     Recency,
 )
 from assay.services.planner.probes import action_risk
@@ -51,6 +54,9 @@ RECENCY_POINTS: Mapping[Recency, int] = {
 }
 # Extra, for a fresh observation that answers a STALE_SUPPORT gap.
 STALE_FRESHNESS_POINTS = 10
+# For HUMAN_REVIEW when a conflicted safety predicate requires a person's decision:
+# whatever else is acquired, a human will have to look, so asking one early is worth more.
+REQUIRED_REVIEW_POINTS = 30
 # Per gap addressed beyond the first, up to the cap.
 EXTRA_GAP_POINTS = 5
 EXTRA_GAP_POINTS_CAP = 15
@@ -93,23 +99,37 @@ def penalty(candidate: Candidate) -> int:
     return min(PENALTY_CAP, total)
 
 
-def score(candidate: Candidate, stale_gap_ids: frozenset[str] = frozenset()) -> int:
+@dataclass(frozen=True)
+class RankContext:
+    """What the plan knows that changes a candidate's worth: the ids of STALE_SUPPORT gaps,
+    and whether the resolver says a person must decide (a conflicted safety predicate)."""
+
+    stale_gap_ids: frozenset[str] = frozenset()
+    requires_review: bool = False
+
+
+NO_CONTEXT = RankContext()
+
+
+def score(candidate: Candidate, context: RankContext = NO_CONTEXT) -> int:
     """The internal ranking score (never serialized). See the module docstring."""
     points = DISCRIMINATION_POINTS.get(candidate.discrimination, 0)
     points += RECENCY_POINTS[candidate.probe.recency]
-    if candidate.probe.recency is Recency.FRESH_OBSERVATION and stale_gap_ids & set(
+    if candidate.probe.recency is Recency.FRESH_OBSERVATION and context.stale_gap_ids & set(
         candidate.gap_ids
     ):
         points += STALE_FRESHNESS_POINTS
+    if context.requires_review and candidate.probe.kind is ProbeKind.HUMAN_REVIEW:
+        points += REQUIRED_REVIEW_POINTS
     points += min(EXTRA_GAP_POINTS_CAP, EXTRA_GAP_POINTS * max(0, len(candidate.gap_ids) - 1))
     kept = points * INDEPENDENCE_PERCENT[candidate.independence] // 100
     return max(0, kept - penalty(candidate))
 
 
-def sort_key(candidate: Candidate, stale_gap_ids: frozenset[str] = frozenset()) -> tuple[int, ...]:
+def sort_key(candidate: Candidate, context: RankContext = NO_CONTEXT) -> tuple[int, ...]:
     """Best first: score descending, then the documented tie-breaks (all lower-is-better)."""
     return (
-        -score(candidate, stale_gap_ids),
+        -score(candidate, context),
         candidate.independence,
         candidate.discrimination,
         candidate.verdict.availability,
@@ -120,10 +140,9 @@ def sort_key(candidate: Candidate, stale_gap_ids: frozenset[str] = frozenset()) 
     )
 
 
-def rank(candidates: Iterable[Candidate], stale_gap_ids: Iterable[str] = ()) -> list[Candidate]:
+def rank(candidates: Iterable[Candidate], context: RankContext = NO_CONTEXT) -> list[Candidate]:
     """The candidates, best first."""
-    stale = frozenset(stale_gap_ids)
-    return sorted(candidates, key=lambda c: sort_key(c, stale))
+    return sorted(candidates, key=lambda c: sort_key(c, context))
 
 
 def stale_ids(gap_ids_and_kinds: Iterable[tuple[str, GapKind]]) -> frozenset[str]:
