@@ -25,13 +25,8 @@ from google.protobuf import duration_pb2, struct_pb2, timestamp_pb2
 
 from assay.services.resolver import values as vk
 from assay.services.resolver.model import (
-    DECLARED,
-    GROUP,
     INDEX,
-    NEG_W,
     REF,
-    RELIABILITY,
-    SOURCE,
     Excluded,
     Intake,
     Relation,
@@ -387,27 +382,30 @@ class Emitter:
         for support in res.values:
             msg = add_value(value_key=support.value_key, support=support.support)
             msg.value.CopyFrom(self.value(support.value_key))
-            counted = {row[INDEX] for row in support.counted}
+            # Usually every claim is its group's only member, so all count and no lookup is needed.
+            every = len(support.claims) == len(support.counted)
+            counted = () if every else {row[INDEX] for row in support.counted}
             # add() then plain attribute sets is the cheapest way to fill a message in upb
-            # (cheaper than keyword arguments); defaults are left unset.
+            # (cheaper than keyword arguments); rows are unpacked, not indexed, for the same
+            # reason; defaults are left unset.
             add_claim = msg.claims.add
-            for row in support.claims:
+            for neg_weight, ref, source, reliability, group, _, index, _, _ in support.claims:
                 weight = add_claim()
-                weight.claim_ref = row[REF]
-                weight.source = row[SOURCE]
-                weight.reliability = row[RELIABILITY]
-                weight.effective_weight = -row[NEG_W]
-                weight.correlation_group = row[GROUP]
-                if row[INDEX] in counted:
+                weight.claim_ref = ref
+                weight.source = source
+                weight.reliability = reliability
+                weight.effective_weight = -neg_weight
+                weight.correlation_group = group
+                if every or index in counted:
                     weight.counted = True
             add_group = msg.groups.add
-            for row in support.counted:
-                group = add_group()
-                group.correlation_group = row[GROUP]
-                if row[DECLARED]:
-                    group.declared = True
-                group.weight = -row[NEG_W]
-                group.counted_claim_ref = row[REF]
+            for neg_weight, ref, _, _, group, declared, _, _, _ in support.counted:
+                out_group = add_group()
+                out_group.correlation_group = group
+                if declared:
+                    out_group.declared = True
+                out_group.weight = -neg_weight
+                out_group.counted_claim_ref = ref
             msg.counted_claim_refs.extend([row[REF] for row in support.counted])
         for excluded in res.excluded:
             self.excluded(excluded, out.excluded.add())

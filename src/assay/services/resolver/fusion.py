@@ -12,12 +12,14 @@ claims arrived in.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from operator import itemgetter
 
 from assay.services.resolver.model import (
     DECLARED,
     GROUP,
     INDEX,
     NEG_W,
+    REF,
     RELIABILITY,
     SEM,
     VALUE_KEY,
@@ -68,15 +70,20 @@ def rationale_of(leader: ValueSupport, staleness: Staleness | None) -> tuple[Fla
     """The weaknesses of the leader's support, ascending by flag number."""
     counted = leader.counted
     flags: list[Flag] = []
-    if all(row[RELIABILITY] < DISCOUNTED_BELOW for row in counted):
+    # map/itemgetter keep these per-semantic checks out of the bytecode loop.
+    if max(map(_reliability, counted)) < DISCOUNTED_BELOW:
         flags.append(Flag.ALL_SUPPORT_DISCOUNTED)
     if len(leader.claims) > 1 and len(counted) == 1:
         flags.append(Flag.SINGLE_SOURCE_CORROBORATION)
-    if len(counted) > 1 and not all(row[DECLARED] for row in counted):
+    if len(counted) > 1 and not all(map(_declared, counted)):
         flags.append(Flag.INDEPENDENCE_UNVERIFIED)
     if staleness is not None and all(_stale(row, staleness) for row in counted):
         flags.append(Flag.STALE_SUPPORT)
     return tuple(flags)
+
+
+_reliability = itemgetter(RELIABILITY)
+_declared = itemgetter(DECLARED)
 
 
 def _stale(row: Row, staleness: Staleness) -> bool:
@@ -95,19 +102,32 @@ def resolve(
 ) -> Resolution:
     """Resolve one semantic from its active rows grouped by value (supersession already applied)."""
     supports = [support_of(rows) for rows in values if rows]
-    supports.sort(key=lambda v: (-v.support, v.value_key))
+    if len(supports) > 1:
+        supports.sort(key=_value_order)
     status = status_of(supports, policy)
     sensitive = sem[1] in policy.safety_sensitive
     return Resolution(
-        sem=sem,
-        status=status,
-        values=tuple(supports),
-        safety_sensitive=sensitive,
-        requires_review=sensitive and status is Status.CONFLICTED,
-        rationale=rationale_of(supports[0], staleness) if supports else (),
-        excluded=tuple(sorted(excluded, key=lambda e: (e.row[1], e.row[INDEX]))),
-        warnings=tuple(sorted(warnings, key=lambda w: (w.claim_ref, w.code, w.message))),
+        sem,
+        status,
+        tuple(supports),
+        sensitive,
+        sensitive and status is Status.CONFLICTED,
+        rationale_of(supports[0], staleness) if supports else (),
+        tuple(sorted(excluded, key=_excluded_order)) if excluded else (),
+        tuple(sorted(warnings, key=_warning_order)) if warnings else (),
     )
+
+
+def _value_order(value: ValueSupport) -> tuple[float, str]:
+    return (-value.support, value.value_key)
+
+
+def _excluded_order(excluded: Excluded) -> tuple[str, int]:
+    return (excluded.row[REF], excluded.row[INDEX])
+
+
+def _warning_order(warning: Warning) -> tuple[str, int, str]:
+    return (warning.claim_ref, warning.code, warning.message)
 
 
 def without_superseded(values: Mapping[str, Sequence[Row]], active: Active) -> list[Sequence[Row]]:
