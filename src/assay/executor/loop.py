@@ -1,0 +1,243 @@
+"""The reference executor's loop: resolve -> plan -> act within policy -> add claims -> again.
+
+One run, for one target (subject, predicate):
+
+1. gold labels of the cases it is given come back as claims (``review.py``);
+2. each iteration resolves the evidence; RESOLVED ends the run;
+3. otherwise it asks the planner, takes the best candidate it may act on
+   (``choice.py``), performs it, and adds the claims it yielded;
+4. it stops when the predicate resolves, when a human-review case now waits
+   for reviewers, when no ranked candidate may be acted on, or after
+   ``max_iterations``.
+
+Local probes block (files, ``git``, a test command), so they run in a worker
+thread: the demo hosts the services on this same event loop, and a blocking
+probe must not stall them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from assay.client.adjudication_async import AsyncAdjudicationClient
+from assay.client.builders import acquisition_policy, plan_request
+from assay.client.planner import AsyncPlannerClient
+from assay.client.resolver import AsyncResolverClient
+from assay.executor import local_probes
+from assay.executor.choice import choose, probe_name, short_name
+from assay.executor.model import (
+    Acquisition,
+    Outcome,
+    ProbeResult,
+    RunReport,
+    Settings,
+    Skip,
+    Step,
+    StopReason,
+)
+from assay.executor.review import collect_gold_label, enqueue_review
+from assay.v1 import claim_pb2, plan_pb2, planner_service_pb2, resolution_pb2
+
+Listener = Callable[[Step | Acquisition], None]
+
+
+@dataclass
+class Services:
+    """The clients a run talks to; without adjudication, HUMAN_REVIEW is not configured."""
+
+    resolver: AsyncResolverClient
+    planner: AsyncPlannerClient
+    adjudication: AsyncAdjudicationClient | None = None
+
+
+def status_name(resolution: resolution_pb2.SemanticResolution) -> str:
+    return short_name(resolution_pb2.ResolutionStatus, resolution.status, "RESOLUTION_STATUS_")
+
+
+class Executor:
+    """Runs the loop for one target; ``run`` returns the full report."""
+
+    def __init__(
+        self, services: Services, settings: Settings, on_event: Listener | None = None
+    ) -> None:
+        self.services = services
+        self.settings = settings
+        self.on_event = on_event or (lambda _event: None)
+        self.tried: set[str] = set()
+
+    def configured(self, probe: str) -> bool:
+        """Whether this run has what ``probe`` needs (a file, a repo, a command, a service)."""
+        setup = self.settings.probes
+        return {
+            "HUMAN_REVIEW": self.services.adjudication is not None,
+            "VERIFY_ARTIFACT_HASH": setup.artifact is not None,
+            "INSPECT_VCS_STATE": setup.repo is not None,
+            "RERUN_TEST": bool(setup.test_command),
+        }.get(probe, False)
+
+    async def run(self, evidence: claim_pb2.Evidence) -> RunReport:
+        settings = self.settings
+        report = RunReport(settings.subject, settings.predicate)
+        working = claim_pb2.Evidence()
+        working.CopyFrom(evidence)
+        await self._collect(report, working)
+        for iteration in range(1, settings.max_iterations + 1):
+            resolution = await self.services.resolver.resolve(
+                working, settings.subject, settings.predicate
+            )
+            if resolution.status == resolution_pb2.RESOLUTION_STATUS_RESOLVED:
+                report.stop_reason = StopReason.RESOLVED
+                self._step(report, iteration, resolution)
+                break
+            if report.pending_cases:
+                report.stop_reason = StopReason.AWAITING_REVIEW
+                self._step(report, iteration, resolution)
+                break
+            plan = (await self.services.planner.plan_evidence(self._plan_request(working))).plan
+            choice = choose(plan.candidates, settings, self.tried, self.configured)
+            if choice.candidate is None:
+                report.stop_reason = StopReason.NO_ACTIONABLE_CANDIDATE
+                self._step(report, iteration, resolution, choice.skipped)
+                break
+            acquisition, claims = await self._acquire(
+                choice.candidate, resolution, choice.approved_grants, iteration
+            )
+            working.claims.extend(claims)
+            self._step(report, iteration, resolution, choice.skipped, acquisition)
+            if acquisition.outcome is Outcome.CASE_ENQUEUED:
+                report.pending_cases.append(acquisition.case_id)
+                report.stop_reason = StopReason.AWAITING_REVIEW
+                break
+        final = await self.services.resolver.resolve(working, settings.subject, settings.predicate)
+        report.final_status = status_name(final)
+        report.final_leader = final.leader.value_key
+        report.final_support = final.leader.support
+        report.evidence = working
+        return report
+
+    def _plan_request(
+        self, evidence: claim_pb2.Evidence
+    ) -> planner_service_pb2.PlanEvidenceRequest:
+        settings = self.settings
+        return plan_request(
+            evidence,
+            settings.subject,
+            settings.predicate,
+            policy=acquisition_policy(
+                sorted(settings.granted), settings.cloud_sync_allowed, settings.egress_allowed
+            ),
+        )
+
+    def _step(
+        self,
+        report: RunReport,
+        iteration: int,
+        resolution: resolution_pb2.SemanticResolution,
+        skipped: tuple[Skip, ...] = (),
+        acquisition: Acquisition | None = None,
+    ) -> None:
+        step = Step(
+            iteration=iteration,
+            status=status_name(resolution),
+            leader=resolution.leader.value_key,
+            support=resolution.leader.support,
+            skipped=skipped,
+            acquisition=acquisition,
+        )
+        report.steps.append(step)
+        if acquisition is not None and acquisition.approved_grants:
+            report.approvals_used.append(
+                f"{acquisition.probe}: {', '.join(acquisition.approved_grants)}"
+            )
+        self.on_event(step)
+
+    async def _collect(self, report: RunReport, working: claim_pb2.Evidence) -> None:
+        """Gold labels of the given cases, as claims, before the first resolution."""
+        client = self.services.adjudication
+        if not self.settings.cases:
+            return
+        if client is None:
+            raise ValueError("collecting gold labels needs the adjudication service")
+        accepted = set(await self.services.resolver.policy())
+        for case_id in self.settings.cases:
+            result, latency = await collect_gold_label(client, case_id, self.settings, accepted)
+            working.claims.extend(result.claims)
+            if result.outcome is Outcome.AWAITING_REVIEW:
+                report.pending_cases.append(case_id)
+            acquisition = self._record("HUMAN_REVIEW", f"case/{case_id}", "HOURS", result, latency)
+            report.collected.append(acquisition)
+            self.on_event(acquisition)
+
+    async def _acquire(
+        self,
+        candidate: plan_pb2.AcquisitionCandidate,
+        resolution: resolution_pb2.SemanticResolution,
+        approved_grants: tuple[str, ...],
+        iteration: int,
+    ) -> tuple[Acquisition, tuple[claim_pb2.Claim, ...]]:
+        probe = probe_name(candidate)
+        self.tried.add(candidate.candidate_id)
+        declared = short_name(plan_pb2.LatencyBand, candidate.latency, "LATENCY_BAND_")
+        started = time.monotonic()
+        result = await self._perform(probe, candidate, resolution, iteration)
+        latency = time.monotonic() - started
+        acquisition = self._record(
+            probe, candidate.candidate_id, declared, result, latency, approved_grants
+        )
+        return acquisition, result.claims
+
+    async def _perform(
+        self,
+        probe: str,
+        candidate: plan_pb2.AcquisitionCandidate,
+        resolution: resolution_pb2.SemanticResolution,
+        iteration: int,
+    ) -> ProbeResult:
+        settings, setup = self.settings, self.settings.probes
+        claim_id = f"exec:{probe.lower()}:{iteration}"
+        target = (claim_id, settings.subject, settings.predicate)
+        if probe == "HUMAN_REVIEW":
+            assert self.services.adjudication is not None  # configured() checked it
+            return await enqueue_review(
+                self.services.adjudication, resolution, settings, f"plan:{candidate.candidate_id}"
+            )
+        if probe == "VERIFY_ARTIFACT_HASH" and setup.artifact is not None:
+            claimed = [v.value_key for v in resolution.values]
+            return await asyncio.to_thread(
+                local_probes.verify_artifact_hash, setup.artifact, claimed, *target
+            )
+        if probe == "INSPECT_VCS_STATE" and setup.repo is not None:
+            return await asyncio.to_thread(
+                local_probes.inspect_vcs_state, setup.repo, setup.vcs_field, *target
+            )
+        if probe == "RERUN_TEST" and setup.test_command:
+            worktree = setup.worktree or Path.cwd()
+            return await asyncio.to_thread(
+                local_probes.rerun_test, setup.test_command, worktree, setup.test_timeout, *target
+            )
+        return ProbeResult(Outcome.FAILED, f"{probe} is not implemented or not configured")
+
+    @staticmethod
+    def _record(
+        probe: str,
+        candidate_id: str,
+        declared: str,
+        result: ProbeResult,
+        latency: float,
+        approved_grants: tuple[str, ...] = (),
+    ) -> Acquisition:
+        return Acquisition(
+            probe=probe,
+            candidate_id=candidate_id,
+            outcome=result.outcome,
+            detail=result.detail,
+            latency_seconds=latency,
+            declared_latency=declared,
+            approved_grants=approved_grants,
+            claim_ids=tuple(c.id for c in result.claims),
+            case_id=result.case_id,
+        )
