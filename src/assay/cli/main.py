@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "assay.cli.resolver_cmds",
     "assay.cli.planner_cmds",
     "assay.cli.adjudication_cmds",
+    "assay.cli.executor_cmds",
 )
 
 
