@@ -164,20 +164,23 @@ class Claim(_message.Message):
     """Required. How sure the source is, a finite number in [0, 1]."""
     reliability: _builtins.float
     """Optional reliability in [0, 1]. It may lower the source's reliability
-    from the table, never raise it: a higher value is capped to the table's.
+    from the table, never raise it: a higher value is capped to the table's
+    (with WARNING_CODE_RELIABILITY_CAPPED). An explicit 0 counts as 0.
     """
     correlation_group: _builtins.str
     """Optional declared correlation group. Claims in one group are not
-    independent: only the strongest of them counts. When absent the group
-    defaults to `source` + "|" + `source_ref`, and independence is not
-    considered verified.
+    independent: only the strongest of them counts. When absent (or empty)
+    the group defaults to `source` + "|" + `source_ref`, and independence is
+    not considered verified.
     """
     review_status: Global___ReviewStatus.ValueType
     """Review status; REJECTED claims are reviewed out."""
     @_builtins.property
     def value(self) -> _struct_pb2.Value:
-        """Required. The asserted value: any JSON value except null. Two values are
-        the same when their canonical JSON (sorted keys, no spaces) is equal.
+        """Required. The asserted value: any JSON value except a top-level null
+        (nested nulls are fine); NaN and infinities are rejected wherever they
+        occur. Two values are the same when their canonical JSON is equal: sorted
+        keys, no spaces, integral numbers written as integers (1.0 is "1").
         """
 
     @_builtins.property

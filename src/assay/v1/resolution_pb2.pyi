@@ -65,7 +65,7 @@ class _RationaleFlagEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Rationa
     """Never returned."""
     RATIONALE_FLAG_ALL_SUPPORT_DISCOUNTED: _RationaleFlag.ValueType  # 1
     """Every counted claim of the leader comes from a source with reliability
-    below 0.5.
+    below 0.5 (the reliability used: the claim's own, capped by the table).
     """
     RATIONALE_FLAG_SINGLE_SOURCE_CORROBORATION: _RationaleFlag.ValueType  # 2
     """The leader has several claims but they all share one correlation group."""
@@ -87,7 +87,7 @@ RATIONALE_FLAG_UNSPECIFIED: RationaleFlag.ValueType  # 0
 """Never returned."""
 RATIONALE_FLAG_ALL_SUPPORT_DISCOUNTED: RationaleFlag.ValueType  # 1
 """Every counted claim of the leader comes from a source with reliability
-below 0.5.
+below 0.5 (the reliability used: the claim's own, capped by the table).
 """
 RATIONALE_FLAG_SINGLE_SOURCE_CORROBORATION: RationaleFlag.ValueType  # 2
 """The leader has several claims but they all share one correlation group."""
@@ -134,7 +134,9 @@ class _WarningCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_WarningCo
     WARNING_CODE_UNSPECIFIED: _WarningCode.ValueType  # 0
     """Never returned."""
     WARNING_CODE_DANGLING_RELATION: _WarningCode.ValueType  # 1
-    """A relation targets an id that is not in the request; it is ignored."""
+    """A relation of a claim that is not reviewed out targets an id that is not
+    in the request; it is ignored.
+    """
     WARNING_CODE_RELIABILITY_CAPPED: _WarningCode.ValueType  # 2
     """A claim stated a reliability above its source's; the table capped it."""
     WARNING_CODE_SUPERSESSION_CYCLE: _WarningCode.ValueType  # 3
@@ -150,7 +152,9 @@ class WarningCode(_WarningCode, metaclass=_WarningCodeEnumTypeWrapper):
 WARNING_CODE_UNSPECIFIED: WarningCode.ValueType  # 0
 """Never returned."""
 WARNING_CODE_DANGLING_RELATION: WarningCode.ValueType  # 1
-"""A relation targets an id that is not in the request; it is ignored."""
+"""A relation of a claim that is not reviewed out targets an id that is not
+in the request; it is ignored.
+"""
 WARNING_CODE_RELIABILITY_CAPPED: WarningCode.ValueType  # 2
 """A claim stated a reliability above its source's; the table capped it."""
 WARNING_CODE_SUPERSESSION_CYCLE: WarningCode.ValueType  # 3
@@ -294,11 +298,15 @@ class ValueSupport(_message.Message):
 
     @_builtins.property
     def claims(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClaimWeight]:
-        """Every active claim asserting this value, strongest first."""
+        """Every active claim asserting this value, strongest first (ties:
+        claim_ref ascending).
+        """
 
     @_builtins.property
     def groups(self) -> _containers.RepeatedCompositeFieldContainer[Global___GroupSupport]:
-        """Every correlation group behind this value, strongest first."""
+        """Every correlation group behind this value, strongest first (ties: the
+        counted claim_ref ascending).
+        """
 
     @_builtins.property
     def counted_claim_refs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -337,7 +345,9 @@ class ExcludedClaim(_message.Message):
     claim_ref: _builtins.str
     """The claim's reference (see `ClaimWeight.claim_ref`)."""
     reason: Global___ExclusionReason.ValueType
-    """Why it was excluded."""
+    """Why it was excluded. A claim both reviewed out and superseded is
+    reported as REVIEWED_OUT.
+    """
     @_builtins.property
     def superseded_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """For SUPERSEDED: the ids of the claims whose in-force relations
@@ -469,11 +479,15 @@ class SemanticResolution(_message.Message):
 
     @_builtins.property
     def excluded(self) -> _containers.RepeatedCompositeFieldContainer[Global___ExcludedClaim]:
-        """Claims of this semantic that did not take part, with the reason."""
+        """Claims of this semantic that did not take part, with the reason,
+        ordered by claim_ref.
+        """
 
     @_builtins.property
     def warnings(self) -> _containers.RepeatedCompositeFieldContainer[Global___Warning]:
-        """Non-fatal findings about this semantic's claims."""
+        """Non-fatal findings about this semantic's claims, ordered by claim_ref
+        then code.
+        """
 
     def __init__(
         self,

@@ -64,7 +64,9 @@ class _ReconcileReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Recon
     RECONCILE_REASON_SAFETY_CONFLICTED_AFTER: _ReconcileReason.ValueType  # 4
     """The safety-sensitive predicate would be conflicted after the proposal."""
     RECONCILE_REASON_SAFETY_LEADER_CHANGED: _ReconcileReason.ValueType  # 5
-    """The proposal would change a safety-sensitive predicate's leader."""
+    """The proposal would change a safety-sensitive predicate's leader
+    (including from no leader to one).
+    """
 
 class ReconcileReason(_ReconcileReason, metaclass=_ReconcileReasonEnumTypeWrapper):
     """ReconcileReason is why a decision was taken."""
@@ -80,7 +82,9 @@ RECONCILE_REASON_SAFETY_CONFLICTED_BEFORE: ReconcileReason.ValueType  # 3
 RECONCILE_REASON_SAFETY_CONFLICTED_AFTER: ReconcileReason.ValueType  # 4
 """The safety-sensitive predicate would be conflicted after the proposal."""
 RECONCILE_REASON_SAFETY_LEADER_CHANGED: ReconcileReason.ValueType  # 5
-"""The proposal would change a safety-sensitive predicate's leader."""
+"""The proposal would change a safety-sensitive predicate's leader
+(including from no leader to one).
+"""
 Global___ReconcileReason: _TypeAlias = ReconcileReason  # noqa: Y015
 
 @_typing.final
@@ -111,7 +115,9 @@ class ResolveSemanticRequest(_message.Message):
 
     @_builtins.property
     def stale_after(self) -> _duration_pb2.Duration:
-        """Optional, with `as_of`. Claims older than `as_of - stale_after` are stale."""
+        """Optional, with `as_of`; positive. Claims observed before
+        `as_of - stale_after` (or never) are stale.
+        """
 
     def __init__(
         self,

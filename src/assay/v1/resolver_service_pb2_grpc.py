@@ -86,7 +86,7 @@ class ResolverServiceServicer:
         """Resolves one (subject, predicate) over the evidence.
 
         Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (subject,
-        predicate, stale_after), ERROR_REASON_INVALID_CLAIM,
+        predicate, as_of, stale_after), ERROR_REASON_INVALID_CLAIM,
         ERROR_REASON_UNKNOWN_SOURCE, ERROR_REASON_DUPLICATE_CLAIM_ID,
         ERROR_REASON_RELATION_WITHOUT_ID or ERROR_REASON_MALFORMED_REQUEST.
         """
@@ -109,7 +109,8 @@ class ResolverServiceServicer:
         without a second fusion path. Each hypothesis is resolved independently
         against the base; ids must be unique within base + that hypothesis.
 
-        Errors: as ResolveSemantic; field paths name `hypotheses[i].claims[j]`.
+        Errors: as ResolveSemantic; field paths name `hypotheses[i].claims[j]`;
+        more than 1024 hypotheses is ERROR_REASON_INVALID_FIELD (`hypotheses`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -119,9 +120,14 @@ class ResolverServiceServicer:
         """Says, for each proposed claim, whether it may be applied automatically.
         Each proposal is judged on its own against the evidence. A proposal
         about a safety-sensitive predicate that is conflicted before or after it,
-        or that changes that predicate's leader, is never auto-applied.
+        or that changes that predicate's leader (including giving it a first
+        leader), is never auto-applied. A SUPERSEDES proposal that drops a claim
+        of another semantic is judged on that semantic too; `before` and `after`
+        show the proposal's own semantic. Ids must be unique within the evidence
+        plus that proposal.
 
-        Errors: as ResolveSemantic; field paths name `proposals[i]`.
+        Errors: as ResolveSemantic; field paths name `proposals[i]`; no
+        proposals is ERROR_REASON_INVALID_FIELD (`proposals`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -46,7 +46,7 @@ class ResolverServiceStub:
     """Resolves one (subject, predicate) over the evidence.
 
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (subject,
-    predicate, stale_after), ERROR_REASON_INVALID_CLAIM,
+    predicate, as_of, stale_after), ERROR_REASON_INVALID_CLAIM,
     ERROR_REASON_UNKNOWN_SOURCE, ERROR_REASON_DUPLICATE_CLAIM_ID,
     ERROR_REASON_RELATION_WITHOUT_ID or ERROR_REASON_MALFORMED_REQUEST.
     """
@@ -61,15 +61,21 @@ class ResolverServiceStub:
     without a second fusion path. Each hypothesis is resolved independently
     against the base; ids must be unique within base + that hypothesis.
 
-    Errors: as ResolveSemantic; field paths name `hypotheses[i].claims[j]`.
+    Errors: as ResolveSemantic; field paths name `hypotheses[i].claims[j]`;
+    more than 1024 hypotheses is ERROR_REASON_INVALID_FIELD (`hypotheses`).
     """
     Reconcile: _grpc.UnaryUnaryMultiCallable[_resolver_service_pb2.ReconcileRequest, _resolver_service_pb2.ReconcileResponse]
     """Says, for each proposed claim, whether it may be applied automatically.
     Each proposal is judged on its own against the evidence. A proposal
     about a safety-sensitive predicate that is conflicted before or after it,
-    or that changes that predicate's leader, is never auto-applied.
+    or that changes that predicate's leader (including giving it a first
+    leader), is never auto-applied. A SUPERSEDES proposal that drops a claim
+    of another semantic is judged on that semantic too; `before` and `after`
+    show the proposal's own semantic. Ids must be unique within the evidence
+    plus that proposal.
 
-    Errors: as ResolveSemantic; field paths name `proposals[i]`.
+    Errors: as ResolveSemantic; field paths name `proposals[i]`; no
+    proposals is ERROR_REASON_INVALID_FIELD (`proposals`).
     """
     GetResolverPolicy: _grpc.UnaryUnaryMultiCallable[_resolver_service_pb2.GetResolverPolicyRequest, _resolver_service_pb2.GetResolverPolicyResponse]
     """Returns the policy every computation uses: the reliability table, the
@@ -96,7 +102,7 @@ class ResolverServiceAsyncStub(ResolverServiceStub):
     """Resolves one (subject, predicate) over the evidence.
 
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (subject,
-    predicate, stale_after), ERROR_REASON_INVALID_CLAIM,
+    predicate, as_of, stale_after), ERROR_REASON_INVALID_CLAIM,
     ERROR_REASON_UNKNOWN_SOURCE, ERROR_REASON_DUPLICATE_CLAIM_ID,
     ERROR_REASON_RELATION_WITHOUT_ID or ERROR_REASON_MALFORMED_REQUEST.
     """
@@ -111,15 +117,21 @@ class ResolverServiceAsyncStub(ResolverServiceStub):
     without a second fusion path. Each hypothesis is resolved independently
     against the base; ids must be unique within base + that hypothesis.
 
-    Errors: as ResolveSemantic; field paths name `hypotheses[i].claims[j]`.
+    Errors: as ResolveSemantic; field paths name `hypotheses[i].claims[j]`;
+    more than 1024 hypotheses is ERROR_REASON_INVALID_FIELD (`hypotheses`).
     """
     Reconcile: _aio.UnaryUnaryMultiCallable[_resolver_service_pb2.ReconcileRequest, _resolver_service_pb2.ReconcileResponse]  # type: ignore[assignment]
     """Says, for each proposed claim, whether it may be applied automatically.
     Each proposal is judged on its own against the evidence. A proposal
     about a safety-sensitive predicate that is conflicted before or after it,
-    or that changes that predicate's leader, is never auto-applied.
+    or that changes that predicate's leader (including giving it a first
+    leader), is never auto-applied. A SUPERSEDES proposal that drops a claim
+    of another semantic is judged on that semantic too; `before` and `after`
+    show the proposal's own semantic. Ids must be unique within the evidence
+    plus that proposal.
 
-    Errors: as ResolveSemantic; field paths name `proposals[i]`.
+    Errors: as ResolveSemantic; field paths name `proposals[i]`; no
+    proposals is ERROR_REASON_INVALID_FIELD (`proposals`).
     """
     GetResolverPolicy: _aio.UnaryUnaryMultiCallable[_resolver_service_pb2.GetResolverPolicyRequest, _resolver_service_pb2.GetResolverPolicyResponse]  # type: ignore[assignment]
     """Returns the policy every computation uses: the reliability table, the
@@ -149,7 +161,7 @@ class ResolverServiceServicer(metaclass=_abc_1.ABCMeta):
         """Resolves one (subject, predicate) over the evidence.
 
         Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (subject,
-        predicate, stale_after), ERROR_REASON_INVALID_CLAIM,
+        predicate, as_of, stale_after), ERROR_REASON_INVALID_CLAIM,
         ERROR_REASON_UNKNOWN_SOURCE, ERROR_REASON_DUPLICATE_CLAIM_ID,
         ERROR_REASON_RELATION_WITHOUT_ID or ERROR_REASON_MALFORMED_REQUEST.
         """
@@ -176,7 +188,8 @@ class ResolverServiceServicer(metaclass=_abc_1.ABCMeta):
         without a second fusion path. Each hypothesis is resolved independently
         against the base; ids must be unique within base + that hypothesis.
 
-        Errors: as ResolveSemantic; field paths name `hypotheses[i].claims[j]`.
+        Errors: as ResolveSemantic; field paths name `hypotheses[i].claims[j]`;
+        more than 1024 hypotheses is ERROR_REASON_INVALID_FIELD (`hypotheses`).
         """
 
     @_abc_1.abstractmethod
@@ -188,9 +201,14 @@ class ResolverServiceServicer(metaclass=_abc_1.ABCMeta):
         """Says, for each proposed claim, whether it may be applied automatically.
         Each proposal is judged on its own against the evidence. A proposal
         about a safety-sensitive predicate that is conflicted before or after it,
-        or that changes that predicate's leader, is never auto-applied.
+        or that changes that predicate's leader (including giving it a first
+        leader), is never auto-applied. A SUPERSEDES proposal that drops a claim
+        of another semantic is judged on that semantic too; `before` and `after`
+        show the proposal's own semantic. Ids must be unique within the evidence
+        plus that proposal.
 
-        Errors: as ResolveSemantic; field paths name `proposals[i]`.
+        Errors: as ResolveSemantic; field paths name `proposals[i]`; no
+        proposals is ERROR_REASON_INVALID_FIELD (`proposals`).
         """
 
     @_abc_1.abstractmethod
