@@ -43,7 +43,8 @@ ROOT_TYPES = (
 # effect the planner never approves, so no real plan has a FORBIDDEN candidate.
 UNCOVERED_FIELDS = {"assay.v1.AcquisitionCandidate.forbidden_side_effects"}
 
-pytestmark = pytest.mark.external
+# The first Node use may run `npm ci` from the lockfile.
+pytestmark = [pytest.mark.external, pytest.mark.timeout(900)]
 
 
 def canonical_dict(msg: message.Message) -> dict[str, Any]:
