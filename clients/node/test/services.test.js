@@ -1,7 +1,7 @@
 // The Node client against real Assay servers. tests/external/test_node_client.py
-// starts the three services on free ports and passes their addresses here:
-//   ASSAY_RESOLVER_TARGET, ASSAY_PLANNER_TARGET, ASSAY_ADJUDICATION_TARGET
-// By hand: `assay up`, then the same variables set to 127.0.0.1:50051..50053.
+// starts the three services on free ports and passes their addresses in
+//   ASSAY_RESOLVER_TARGET, ASSAY_PLANNER_TARGET, ASSAY_ADJUDICATION_TARGET.
+// By hand: `assay up` and `npm test` (unset variables mean the `assay up` ports).
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -13,6 +13,7 @@ import {
   createPlannerClient,
   createResolverClient,
   decodeError,
+  DEFAULT_TARGETS,
   ErrorReason,
   fromJson,
   GapKind,
@@ -26,11 +27,6 @@ import {
 
 const EXAMPLES = new URL("../../../examples/", import.meta.url);
 
-function target(name) {
-  const value = process.env[name];
-  assert.ok(value, `${name} is not set: start the services and export their addresses`);
-  return value;
-}
 
 function example(path) {
   return JSON.parse(readFileSync(new URL(path, EXAMPLES), "utf8"));
@@ -50,7 +46,7 @@ async function failure(call) {
 const RUN = `${process.pid}-${Date.now().toString(36)}`;
 
 describe("ResolverService", () => {
-  const resolver = createResolverClient(target("ASSAY_RESOLVER_TARGET"));
+  const resolver = createResolverClient(DEFAULT_TARGETS.resolver);
 
   it("resolves the example's safety conflict as CONFLICTED, requiring review", async () => {
     // The request is built from canonical proto JSON, as another language would send it.
@@ -106,7 +102,7 @@ describe("ResolverService", () => {
 });
 
 describe("PlannerService", () => {
-  const planner = createPlannerClient(target("ASSAY_PLANNER_TARGET"));
+  const planner = createPlannerClient(DEFAULT_TARGETS.planner);
 
   it("plans acquisition for the conflicted example, human review among the candidates", async () => {
     const request = fromJson(
@@ -138,7 +134,7 @@ describe("PlannerService", () => {
 });
 
 describe("AdjudicationService", () => {
-  const adjudication = createAdjudicationClient(target("ASSAY_ADJUDICATION_TARGET"));
+  const adjudication = createAdjudicationClient(DEFAULT_TARGETS.adjudication);
 
   it("registers a reviewer, enqueues a case and shows it blinded", async () => {
     const reviewerId = `node-fixture-${RUN}`;
