@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import {
   Availability,
+  CaseState,
   Code,
   createAdjudicationClient,
   createPlannerClient,
@@ -17,12 +18,15 @@ import {
   ErrorReason,
   fromJson,
   GapKind,
+  LabelingProvenance,
   PlanEvidenceRequestSchema,
   PlanOutcome,
   ProbeKind,
+  ResolutionBasis,
   ResolutionStatus,
   ResolveSemanticRequestSchema,
   ReviewerKind,
+  ReviewOutcome,
 } from "../src/index.js";
 
 const EXAMPLES = new URL("../../../examples/", import.meta.url);
@@ -173,6 +177,63 @@ describe("AdjudicationService", () => {
     );
     // The reviewer's view has no verdict field at all, not merely an empty one.
     assert.equal("localVerdict" in blinded, false);
+  });
+
+  it("takes a case to a frozen gold label and streams it in the export", async () => {
+    const tenant = `node-loop-${RUN}`;
+    const none = { kind: { case: "stringValue", value: "none" } };
+    const key = { kind: { case: "stringValue", value: "idempotency-key" } };
+    const reviewers = [`node-a-${RUN}`, `node-b-${RUN}`];
+    for (const reviewerId of reviewers) {
+      await adjudication.registerReviewer({
+        reviewer: { reviewerId, kind: ReviewerKind.MECHANISM_TEST_FIXTURE },
+      });
+    }
+    const { case: stored } = await adjudication.enqueueCase({
+      case: {
+        tenant,
+        subject: "api:payments.create",
+        predicate: "idempotency.mode",
+        candidateValues: [key, none],
+        localVerdict: none,
+        lineage: { origin: "node-client-test" },
+      },
+    });
+    let state;
+    for (const reviewerId of reviewers) {
+      ({ state } = await adjudication.submitReview({
+        caseId: stored.caseId,
+        reviewerId,
+        outcome: ReviewOutcome.LABEL,
+        label: key,
+      }));
+    }
+    assert.equal(state, CaseState.AGREED);
+    const { resolution } = await adjudication.resolveCase({
+      caseId: stored.caseId,
+      basis: ResolutionBasis.UNANIMOUS_AGREEMENT,
+    });
+    assert.equal(resolution.labelKey, '"idempotency-key"');
+    const { revision } = await adjudication.freezeGoldLabel({ caseId: stored.caseId });
+    assert.equal(revision.revision, 1);
+    assert.equal(revision.provenance, LabelingProvenance.SYNTHETIC_MECHANISM_TEST);
+    assert.match(revision.digest, /^sha256:[0-9a-f]{64}$/);
+
+    // A server stream: record batches, then exactly one manifest, last.
+    const items = [];
+    for await (const response of adjudication.exportCorpus({ tenant })) {
+      items.push(response.item);
+    }
+    assert.equal(items.at(-1).case, "manifest");
+    assert.equal(items.filter((item) => item.case === "manifest").length, 1);
+    const records = items.filter((item) => item.case === "batch").flatMap((item) => item.value.records);
+    assert.deepEqual(records.map((record) => record.case.caseId), [stored.caseId]);
+    assert.equal(records[0].revision.digest, revision.digest);
+    const manifest = items.at(-1).value;
+    // int64 counts arrive as BigInt in protobuf-es.
+    assert.equal(manifest.recordCount, 1n);
+    assert.equal(manifest.syntheticCount, 1n);
+    assert.equal(manifest.containsSyntheticLabels, true);
   });
 
   it("refuses a human reviewer without attestation, naming `reviewer.attested_by`", async () => {
