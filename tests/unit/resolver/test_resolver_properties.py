@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from assay.services.resolver import engine
 from assay.services.resolver.convert import intake, source_table, violations
 from assay.services.resolver.policy import DEFAULT_POLICY
 from assay.v1 import claim_pb2
@@ -128,3 +129,28 @@ class TestValidationParity:
         """The fast intake and the slow validator never disagree."""
         explained = violations(found, "evidence.claims", DEFAULT_POLICY.reliability, {})
         assert (intake(found, TABLE) is None) == bool(explained)
+
+
+class TestLayering:
+    @PROFILE
+    @given(claims(), claims(max_size=4), st.sampled_from(["p", "idempotency.mode"]))
+    def test_layered_equals_full_recompute(
+        self,
+        base_claims: list[claim_pb2.Claim],
+        extra_claims: list[claim_pb2.Claim],
+        predicate: str,
+    ) -> None:
+        """Reusing the base's relations for extra claims gives the same answer as redoing all."""
+        for extra_claim in extra_claims:  # extra ids must not collide with the base's
+            if extra_claim.id:
+                extra_claim.id = "x" + extra_claim.id
+        base = intake(base_claims, TABLE)
+        assert base is not None
+        extra = intake(extra_claims, TABLE, len(base_claims), base.ids)
+        assert extra is not None
+        sem = ("s1", predicate)
+        layered = engine.Layered(base, DEFAULT_POLICY)
+        assert layered.resolve_with(extra, sem) == engine.resolve_one(
+            (base, extra), sem, DEFAULT_POLICY
+        )
+        assert layered.resolve(sem) == engine.resolve_one((base,), sem, DEFAULT_POLICY)

@@ -16,8 +16,10 @@ from itertools import chain
 from assay.services.resolver.active import resolve_relations
 from assay.services.resolver.fusion import exclusions, resolve, without_superseded
 from assay.services.resolver.model import (
+    SEM,
     Active,
     Excluded,
+    Exclusion,
     Intake,
     Resolution,
     Row,
@@ -118,6 +120,55 @@ def resolve_evidence(
             )
         )
     return out
+
+
+class Layered:
+    """The base evidence prepared once; extra claims (a hypothesis, a proposal) layered on it.
+
+    Relations, exclusions and warnings of the base are computed once per request. Extra
+    claims without relations, whose ids no base relation was waiting for, cannot change
+    any of that, so each of them costs only its own claims plus the target semantic; only
+    extra claims that do touch relations pay for recomputing them over base + extra.
+    """
+
+    def __init__(self, base: Intake, policy: Policy, staleness: Staleness | None = None) -> None:
+        self.base = base
+        self.policy = policy
+        self.staleness = staleness
+        self.context = _Context((base,))
+        known = base.ids if base.relations else {}
+        self.awaited = {r.target_id for r in base.relations if r.target_id not in known}
+
+    def resolve(self, sem: SemKey) -> Resolution:
+        """The base alone."""
+        return self.context.resolve(sem, self.policy, self.staleness)
+
+    def resolve_with(self, extra: Intake, sem: SemKey) -> Resolution:
+        """Base + ``extra``."""
+        if extra.relations or (self.awaited and not self.awaited.isdisjoint(extra.ids)):
+            return _Context((self.base, extra)).resolve(sem, self.policy, self.staleness)
+        context = self.context
+        merged = {key: list(rows) for key, rows in self.base.values.get(sem, {}).items()}
+        for key, rows in extra.values.get(sem, {}).items():
+            merged.setdefault(key, []).extend(rows)
+        values: Iterable[Sequence[Row]] = (
+            without_superseded(merged, context.active)
+            if context.active.superseded
+            else merged.values()
+        )
+        excluded = [
+            *context.excluded.get(sem, ()),
+            *(Excluded(row, Exclusion.REVIEWED_OUT) for row in extra.rejected if row[SEM] == sem),
+        ]
+        warnings = [*context.warnings.get(sem, ()), *capped_warnings((extra,)).get(sem, ())]
+        return resolve(
+            sem,
+            values,
+            policy=self.policy,
+            excluded=excluded,
+            warnings=warnings,
+            staleness=self.staleness,
+        )
 
 
 def resolve_one(

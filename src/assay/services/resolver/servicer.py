@@ -6,7 +6,7 @@ request is rejected as a whole, with every violation, before any fusion runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from functools import partial
 
 import grpc
 
@@ -49,7 +49,7 @@ class ResolverServicer:
         reader.done()
         assert base is not None
         sem = (request.subject, request.predicate)
-        resolution = engine.resolve_one((base,), sem, self.policy, staleness)
+        resolution = engine.Layered(base, self.policy, staleness).resolve(sem)
         response = pb.ResolveSemanticResponse()
         Emitter(reader.index).resolution(resolution, response.resolution)
         return response
@@ -104,13 +104,12 @@ class ResolverServicer:
         sem = (request.subject, request.predicate)
         response = pb.ResolveHypothesesResponse()
         emitter = Emitter(reader.index)
-        emitter.resolution(engine.resolve_one((base,), sem, self.policy, staleness), response.base)
+        layered = engine.Layered(base, self.policy, staleness)
+        emitter.resolution(layered.resolve(sem), response.base)
         for hypothesis, extra in zip(request.hypotheses, extras, strict=True):
             assert extra is not None
             out = response.hypotheses.add(label=hypothesis.label)
-            emitter.resolution(
-                engine.resolve_one((base, extra), sem, self.policy, staleness), out.resolution
-            )
+            emitter.resolution(layered.resolve_with(extra, sem), out.resolution)
         return response
 
     async def Reconcile(
@@ -131,11 +130,12 @@ class ResolverServicer:
         ]
         reader.done()
         assert base is not None
+        layered = engine.Layered(base, self.policy)
         before: dict[SemKey, Resolution] = {}
 
         def resolve_before(sem: SemKey) -> Resolution:
             if sem not in before:
-                before[sem] = engine.resolve_one((base,), sem, self.policy)
+                before[sem] = layered.resolve(sem)
             return before[sem]
 
         response = pb.ReconcileResponse()
@@ -144,7 +144,7 @@ class ResolverServicer:
             assert extra is not None
             sems = reconcile.affected((proposal.subject, proposal.predicate), extra, base)
             decision, reason, old, new = reconcile.judge(
-                sems, resolve_before, _after(base, extra, self.policy)
+                sems, resolve_before, partial(_after, layered, extra)
             )
             out = response.outcomes.add(
                 claim_ref=claim_ref(proposal), decision=decision.value, reason=reason.value
@@ -168,11 +168,8 @@ class ResolverServicer:
         return response
 
 
-def _after(base: Intake, extra: Intake, policy: Policy) -> Callable[[SemKey], Resolution]:
-    def resolve_after(sem: SemKey) -> Resolution:
-        return engine.resolve_one((base, extra), sem, policy)
-
-    return resolve_after
+def _after(layered: engine.Layered, extra: Intake, sem: SemKey) -> Resolution:
+    return layered.resolve_with(extra, sem)
 
 
 def _staleness_fields(
