@@ -42,6 +42,17 @@ class Stack:
         return "\n".join(parts)
 
 
+def _start(stack: ExitStack, args: list[str], log_path: Path, port: int) -> AssayProcess:
+    """Start one service inside ``stack``; a failed start names the service and shows its log."""
+    try:
+        return stack.enter_context(assay_process(args, log_path, port))
+    except (RuntimeError, TimeoutError) as error:
+        log = log_path.read_text(encoding="utf-8", errors="replace") if log_path.exists() else ""
+        raise RuntimeError(
+            f"`assay {' '.join(args)}` did not start: {error}\n{log[-4000:]}"
+        ) from None
+
+
 @contextmanager
 def assay_stack(directory: Path) -> Iterator[Stack]:
     """Resolver, a planner pointed at it, and adjudication on ``directory/assay.db``.
@@ -50,35 +61,32 @@ def assay_stack(directory: Path) -> Iterator[Stack]:
     reverse order of start."""
     with ExitStack() as stack:
         resolver_port = free_port()
-        resolver = stack.enter_context(
-            assay_process(
-                ["serve", "resolver", "--port", str(resolver_port)],
-                directory / "resolver.log",
-                resolver_port,
-            )
+        resolver = _start(
+            stack,
+            ["serve", "resolver", "--port", str(resolver_port)],
+            directory / "resolver.log",
+            resolver_port,
         )
         planner_port = free_port()
-        planner = stack.enter_context(
-            assay_process(
-                ["serve", "planner", "--port", str(planner_port), "--resolver", resolver.target],
-                directory / "planner.log",
-                planner_port,
-            )
+        planner = _start(
+            stack,
+            ["serve", "planner", "--port", str(planner_port), "--resolver", resolver.target],
+            directory / "planner.log",
+            planner_port,
         )
         adjudication_port = free_port()
-        adjudication = stack.enter_context(
-            assay_process(
-                [
-                    "serve",
-                    "adjudication",
-                    "--port",
-                    str(adjudication_port),
-                    "--db",
-                    str(directory / "assay.db"),
-                ],
-                directory / "adjudication.log",
-                adjudication_port,
-            )
+        adjudication = _start(
+            stack,
+            [
+                "serve",
+                "adjudication",
+                "--port",
+                str(adjudication_port),
+                "--db",
+                str(directory / "assay.db"),
+            ],
+            directory / "adjudication.log",
+            adjudication_port,
         )
         running = Stack(resolver, planner, adjudication)
         try:
