@@ -228,6 +228,14 @@ class TestValues:
         assert result.leader.value.number_value == 0.0
         assert math.copysign(1.0, result.leader.value.number_value) == 1.0
 
+    @pytest.mark.parametrize(("data", "kind"), [([], "list_value"), ({}, "struct_value")])
+    def test_empty_containers_are_values(self, data: object, kind: str) -> None:
+        """An empty list or object is a value, and is emitted as one."""
+        result = resolve([claim(data)])
+        assert result.status == RESOLVED
+        assert result.leader.value.WhichOneof("kind") == kind
+        assert result.values[0].value.WhichOneof("kind") == kind
+
 
 class TestSafety:
     def test_safety_conflict_requires_review(self) -> None:

@@ -90,11 +90,13 @@ def json_to_value(data: vk.JsonValue, out: struct_pb2.Value) -> None:
     elif isinstance(data, str):
         out.string_value = data
     elif isinstance(data, Mapping):
+        out.struct_value.SetInParent()  # an empty object is still an object
         fields = out.struct_value.fields
         for name, item in data.items():
             json_to_value(item, fields[name])
     else:
         values = out.list_value
+        values.SetInParent()  # an empty list is still a list
         for item in data:
             json_to_value(item, values.values.add())
 
@@ -377,7 +379,10 @@ class Emitter:
             leader.value.CopyFrom(self.value(lead.value_key))
             leader.value_key = lead.value_key
             leader.support = lead.support
-            out.rationale.extend(resolution_pb2.RationaleFlag.ValueType(f) for f in res.rationale)
+            if res.rationale:
+                out.rationale.extend(
+                    [resolution_pb2.RationaleFlag.ValueType(f) for f in res.rationale]
+                )
         add_value = out.values.add
         for support in res.values:
             msg = add_value(value_key=support.value_key, support=support.support)
@@ -407,10 +412,12 @@ class Emitter:
                 out_group.weight = -neg_weight
                 out_group.counted_claim_ref = ref
             msg.counted_claim_refs.extend([row[REF] for row in support.counted])
-        for excluded in res.excluded:
-            self.excluded(excluded, out.excluded.add())
-        for warning in res.warnings:
-            self.warning(warning, out.warnings.add())
+        if res.excluded:
+            for excluded in res.excluded:
+                self.excluded(excluded, out.excluded.add())
+        if res.warnings:
+            for warning in res.warnings:
+                self.warning(warning, out.warnings.add())
 
     def excluded(self, excluded: Excluded, out: resolution_pb2.ExcludedClaim) -> None:
         out.claim_ref = excluded.row[REF]
