@@ -30,7 +30,7 @@ from google.protobuf import message as pb_message
 from google.protobuf.descriptor import ServiceDescriptor
 
 from assay.client.channel import DEFAULT_TIMEOUT_SECONDS, aio_channel, sync_channel
-from assay.client.errors import AssayCallError, InvalidArgumentError, from_rpc_error
+from assay.client.errors import AssayCallError, from_rpc_error
 
 REQUEST_ID_HEADER = "x-request-id"
 
@@ -67,10 +67,9 @@ def call_metadata(base: Metadata, x_request_id: str | None) -> tuple[tuple[str, 
 
 
 def _check_timeout(timeout: float) -> float:
+    # A caller's programming error, not a failed call: ValueError, not AssayCallError.
     if not timeout > 0:
-        raise InvalidArgumentError(
-            grpc.StatusCode.INVALID_ARGUMENT, f"timeout must be positive seconds, not {timeout!r}"
-        )
+        raise ValueError(f"timeout must be positive seconds, not {timeout!r}")
     return timeout
 
 

@@ -165,6 +165,7 @@ def conclude(console: Console, report: RunReport) -> int:
         "SYNTHETIC_MECHANISM_TEST, so it came back as a "
         f"'{SYNTHETIC_SOURCE}' claim (reliability {FIXTURE_RELIABILITY} here), never as "
         "'human_review'. Only a label whose every contributor is a HUMAN reviewer returns as "
-        "'human_review' (reliability 1.0)."
+        "'human_review' (reliability 1.0). The builtin table has no "
+        f"'{SYNTHETIC_SOURCE}' row, so a production resolver would not count this label at all."
     )
     return 0 if resolved else 1

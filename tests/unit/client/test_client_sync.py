@@ -187,9 +187,9 @@ class TestWhatGoesOnTheWire:
         """A timeout that would mean "no deadline" or "already expired" is a caller error."""
         _, channel, _ = fake
         client = ResolverClient(cast(grpc.Channel, channel))
-        with pytest.raises(InvalidArgumentError):
+        with pytest.raises(ValueError, match="timeout"):
             client.get_resolver_policy(timeout=bad)
-        with pytest.raises(InvalidArgumentError):
+        with pytest.raises(ValueError, match="timeout"):
             ResolverClient(cast(grpc.Channel, channel), timeout=bad)
         assert channel.calls == []
 
@@ -341,3 +341,70 @@ class TestErrorMapping:
             result(future)
         assert caught.value.reason == ""
         assert caught.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+def take_stream(inner: Any, descriptor: MethodDescriptor) -> tuple[Any, Any]:
+    """The next server-streaming RPC on ``descriptor``: (request, rpc), within WAIT."""
+    taken: list[Any] = []
+    thread = threading.Thread(
+        target=lambda: taken.append(inner.take_unary_stream(descriptor)), daemon=True
+    )
+    thread.start()
+    thread.join(WAIT)
+    assert taken, f"the client never called {descriptor.full_name}"
+    _, request, rpc = taken[0]
+    return request, rpc
+
+
+def records(n: int) -> adj.ExportCorpusResponse:
+    return adj.ExportCorpusResponse(
+        batch=adj.CorpusRecordBatch(
+            records=[adj.CorpusRecord(case=adj.BlindedCase(case_id=f"c{i}")) for i in range(n)]
+        )
+    )
+
+
+class TestExportStream:
+    def test_records_then_the_manifest(
+        self, fake: tuple[Any, RecordingChannel, ThreadPoolExecutor]
+    ) -> None:
+        """Batches are flattened into records; the manifest is yielded last."""
+        inner, channel, pool = fake
+        client = AdjudicationClient(cast(grpc.Channel, channel))
+        future = pool.submit(lambda: list(client.export(tenant="t", batch_size=2)))
+        request, rpc = take_stream(inner, method(ADJUDICATION, "ExportCorpus"))
+        assert (request.tenant, request.batch_size) == ("t", 2)
+        rpc.send_response(records(2))
+        rpc.send_response(records(1))
+        rpc.send_response(adj.ExportCorpusResponse(manifest=adj.ExportManifest(record_count=3)))
+        rpc.terminate((), grpc.StatusCode.OK, "")
+        items = result(future)
+        assert [type(i).__name__ for i in items] == ["CorpusRecord"] * 3 + ["ExportManifest"]
+
+    def test_a_stream_without_its_manifest_is_data_loss(
+        self, fake: tuple[Any, RecordingChannel, ThreadPoolExecutor]
+    ) -> None:
+        """A stream that ends OK but without a manifest is not passed off as complete."""
+        inner, channel, pool = fake
+        client = AdjudicationClient(cast(grpc.Channel, channel))
+        future = pool.submit(lambda: list(client.export()))
+        _, rpc = take_stream(inner, method(ADJUDICATION, "ExportCorpus"))
+        rpc.send_response(records(2))
+        rpc.terminate((), grpc.StatusCode.OK, "")
+        with pytest.raises(DataLossError, match="without a manifest"):
+            result(future)
+
+    def test_an_error_mid_stream_maps_to_its_subclass(
+        self, fake: tuple[Any, RecordingChannel, ThreadPoolExecutor]
+    ) -> None:
+        """DATA_LOSS from the server after some records raises DataLossError with its reason."""
+        inner, channel, pool = fake
+        client = AdjudicationClient(cast(grpc.Channel, channel))
+        future = pool.submit(lambda: list(client.export()))
+        _, rpc = take_stream(inner, method(ADJUDICATION, "ExportCorpus"))
+        rpc.send_response(records(1))
+        status = to_status(errors.DataLoss(errors.Reason.GOLD_LABEL_DIGEST_MISMATCH, "bad row"))
+        rpc.terminate(status.trailing_metadata, status.code, status.details)
+        with pytest.raises(DataLossError) as caught:
+            result(future)
+        assert caught.value.reason == "ERROR_REASON_GOLD_LABEL_DIGEST_MISMATCH"

@@ -1,0 +1,52 @@
+"""Every RPC of every service has a typed method on both the blocking and the asyncio client."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import pytest
+from google.protobuf.descriptor import MethodDescriptor
+
+from assay.client import (
+    AdjudicationClient,
+    AsyncAdjudicationClient,
+    AsyncPlannerClient,
+    AsyncResolverClient,
+    PlannerClient,
+    ResolverClient,
+)
+from assay.client.base import AsyncClient, SyncClient
+
+PAIRS: list[tuple[type[SyncClient], type[AsyncClient]]] = [
+    (ResolverClient, AsyncResolverClient),
+    (PlannerClient, AsyncPlannerClient),
+    (AdjudicationClient, AsyncAdjudicationClient),
+]
+RPCS = [(sync, aio, rpc) for sync, aio in PAIRS for rpc in sync.SERVICE.methods]
+
+
+def snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+@pytest.mark.parametrize(
+    ("sync", "aio", "rpc"), RPCS, ids=[f"{r.containing_service.name}.{r.name}" for _, _, r in RPCS]
+)
+class TestEveryRpcHasAMethod:
+    def test_both_clients_have_it_with_timeout_and_request_id_options(
+        self, sync: type[SyncClient], aio: type[AsyncClient], rpc: MethodDescriptor
+    ) -> None:
+        """snake_case method on both clients, taking ``timeout`` and ``x_request_id``."""
+        for client in (sync, aio):
+            method = getattr(client, snake(rpc.name), None)
+            assert method is not None, f"{client.__name__} lacks {snake(rpc.name)}"
+            parameters = inspect.signature(method).parameters
+            assert {"request", "timeout", "x_request_id"} <= parameters.keys()
+
+    def test_async_unary_methods_are_coroutines(
+        self, sync: type[SyncClient], aio: type[AsyncClient], rpc: MethodDescriptor
+    ) -> None:
+        """Unary methods of the asyncio client are awaited; streaming ones are iterated."""
+        method = getattr(aio, snake(rpc.name))
+        assert inspect.iscoroutinefunction(method) is (not rpc.server_streaming)
