@@ -265,3 +265,23 @@ class TestLocalProbes:
         assert report.stop_reason is StopReason.ITERATION_LIMIT
         assert report.final_status == "CONFLICTED"
         assert isinstance(report.evidence, claim_pb2.Evidence)
+
+
+class TestFailures:
+    async def test_adjudication_unreachable_fails_the_acquisition_not_the_run(
+        self, builtin: Clients
+    ) -> None:
+        """An enqueue that cannot reach adjudication is a FAILED acquisition; the run goes on
+        and stops when nothing else may be acted on."""
+        from tests.support.processes import free_port
+
+        async with AsyncAdjudicationClient(f"127.0.0.1:{free_port()}", timeout=2) as dead:
+            services = Services(builtin.services.resolver, builtin.services.planner, dead)
+            report = await run(services, Settings(SUBJECT, PREDICATE))
+        acquisition = report.steps[0].acquisition
+        assert acquisition is not None
+        assert acquisition.probe == "HUMAN_REVIEW"
+        assert acquisition.outcome is Outcome.FAILED
+        assert "UNAVAILABLE" in acquisition.detail
+        assert report.stop_reason is StopReason.NO_ACTIONABLE_CANDIDATE
+        assert report.pending_cases == []

@@ -85,6 +85,9 @@ class _ClientBase:
     def __init__(self, timeout: float, metadata: Metadata) -> None:
         self.timeout = _check_timeout(timeout)
         self.metadata = tuple(metadata)
+        # One multicallable per method, made on first use: creating one per call costs more
+        # than many small calls do.
+        self._stubs: dict[str, Any] = {}
 
     def _path(self, method: str) -> str:
         return f"/{self.SERVICE.full_name}/{method}"
@@ -131,11 +134,13 @@ class SyncClient(_ClientBase):
         timeout: float | None,
         x_request_id: str | None,
     ) -> Resp:
-        stub = self.channel.unary_unary(
-            self._path(method),
-            request_serializer=_serialize,
-            response_deserializer=response_type.FromString,
-        )
+        stub = self._stubs.get(method)
+        if stub is None:
+            stub = self._stubs[method] = self.channel.unary_unary(
+                self._path(method),
+                request_serializer=_serialize,
+                response_deserializer=response_type.FromString,
+            )
         try:
             return cast(
                 Resp, stub(with_request_id(request), **self._options(timeout, x_request_id))
@@ -200,11 +205,13 @@ class AsyncClient(_ClientBase):
         timeout: float | None,
         x_request_id: str | None,
     ) -> Resp:
-        stub = self.channel.unary_unary(
-            self._path(method),
-            request_serializer=_serialize,
-            response_deserializer=response_type.FromString,
-        )
+        stub = self._stubs.get(method)
+        if stub is None:
+            stub = self._stubs[method] = self.channel.unary_unary(
+                self._path(method),
+                request_serializer=_serialize,
+                response_deserializer=response_type.FromString,
+            )
         try:
             return cast(
                 Resp, await stub(with_request_id(request), **self._options(timeout, x_request_id))

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from assay.client.adjudication_async import AsyncAdjudicationClient
 from assay.client.builders import acquisition_policy, plan_request
+from assay.client.errors import AssayCallError
 from assay.client.planner import AsyncPlannerClient
 from assay.client.resolver import AsyncResolverClient
 from assay.executor import local_probes
@@ -202,9 +203,16 @@ class Executor:
         target = (claim_id, settings.subject, settings.predicate)
         if probe == "HUMAN_REVIEW":
             assert self.services.adjudication is not None  # configured() checked it
-            return await enqueue_review(
-                self.services.adjudication, resolution, settings, f"plan:{candidate.candidate_id}"
-            )
+            try:
+                return await enqueue_review(
+                    self.services.adjudication,
+                    resolution,
+                    settings,
+                    f"plan:{candidate.candidate_id}",
+                )
+            except AssayCallError as error:
+                # The acquisition failed, not the run: record it and let the loop go on.
+                return ProbeResult(Outcome.FAILED, f"adjudication refused the case: {error}")
         if probe == "VERIFY_ARTIFACT_HASH" and setup.artifact is not None:
             claimed = [v.value_key for v in resolution.values]
             return await asyncio.to_thread(
