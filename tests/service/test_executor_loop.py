@@ -119,6 +119,10 @@ class TestHumanReview:
         assert [c.source for c in gold] == ["human_review"]
         assert report.stop_reason is StopReason.RESOLVED
         assert report.final_leader == '"idempotency-key"'
+        # Feeding the output evidence back with the same case counts the label once.
+        again = await run(builtin, Settings(SUBJECT, PREDICATE, cases=(case_id,)), report.evidence)
+        assert [c.id for c in again.evidence.claims].count(gold[0].id) == 1
+        assert again.stop_reason is StopReason.RESOLVED
 
     async def test_a_fixture_label_is_refused_by_the_builtin_table(self, builtin: Clients) -> None:
         """Fixture reviewers: the label is never passed off as human_review; the builtin table

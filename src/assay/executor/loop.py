@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +70,7 @@ class Executor:
         self.settings = settings
         self.on_event = on_event or (lambda _event: None)
         self.tried: set[str] = set()
+        self.run_tag = ""
 
     def configured(self, probe: str) -> bool:
         """Whether this run has what ``probe`` needs (a file, a repo, a command, a service)."""
@@ -81,8 +83,13 @@ class Executor:
         }.get(probe, False)
 
     async def run(self, evidence: claim_pb2.Evidence) -> RunReport:
+        """Run the loop on a copy of ``evidence``; the report holds the evidence it ended with."""
         settings = self.settings
         report = RunReport(settings.subject, settings.predicate)
+        self.tried = set()
+        # Claim ids must be unique within a request, and a run's output evidence may be fed
+        # to a later run: a per-run tag keeps the new observations' ids from colliding.
+        self.run_tag = uuid.uuid4().hex[:8]
         working = claim_pb2.Evidence()
         working.CopyFrom(evidence)
         await self._collect(report, working)
@@ -166,7 +173,9 @@ class Executor:
         accepted = set(await self.services.resolver.policy())
         for case_id in self.settings.cases:
             result, latency = await collect_gold_label(client, case_id, self.settings, accepted)
-            working.claims.extend(result.claims)
+            present = {c.id for c in working.claims}
+            # A gold claim already in the evidence (from an earlier run's output) counts once.
+            working.claims.extend(c for c in result.claims if c.id not in present)
             if result.outcome is Outcome.AWAITING_REVIEW:
                 report.pending_cases.append(case_id)
             acquisition = self._record("HUMAN_REVIEW", f"case/{case_id}", "HOURS", result, latency)
@@ -199,7 +208,7 @@ class Executor:
         iteration: int,
     ) -> ProbeResult:
         settings, setup = self.settings, self.settings.probes
-        claim_id = f"exec:{probe.lower()}:{iteration}"
+        claim_id = f"exec:{probe.lower()}:{self.run_tag}:{iteration}"
         target = (claim_id, settings.subject, settings.predicate)
         if probe == "HUMAN_REVIEW":
             assert self.services.adjudication is not None  # configured() checked it
