@@ -178,7 +178,9 @@ class Executor:
             working.claims.extend(c for c in result.claims if c.id not in present)
             if result.outcome is Outcome.AWAITING_REVIEW:
                 report.pending_cases.append(case_id)
-            acquisition = self._record("HUMAN_REVIEW", f"case/{case_id}", "HOURS", result, latency)
+            acquisition = self._record(
+                "HUMAN_REVIEW", f"case/{case_id}", "HOURS", result, latency, cost="HIGH"
+            )
             report.collected.append(acquisition)
             self.on_event(acquisition)
 
@@ -192,11 +194,12 @@ class Executor:
         probe = probe_name(candidate)
         self.tried.add(candidate.candidate_id)
         declared = short_name(plan_pb2.LatencyBand, candidate.latency, "LATENCY_BAND_")
+        cost = short_name(plan_pb2.CostBand, candidate.cost, "COST_BAND_")
         started = time.monotonic()
         result = await self._perform(probe, candidate, resolution, iteration)
         latency = time.monotonic() - started
         acquisition = self._record(
-            probe, candidate.candidate_id, declared, result, latency, approved_grants
+            probe, candidate.candidate_id, declared, result, latency, approved_grants, cost
         )
         return acquisition, result.claims
 
@@ -246,6 +249,7 @@ class Executor:
         result: ProbeResult,
         latency: float,
         approved_grants: tuple[str, ...] = (),
+        cost: str = "",
     ) -> Acquisition:
         return Acquisition(
             probe=probe,
@@ -254,6 +258,7 @@ class Executor:
             detail=result.detail,
             latency_seconds=latency,
             declared_latency=declared,
+            declared_cost=cost,
             approved_grants=approved_grants,
             claim_ids=tuple(c.id for c in result.claims),
             case_id=result.case_id,

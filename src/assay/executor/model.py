@@ -114,6 +114,7 @@ class Acquisition:
     detail: str
     latency_seconds: float
     declared_latency: str  # the planner's class: SECONDS, MINUTES or HOURS
+    declared_cost: str = ""  # the planner's class: LOW, MEDIUM or HIGH (no measure of it here)
     approved_grants: tuple[str, ...] = ()  # non-empty only when run under --approve
     claim_ids: tuple[str, ...] = ()
     case_id: str = ""

@@ -38,7 +38,16 @@ def status_text(status: str, leader: str, support: float) -> str:
 def acquisition_text(acquisition: Acquisition) -> str:
     style = OUTCOME_STYLE.get(acquisition.outcome, "white")
     fits = acquisition.within_declared_latency
-    timing = f"{acquisition.latency_seconds:.3f}s observed, declared {acquisition.declared_latency}"
+    observed = f"{acquisition.latency_seconds:.3f}s"
+    if acquisition.outcome is Outcome.CASE_ENQUEUED:
+        observed = f"enqueued in {observed}; the review's own latency is measured when it returns"
+    elif acquisition.probe == "HUMAN_REVIEW" and acquisition.candidate_id.startswith("case/"):
+        observed += " from enqueue to freeze"
+    else:
+        observed += " observed"
+    timing = f"{observed}, declared {acquisition.declared_latency}"
+    if acquisition.declared_cost:
+        timing += f" (cost {acquisition.declared_cost})"
     if fits is False:
         timing += " [red](slower than declared)[/red]"
     approved = (
