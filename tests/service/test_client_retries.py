@@ -19,6 +19,7 @@ from google.protobuf import message_factory
 
 from assay import errors
 from assay.client import AsyncAdjudicationClient, AsyncResolverClient, UnavailableError
+from assay.client.channel import RETRY_POLICY
 from assay.runtime.config import ServerConfig
 from assay.runtime.server import ServiceSpec, serving
 from assay.v1 import adjudication_service_pb2 as adj
@@ -83,13 +84,13 @@ class TestRetries:
     async def test_retries_give_up_after_the_policys_attempts(
         self, make_server: Callable[[Any, int], Any]
     ) -> None:
-        """A service that stays UNAVAILABLE fails the call after four attempts."""
+        """A service that stays UNAVAILABLE fails the call after the policy's attempts."""
         servicer, server = make_server(RESOLVER, 100)
         async with server as services, AsyncResolverClient(services[0].address) as client:
             with pytest.raises(UnavailableError) as caught:
                 await client.get_resolver_policy(timeout=10)
         assert caught.value.reason == "ERROR_REASON_SHUTTING_DOWN"
-        assert len(servicer.requests) == 4
+        assert len(servicer.requests) == RETRY_POLICY["maxAttempts"]
 
     async def test_a_plain_channel_does_not_retry(
         self, make_server: Callable[[Any, int], Any]

@@ -58,6 +58,12 @@ class TestEvidence:
         assert list(evidence.claims) == []
         assert [w.category for w in caught] == [LegacyBundleWarning]
 
+    def test_claim_messages_and_dicts_mix_in_a_list(self) -> None:
+        """Claim messages and dicts can be mixed in a list of claims."""
+        message = claim_pb2.Claim(subject="s", predicate="p", source="api_spec", confidence=0.5)
+        evidence = as_evidence([message, CLAIM])
+        assert [c.source for c in evidence.claims] == ["api_spec", "api_spec"]
+
     def test_values_round_trip(self) -> None:
         """Plain JSON values survive to_value/from_value unchanged."""
         for value in ["a", 1.5, True, {"k": [1, "x"]}, [1, 2]]:
@@ -179,10 +185,3 @@ class TestExportTracker:
 
         with pytest.raises(DataLossError):
             drain()
-
-
-def test_claim_messages_are_accepted_in_lists() -> None:
-    """Claim messages and dicts can be mixed in a list of claims."""
-    message = claim_pb2.Claim(subject="s", predicate="p", source="api_spec", confidence=0.5)
-    evidence = as_evidence([message, CLAIM])
-    assert len(evidence.claims) == 2
