@@ -13,7 +13,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from assay.services.adjudication.storage import SchemaTooNew, Store
+from assay.services.adjudication.storage import SchemaTooNew, Store, WriteTx
 from assay.services.adjudication.storage.schema import SCHEMA_VERSION
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import gold_pb2
@@ -242,19 +242,15 @@ class TestGroupCommit:
         try:
             from assay.services.adjudication.model import AuditEventType
 
-            async def good(tx: object) -> int:
-                event = await tx.append_event(  # type: ignore[attr-defined]
-                    AuditEventType.EXPIRED_RECORDS_SWEPT, {"cases": "0"}
-                )
-                return int(event.sequence)
+            def good(tx: WriteTx) -> int:
+                event = tx.append_event(AuditEventType.EXPIRED_RECORDS_SWEPT, {"cases": "0"})
+                return event.sequence
 
-            async def refused(tx: object) -> int:
+            def refused(tx: WriteTx) -> int:
                 raise ValueError("refused before writing")
 
-            async def broken_after_write(tx: object) -> int:
-                await tx.append_event(  # type: ignore[attr-defined]
-                    AuditEventType.EXPIRED_RECORDS_SWEPT, {"cases": "1"}
-                )
+            def broken_after_write(tx: WriteTx) -> int:
+                tx.append_event(AuditEventType.EXPIRED_RECORDS_SWEPT, {"cases": "1"})
                 raise RuntimeError("failed after writing")
 
             results = await asyncio.gather(

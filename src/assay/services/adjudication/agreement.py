@@ -60,11 +60,15 @@ class Agreement:
     min_cases: int = MIN_KAPPA_CASES
 
 
-def category(review: Review) -> str:
+def category_of(outcome: Outcome, label_key: str) -> str:
     """Labels by canonical key; unresolved and not-evaluable are categories of their own."""
-    if review.outcome is Outcome.LABEL:
-        return f"label:{review.label_key}"
-    return f"outcome:{review.outcome.value}"
+    if outcome is Outcome.LABEL:
+        return f"label:{label_key}"
+    return f"outcome:{outcome.value}"
+
+
+def category(review: Review) -> str:
+    return category_of(review.outcome, review.label_key)
 
 
 def kappa_table(table: list[list[float]]) -> tuple[float, float, float, float]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
@@ -68,8 +68,8 @@ def reviewer_not_found(reviewer_id: str, field: str = "reviewer_id") -> NotFound
     )
 
 
-async def _snapshot(tx: WriteTx, case_id: str) -> CaseSnapshot:
-    snap = await tx.snapshot(case_id)
+def _snapshot(tx: WriteTx, case_id: str) -> CaseSnapshot:
+    snap = tx.snapshot(case_id)
     if snap is None:
         raise case_not_found(case_id)
     return snap
@@ -85,15 +85,15 @@ class Adjudication:
     async def _idempotent(
         self,
         key: RequestKey,
-        job: Callable[[WriteTx, datetime], Awaitable[T]],
+        job: Callable[[WriteTx, datetime], T],
         render: Callable[[T], bytes],
         scope: Callable[[T], tuple[str, str]],
     ) -> bytes:
         check_request_id(key.request_id)
 
-        async def run(tx: WriteTx) -> bytes:
+        def run(tx: WriteTx) -> bytes:
             if key.request_id:
-                prior = await tx.recall(key.request_id)
+                prior = tx.recall(key.request_id)
                 if prior is not None:
                     if (prior.method, prior.request_digest) != (key.method, key.request_digest):
                         raise invalid_field(
@@ -102,12 +102,12 @@ class Adjudication:
                             "was already used for a different request",
                         )
                     return prior.response
-            result = await job(tx, self.clock())
+            result = job(tx, self.clock())
             raw = render(result)
             if key.request_id:
                 tenant, case_id = scope(result)
                 stored = StoredResponse(key.method, key.request_digest, raw)
-                await tx.remember(key.request_id, stored, tenant, case_id)
+                tx.remember(key.request_id, stored, tenant, case_id)
             return raw
 
         return await self.store.write(run)
@@ -124,14 +124,14 @@ class Adjudication:
     ) -> bytes:
         new_reviewer(reviewer_id, kind, attested_by, self.clock())
 
-        async def job(tx: WriteTx, at: datetime) -> Reviewer:
+        def job(tx: WriteTx, at: datetime) -> Reviewer:
             reviewer = new_reviewer(reviewer_id, kind, attested_by, at)
-            if await tx.reviewer(reviewer_id) is not None:
+            if tx.reviewer(reviewer_id) is not None:
                 raise AlreadyExists(
                     Reason.REVIEWER_ALREADY_EXISTS, f"reviewer {reviewer_id} exists already"
                 )
-            await tx.insert_reviewer(reviewer)
-            await tx.append_event(
+            tx.insert_reviewer(reviewer)
+            tx.append_event(
                 AuditEventType.REVIEWER_REGISTERED,
                 {"reviewer_id": reviewer_id, "kind": reviewer.kind.value},
             )
@@ -144,10 +144,10 @@ class Adjudication:
     ) -> bytes:
         cases.validate_case(data, self.clock())
 
-        async def job(tx: WriteTx, at: datetime) -> Case:
+        def job(tx: WriteTx, at: datetime) -> Case:
             case = cases.new_case(new_id("case"), data, at)
-            await tx.insert_case(case)
-            await tx.append_event(
+            tx.insert_case(case)
+            tx.append_event(
                 AuditEventType.CASE_ENQUEUED,
                 {"case_id": case.case_id, "tenant": case.tenant, "content": case.content_digest},
             )
@@ -168,14 +168,14 @@ class Adjudication:
     ) -> bytes:
         reviews.validate_submission(sub)
 
-        async def job(tx: WriteTx, at: datetime) -> tuple[Review, CaseState, str]:
-            snap = await _snapshot(tx, sub.case_id)
-            if await tx.reviewer(sub.reviewer_id) is None:
+        def job(tx: WriteTx, at: datetime) -> tuple[Review, CaseState, str]:
+            snap = _snapshot(tx, sub.case_id)
+            if tx.reviewer(sub.reviewer_id) is None:
                 raise reviewer_not_found(sub.reviewer_id)
             label_key = reviews.check_submission(snap, sub, at)
             review = reviews.new_review(new_id("rev"), snap, sub, label_key, at)
-            await tx.insert_review(review)
-            await tx.append_event(
+            tx.insert_review(review)
+            tx.append_event(
                 AuditEventType.REVIEW_SUBMITTED,
                 {
                     "review_id": review.review_id,
@@ -203,14 +203,14 @@ class Adjudication:
     ) -> bytes:
         resolution.validate_resolve(req)
 
-        async def job(tx: WriteTx, at: datetime) -> tuple[Resolution, CaseState, str]:
-            snap = await _snapshot(tx, req.case_id)
+        def job(tx: WriteTx, at: datetime) -> tuple[Resolution, CaseState, str]:
+            snap = _snapshot(tx, req.case_id)
             adjudicator = req.adjudicator_reviewer_id
-            if adjudicator and await tx.reviewer(adjudicator) is None:
+            if adjudicator and tx.reviewer(adjudicator) is None:
                 raise reviewer_not_found(adjudicator, "adjudicator_reviewer_id")
             decided = resolution.decide(snap, req, at)
-            await tx.insert_resolution(decided)
-            await tx.append_event(
+            tx.insert_resolution(decided)
+            tx.append_event(
                 AuditEventType.CASE_RESOLVED,
                 {
                     "case_id": decided.case_id,
@@ -242,8 +242,8 @@ class Adjudication:
         if expected_revision < 0:
             raise invalid_field(Reason.INVALID_FIELD, "expected_revision", "must not be negative")
 
-        async def job(tx: WriteTx, at: datetime) -> GoldLabelRevision:
-            snap = await _snapshot(tx, case_id)
+        def job(tx: WriteTx, at: datetime) -> GoldLabelRevision:
+            snap = _snapshot(tx, case_id)
             following = snap.revision_count + 1
             if expected_revision and expected_revision < following:
                 raise AlreadyExists(
@@ -266,10 +266,10 @@ class Adjudication:
             people = {r.reviewer_id for r in snap.round_reviews}
             if decided.adjudicator_reviewer_id:
                 people.add(decided.adjudicator_reviewer_id)
-            kinds = {rid: r.kind for rid, r in (await tx.reviewers(people)).items()}
+            kinds = {rid: r.kind for rid, r in (tx.reviewers(people)).items()}
             revision = gold.new_revision(snap, decided, kinds, at)
-            await tx.insert_gold_label(revision)
-            await tx.append_event(
+            tx.insert_gold_label(revision)
+            tx.append_event(
                 AuditEventType.GOLD_LABEL_FROZEN,
                 {
                     "case_id": case_id,
@@ -292,10 +292,10 @@ class Adjudication:
     ) -> bytes:
         require_tenant(tenant, "tenant")
 
-        async def job(tx: WriteTx, at: datetime) -> tuple[DeletedCounts, int]:
-            counts = await tx.delete_cases("tenant = ?", (tenant,))
-            await tx.delete_tenant_responses(tenant)
-            event = await tx.append_event(
+        def job(tx: WriteTx, at: datetime) -> tuple[DeletedCounts, int]:
+            counts = tx.delete_cases("tenant = ?", (tenant,))
+            tx.delete_tenant_responses(tenant)
+            event = tx.append_event(
                 AuditEventType.TENANT_RECORDS_DELETED, {"tenant": tenant, **_counted(counts)}
             )
             return counts, event.sequence
@@ -305,9 +305,9 @@ class Adjudication:
     async def sweep(
         self, key: RequestKey, render: Callable[[tuple[DeletedCounts, int]], bytes]
     ) -> bytes:
-        async def job(tx: WriteTx, at: datetime) -> tuple[DeletedCounts, int]:
-            counts = await tx.delete_cases("expire_time <= ?", (to_micros(at),))
-            event = await tx.append_event(
+        def job(tx: WriteTx, at: datetime) -> tuple[DeletedCounts, int]:
+            counts = tx.delete_cases("expire_time <= ?", (to_micros(at),))
+            event = tx.append_event(
                 AuditEventType.EXPIRED_RECORDS_SWEPT,
                 {"as_of": str(to_micros(at)), **_counted(counts)},
             )

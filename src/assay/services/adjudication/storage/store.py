@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+import sqlite3
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -36,7 +37,7 @@ from assay.services.adjudication.model import (
     Review,
     Reviewer,
 )
-from assay.services.adjudication.storage import queries, rows
+from assay.services.adjudication.storage import connection, queries, rows
 from assay.services.adjudication.storage.schema import MIGRATIONS, PRAGMAS, SCHEMA_VERSION
 from assay.services.adjudication.storage.tx import Writer, WriteTx
 
@@ -102,12 +103,12 @@ class Store:
         readers: list[aiosqlite.Connection] = []
         try:
             await _migrate(db, path)
-            head = await queries.chain_head(db)
+            head = await connection.run(db, queries.chain_head)
             for _ in range(READERS):
                 readers.append(await _connect(path, read_only=True))
         except BaseException:
-            for connection in (db, *readers):
-                await connection.close()
+            for opened in (db, *readers):
+                await opened.close()
             raise
         writer = Writer(db, head)
         writer.start()
@@ -121,118 +122,131 @@ class Store:
         for reader in self._all_readers:
             await reader.close()
 
-    async def write(self, job: Callable[[WriteTx], Awaitable[T]]) -> T:
+    async def write(self, job: Callable[[WriteTx], T]) -> T:
         """Run ``job`` in the writer's next group-committed transaction."""
         return await self.writer.submit(job)
 
     @contextlib.asynccontextmanager
-    async def _reader(self, transaction: bool = False) -> AsyncIterator[aiosqlite.Connection]:
+    async def _reader(self) -> AsyncIterator[aiosqlite.Connection]:
         db = await self._readers.get()
         try:
-            if not transaction:
-                yield db
-                return
-            await db.execute("BEGIN")
-            try:
-                yield db
-            finally:
-                await db.execute("COMMIT")
+            yield db
         finally:
             self._readers.put_nowait(db)
+
+    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` in one read transaction on a pooled reader: one consistent snapshot."""
+
+        def transaction(raw: sqlite3.Connection) -> T:
+            raw.execute("BEGIN")
+            try:
+                return work(raw)
+            finally:
+                raw.execute("COMMIT")
+
+        async with self._reader() as db:
+            return await connection.run(db, transaction)
 
     # --- reads -------------------------------------------------------------
 
     async def reviewer(self, reviewer_id: str) -> Reviewer | None:
-        async with self._reader() as db:
-            return await queries.reviewer(db, reviewer_id)
+        return await self._read(lambda db: queries.reviewer(db, reviewer_id))
 
     async def reviewers(self, after: str, limit: int) -> list[Reviewer]:
-        async with self._reader() as db:
-            return await queries.list_reviewers(db, after, limit)
+        return await self._read(lambda db: queries.list_reviewers(db, after, limit))
 
     async def snapshot(self, case_id: str) -> CaseSnapshot | None:
-        async with self._reader(transaction=True) as db:
-            return await queries.snapshot(db, case_id)
+        return await self._read(lambda db: queries.snapshot(db, case_id))
 
     async def case_detail(
         self, case_id: str
     ) -> tuple[CaseSnapshot, list[Review], list[Resolution]] | None:
-        async with self._reader(transaction=True) as db:
-            snap = await queries.snapshot(db, case_id)
+        def work(
+            db: sqlite3.Connection,
+        ) -> tuple[CaseSnapshot, list[Review], list[Resolution]] | None:
+            snap = queries.snapshot(db, case_id)
             if snap is None:
                 return None
-            reviews, resolutions = await queries.case_history(db, case_id)
+            reviews, resolutions = queries.case_history(db, case_id)
             return snap, reviews, resolutions
+
+        return await self._read(work)
 
     async def queue(
         self, reviewer_id: str, tenant: str, after: str, limit: int, at: datetime
     ) -> list[tuple[Case, int]]:
-        async with self._reader() as db:
-            return await queries.queue(db, reviewer_id, tenant, after, limit, at)
+        return await self._read(lambda db: queries.queue(db, reviewer_id, tenant, after, limit, at))
 
     async def gold_labels(
         self, case_id: str, after: tuple[str, int] | None, limit: int
     ) -> list[GoldLabelRevision]:
-        async with self._reader() as db:
-            return await queries.gold_labels(db, case_id, after, limit)
+        return await self._read(lambda db: queries.gold_labels(db, case_id, after, limit))
 
     async def audit_events(self, after: int, limit: int) -> list[AuditEvent]:
-        async with self._reader() as db:
-            return await queries.audit_events(db, after, limit)
+        return await self._read(lambda db: queries.audit_events(db, after, limit))
 
     async def rated_pairs(self, tenant: str) -> list[RatedPair]:
-        async with self._reader(transaction=True) as db:
-            return await queries.rated_pairs(db, tenant)
+        return await self._read(lambda db: queries.rated_pairs(db, tenant))
 
     async def export(self, tenant: str, batch_size: int) -> AsyncIterator[ChainHead | ExportBatch]:
         """The chain head first, then batches: one consistent snapshot on its own connection."""
         db = await _connect(self.path, read_only=True)
+        sql = (
+            f"SELECT {', '.join('g.' + c.strip() for c in rows.GOLD_COLUMNS.split(','))}, "
+            "c.case_id, c.subject, c.predicate, c.candidate_values, c.evidence_refs, c.context "
+            "FROM gold_labels g LEFT JOIN cases c ON c.case_id = g.case_id "
+            "WHERE g.revision = (SELECT MAX(revision) FROM gold_labels m "
+            "WHERE m.case_id = g.case_id) AND (:tenant = '' OR g.tenant = :tenant) "
+            "ORDER BY g.case_id"
+        )
+        cursor: list[sqlite3.Cursor] = []
+
+        def begin(raw: sqlite3.Connection) -> ChainHead:
+            raw.execute("BEGIN")
+            head = queries.chain_head(raw)
+            cursor.append(raw.execute(sql, {"tenant": tenant}))
+            return head
+
+        def next_batch(raw: sqlite3.Connection) -> ExportBatch | None:
+            found = cursor[0].fetchmany(batch_size)
+            return _export_batch(found) if found else None
+
         try:
-            await db.execute("BEGIN")
-            yield await queries.chain_head(db)
-            sql = (
-                f"SELECT {', '.join('g.' + c.strip() for c in rows.GOLD_COLUMNS.split(','))}, "
-                "c.case_id, c.subject, c.predicate, c.candidate_values, c.evidence_refs, c.context "
-                "FROM gold_labels g LEFT JOIN cases c ON c.case_id = g.case_id "
-                "WHERE g.revision = (SELECT MAX(revision) FROM gold_labels m "
-                "WHERE m.case_id = g.case_id) AND (:tenant = '' OR g.tenant = :tenant) "
-                "ORDER BY g.case_id"
-            )
-            async for chunk in queries.stream(db, sql, {"tenant": tenant}, batch_size):
-                yield _export_batch(chunk)
-            await db.execute("COMMIT")
+            yield await connection.run(db, begin)
+            while (batch := await connection.run(db, next_batch)) is not None:
+                yield batch
         finally:
+            await connection.run(db, lambda raw: raw.rollback())
             await db.close()
 
     async def verify_chain(self) -> ChainVerdict:
         """Walk every event, then cross-check every gold-label row against the ledger."""
         db = await _connect(self.path, read_only=True)
         try:
-            await db.execute("BEGIN")
-            verifier = ledger.ChainVerifier()
-            sql = f"SELECT {rows.AUDIT_COLUMNS} FROM audit_events ORDER BY sequence"
-            stopped = False
-            async for chunk in queries.stream(db, sql, (), 2000):
-                for row in chunk:
-                    try:
-                        event = rows.audit_event(row)
-                    except DataLoss as error:
-                        stopped = not verifier.unreadable(int(row[0]), error.message)
-                    else:
-                        stopped = not verifier.check(event)
-                    if stopped:
-                        break
-                if stopped:
-                    break
-            gold_rows: list[tuple[str, int, str, str]] = []
-            if not stopped:
-                sql = f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels ORDER BY case_id, revision"
-                async for chunk in queries.stream(db, sql, (), 2000):
-                    gold_rows.extend(_digest_check(row) for row in chunk)
-            await db.execute("COMMIT")
-            return verifier.finish(gold_rows)
+            return await connection.run(db, _verify)
         finally:
             await db.close()
+
+
+def _verify(raw: sqlite3.Connection) -> ChainVerdict:
+    raw.execute("BEGIN")
+    try:
+        verifier = ledger.ChainVerifier()
+        sql = f"SELECT {rows.AUDIT_COLUMNS} FROM audit_events ORDER BY sequence"
+        for row in raw.execute(sql):
+            try:
+                event = rows.audit_event(row)
+            except DataLoss as error:
+                if not verifier.unreadable(int(row[0]), error.message):
+                    break
+                continue
+            if not verifier.check(event):
+                break
+        gold_sql = f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels ORDER BY case_id, revision"
+        gold_rows = [] if verifier.verdict else [_digest_check(r) for r in raw.execute(gold_sql)]
+        return verifier.finish(gold_rows)
+    finally:
+        raw.execute("COMMIT")
 
 
 def _digest_check(row: Any) -> tuple[str, int, str, str]:

@@ -1,18 +1,17 @@
 """The write side: one long-lived writer connection, group commit, and the per-job API.
 
-Every mutation is a *job* — an async function of a ``WriteTx`` that reads,
-checks the domain rules, and writes (the row, its audit event and the
-idempotency record). A single writer task takes jobs from a queue and runs all
-that are waiting inside one ``BEGIN IMMEDIATE`` transaction, then commits once:
-with ``synchronous=FULL`` the fsync — the cost of durability — is shared by
-every job in the batch (group commit). No job's caller is answered before
-that commit returns, so an acknowledged write is on disk.
+Every mutation is a *job* — a plain function of a ``WriteTx`` that reads,
+checks the domain rules and writes (the row, its audit event and the retry
+record). A single writer task takes every job waiting in the queue and runs
+them, in order, inside one ``BEGIN IMMEDIATE`` transaction on the writer
+connection's thread (one hop for the whole batch, see ``connection.py``), then
+commits once: with ``synchronous=FULL`` the fsync — the price of durability —
+is shared by the whole batch (group commit). No caller is answered before that
+commit has returned, so an acknowledged write is on disk.
 
-Jobs check their rules before writing, so a refused job leaves nothing
-behind and the batch goes on. If a job fails *after* writing (a constraint
-the code did not foresee), the whole batch is rolled back and every job is
-re-run alone in its own transaction, so one bad job can never take a
-partial write of itself, or anyone else's, into a commit.
+Each job runs inside its own SAVEPOINT: a job that raises is rolled back to it
+(its writes and its audit event vanish, and the in-memory chain head is put
+back), while the jobs before and after it in the batch commit normally.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -41,11 +40,11 @@ from assay.services.adjudication.model import (
     Review,
     Reviewer,
 )
-from assay.services.adjudication.storage import queries, rows
+from assay.services.adjudication.storage import connection, queries, rows
 
 T = TypeVar("T")
-Job = Callable[["WriteTx"], Awaitable[Any]]
-MAX_BATCH = 256
+Job = Callable[["WriteTx"], Any]
+MAX_BATCH = 512
 
 
 @dataclass(frozen=True)
@@ -56,30 +55,21 @@ class StoredResponse:
 
 
 class WriteTx:
-    """What a job may do inside the writer's transaction."""
+    """What a job may do inside the writer's transaction (runs on the writer's thread)."""
 
-    def __init__(self, writer: Writer) -> None:
+    def __init__(self, writer: Writer, db: sqlite3.Connection) -> None:
         self._writer = writer
-        self._db = writer.db
-        self.wrote = False
+        self._db = db
 
-    async def _write(self, sql: str, params: Iterable[Any]) -> None:
-        await self._db.execute(sql, tuple(params))
-        self.wrote = True
-
-    async def recall(self, request_id: str) -> StoredResponse | None:
-        found = await self._db.execute_fetchall(
+    def recall(self, request_id: str) -> StoredResponse | None:
+        found = self._db.execute(
             "SELECT method, request_digest, response FROM idempotency WHERE request_id = ?",
             (request_id,),
-        )
-        for method, digest, response in found:
-            return StoredResponse(method, digest, bytes(response))
-        return None
+        ).fetchone()
+        return StoredResponse(found[0], found[1], bytes(found[2])) if found else None
 
-    async def remember(
-        self, request_id: str, stored: StoredResponse, tenant: str, case_id: str
-    ) -> None:
-        await self._write(
+    def remember(self, request_id: str, stored: StoredResponse, tenant: str, case_id: str) -> None:
+        self._db.execute(
             "INSERT INTO idempotency VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
                 request_id,
@@ -92,18 +82,18 @@ class WriteTx:
             ),
         )
 
-    async def reviewer(self, reviewer_id: str) -> Reviewer | None:
-        return await queries.reviewer(self._db, reviewer_id)
+    def reviewer(self, reviewer_id: str) -> Reviewer | None:
+        return queries.reviewer(self._db, reviewer_id)
 
-    async def reviewers(self, reviewer_ids: Iterable[str]) -> dict[str, Reviewer]:
-        return await queries.reviewers(self._db, reviewer_ids)
+    def reviewers(self, reviewer_ids: Iterable[str]) -> dict[str, Reviewer]:
+        return queries.reviewers(self._db, reviewer_ids)
 
-    async def snapshot(self, case_id: str) -> CaseSnapshot | None:
-        return await queries.snapshot(self._db, case_id)
+    def snapshot(self, case_id: str) -> CaseSnapshot | None:
+        return queries.snapshot(self._db, case_id)
 
-    async def insert_reviewer(self, value: Reviewer) -> None:
+    def insert_reviewer(self, value: Reviewer) -> None:
         try:
-            await self._write(
+            self._db.execute(
                 f"INSERT INTO reviewers ({rows.REVIEWER_COLUMNS}) VALUES (?, ?, ?, ?)",
                 rows.reviewer_params(value),
             )
@@ -112,15 +102,15 @@ class WriteTx:
                 Reason.REVIEWER_ALREADY_EXISTS, f"reviewer {value.reviewer_id} exists already"
             ) from None
 
-    async def insert_case(self, value: Case) -> None:
-        await self._write(
+    def insert_case(self, value: Case) -> None:
+        self._db.execute(
             f"INSERT INTO cases ({rows.CASE_COLUMNS}) VALUES ({', '.join('?' * 13)})",
             rows.case_params(value),
         )
 
-    async def insert_review(self, value: Review) -> None:
+    def insert_review(self, value: Review) -> None:
         try:
-            await self._write(
+            self._db.execute(
                 f"INSERT INTO reviews ({rows.REVIEW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 rows.review_params(value),
             )
@@ -132,15 +122,15 @@ class WriteTx:
                 f"{value.reviewer_id} already reviewed case {value.case_id} in round {value.round}",
             ) from None
 
-    async def insert_resolution(self, value: Resolution) -> None:
-        await self._write(
+    def insert_resolution(self, value: Resolution) -> None:
+        self._db.execute(
             f"INSERT INTO resolutions ({rows.RESOLUTION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
             rows.resolution_params(value),
         )
 
-    async def insert_gold_label(self, value: GoldLabelRevision) -> None:
+    def insert_gold_label(self, value: GoldLabelRevision) -> None:
         try:
-            await self._write(
+            self._db.execute(
                 f"INSERT INTO gold_labels ({rows.GOLD_COLUMNS}) VALUES ({', '.join('?' * 13)})",
                 rows.gold_params(value),
             )
@@ -153,41 +143,46 @@ class WriteTx:
                 metadata={"case_id": value.case_id, "revision": str(value.revision)},
             ) from None
 
-    async def delete_cases(self, where: str, params: tuple[Any, ...]) -> DeletedCounts:
+    def bulk_insert(self, cases: Iterable[Case], gold_labels: Iterable[GoldLabelRevision]) -> None:
+        """Seed many rows at once (benchmarks, imports): no audit events, no retry records."""
+        self._db.executemany(
+            f"INSERT INTO cases ({rows.CASE_COLUMNS}) VALUES ({', '.join('?' * 13)})",
+            [rows.case_params(c) for c in cases],
+        )
+        self._db.executemany(
+            f"INSERT INTO gold_labels ({rows.GOLD_COLUMNS}) VALUES ({', '.join('?' * 13)})",
+            [rows.gold_params(g) for g in gold_labels],
+        )
+
+    def delete_cases(self, where: str, params: tuple[Any, ...]) -> DeletedCounts:
         """Delete the matching cases with their reviews, resolutions and stored responses."""
-        ids = [
-            row[0]
-            for row in await self._db.execute_fetchall(
-                f"SELECT case_id FROM cases WHERE {where}", params
-            )
-        ]
-        if not ids:
-            return DeletedCounts()
+        ids = [r[0] for r in self._db.execute(f"SELECT case_id FROM cases WHERE {where}", params)]
         counts = [0, 0]
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ", ".join("?" * len(chunk))
             for i, table in enumerate(("reviews", "resolutions")):
-                found = await self._db.execute_fetchall(
-                    f"SELECT COUNT(*) FROM {table} WHERE case_id IN ({marks})", chunk
-                )
-                counts[i] += int(next(iter(found))[0])
-            await self._write(f"DELETE FROM idempotency WHERE case_id IN ({marks})", chunk)
+                sql = f"SELECT COUNT(*) FROM {table} WHERE case_id IN ({marks})"
+                counts[i] += int(self._db.execute(sql, chunk).fetchone()[0])
+            self._db.execute(f"DELETE FROM idempotency WHERE case_id IN ({marks})", chunk)
             # Reviews and resolutions go with their case (ON DELETE CASCADE).
-            await self._write(f"DELETE FROM cases WHERE case_id IN ({marks})", chunk)
+            self._db.execute(f"DELETE FROM cases WHERE case_id IN ({marks})", chunk)
         return DeletedCounts(len(ids), counts[0], counts[1])
 
-    async def delete_tenant_responses(self, tenant: str) -> None:
-        await self._write("DELETE FROM idempotency WHERE tenant = ?", (tenant,))
+    def delete_tenant_responses(self, tenant: str) -> None:
+        self._db.execute("DELETE FROM idempotency WHERE tenant = ?", (tenant,))
 
-    async def append_event(self, event_type: AuditEventType, payload: dict[str, str]) -> AuditEvent:
+    def append_event(self, event_type: AuditEventType, payload: dict[str, str]) -> AuditEvent:
         event = ledger.next_event(self._writer.head, event_type, payload, now())
-        await self._write(
+        self._db.execute(
             f"INSERT INTO audit_events ({rows.AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
             rows.audit_params(event),
         )
         self._writer.head = ChainHead(event.sequence, event.hash)
         return event
+
+
+Outcomes = list[tuple[bool, Any]]
 
 
 class Writer:
@@ -196,6 +191,7 @@ class Writer:
     def __init__(self, db: aiosqlite.Connection, head: ChainHead) -> None:
         self.db = db
         self.head = head
+        # Held while a batch runs, and by close(): nothing else touches the connection then.
         self.lock = asyncio.Lock()
         self._queue: asyncio.Queue[tuple[Job, asyncio.Future[Any]] | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
@@ -205,11 +201,13 @@ class Writer:
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="adjudication-writer")
 
-    async def submit(self, job: Callable[[WriteTx], Awaitable[T]]) -> T:
+    async def submit(self, job: Callable[[WriteTx], T]) -> T:
         if self._task is None or self._task.done():
             raise RuntimeError("the adjudication writer is not running")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait((job, future))
+        # shield: a caller that gives up (deadline) does not cancel a write already queued;
+        # a retry with the same request_id then finds its result.
         result: T = await asyncio.shield(future)
         return result
 
@@ -234,60 +232,48 @@ class Writer:
                     break
                 batch.append(more)
             async with self.lock:
-                await self._run_batch(batch)
+                await self._commit_batch(batch)
             if stopping:
                 return
 
-    async def _reload_head(self) -> None:
-        self.head = await queries.chain_head(self.db)
-
-    async def _run_batch(self, batch: list[tuple[Job, asyncio.Future[Any]]]) -> None:
+    async def _commit_batch(self, batch: list[tuple[Job, asyncio.Future[Any]]]) -> None:
         self.batches += 1
         self.jobs += len(batch)
-        await self.db.execute("BEGIN IMMEDIATE")
-        settled: list[tuple[asyncio.Future[Any], BaseException | None, Any]] = []
-        for job, future in batch:
-            tx = WriteTx(self)
-            try:
-                settled.append((future, None, await job(tx)))
-            except Exception as error:
-                if tx.wrote:
-                    await self._rollback()
-                    for single in batch:
-                        await self._run_alone(*single)
-                    return
-                settled.append((future, error, None))
+        jobs = [job for job, _ in batch]
         try:
-            await self.db.execute("COMMIT")
-        except Exception as error:
-            await self._rollback()
-            for future, _, _ in settled:
-                _settle(future, error, None)
-            return
-        for future, failure, value in settled:
-            _settle(future, failure, value)
+            outcomes = await connection.run(self.db, lambda raw: self._run_batch(raw, jobs))
+        except Exception as error:  # the commit itself failed: nothing of the batch is stored
+            self.head = await connection.run(self.db, queries.chain_head)
+            outcomes = [(False, error)] * len(batch)
+        for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
+            if future.done():
+                continue
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
 
-    async def _run_alone(self, job: Job, future: asyncio.Future[Any]) -> None:
-        await self.db.execute("BEGIN IMMEDIATE")
+    def _run_batch(self, raw: sqlite3.Connection, jobs: list[Job]) -> Outcomes:
+        """On the writer's thread: every job in its savepoint, then one COMMIT."""
+        raw.execute("BEGIN IMMEDIATE")
+        outcomes: Outcomes = []
         try:
-            value = await job(WriteTx(self))
-            await self.db.execute("COMMIT")
-        except Exception as error:
-            await self._rollback()
-            _settle(future, error, None)
-            return
-        _settle(future, None, value)
-
-    async def _rollback(self) -> None:
-        with contextlib.suppress(sqlite3.OperationalError):
-            await self.db.execute("ROLLBACK")
-        await self._reload_head()
-
-
-def _settle(future: asyncio.Future[Any], failure: BaseException | None, value: Any) -> None:
-    if future.done():
-        return
-    if failure is not None:
-        future.set_exception(failure)
-    else:
-        future.set_result(value)
+            for job in jobs:
+                head = self.head
+                raw.execute("SAVEPOINT job")
+                try:
+                    value = job(WriteTx(self, raw))
+                except Exception as error:
+                    raw.execute("ROLLBACK TO job")
+                    raw.execute("RELEASE job")
+                    self.head = head
+                    outcomes.append((False, error))
+                    continue
+                raw.execute("RELEASE job")
+                outcomes.append((True, value))
+            raw.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                raw.execute("ROLLBACK")
+            raise
+        return outcomes
