@@ -53,6 +53,20 @@ class TestResolverDown:
         assert decoded.reason == "ERROR_REASON_RESOLVER_UNAVAILABLE"
         assert elapsed < FAIL_FAST_SECONDS
 
+    async def test_retries_stay_within_a_short_deadline(self) -> None:
+        """With 0.4 s to spend, retries stop early enough to answer UNAVAILABLE in time."""
+        async with planner_for(f"127.0.0.1:{free_port()}") as stub:
+            started = time.monotonic()
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await stub.PlanEvidence(example("empty-graph.json"), timeout=0.4)
+            elapsed = time.monotonic() - started
+        decoded = decode_rpc_error(caught.value)
+        assert (decoded.code, decoded.reason) == (
+            grpc.StatusCode.UNAVAILABLE,
+            "ERROR_REASON_RESOLVER_UNAVAILABLE",
+        )
+        assert elapsed < 0.4
+
     async def test_planner_stays_serving_while_its_resolver_is_down(self) -> None:
         """Health is about the planner itself: SERVING although the resolver is down."""
         spec = await _planner_spec(f"127.0.0.1:{free_port()}")

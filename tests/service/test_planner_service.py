@@ -9,7 +9,6 @@ import grpc
 import pytest
 
 from assay.runtime.status import decode_rpc_error
-from assay.services.planner.plan import draft_plan
 from assay.services.resolver import service as resolver_service
 from assay.v1 import claim_pb2, plan_pb2, planner_service_pb2, resolution_pb2
 from tests.service.planner_harness import WatchingResolver, both, example
@@ -230,11 +229,6 @@ class TestListProbes:
         decoded = decode_rpc_error(caught.value)
         assert (decoded.code, decoded.reason) == (grpc.StatusCode.INVALID_ARGUMENT, reason)
         assert [v.field for v in decoded.violations] == [field]
-
-
-def test_draft_is_importable_for_reuse() -> None:
-    """The pure planner is usable without a server (the benchmark relies on it)."""
-    assert callable(draft_plan)
 
 
 class TamperingResolver(WatchingResolver):
