@@ -50,7 +50,8 @@ from assay.services.adjudication.model import (
     ReviewerKind,
 )
 from assay.services.adjudication.model import GoldLabelRevision as Gold
-from assay.services.adjudication.operations import Adjudication, RequestKey
+from assay.services.adjudication.operations import Adjudication
+from assay.services.adjudication.retries import RequestKey
 from assay.services.adjudication.reviews import ReviewSubmission
 from assay.services.adjudication.storage import Store, WriteTx
 from assay.services.adjudication.storage.schema import PRAGMAS

@@ -1,23 +1,17 @@
 """Protobuf <-> adjudication domain values. With ``servicer``, the only module that sees ``_pb2``.
 
-Enums map by name (the contract's value name minus its prefix equals the
-domain enum's value), so adding a member on one side without the other fails
-loudly here instead of silently mapping to UNSPECIFIED.
+Requests become domain inputs (validation happens in the rule modules, not
+here); domain values become response messages. Value, time and enum helpers
+are in ``values``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from datetime import datetime
-from enum import Enum
-from typing import Any, TypeVar
-
-from google.protobuf import struct_pb2, timestamp_pb2
-from google.protobuf.message import Message
+from typing import Any
 
 from assay.services.adjudication import agreement as agreement_rules
-from assay.services.adjudication.canonical import from_micros, to_micros
 from assay.services.adjudication.fields import bad
 from assay.services.adjudication.model import (
     AuditEvent,
@@ -33,7 +27,6 @@ from assay.services.adjudication.model import (
     ExportRecord,
     ExportTally,
     GoldLabelRevision,
-    JsonValue,
     Lineage,
     Outcome,
     Resolution,
@@ -43,94 +36,23 @@ from assay.services.adjudication.model import (
 )
 from assay.services.adjudication.resolution import ResolveRequest
 from assay.services.adjudication.reviews import ReviewSubmission
+from assay.services.adjudication.values import (
+    enum_name,
+    from_proto_enum,
+    from_timestamp,
+    json_to_value,
+    timestamp,
+    to_proto_enum,
+    value_to_json,
+)
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import gold_pb2
-
-E = TypeVar("E", bound=Enum)
-
-
-def _from_proto_enum(domain: type[E], proto_name: str, prefix: str) -> E | None:
-    """The domain member for a proto enum value name, or None for UNSPECIFIED/unknown."""
-    if not proto_name.startswith(prefix):
-        return None
-    try:
-        return domain(proto_name[len(prefix) :])
-    except ValueError:
-        return None
-
-
-def _enum_name(enum_type: Any, number: int) -> str:
-    found = enum_type.DESCRIPTOR.values_by_number.get(number)
-    return found.name if found is not None else ""
-
-
-def _to_proto_enum(enum_type: Any, prefix: str, member: Enum) -> Any:
-    # Any: each mypy-protobuf enum has its own ValueType; the name lookup is checked at runtime.
-    return enum_type.Value(prefix + member.value)
-
-
-# --- JSON values and times -------------------------------------------------
-
-
-def value_to_json(value: struct_pb2.Value) -> JsonValue:
-    """A ``Value`` as Python JSON; an unset value (or null) is None."""
-    kind = value.WhichOneof("kind")
-    if kind is None or kind == "null_value":
-        return None
-    if kind == "number_value":
-        return value.number_value
-    if kind == "string_value":
-        return value.string_value
-    if kind == "bool_value":
-        return value.bool_value
-    if kind == "struct_value":
-        return {k: value_to_json(v) for k, v in value.struct_value.fields.items()}
-    return [value_to_json(v) for v in value.list_value.values]
-
-
-def json_to_value(data: JsonValue, out: struct_pb2.Value | None = None) -> struct_pb2.Value:
-    value = out if out is not None else struct_pb2.Value()
-    if data is None:
-        value.null_value = struct_pb2.NULL_VALUE
-    elif isinstance(data, bool):
-        value.bool_value = data
-    elif isinstance(data, int | float):
-        value.number_value = float(data)
-    elif isinstance(data, str):
-        value.string_value = data
-    elif isinstance(data, dict):
-        value.struct_value.SetInParent()
-        for k, v in data.items():
-            json_to_value(v, value.struct_value.fields[k])
-    else:
-        value.list_value.SetInParent()
-        for item in data:
-            json_to_value(item, value.list_value.values.add())
-    return value
-
-
-def timestamp(moment: datetime) -> timestamp_pb2.Timestamp:
-    micros = to_micros(moment)
-    seconds, rest = divmod(micros, 1_000_000)
-    return timestamp_pb2.Timestamp(seconds=seconds, nanos=rest * 1000)
-
-
-def from_timestamp(stamp: timestamp_pb2.Timestamp) -> datetime:
-    return from_micros(stamp.seconds * 1_000_000 + stamp.nanos // 1000)
-
-
-def request_digest(request: Message) -> str:
-    """What a retry must repeat exactly: the deterministic bytes of the whole request."""
-    return hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
-
 
 # --- requests -> domain ----------------------------------------------------
 
 
 def reviewer_kind(number: int) -> ReviewerKind | None:
-    return _from_proto_enum(
-        ReviewerKind, _enum_name(gold_pb2.ReviewerKind, number), "REVIEWER_KIND_"
-    )
+    return from_proto_enum(ReviewerKind, enum_name(gold_pb2.ReviewerKind, number), "REVIEWER_KIND_")
 
 
 def case_input(message: pb.Case) -> CaseInput:
@@ -156,8 +78,8 @@ def case_input(message: pb.Case) -> CaseInput:
 
 
 def submission(request: pb.SubmitReviewRequest) -> ReviewSubmission:
-    outcome = _from_proto_enum(
-        Outcome, _enum_name(pb.ReviewOutcome, request.outcome), "REVIEW_OUTCOME_"
+    outcome = from_proto_enum(
+        Outcome, enum_name(pb.ReviewOutcome, request.outcome), "REVIEW_OUTCOME_"
     )
     return ReviewSubmission(
         case_id=request.case_id,
@@ -170,8 +92,8 @@ def submission(request: pb.SubmitReviewRequest) -> ReviewSubmission:
 
 
 def resolve_request(request: pb.ResolveCaseRequest) -> ResolveRequest:
-    basis = _from_proto_enum(
-        Basis, _enum_name(gold_pb2.ResolutionBasis, request.basis), "RESOLUTION_BASIS_"
+    basis = from_proto_enum(
+        Basis, enum_name(gold_pb2.ResolutionBasis, request.basis), "RESOLUTION_BASIS_"
     )
     return ResolveRequest(
         case_id=request.case_id,
@@ -187,7 +109,7 @@ def resolve_request(request: pb.ResolveCaseRequest) -> ResolveRequest:
 def reviewer(value: Reviewer) -> pb.Reviewer:
     return pb.Reviewer(
         reviewer_id=value.reviewer_id,
-        kind=_to_proto_enum(gold_pb2.ReviewerKind, "REVIEWER_KIND_", value.kind),
+        kind=to_proto_enum(gold_pb2.ReviewerKind, "REVIEWER_KIND_", value.kind),
         attested_by=value.attested_by,
         register_time=timestamp(value.register_time),
     )
@@ -227,7 +149,7 @@ def blinded(value: BlindedCase) -> pb.BlindedCase:
 
 
 def case_state(value: CaseState) -> Any:
-    return _to_proto_enum(pb.CaseState, "CASE_STATE_", value)
+    return to_proto_enum(pb.CaseState, "CASE_STATE_", value)
 
 
 def review(value: Review) -> pb.Review:
@@ -236,7 +158,7 @@ def review(value: Review) -> pb.Review:
         case_id=value.case_id,
         reviewer_id=value.reviewer_id,
         round=value.round,
-        outcome=_to_proto_enum(pb.ReviewOutcome, "REVIEW_OUTCOME_", value.outcome),
+        outcome=to_proto_enum(pb.ReviewOutcome, "REVIEW_OUTCOME_", value.outcome),
         label_key=value.label_key,
         reason=value.reason,
         submit_time=timestamp(value.submit_time),
@@ -250,7 +172,7 @@ def resolution(value: Resolution) -> pb.Resolution:
     message = pb.Resolution(
         case_id=value.case_id,
         round=value.round,
-        basis=_to_proto_enum(gold_pb2.ResolutionBasis, "RESOLUTION_BASIS_", value.basis),
+        basis=to_proto_enum(gold_pb2.ResolutionBasis, "RESOLUTION_BASIS_", value.basis),
         label_key=value.label_key,
         adjudicator_reviewer_id=value.adjudicator_reviewer_id,
         review_ids=value.review_ids,
@@ -268,12 +190,12 @@ def gold_label(value: GoldLabelRevision) -> gold_pb2.GoldLabelRevision:
         previous_revision=value.previous_revision,
         round=value.round,
         tenant=value.tenant,
-        basis=_to_proto_enum(gold_pb2.ResolutionBasis, "RESOLUTION_BASIS_", value.basis),
+        basis=to_proto_enum(gold_pb2.ResolutionBasis, "RESOLUTION_BASIS_", value.basis),
         label_key=value.label_key,
         contributing_review_ids=value.contributing_review_ids,
         contributing_reviewer_ids=value.contributing_reviewer_ids,
         adjudicator_reviewer_id=value.adjudicator_reviewer_id,
-        provenance=_to_proto_enum(
+        provenance=to_proto_enum(
             gold_pb2.LabelingProvenance, "LABELING_PROVENANCE_", value.provenance
         ),
         freeze_time=timestamp(value.freeze_time),
@@ -291,7 +213,7 @@ def chain_head(value: ChainHead) -> pb.AuditChainHead:
 def audit_event(value: AuditEvent) -> pb.AuditEvent:
     return pb.AuditEvent(
         sequence=value.sequence,
-        event_type=_to_proto_enum(pb.AuditEventType, "AUDIT_EVENT_TYPE_", value.event_type),
+        event_type=to_proto_enum(pb.AuditEventType, "AUDIT_EVENT_TYPE_", value.event_type),
         occur_time=timestamp(value.occur_time),
         payload=dict(value.payload),
         previous_hash=value.previous_hash,
@@ -306,7 +228,7 @@ def verdict(value: ChainVerdict) -> pb.VerifyAuditChainResponse:
         head=chain_head(value.head),
         first_bad_sequence=value.first_bad_sequence,
         problem=(
-            _to_proto_enum(pb.AuditProblem, "AUDIT_PROBLEM_", value.problem)
+            to_proto_enum(pb.AuditProblem, "AUDIT_PROBLEM_", value.problem)
             if value.problem is not None
             else pb.AUDIT_PROBLEM_UNSPECIFIED
         ),
@@ -320,7 +242,7 @@ def deleted(value: DeletedCounts) -> pb.DeletedCounts:
 
 def agreement(value: agreement_rules.Agreement) -> pb.ComputeAgreementResponse:
     message = pb.ComputeAgreementResponse(
-        status=_to_proto_enum(pb.AgreementStatus, "AGREEMENT_STATUS_", value.status),
+        status=to_proto_enum(pb.AgreementStatus, "AGREEMENT_STATUS_", value.status),
         case_count=value.case_count,
         min_cases=value.min_cases,
         fixture_reviewers_contributed=value.fixture_reviewers_contributed,
@@ -338,7 +260,7 @@ def agreement(value: agreement_rules.Agreement) -> pb.ComputeAgreementResponse:
         if number is not None and math.isfinite(number):
             setattr(message, name, number)
     if value.undefined_reason is not None:
-        message.undefined_reason = _to_proto_enum(
+        message.undefined_reason = to_proto_enum(
             pb.AgreementUndefinedReason, "AGREEMENT_UNDEFINED_REASON_", value.undefined_reason
         )
     return message

@@ -232,14 +232,6 @@ class DeletedCounts:
 
 
 @dataclass(frozen=True)
-class Page:
-    """One page of a listing and the key to continue after it ("" on the last page)."""
-
-    items: tuple[Any, ...]
-    next_after: str = ""
-
-
-@dataclass(frozen=True)
 class ExportRecord:
     case: BlindedCase
     revision: GoldLabelRevision

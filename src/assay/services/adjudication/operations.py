@@ -1,11 +1,10 @@
-"""The service's use cases: each mutation is one job in one transaction, each query one read.
+"""The service's mutations: each one is one job in one group-committed transaction.
 
 This is the layer between the gRPC servicer and storage. A mutation validates
 its fields first (cheap, outside the writer), then runs as a job in the
 writer's transaction: look up the retry key, read, check the domain rules,
 write the row and its hash-chained audit event, and remember the rendered
-response under the request id. A retry with the same request id and body gets
-those exact bytes back; a different body is REQUEST_ID_REUSED.
+response under the request id (``retries``). Reads are in ``lookups``.
 """
 
 from __future__ import annotations
@@ -13,22 +12,20 @@ from __future__ import annotations
 import dataclasses
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from assay.errors import AlreadyExists, FailedPrecondition, NotFound, Reason, invalid_field
+from assay.errors import AlreadyExists, FailedPrecondition, Reason, invalid_field
 from assay.services.adjudication import cases, gold, resolution, reviews
-from assay.services.adjudication.agreement import Agreement, cohens_kappa
 from assay.services.adjudication.canonical import digest, now, to_micros
-from assay.services.adjudication.fields import check_request_id, require_id, require_tenant
+from assay.services.adjudication.fields import require_id, require_tenant
+from assay.services.adjudication.lookups import case_not_found, reviewer_not_found
 from assay.services.adjudication.model import (
     AuditEventType,
     Case,
     CaseInput,
     CaseSnapshot,
     CaseState,
-    ChainVerdict,
     DeletedCounts,
     GoldLabelRevision,
     Resolution,
@@ -36,36 +33,16 @@ from assay.services.adjudication.model import (
     Reviewer,
     ReviewerKind,
 )
-from assay.services.adjudication.reviewers import check_reviewer_id, new_reviewer
+from assay.services.adjudication.retries import RequestKey, retryable
+from assay.services.adjudication.reviewers import new_reviewer
 from assay.services.adjudication.state import derive_state
-from assay.services.adjudication.storage import Store, StoredResponse, WriteTx
+from assay.services.adjudication.storage import Store, WriteTx
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class RequestKey:
-    """A retry key: the request id, the method, and a digest of the whole request."""
-
-    request_id: str
-    method: str
-    request_digest: str
-
-
 def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(8)}"
-
-
-def case_not_found(case_id: str) -> NotFound:
-    return NotFound(Reason.CASE_NOT_FOUND, f"no case {case_id}", metadata={"case_id": case_id})
-
-
-def reviewer_not_found(reviewer_id: str, field: str = "reviewer_id") -> NotFound:
-    return NotFound(
-        Reason.REVIEWER_NOT_FOUND,
-        f"no reviewer {reviewer_id} ({field})",
-        metadata={"reviewer_id": reviewer_id, "field": field},
-    )
 
 
 def _snapshot(tx: WriteTx, case_id: str) -> CaseSnapshot:
@@ -89,28 +66,7 @@ class Adjudication:
         render: Callable[[T], bytes],
         scope: Callable[[T], tuple[str, str]],
     ) -> bytes:
-        check_request_id(key.request_id)
-
-        def run(tx: WriteTx) -> bytes:
-            if key.request_id:
-                prior = tx.recall(key.request_id)
-                if prior is not None:
-                    if (prior.method, prior.request_digest) != (key.method, key.request_digest):
-                        raise invalid_field(
-                            Reason.REQUEST_ID_REUSED,
-                            "request_id",
-                            "was already used for a different request",
-                        )
-                    return prior.response
-            result = job(tx, self.clock())
-            raw = render(result)
-            if key.request_id:
-                tenant, case_id = scope(result)
-                stored = StoredResponse(key.method, key.request_digest, raw)
-                tx.remember(key.request_id, stored, tenant, case_id)
-            return raw
-
-        return await self.store.write(run)
+        return await self.store.write(retryable(key, job, render, scope, self.clock))
 
     # --- mutations ---------------------------------------------------------
 
@@ -314,37 +270,6 @@ class Adjudication:
             return counts, event.sequence
 
         return await self._idempotent(key, job, render, lambda _: ("", ""))
-
-    # --- queries -----------------------------------------------------------
-
-    async def reviewer(self, reviewer_id: str) -> Reviewer:
-        check_reviewer_id(reviewer_id, "reviewer_id")
-        found = await self.store.reviewer(reviewer_id)
-        if found is None:
-            raise reviewer_not_found(reviewer_id)
-        return found
-
-    async def snapshot(self, case_id: str) -> CaseSnapshot:
-        require_id(case_id, "case_id")
-        snap = await self.store.snapshot(case_id)
-        if snap is None:
-            raise case_not_found(case_id)
-        return snap
-
-    async def case_detail(
-        self, case_id: str
-    ) -> tuple[CaseSnapshot, list[Review], list[Resolution]]:
-        require_id(case_id, "case_id")
-        found = await self.store.case_detail(case_id)
-        if found is None:
-            raise case_not_found(case_id)
-        return found
-
-    async def agreement(self, tenant: str) -> Agreement:
-        return cohens_kappa(await self.store.rated_pairs(tenant))
-
-    async def verify(self) -> ChainVerdict:
-        return await self.store.verify_chain()
 
 
 def _counted(counts: DeletedCounts) -> dict[str, str]:

@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from assay.runtime.server import ServiceSpec
+from assay.services.adjudication.lookups import Lookups
 from assay.services.adjudication.operations import Adjudication
 from assay.services.adjudication.servicer import AdjudicationServicer
 from assay.services.adjudication.storage import SchemaTooNew, Store
@@ -26,7 +27,7 @@ async def build_spec(options: ServeOptions) -> ServiceSpec:
     return ServiceSpec(
         name="adjudication",
         descriptor=adjudication_service_pb2.DESCRIPTOR.services_by_name["AdjudicationService"],
-        servicer=AdjudicationServicer(Adjudication(store)),
+        servicer=AdjudicationServicer(Adjudication(store), Lookups(store)),
         port=options.port,
         close=store.close,
     )

@@ -12,19 +12,16 @@ from typing import Any
 
 import grpc
 
-from assay.services.adjudication import convert, paging
+from assay.services.adjudication import convert, values
 from assay.services.adjudication.blinding import blind
 from assay.services.adjudication.canonical import now
-from assay.services.adjudication.fields import optional_id, optional_tenant
+from assay.services.adjudication.lookups import Lookups
 from assay.services.adjudication.model import ChainHead, ExportTally
-from assay.services.adjudication.operations import Adjudication, RequestKey
-from assay.services.adjudication.reviewers import check_reviewer_id
+from assay.services.adjudication.operations import Adjudication
+from assay.services.adjudication.retries import RequestKey
 from assay.services.adjudication.state import derive_state
 from assay.services.adjudication.storage import ExportBatch
 from assay.v1 import adjudication_service_pb2 as pb
-
-DEFAULT_EXPORT_BATCH = 500
-MAX_EXPORT_BATCH = 5000
 
 
 def _bytes(message: Any) -> bytes:
@@ -33,14 +30,15 @@ def _bytes(message: Any) -> bytes:
 
 
 def _key(method: str, request: Any) -> RequestKey:
-    return RequestKey(request.request_id, method, convert.request_digest(request))
+    return RequestKey(request.request_id, method, values.request_digest(request))
 
 
 class AdjudicationServicer:
     """Implements ``assay.v1.AdjudicationService``."""
 
-    def __init__(self, adjudication: Adjudication) -> None:
+    def __init__(self, adjudication: Adjudication, lookups: Lookups) -> None:
         self.adjudication = adjudication
+        self.lookups = lookups
 
     # --- reviewers ---------------------------------------------------------
 
@@ -60,22 +58,17 @@ class AdjudicationServicer:
     async def GetReviewer(
         self, request: pb.GetReviewerRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetReviewerResponse:
-        found = await self.adjudication.reviewer(request.reviewer_id)
+        found = await self.lookups.reviewer(request.reviewer_id)
         return pb.GetReviewerResponse(reviewer=convert.reviewer(found))
 
     async def ListReviewers(
         self, request: pb.ListReviewersRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListReviewersResponse:
-        size = paging.page_size(request.page_size)
-        after = paging.decode_token("reviewers", request.page_token)
-        found = await self.adjudication.store.reviewers(after, size + 1)
-        page, more = found[:size], len(found) > size
+        page = await self.lookups.reviewers(request.page_size, request.page_token)
         return pb.ListReviewersResponse(
-            reviewers=[convert.reviewer(r) for r in page],
-            next_page_token=paging.encode_token("reviewers", page[-1].reviewer_id if more else ""),
+            reviewers=[convert.reviewer(r) for r in page.items],
+            next_page_token=page.next_page_token,
         )
-
-    # --- cases -------------------------------------------------------------
 
     async def EnqueueCase(
         self, request: pb.EnqueueCaseRequest, context: grpc.aio.ServicerContext
@@ -90,7 +83,7 @@ class AdjudicationServicer:
     async def GetCase(
         self, request: pb.GetCaseRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetCaseResponse:
-        snap, reviews, resolutions = await self.adjudication.case_detail(request.case_id)
+        snap, reviews, resolutions = await self.lookups.case_detail(request.case_id)
         return pb.GetCaseResponse(
             case=convert.case(snap.case),
             state=convert.case_state(derive_state(snap)),
@@ -102,31 +95,23 @@ class AdjudicationServicer:
     async def GetBlindedCase(
         self, request: pb.GetBlindedCaseRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetBlindedCaseResponse:
-        snap = await self.adjudication.snapshot(request.case_id)
+        snap = await self.lookups.snapshot(request.case_id)
         return pb.GetBlindedCaseResponse(case=convert.blinded(blind(snap.case, snap.round)))
 
     async def ListQueue(
         self, request: pb.ListQueueRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListQueueResponse:
-        check_reviewer_id(request.reviewer_id, "reviewer_id")
-        tenant = optional_tenant(request.tenant, "tenant")
-        size = paging.page_size(request.page_size)
-        query = f"queue|{request.reviewer_id}|{tenant}"
-        after = paging.decode_token(query, request.page_token)
-        await self.adjudication.reviewer(request.reviewer_id)
-        found = await self.adjudication.store.queue(
-            request.reviewer_id, tenant, after, size + 1, now()
+        page = await self.lookups.queue(
+            request.reviewer_id, request.tenant, request.page_size, request.page_token
         )
-        page, more = found[:size], len(found) > size
         return pb.ListQueueResponse(
-            cases=[convert.blinded(blind(case, round_)) for case, round_ in page],
-            next_page_token=paging.encode_token(query, page[-1][0].case_id if more else ""),
+            cases=[convert.blinded(c) for c in page.items], next_page_token=page.next_page_token
         )
 
     async def GetCaseState(
         self, request: pb.GetCaseStateRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetCaseStateResponse:
-        snap = await self.adjudication.snapshot(request.case_id)
+        snap = await self.lookups.snapshot(request.case_id)
         return pb.GetCaseStateResponse(
             case_id=snap.case.case_id,
             state=convert.case_state(derive_state(snap)),
@@ -180,35 +165,27 @@ class AdjudicationServicer:
     async def ListGoldLabelRevisions(
         self, request: pb.ListGoldLabelRevisionsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListGoldLabelRevisionsResponse:
-        case_id = optional_id(request.case_id, "case_id")
-        size = paging.page_size(request.page_size)
-        query = f"gold|{case_id}"
-        after_token = paging.decode_token(query, request.page_token)
-        after = paging.split_key(after_token) if after_token else None
-        found = await self.adjudication.store.gold_labels(case_id, after, size + 1)
-        page, more = found[:size], len(found) > size
-        last = paging.join_key(page[-1].case_id, page[-1].revision) if more else ""
+        page = await self.lookups.gold_labels(
+            request.case_id, request.page_size, request.page_token
+        )
         return pb.ListGoldLabelRevisionsResponse(
-            revisions=[convert.gold_label(r) for r in page],
-            next_page_token=paging.encode_token(query, last),
+            revisions=[convert.gold_label(r) for r in page.items],
+            next_page_token=page.next_page_token,
         )
 
     async def ExportCorpus(
         self, request: pb.ExportCorpusRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.ExportCorpusResponse]:
-        tenant = optional_tenant(request.tenant, "tenant")
-        batch_size = paging.page_size(request.batch_size, "batch_size", MAX_EXPORT_BATCH)
-        if request.batch_size == 0:
-            batch_size = DEFAULT_EXPORT_BATCH
         started = now()
         tally = ExportTally()
         head = ChainHead(0, "")
-        async for item in self.adjudication.store.export(tenant, batch_size):
+        async for item in self.lookups.export(request.tenant, request.batch_size):
             if isinstance(item, ChainHead):
                 head = item
                 continue
             yield self._batch(item, tally)
-        yield pb.ExportCorpusResponse(manifest=convert.manifest(tally, head, started, tenant))
+        manifest = convert.manifest(tally, head, started, request.tenant)
+        yield pb.ExportCorpusResponse(manifest=manifest)
 
     @staticmethod
     def _batch(item: ExportBatch, tally: ExportTally) -> pb.ExportCorpusResponse:
@@ -221,27 +198,22 @@ class AdjudicationServicer:
     async def ComputeAgreement(
         self, request: pb.ComputeAgreementRequest, context: grpc.aio.ServicerContext
     ) -> pb.ComputeAgreementResponse:
-        tenant = optional_tenant(request.tenant, "tenant")
-        return convert.agreement(await self.adjudication.agreement(tenant))
+        return convert.agreement(await self.lookups.agreement(request.tenant))
 
     # --- the ledger and deletion -------------------------------------------
 
     async def VerifyAuditChain(
         self, request: pb.VerifyAuditChainRequest, context: grpc.aio.ServicerContext
     ) -> pb.VerifyAuditChainResponse:
-        return convert.verdict(await self.adjudication.verify())
+        return convert.verdict(await self.lookups.verify())
 
     async def ListAuditEvents(
         self, request: pb.ListAuditEventsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListAuditEventsResponse:
-        size = paging.page_size(request.page_size)
-        after_token = paging.decode_token("audit", request.page_token)
-        after = paging.int_key(after_token) if after_token else 0
-        found = await self.adjudication.store.audit_events(after, size + 1)
-        page, more = found[:size], len(found) > size
+        page = await self.lookups.audit_events(request.page_size, request.page_token)
         return pb.ListAuditEventsResponse(
-            events=[convert.audit_event(e) for e in page],
-            next_page_token=paging.encode_token("audit", str(page[-1].sequence) if more else ""),
+            events=[convert.audit_event(e) for e in page.items],
+            next_page_token=page.next_page_token,
         )
 
     async def DeleteTenantRecords(

@@ -40,8 +40,3 @@ def derive_state(snapshot: CaseSnapshot) -> CaseState:
     if len(reviews) == 1:
         return CaseState.AWAITING_SECOND_REVIEW
     return CaseState.AGREED if unanimous(reviews) else CaseState.DISAGREED
-
-
-def needs_reviews(snapshot: CaseSnapshot) -> bool:
-    """Whether the case belongs in reviewers' queues: a round awaiting a first or second review."""
-    return derive_state(snapshot) in (CaseState.AWAITING_REVIEW, CaseState.AWAITING_SECOND_REVIEW)

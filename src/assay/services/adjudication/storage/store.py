@@ -216,8 +216,9 @@ class Store:
             while (batch := await connection.run(db, next_batch)) is not None:
                 yield batch
         finally:
-            await connection.run(db, lambda raw: raw.rollback())
-            await db.close()
+            # Closing ends the read transaction. Shielded: a client that cancels the stream
+            # must not leave the connection's (non-daemon) thread running.
+            await asyncio.shield(db.close())
 
     async def verify_chain(self) -> ChainVerdict:
         """Walk every event, then cross-check every gold-label row against the ledger."""

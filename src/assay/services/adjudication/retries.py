@@ -1,0 +1,67 @@
+"""Safe retries: the first response to a ``request_id`` is stored with the change it reports.
+
+A job wrapped by ``retryable`` first looks the request id up; if it was seen
+with the same method and the same request digest, the stored response bytes
+are returned and nothing runs again — so a client that lost an answer (a
+timeout, a crash of the server after the commit) can simply retry. The same
+id with a different request is refused with REQUEST_ID_REUSED rather than
+silently answered with someone else's result. The record is written in the
+same transaction as the change, so there is never one without the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeVar
+
+from assay.errors import Reason, invalid_field
+from assay.services.adjudication.fields import check_request_id
+from assay.services.adjudication.storage import StoredResponse, WriteTx
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RequestKey:
+    """A retry key: the request id (may be empty: no retry safety), the method, and a
+    digest of the whole request."""
+
+    request_id: str
+    method: str
+    request_digest: str
+
+
+def retryable(
+    key: RequestKey,
+    job: Callable[[WriteTx, datetime], T],
+    render: Callable[[T], bytes],
+    scope: Callable[[T], tuple[str, str]],
+    clock: Callable[[], datetime],
+) -> Callable[[WriteTx], bytes]:
+    """The writer job: recall or run, render, remember. ``scope`` gives the (tenant, case)
+    the stored response belongs to, so deleting that data deletes the response too."""
+    check_request_id(key.request_id)
+
+    def run(tx: WriteTx) -> bytes:
+        if key.request_id:
+            prior = tx.recall(key.request_id)
+            if prior is not None:
+                if (prior.method, prior.request_digest) != (key.method, key.request_digest):
+                    raise invalid_field(
+                        Reason.REQUEST_ID_REUSED,
+                        "request_id",
+                        "was already used for a different request",
+                    )
+                return prior.response
+        result = job(tx, clock())
+        raw = render(result)
+        if key.request_id:
+            tenant, case_id = scope(result)
+            tx.remember(
+                key.request_id, StoredResponse(key.method, key.request_digest, raw), tenant, case_id
+            )
+        return raw
+
+    return run
