@@ -1693,7 +1693,7 @@ class VerifyAuditChainResponse(_message.Message):
     """A human-readable explanation. Not for machines: switch on `problem`."""
     @_builtins.property
     def head(self) -> Global___AuditChainHead:
-        """The head as stored."""
+        """The last event that verified: the ledger's head when ok."""
 
     def __init__(
         self,

@@ -195,8 +195,6 @@ class Writer:
         self.lock = asyncio.Lock()
         self._queue: asyncio.Queue[tuple[Job, asyncio.Future[Any]] | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
-        self.batches = 0
-        self.jobs = 0
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="adjudication-writer")
@@ -237,8 +235,6 @@ class Writer:
                 return
 
     async def _commit_batch(self, batch: list[tuple[Job, asyncio.Future[Any]]]) -> None:
-        self.batches += 1
-        self.jobs += len(batch)
         jobs = [job for job, _ in batch]
         try:
             outcomes = await connection.run(self.db, lambda raw: self._run_batch(raw, jobs))
