@@ -8,15 +8,8 @@ import re
 
 import pytest
 
-from assay.services.resolver.convert import (
-    ClaimIndex,
-    claim_ref,
-    intake,
-    json_to_value,
-    source_table,
-    value_to_json,
-    without_gc,
-)
+from assay.services.resolver.convert import ClaimIndex, claim_ref, json_to_value, value_to_json
+from assay.services.resolver.intake import intake, source_table, without_gc
 from assay.services.resolver.policy import DEFAULT_POLICY
 from assay.v1 import claim_pb2
 from tests.unit.resolver.resolver_factories import claim, resolve, value

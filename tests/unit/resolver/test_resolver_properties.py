@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assay.services.resolver import engine
-from assay.services.resolver.convert import intake, source_table, violations
+from assay.services.resolver.convert import violations
+from assay.services.resolver.intake import intake, source_table
 from assay.services.resolver.policy import DEFAULT_POLICY
 from assay.v1 import claim_pb2
 from tests.unit.resolver.resolver_factories import claim, resolve, resolve_evidence

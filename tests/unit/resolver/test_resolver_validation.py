@@ -9,7 +9,7 @@ from google.protobuf import struct_pb2
 
 from assay import errors
 from assay.errors import Reason
-from assay.services.resolver.convert import intake, source_table
+from assay.services.resolver.intake import intake, source_table
 from assay.services.resolver.policy import DEFAULT_POLICY
 from assay.services.resolver.validation import MAX_VIOLATIONS
 from assay.v1 import claim_pb2

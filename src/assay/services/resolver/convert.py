@@ -1,25 +1,17 @@
-"""Proto ⇄ domain for the resolver, including the one hot loop over claims.
+"""Proto ⇄ domain for the resolver (the hot proto → rows loop lives in ``intake``).
 
-``intake`` is where a request's claims become rows. It runs once per claim,
-so it is written for speed on purpose: each field is read once, scalar value
-keys come from a cache, ``HasField`` is asked only when the cheap read is
-ambiguous, and the only per-claim allocation is the row tuple. It only
-*detects* invalid claims; when it does, ``violations`` re-reads the request
-slowly and lets ``validation`` explain every problem with its field path.
-
-The other direction builds response messages once per value and per semantic,
-with one ``add()`` per claim weight, and emits each value from its canonical
-key, so equal values always serialize to the same bytes.
+Inbound: the slow, complete reading of claims that validation explains
+problems from, JSON ⇄ ``google.protobuf.Value``, content references, and the
+lookup of a claim by its request-wide index. Outbound: response messages,
+built once per value and per semantic with one ``add()`` per claim weight;
+each value is emitted from its canonical key, so equal values always
+serialize to the same bytes.
 """
 
 from __future__ import annotations
 
-import gc
 import hashlib
-import math
-from collections.abc import Callable, Mapping, Sequence
-from operator import itemgetter
-from typing import TypeVar
+from collections.abc import Mapping, Sequence
 
 from google.protobuf import duration_pb2, struct_pb2, timestamp_pb2
 
@@ -28,39 +20,17 @@ from assay.services.resolver.model import (
     INDEX,
     REF,
     Excluded,
-    Intake,
-    Relation,
-    RelationKind,
     Resolution,
-    Row,
-    SemKey,
     Warning,
 )
 from assay.services.resolver.validation import ClaimFacts, Violation, check_claims
 from assay.v1 import claim_pb2, resolution_pb2
 
-_REJECTED = 3
-_MAX_STATUS = 3
-_MAX_KIND = 3
-
-# Value keys of scalars seen before. Bounded: cleared when it grows past the limit, since
-# a long-running server sees an unbounded variety of strings.
-_STRING_KEYS: dict[str, str] = {}
-_NUMBER_KEYS: dict[float, str] = {}
 # Canonical Value messages by key, so equal values are emitted from one representative.
 _VALUES: dict[str, struct_pb2.Value] = {}
 _CACHE_LIMIT = 65536
 
 ClaimList = Sequence[claim_pb2.Claim]
-_In = TypeVar("_In")
-_Out = TypeVar("_Out")
-
-
-def _string_key(value: str) -> str:
-    if len(_STRING_KEYS) > _CACHE_LIMIT:
-        _STRING_KEYS.clear()
-    key = _STRING_KEYS[value] = vk.string_key(value)
-    return key
 
 
 def value_to_json(value: struct_pb2.Value) -> vk.JsonValue:
@@ -101,177 +71,12 @@ def json_to_value(data: vk.JsonValue, out: struct_pb2.Value) -> None:
             json_to_value(item, values.values.add())
 
 
-def _other_key(value: struct_pb2.Value) -> str | None:
-    """The key of a value that is not a non-empty string, or None when it cannot be keyed."""
-    kind = value.WhichOneof("kind")
-    if kind == "number_value":
-        number = value.number_value
-        key = _NUMBER_KEYS.get(number)
-        if key is None:
-            if not math.isfinite(number):
-                return None
-            if len(_NUMBER_KEYS) > _CACHE_LIMIT:
-                _NUMBER_KEYS.clear()
-            key = _NUMBER_KEYS[number] = vk.number_key(number)
-        return key
-    if kind == "bool_value":
-        return vk.TRUE_KEY if value.bool_value else vk.FALSE_KEY
-    if kind == "string_value":
-        return '""'
-    if kind is None or kind == "null_value":
-        return None
-    try:
-        return vk.canonical_key(value_to_json(value))
-    except vk.UnkeyableValue:
-        return None
-
-
 def claim_ref(claim: claim_pb2.Claim) -> str:
     """The claim's id, or a content reference that does not depend on its position."""
     if claim.id:
         return claim.id
     digest = hashlib.sha256(claim.SerializeToString(deterministic=True)).hexdigest()
     return "sha256:" + digest[:16]
-
-
-def without_gc(work: Callable[[_In], _Out], request: _In) -> _Out:
-    """Run synchronous request work with the cyclic garbage collector paused.
-
-    A large request allocates hundreds of thousands of acyclic tuples and lists, and
-    the generation scans those allocations trigger cost about a fifth of the time.
-    Nothing here creates reference cycles and ``work`` never awaits, so no other request
-    runs meanwhile. Everything ``work`` allocated except its result is freed when it
-    returns, before the collector is switched back on, so no deferred scan is left over.
-    """
-    if not gc.isenabled():
-        return work(request)
-    gc.disable()
-    try:
-        return work(request)
-    finally:
-        gc.enable()
-
-
-SourceTable = Mapping[str, tuple[str, float, str]]
-
-
-def source_table(reliability: Mapping[str, float]) -> dict[str, tuple[str, float, str]]:
-    """The table as ``intake`` wants it: kind -> (the kind, its reliability, ``kind + "|"``).
-
-    Rows then share one string object per source kind instead of keeping a fresh copy per
-    claim, and a defaulted correlation group costs one concatenation, not two.
-    """
-    return {kind: (kind, value, kind + "|") for kind, value in reliability.items()}
-
-
-def intake(
-    claims: ClaimList,
-    table: SourceTable,
-    start: int = 0,
-    known_ids: Mapping[str, Row] | None = None,
-) -> Intake | None:
-    """Rows for every claim, grouped by semantic and value; None if any claim is invalid.
-
-    ``table`` comes from ``source_table``; ``start`` numbers the claims (hypothesis claims
-    continue after the base); ``known_ids`` are ids already taken by the base evidence.
-    """
-    out = Intake(count=len(claims))
-    entries: dict[SemKey, tuple[SemKey, dict[str, list[Row]]]] = {}
-    id_rows = out.id_rows
-    rejected = out.rejected
-    string_keys = _STRING_KEYS
-    sha256 = hashlib.sha256
-    for index, claim in enumerate(claims, start):
-        subject = claim.subject
-        predicate = claim.predicate
-        confidence = claim.confidence
-        entry = table.get(claim.source)
-        if entry is None or not subject or not predicate or not 0.0 <= confidence <= 1.0:
-            return None
-        source, ceiling, group_prefix = entry
-        stated = 0.0
-        if claim.HasField("reliability"):
-            reliability = claim.reliability
-            if not 0.0 <= reliability <= 1.0:
-                return None
-            if reliability > ceiling:
-                stated = reliability
-                reliability = ceiling
-        else:
-            reliability = ceiling
-        value = claim.value
-        text = value.string_value
-        if text:
-            key = string_keys.get(text)
-            if key is None:
-                key = _string_key(text)
-        else:
-            other = _other_key(value)
-            if other is None:
-                return None
-            key = other
-        claim_id = claim.id
-        if claim_id:
-            ref = claim_id
-        else:
-            ref = "sha256:" + sha256(claim.SerializeToString(deterministic=True)).hexdigest()[:16]
-        group = claim.correlation_group
-        if group:
-            declared = True
-        else:
-            group = group_prefix + claim.source_ref
-            declared = False
-        # One tuple per semantic is kept (the dict key); rows point at it.
-        found = entries.get((subject, predicate))
-        if found is None:
-            sem: SemKey = (subject, predicate)
-            values: dict[str, list[Row]] = {}
-            entries[sem] = (sem, values)
-        else:
-            sem, values = found
-        row = (
-            -(confidence * reliability),
-            ref,
-            source,
-            reliability,
-            group,
-            declared,
-            index,
-            sem,
-            key,
-        )
-        if claim_id:
-            id_rows.append(row)
-        if stated:
-            out.capped.append((row, stated))
-        status = claim.review_status
-        if claim.HasField("relation"):
-            relation = claim.relation
-            kind = relation.kind
-            target = relation.target_claim_id
-            if not claim_id or not 0 < kind <= _MAX_KIND or not target:
-                return None
-            if status != _REJECTED:
-                out.relations.append(Relation(row, RelationKind(kind), target))
-        if status:
-            if status == _REJECTED:
-                rejected.append(row)
-                continue
-            if not 0 < status <= _MAX_STATUS:
-                return None
-        rows = values.get(key)
-        if rows is None:
-            values[key] = [row]
-        else:
-            rows.append(row)
-    # Ids are checked once, in bulk: a set and a length beat a dict insert per claim.
-    id_list = list(map(itemgetter(REF), id_rows))
-    if len(set(id_list)) != len(id_list):
-        return None
-    if known_ids and not known_ids.keys().isdisjoint(id_list):
-        return None
-    out.values = {sem: values for sem, values in entries.values()}
-    return out
 
 
 def facts_of(claim: claim_pb2.Claim) -> ClaimFacts:

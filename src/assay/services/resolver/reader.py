@@ -11,13 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from assay.services.resolver.convert import (
-    ClaimIndex,
-    ClaimList,
-    SourceTable,
-    intake,
-    violations,
-)
+from assay.services.resolver.convert import ClaimIndex, ClaimList, violations
+from assay.services.resolver.intake import SourceTable, intake
 from assay.services.resolver.model import INDEX, Intake, Staleness
 from assay.services.resolver.policy import Policy
 from assay.services.resolver.validation import (

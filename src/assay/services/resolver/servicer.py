@@ -12,13 +12,8 @@ import grpc
 
 from assay.errors import Reason
 from assay.services.resolver import engine, reconcile
-from assay.services.resolver.convert import (
-    Emitter,
-    claim_ref,
-    seconds_of,
-    source_table,
-    without_gc,
-)
+from assay.services.resolver.convert import Emitter, claim_ref, seconds_of
+from assay.services.resolver.intake import source_table, without_gc
 from assay.services.resolver.model import Intake, Resolution, SemKey
 from assay.services.resolver.policy import Policy
 from assay.services.resolver.reader import Reader
