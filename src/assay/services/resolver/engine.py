@@ -16,7 +16,10 @@ from itertools import chain
 from assay.services.resolver.active import resolve_relations
 from assay.services.resolver.fusion import exclusions, resolve, without_superseded
 from assay.services.resolver.model import (
+    REF,
+    RELIABILITY,
     SEM,
+    SOURCE,
     Active,
     Excluded,
     Exclusion,
@@ -36,11 +39,12 @@ def capped_warnings(intakes: Iterable[Intake]) -> dict[SemKey, list[Warning]]:
     out: dict[SemKey, list[Warning]] = {}
     for intake in intakes:
         for row, stated in intake.capped:
-            out.setdefault(row[7], []).append(
+            out.setdefault(row[SEM], []).append(
                 Warning(
                     WarningCode.RELIABILITY_CAPPED,
-                    row[1],
-                    f"reliability {stated:g} exceeds source {row[2]!r}'s {row[3]:g}; capped",
+                    row[REF],
+                    f"reliability {stated:g} exceeds source {row[SOURCE]!r}'s "
+                    f"{row[RELIABILITY]:g}; capped",
                 )
             )
     return out
@@ -48,6 +52,8 @@ def capped_warnings(intakes: Iterable[Intake]) -> dict[SemKey, list[Warning]]:
 
 def _lookup(intakes: Sequence[Intake]) -> Active:
     relations = list(chain.from_iterable(i.relations for i in intakes))
+    if not relations:
+        return resolve_relations((), _nothing)  # without building any id index
     if len(intakes) == 1:
         return resolve_relations(relations, intakes[0].ids.get)
 
@@ -59,6 +65,10 @@ def _lookup(intakes: Sequence[Intake]) -> Active:
         return None
 
     return resolve_relations(relations, find)
+
+
+def _nothing(claim_id: str) -> Row | None:
+    return None
 
 
 class _Context:

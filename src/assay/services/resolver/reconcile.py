@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from assay.services.resolver.model import (
+    SEM,
     Decision,
     DecisionReason,
     Intake,
@@ -47,8 +48,8 @@ def affected(own: SemKey, proposal: Intake, base: Intake) -> list[SemKey]:
     for relation in proposal.relations:
         if relation.kind is RelationKind.SUPERSEDES:
             target = base.ids.get(relation.target_id)
-            if target is not None and target[7] not in sems:
-                sems.append(target[7])
+            if target is not None and target[SEM] not in sems:
+                sems.append(target[SEM])
     return sems
 
 
