@@ -1,7 +1,8 @@
 """The Adjudication service: blinded review of disputed cases into a tamper-evident gold corpus.
 
-Pure rules live in ``model``, ``fields``, ``reviewers``, ``cases``, ``blinding``, ``state``,
-``reviews``, ``resolution``, ``gold``, ``ledger``, ``agreement`` and ``paging``; all SQL is in
-``storage``; ``commands`` runs each mutation as one transaction; ``convert`` and ``servicer``
-speak protobuf; ``service`` builds the runtime spec.
+Pure rules: ``model``, ``canonical``, ``fields``, ``reviewers``, ``cases``, ``blinding``,
+``state``, ``reviews``, ``resolution``, ``gold``, ``ledger``, ``agreement``, ``paging``. All SQL:
+the ``storage`` package. Use cases: ``operations`` (mutations, each one group-committed job),
+``retries`` (request-id idempotency) and ``lookups`` (reads). Protobuf: ``values``, ``convert``
+and ``servicer``. ``service`` builds the runtime spec.
 """
