@@ -239,7 +239,9 @@ class Writer:
         try:
             outcomes = await connection.run(self.db, lambda raw: self._run_batch(raw, jobs))
         except Exception as error:  # the commit itself failed: nothing of the batch is stored
-            self.head = await connection.run(self.db, queries.chain_head)
+            # Every caller must get an answer, even if the database is gone altogether.
+            with contextlib.suppress(Exception):
+                self.head = await connection.run(self.db, queries.chain_head)
             outcomes = [(False, error)] * len(batch)
         for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
             if future.done():
