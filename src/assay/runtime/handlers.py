@@ -59,6 +59,9 @@ class _Call:
         self.method = method
         self.context = context
         self.request_id = request_id_of(context)
+        # Read the peer now: after a client cancels a server stream, context.peer() can crash
+        # grpcio's aio core (seen with 1.85), and finish() runs exactly then.
+        self.peer = context.peer()
         self.started = time.perf_counter()
         self.code = grpc.StatusCode.OK
         self.reason = ""
@@ -99,7 +102,7 @@ class _Call:
             "code": self.code.name,
             "duration_ms": round((time.perf_counter() - self.started) * 1000, 3),
             "request_id": self.request_id,
-            "peer": self.context.peer(),
+            "peer": self.peer,
         }
         if self.reason:
             fields["reason"] = self.reason
