@@ -56,10 +56,20 @@ def add_json_argument(parser: argparse.ArgumentParser) -> None:
 
 @contextmanager
 def channel(target: str) -> Iterator[grpc.Channel]:
-    """A plaintext channel that allows the same large messages the servers accept."""
+    """A plaintext channel with the client library's options: the servers' message-size limit,
+    and service-config retries of UNAVAILABLE for retry-safe RPCs (every mutating command sends
+    a ``request_id``, so a retried mutation is recognised and answered once)."""
+    from assay.client.channel import channel_options
     from assay.runtime.config import ServerConfig
+    from assay.v1 import adjudication_service_pb2, planner_service_pb2, resolver_service_pb2
 
-    with grpc.insecure_channel(target, options=ServerConfig.from_env().channel_options()) as ch:
+    services = [
+        service
+        for module in (resolver_service_pb2, planner_service_pb2, adjudication_service_pb2)
+        for service in module.DESCRIPTOR.services_by_name.values()
+    ]
+    options = channel_options(services, ServerConfig.from_env().max_message_bytes)
+    with grpc.insecure_channel(target, options=options) as ch:
         yield ch
 
 

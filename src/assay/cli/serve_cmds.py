@@ -112,6 +112,7 @@ async def _build(
             resolver_target=resolver_target,
             db_path=args.db,
             reliability_table=args.reliability_table,
+            max_message_bytes=args.max_message_bytes,
         )
         try:
             specs.append(await SERVICES[name].builder()(options))

@@ -11,6 +11,7 @@ import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.runtime.server import ServiceSpec
 
 
@@ -22,6 +23,8 @@ class ServeOptions:
     resolver_target: str = "127.0.0.1:50051"
     db_path: str = "assay.db"
     reliability_table: str | None = None
+    # The same limit the servers apply, for channels a service opens to another one.
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
 
 @dataclass(frozen=True)

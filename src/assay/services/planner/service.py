@@ -8,7 +8,7 @@ plan fails with RESOLVER_UNAVAILABLE until it is.
 
 from __future__ import annotations
 
-from assay.runtime.config import ServerConfig
+from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.runtime.server import ServiceSpec
 from assay.services.planner.resolver_client import ResolverClient
 from assay.services.planner.servicer import PlannerServicer
@@ -18,15 +18,16 @@ from assay.v1 import planner_service_pb2
 SERVICE_DESCRIPTOR = planner_service_pb2.DESCRIPTOR.services_by_name["PlannerService"]
 
 
-def make_servicer(resolver_target: str) -> PlannerServicer:
+def make_servicer(
+    resolver_target: str, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+) -> PlannerServicer:
     """A servicer with its own resolver channel (call inside a running event loop)."""
-    config = ServerConfig.from_env()
-    return PlannerServicer(ResolverClient(resolver_target, config.max_message_bytes))
+    return PlannerServicer(ResolverClient(resolver_target, max_message_bytes))
 
 
 async def build_spec(options: ServeOptions) -> ServiceSpec:
     """The planner on ``options.port``, calling the resolver at ``options.resolver_target``."""
-    servicer = make_servicer(options.resolver_target)
+    servicer = make_servicer(options.resolver_target, options.max_message_bytes)
     return ServiceSpec(
         name="planner",
         descriptor=SERVICE_DESCRIPTOR,
