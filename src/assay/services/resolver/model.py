@@ -21,9 +21,12 @@ SemKey: TypeAlias = tuple[str, str]
 """(subject, predicate): the unit of resolution."""
 
 # (-effective_weight, claim_ref, source, reliability, correlation_group,
-#  group_declared, index, semantic, value_key). ``index`` is the claim's
-#  position in the request (hypothesis claims continue after the base), used
-#  only to echo an excluded claim back and to read its observe time lazily.
+#  group_declared, index, semantic, value_key).
+# The weight is negated so that sorting plain rows (no key function) gives
+# "strongest first, ties by claim_ref ascending", the order every list in a
+# resolution uses. ``index`` is the claim's position in the request
+# (hypothesis and proposal claims continue after the base), used to echo an
+# excluded claim back and to read its observe time lazily.
 Row: TypeAlias = tuple[float, str, str, float, str, bool, int, SemKey, str]
 
 NEG_W: Final = 0
