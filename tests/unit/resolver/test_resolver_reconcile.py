@@ -176,3 +176,22 @@ class TestHypotheses:
         """A hypothesis claim about another predicate leaves the target alone."""
         response = hypotheses(self.BASE, [claim("b", predicate="other", confidence=1.0)])
         assert response.hypotheses[0].resolution == response.base
+
+
+class TestHypothesisStaleness:
+    def test_fresh_hypothesis_claim_clears_stale_support(self) -> None:
+        """Hypothesis claims are looked up by their own index when judging staleness."""
+        request = pb.ResolveHypothesesRequest(
+            evidence=evidence([claim("a", id="old", observed=10)]),
+            subject=SUBJECT,
+            predicate=SAFE,
+        )
+        request.as_of.seconds = 1000
+        request.stale_after.seconds = 100
+        request.hypotheses.add(claims=[claim("a", id="new", source_ref="n", observed=990)])
+        request.hypotheses.add(claims=[claim("a", id="older", source_ref="o", observed=5)])
+        response = servicer()._ResolveHypotheses(request)
+        stale = 4  # RATIONALE_FLAG_STALE_SUPPORT
+        assert stale in response.base.rationale
+        assert stale not in response.hypotheses[0].resolution.rationale
+        assert stale in response.hypotheses[1].resolution.rationale
