@@ -190,3 +190,9 @@ class ServiceHandler(grpc.GenericRpcHandler):  # type: ignore[misc]
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> Any:
         return self._handlers.get(handler_call_details.method)
+
+    def method_handlers(self) -> dict[str, Any]:
+        """Handlers by bare method name, for ``add_registered_method_handlers`` (the faster,
+        pre-registered path: grpc-core matches the method without a Python lookup)."""
+        prefix = f"/{self.service_name}/"
+        return {path.removeprefix(prefix): handler for path, handler in self._handlers.items()}

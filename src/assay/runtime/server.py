@@ -53,7 +53,9 @@ class RunningService:
 async def start_service(spec: ServiceSpec, config: ServerConfig) -> RunningService:
     """Bind and start one server for ``spec``; health reports SERVING once it listens."""
     server = grpc.aio.server(options=config.channel_options())
-    server.add_generic_rpc_handlers((ServiceHandler(spec.descriptor, spec.servicer),))
+    handler = ServiceHandler(spec.descriptor, spec.servicer)
+    server.add_generic_rpc_handlers((handler,))
+    server.add_registered_method_handlers(handler.service_name, handler.method_handlers())
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
