@@ -39,9 +39,9 @@ from assay.services.resolver.policy import DEFAULT_RELIABILITY
 from assay.v1 import adjudication_service_pb2 as adj
 from assay.v1 import gold_pb2
 
-EXAMPLE = (
-    Path(__file__).resolve().parents[3] / "examples" / "executor" / "idempotency-conflict.json"
-)
+# Shipped inside the package, so `assay demo` works from a plain (non-editable) install too;
+# examples/executor/ holds the same file for people reading the repository (a test pins them).
+EXAMPLE = Path(__file__).resolve().parent / "data" / "idempotency-conflict.json"
 SUBJECT, PREDICATE = "api:checkout.submit", "idempotency.mode"
 # Low on purpose: a scripted answer is not an observation. Equal to generated_mock.
 FIXTURE_RELIABILITY = 0.3
