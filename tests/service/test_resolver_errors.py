@@ -135,6 +135,18 @@ class TestFieldErrors:
         assert error.reason == Reason.INVALID_FIELD
         assert [v.field for v in error.violations] == ["stale_after"]
 
+    async def test_unknown_detail(self, channel: grpc.aio.Channel) -> None:
+        """ResolveHypotheses with an unknown ResolutionDetail is INVALID_FIELD at `detail`."""
+        stub = pb_grpc.ResolverServiceStub(channel)
+        request = pb.ResolveHypothesesRequest(
+            evidence=evidence(claim()), subject="s", predicate="p"
+        )
+        request.detail = pb.ResolutionDetail.ValueType(5)
+        error = await failure(stub.ResolveHypotheses(request, timeout=10))
+        assert error.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert error.reason == Reason.INVALID_FIELD
+        assert [v.field for v in error.violations] == ["detail"]
+
     async def test_reconcile_without_proposals(self, channel: grpc.aio.Channel) -> None:
         """Reconcile needs at least one proposal."""
         stub = pb_grpc.ResolverServiceStub(channel)

@@ -9,6 +9,7 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import json_format
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
@@ -110,6 +111,55 @@ class TestRpcs:
         assert decided.status == resolution_pb2.RESOLUTION_STATUS_RESOLVED
         assert decided.leader.value_key == '"key"'
         assert response.hypotheses[1].resolution == response.base
+
+    async def test_resolve_hypotheses_summary(self, stub: pb_grpc.ResolverServiceStub) -> None:
+        """SUMMARY over the wire: the same judgement as FULL without the per-claim detail."""
+        request = pb.ResolveHypothesesRequest(
+            evidence=EVIDENCE, subject=SUBJECT, predicate="idempotency.mode"
+        )
+        request.hypotheses.add(
+            label="review says key", claims=[claim("key", source="human_review", confidence=1.0)]
+        )
+        full = await stub.ResolveHypotheses(request, timeout=10)
+        request.detail = pb.RESOLUTION_DETAIL_SUMMARY
+        summary = await stub.ResolveHypotheses(request, timeout=10)
+        for whole, short in (
+            (full.base, summary.base),
+            (full.hypotheses[0].resolution, summary.hypotheses[0].resolution),
+        ):
+            assert short.status == whole.status
+            assert short.leader == whole.leader
+            assert [(v.value_key, v.support) for v in short.values] == [
+                (v.value_key, v.support) for v in whole.values
+            ]
+            assert list(short.rationale) == list(whole.rationale)
+            assert all(v.claims for v in whole.values)
+            assert not any(v.claims or v.groups or v.counted_claim_refs for v in short.values)
+            assert [e.claim_ref for e in short.excluded] == ["c3"]
+            assert whole.excluded[0].HasField("claim")
+            assert not short.excluded[0].HasField("claim")
+        assert summary.ByteSize() < full.ByteSize()
+
+    async def test_empty_object_and_list_values(self, stub: pb_grpc.ResolverServiceStub) -> None:
+        """Empty objects and lists come back as themselves, top level and nested, never null."""
+        cases: list[Any] = [{}, [], {"limits": {}}, {"tags": []}, [{}, []]]
+        evidence = claim_pb2.Evidence()
+        for i, data in enumerate(cases):
+            item = evidence.claims.add(
+                subject=f"s{i}", predicate="p", source="test_result", confidence=0.9
+            )
+            json_format.ParseDict(data, item.value)
+        response = await stub.ResolveEvidence(
+            pb.ResolveEvidenceRequest(evidence=evidence), timeout=10
+        )
+        assert len(response.resolutions) == len(cases)
+        for data, resolution in zip(cases, response.resolutions, strict=True):
+            assert resolution.leader.value_key == json.dumps(data, separators=(",", ":"))
+            assert json_format.MessageToDict(resolution.leader.value) == data
+            assert json_format.MessageToDict(resolution.values[0].value) == data
+            assert resolution.values[0].value.WhichOneof("kind") == (
+                "struct_value" if isinstance(data, dict) else "list_value"
+            )
 
     async def test_reconcile(self, stub: pb_grpc.ResolverServiceStub) -> None:
         """A proposal on a conflicted safety predicate is held for review."""

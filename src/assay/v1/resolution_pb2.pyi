@@ -299,18 +299,21 @@ class ValueSupport(_message.Message):
     @_builtins.property
     def claims(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClaimWeight]:
         """Every active claim asserting this value, strongest first (ties:
-        claim_ref ascending).
+        claim_ref ascending). Output only at full detail: empty in a
+        ResolveHypotheses response asked for RESOLUTION_DETAIL_SUMMARY.
         """
 
     @_builtins.property
     def groups(self) -> _containers.RepeatedCompositeFieldContainer[Global___GroupSupport]:
         """Every correlation group behind this value, strongest first (ties: the
-        counted claim_ref ascending).
+        counted claim_ref ascending). Output only at full detail (as `claims`).
         """
 
     @_builtins.property
     def counted_claim_refs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The claim_refs that count (one per group), in `groups` order."""
+        """The claim_refs that count (one per group), in `groups` order. Output
+        only at full detail (as `claims`).
+        """
 
     def __init__(
         self,
@@ -356,7 +359,9 @@ class ExcludedClaim(_message.Message):
 
     @_builtins.property
     def claim(self) -> _claim_pb2.Claim:
-        """The excluded claim itself, as received."""
+        """The excluded claim itself, as received. Output only at full detail: unset
+        in a ResolveHypotheses response asked for RESOLUTION_DETAIL_SUMMARY.
+        """
 
     def __init__(
         self,
@@ -486,7 +491,8 @@ class SemanticResolution(_message.Message):
     @_builtins.property
     def warnings(self) -> _containers.RepeatedCompositeFieldContainer[Global___Warning]:
         """Non-fatal findings about this semantic's claims, ordered by claim_ref
-        then code.
+        then code. Output only at full detail: empty in a ResolveHypotheses
+        response asked for RESOLUTION_DETAIL_SUMMARY.
         """
 
     def __init__(

@@ -23,6 +23,46 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class _ResolutionDetail:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ResolutionDetailEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ResolutionDetail.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    RESOLUTION_DETAIL_UNSPECIFIED: _ResolutionDetail.ValueType  # 0
+    """Treated as RESOLUTION_DETAIL_FULL."""
+    RESOLUTION_DETAIL_FULL: _ResolutionDetail.ValueType  # 1
+    """Every field of every SemanticResolution, as ResolveSemantic returns it."""
+    RESOLUTION_DETAIL_SUMMARY: _ResolutionDetail.ValueType  # 2
+    """What is needed to judge a resolution, without its per-claim detail. Kept:
+    subject, predicate, status, leader, confidence, safety_sensitive,
+    requires_review, rationale; every ValueSupport's value, value_key and
+    support; every ExcludedClaim's claim_ref, reason and superseded_by.
+    Left empty: ValueSupport.claims, ValueSupport.groups,
+    ValueSupport.counted_claim_refs, ExcludedClaim.claim and
+    SemanticResolution.warnings. Every kept field is exactly what FULL gives.
+    """
+
+class ResolutionDetail(_ResolutionDetail, metaclass=_ResolutionDetailEnumTypeWrapper):
+    """ResolutionDetail says how much of each resolution a ResolveHypotheses
+    response carries.
+    """
+
+RESOLUTION_DETAIL_UNSPECIFIED: ResolutionDetail.ValueType  # 0
+"""Treated as RESOLUTION_DETAIL_FULL."""
+RESOLUTION_DETAIL_FULL: ResolutionDetail.ValueType  # 1
+"""Every field of every SemanticResolution, as ResolveSemantic returns it."""
+RESOLUTION_DETAIL_SUMMARY: ResolutionDetail.ValueType  # 2
+"""What is needed to judge a resolution, without its per-claim detail. Kept:
+subject, predicate, status, leader, confidence, safety_sensitive,
+requires_review, rationale; every ValueSupport's value, value_key and
+support; every ExcludedClaim's claim_ref, reason and superseded_by.
+Left empty: ValueSupport.claims, ValueSupport.groups,
+ValueSupport.counted_claim_refs, ExcludedClaim.claim and
+SemanticResolution.warnings. Every kept field is exactly what FULL gives.
+"""
+Global___ResolutionDetail: _TypeAlias = ResolutionDetail  # noqa: Y015
+
 class _ReconcileDecision:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -279,10 +319,18 @@ class ResolveHypothesesRequest(_message.Message):
     HYPOTHESES_FIELD_NUMBER: _builtins.int
     AS_OF_FIELD_NUMBER: _builtins.int
     STALE_AFTER_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
     subject: _builtins.str
     """Required. The subject to resolve."""
     predicate: _builtins.str
     """Required. The predicate to resolve."""
+    detail: Global___ResolutionDetail.ValueType
+    """Optional. How much of `base` and of each hypothesis resolution to return;
+    UNSPECIFIED is FULL. SUMMARY is for callers that compare outcomes (status,
+    leader, supports, rationale) and need no per-claim explanation: it keeps
+    the response small when the semantic has many claims. An unknown value is
+    ERROR_REASON_INVALID_FIELD (`detail`).
+    """
     @_builtins.property
     def evidence(self) -> _claim_pb2.Evidence:
         """Required. The base evidence."""
@@ -308,10 +356,11 @@ class ResolveHypothesesRequest(_message.Message):
         hypotheses: _abc.Iterable[Global___Hypothesis] | None = ...,
         as_of: _timestamp_pb2.Timestamp | None = ...,
         stale_after: _duration_pb2.Duration | None = ...,
+        detail: Global___ResolutionDetail.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "evidence", b"evidence", "stale_after", b"stale_after"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "evidence", b"evidence", "hypotheses", b"hypotheses", "predicate", b"predicate", "stale_after", b"stale_after", "subject", b"subject"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "detail", b"detail", "evidence", b"evidence", "hypotheses", b"hypotheses", "predicate", b"predicate", "stale_after", b"stale_after", "subject", b"subject"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -355,11 +404,11 @@ class ResolveHypothesesResponse(_message.Message):
     HYPOTHESES_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def base(self) -> _resolution_pb2.SemanticResolution:
-        """The resolution of the base evidence alone."""
+        """The resolution of the base evidence alone, at the requested detail."""
 
     @_builtins.property
     def hypotheses(self) -> _containers.RepeatedCompositeFieldContainer[Global___HypothesisResolution]:
-        """One per hypothesis, in request order."""
+        """One per hypothesis, in request order, at the requested detail."""
 
     def __init__(
         self,

@@ -109,8 +109,12 @@ class ResolverServiceServicer:
         without a second fusion path. Each hypothesis is resolved independently
         against the base; ids must be unique within base + that hypothesis.
 
+        `detail` = RESOLUTION_DETAIL_SUMMARY leaves the per-claim detail out of
+        every resolution in the response (see ResolutionDetail).
+
         Errors: as ResolveSemantic; field paths name `hypotheses[i].claims[j]`;
-        more than 1024 hypotheses is ERROR_REASON_INVALID_FIELD (`hypotheses`).
+        more than 1024 hypotheses is ERROR_REASON_INVALID_FIELD (`hypotheses`);
+        an unknown `detail` is ERROR_REASON_INVALID_FIELD (`detail`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -61,8 +61,12 @@ class ResolverServiceStub:
     without a second fusion path. Each hypothesis is resolved independently
     against the base; ids must be unique within base + that hypothesis.
 
+    `detail` = RESOLUTION_DETAIL_SUMMARY leaves the per-claim detail out of
+    every resolution in the response (see ResolutionDetail).
+
     Errors: as ResolveSemantic; field paths name `hypotheses[i].claims[j]`;
-    more than 1024 hypotheses is ERROR_REASON_INVALID_FIELD (`hypotheses`).
+    more than 1024 hypotheses is ERROR_REASON_INVALID_FIELD (`hypotheses`);
+    an unknown `detail` is ERROR_REASON_INVALID_FIELD (`detail`).
     """
     Reconcile: _grpc.UnaryUnaryMultiCallable[_resolver_service_pb2.ReconcileRequest, _resolver_service_pb2.ReconcileResponse]
     """Says, for each proposed claim, whether it may be applied automatically.
@@ -117,8 +121,12 @@ class ResolverServiceAsyncStub(ResolverServiceStub):
     without a second fusion path. Each hypothesis is resolved independently
     against the base; ids must be unique within base + that hypothesis.
 
+    `detail` = RESOLUTION_DETAIL_SUMMARY leaves the per-claim detail out of
+    every resolution in the response (see ResolutionDetail).
+
     Errors: as ResolveSemantic; field paths name `hypotheses[i].claims[j]`;
-    more than 1024 hypotheses is ERROR_REASON_INVALID_FIELD (`hypotheses`).
+    more than 1024 hypotheses is ERROR_REASON_INVALID_FIELD (`hypotheses`);
+    an unknown `detail` is ERROR_REASON_INVALID_FIELD (`detail`).
     """
     Reconcile: _aio.UnaryUnaryMultiCallable[_resolver_service_pb2.ReconcileRequest, _resolver_service_pb2.ReconcileResponse]  # type: ignore[assignment]
     """Says, for each proposed claim, whether it may be applied automatically.
@@ -188,8 +196,12 @@ class ResolverServiceServicer(metaclass=_abc_1.ABCMeta):
         without a second fusion path. Each hypothesis is resolved independently
         against the base; ids must be unique within base + that hypothesis.
 
+        `detail` = RESOLUTION_DETAIL_SUMMARY leaves the per-claim detail out of
+        every resolution in the response (see ResolutionDetail).
+
         Errors: as ResolveSemantic; field paths name `hypotheses[i].claims[j]`;
-        more than 1024 hypotheses is ERROR_REASON_INVALID_FIELD (`hypotheses`).
+        more than 1024 hypotheses is ERROR_REASON_INVALID_FIELD (`hypotheses`);
+        an unknown `detail` is ERROR_REASON_INVALID_FIELD (`detail`).
         """
 
     @_abc_1.abstractmethod

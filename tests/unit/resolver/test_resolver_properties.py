@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from assay.services.resolver import engine
 from assay.services.resolver.convert import violations
 from assay.services.resolver.intake import intake, source_table
+from assay.services.resolver.model import Staleness
 from assay.services.resolver.policy import DEFAULT_POLICY
 from assay.v1 import claim_pb2
 from tests.unit.resolver.resolver_factories import claim, resolve, resolve_evidence
@@ -134,24 +136,57 @@ class TestValidationParity:
 
 class TestLayering:
     @PROFILE
-    @given(claims(), claims(max_size=4), st.sampled_from(["p", "idempotency.mode"]))
+    @given(
+        claims(),
+        st.lists(claims(max_size=4), min_size=1, max_size=3),
+        st.sampled_from(["p", "idempotency.mode"]),
+        st.booleans(),
+        st.booleans(),
+    )
     def test_layered_equals_full_recompute(
         self,
         base_claims: list[claim_pb2.Claim],
-        extra_claims: list[claim_pb2.Claim],
+        extra_lists: list[list[claim_pb2.Claim]],
         predicate: str,
+        base_first: bool,
+        stale: bool,
     ) -> None:
-        """Reusing the base's relations for extra claims gives the same answer as redoing all."""
-        for extra_claim in extra_claims:  # extra ids must not collide with the base's
-            if extra_claim.id:
-                extra_claim.id = "x" + extra_claim.id
+        """Reusing the base's relations and supports for several extra lists in a row
+        gives the same answer as redoing everything for each, whichever is asked first."""
         base = intake(base_claims, TABLE)
         assert base is not None
-        extra = intake(extra_claims, TABLE, len(base_claims), base.ids)
-        assert extra is not None
-        sem = ("s1", predicate)
-        layered = engine.Layered(base, DEFAULT_POLICY)
-        assert layered.resolve_with(extra, sem) == engine.resolve_one(
-            (base, extra), sem, DEFAULT_POLICY
+        staleness = (
+            Staleness(horizon=1000.0, observed=_observed(base_claims, extra_lists))
+            if stale
+            else None
         )
-        assert layered.resolve(sem) == engine.resolve_one((base,), sem, DEFAULT_POLICY)
+        sem = ("s1", predicate)
+        layered = engine.Layered(base, DEFAULT_POLICY, staleness)
+        expected_base = engine.resolve_one((base,), sem, DEFAULT_POLICY, staleness)
+        if base_first:
+            assert layered.resolve(sem) == expected_base
+        start = len(base_claims)
+        for n, extra_claims in enumerate(extra_lists):
+            for extra_claim in extra_claims:  # extra ids must not collide with the base's
+                if extra_claim.id:
+                    extra_claim.id = f"x{n}" + extra_claim.id
+            extra = intake(extra_claims, TABLE, start, base.ids)
+            assert extra is not None
+            start += len(extra_claims)
+            assert layered.resolve_with(extra, sem) == engine.resolve_one(
+                (base, extra), sem, DEFAULT_POLICY, staleness
+            )
+        assert layered.resolve(sem) == expected_base
+
+
+def _observed(
+    base: list[claim_pb2.Claim], extras: list[list[claim_pb2.Claim]]
+) -> Callable[[int], float | None]:
+    """Observe times by request-wide index, as the servicer's claim index reads them."""
+    every = [*base, *(c for extra in extras for c in extra)]
+
+    def observed(index: int) -> float | None:
+        found = every[index]
+        return float(found.observe_time.seconds) if found.HasField("observe_time") else None
+
+    return observed

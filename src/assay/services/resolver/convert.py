@@ -171,8 +171,15 @@ class Emitter:
             json_to_value(vk.from_key(key), cached)
         return cached
 
-    def resolution(self, res: Resolution, out: resolution_pb2.SemanticResolution) -> None:
-        """Fill ``out`` (a fresh message, often a repeated field's ``add()``) from ``res``."""
+    def resolution(
+        self, res: Resolution, out: resolution_pb2.SemanticResolution, full: bool = True
+    ) -> None:
+        """Fill ``out`` (a fresh message, often a repeated field's ``add()``) from ``res``.
+
+        ``full=False`` is ``RESOLUTION_DETAIL_SUMMARY``: no claim weights, groups,
+        counted refs, excluded claim bodies or warnings. Those are the per-claim part of
+        a resolution, so leaving them out makes the cost per value, not per claim.
+        """
         out.subject, out.predicate = res.sem
         out.status = resolution_pb2.ResolutionStatus.ValueType(res.status)
         out.safety_sensitive = res.safety_sensitive
@@ -189,6 +196,13 @@ class Emitter:
                     [resolution_pb2.RationaleFlag.ValueType(f) for f in res.rationale]
                 )
         add_value = out.values.add
+        if not full:
+            for support in res.values:
+                msg = add_value(value_key=support.value_key, support=support.support)
+                msg.value.CopyFrom(self.value(support.value_key))
+            for excluded in res.excluded:
+                self.excluded(excluded, out.excluded.add(), with_claim=False)
+            return
         for support in res.values:
             msg = add_value(value_key=support.value_key, support=support.support)
             msg.value.CopyFrom(self.value(support.value_key))
@@ -224,11 +238,14 @@ class Emitter:
             for warning in res.warnings:
                 self.warning(warning, out.warnings.add())
 
-    def excluded(self, excluded: Excluded, out: resolution_pb2.ExcludedClaim) -> None:
+    def excluded(
+        self, excluded: Excluded, out: resolution_pb2.ExcludedClaim, with_claim: bool = True
+    ) -> None:
         out.claim_ref = excluded.row[REF]
         out.reason = resolution_pb2.ExclusionReason.ValueType(excluded.reason)
         out.superseded_by.extend(excluded.superseded_by)
-        out.claim.CopyFrom(self._claims[excluded.row[INDEX]])
+        if with_claim:
+            out.claim.CopyFrom(self._claims[excluded.row[INDEX]])
 
     @staticmethod
     def warning(warning: Warning, out: resolution_pb2.Warning) -> None:

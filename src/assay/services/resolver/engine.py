@@ -14,7 +14,13 @@ from collections.abc import Iterable, Sequence
 from itertools import chain
 
 from assay.services.resolver.active import resolve_relations
-from assay.services.resolver.fusion import exclusions, resolve, without_superseded
+from assay.services.resolver.fusion import (
+    exclusions,
+    resolve,
+    resolve_supports,
+    support_of,
+    without_superseded,
+)
 from assay.services.resolver.model import (
     REF,
     RELIABILITY,
@@ -28,6 +34,7 @@ from assay.services.resolver.model import (
     Row,
     SemKey,
     Staleness,
+    ValueSupport,
     Warning,
     WarningCode,
 )
@@ -139,6 +146,12 @@ class Layered:
     claims without relations, whose ids no base relation was waiting for, cannot change
     any of that, so each of them costs only its own claims plus the target semantic; only
     extra claims that do touch relations pay for recomputing them over base + extra.
+
+    The base's support of each value is kept too: under such extra claims a value they
+    do not assert has exactly the base's active rows, so its support is reused, and a
+    value they do assert is re-fused from the base's (already sorted) rows plus theirs.
+    Six hypotheses over a 1,000-claim semantic then sort a few hundred rows each, not
+    every row six times.
     """
 
     def __init__(self, base: Intake, policy: Policy, staleness: Staleness | None = None) -> None:
@@ -148,32 +161,52 @@ class Layered:
         self.context = _Context((base,))
         known = base.ids if base.relations else {}
         self.awaited = {r.target_id for r in base.relations if r.target_id not in known}
+        self._supports: dict[SemKey, dict[str, ValueSupport]] = {}
+
+    def _base_supports(self, sem: SemKey) -> dict[str, ValueSupport]:
+        """The base's support per value key of ``sem`` (active rows only), computed once."""
+        found = self._supports.get(sem)
+        if found is None:
+            values = self.base.values.get(sem, {})
+            active = self.context.active
+            groups: Iterable[Sequence[Row]] = (
+                without_superseded(values, active) if active.superseded else values.values()
+            )
+            supports = (support_of(rows) for rows in groups if rows)
+            found = self._supports[sem] = {s.value_key: s for s in supports}
+        return found
 
     def resolve(self, sem: SemKey) -> Resolution:
         """The base alone."""
-        return self.context.resolve(sem, self.policy, self.staleness)
+        context = self.context
+        return resolve_supports(
+            sem,
+            list(self._base_supports(sem).values()),
+            policy=self.policy,
+            excluded=context.excluded.get(sem, ()),
+            warnings=context.warnings.get(sem, ()),
+            staleness=self.staleness,
+        )
 
     def resolve_with(self, extra: Intake, sem: SemKey) -> Resolution:
         """Base + ``extra``."""
         if extra.relations or (self.awaited and not self.awaited.isdisjoint(extra.ids)):
             return _Context((self.base, extra)).resolve(sem, self.policy, self.staleness)
         context = self.context
-        merged = {key: list(rows) for key, rows in self.base.values.get(sem, {}).items()}
-        for key, rows in extra.values.get(sem, {}).items():
-            merged.setdefault(key, []).extend(rows)
-        values: Iterable[Sequence[Row]] = (
-            without_superseded(merged, context.active)
-            if context.active.superseded
-            else merged.values()
-        )
+        base_supports = self._base_supports(sem)
+        added = extra.values.get(sem, {})
+        supports = [s for key, s in base_supports.items() if key not in added]
+        for key, rows in added.items():
+            before = base_supports.get(key)
+            supports.append(support_of([*before.claims, *rows] if before else rows))
         excluded = [
             *context.excluded.get(sem, ()),
             *(Excluded(row, Exclusion.REVIEWED_OUT) for row in extra.rejected if row[SEM] == sem),
         ]
         warnings = [*context.warnings.get(sem, ()), *capped_warnings((extra,)).get(sem, ())]
-        return resolve(
+        return resolve_supports(
             sem,
-            values,
+            supports,
             policy=self.policy,
             excluded=excluded,
             warnings=warnings,

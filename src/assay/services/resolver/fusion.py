@@ -101,7 +101,26 @@ def resolve(
     staleness: Staleness | None = None,
 ) -> Resolution:
     """Resolve one semantic from its active rows grouped by value (supersession already applied)."""
-    supports = [support_of(rows) for rows in values if rows]
+    return resolve_supports(
+        sem,
+        [support_of(rows) for rows in values if rows],
+        policy=policy,
+        excluded=excluded,
+        warnings=warnings,
+        staleness=staleness,
+    )
+
+
+def resolve_supports(
+    sem: SemKey,
+    supports: list[ValueSupport],
+    *,
+    policy: Policy,
+    excluded: Sequence[Excluded] = (),
+    warnings: Sequence[Warning] = (),
+    staleness: Staleness | None = None,
+) -> Resolution:
+    """``resolve`` from each value's support, already computed (``supports`` is reordered)."""
     if len(supports) > 1:
         supports.sort(key=_value_order)
     status = status_of(supports, policy)

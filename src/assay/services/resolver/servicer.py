@@ -88,6 +88,7 @@ class ResolverServicer:
             reader.problems.append(
                 Violation(Reason.INVALID_FIELD, "hypotheses", f"at most {MAX_HYPOTHESES}")
             )
+        full = _full_detail(reader, request.detail)
         staleness = reader.staleness(*_staleness_fields(request))
         base = reader.base(request.evidence.claims, "evidence.claims")
         extras = [
@@ -100,11 +101,11 @@ class ResolverServicer:
         response = pb.ResolveHypothesesResponse()
         emitter = Emitter(reader.index)
         layered = engine.Layered(base, self.policy, staleness)
-        emitter.resolution(layered.resolve(sem), response.base)
+        emitter.resolution(layered.resolve(sem), response.base, full)
         for hypothesis, extra in zip(request.hypotheses, extras, strict=True):
             assert extra is not None
             out = response.hypotheses.add(label=hypothesis.label)
-            emitter.resolution(layered.resolve_with(extra, sem), out.resolution)
+            emitter.resolution(layered.resolve_with(extra, sem), out.resolution, full)
         return response
 
     async def Reconcile(
@@ -165,6 +166,17 @@ class ResolverServicer:
 
 def _after(layered: engine.Layered, extra: Intake, sem: SemKey) -> Resolution:
     return layered.resolve_with(extra, sem)
+
+
+def _full_detail(reader: Reader, detail: int) -> bool:
+    """True unless SUMMARY was asked for; an unknown number is recorded as a violation."""
+    if detail == pb.RESOLUTION_DETAIL_SUMMARY:
+        return False
+    if detail not in (pb.RESOLUTION_DETAIL_UNSPECIFIED, pb.RESOLUTION_DETAIL_FULL):
+        reader.problems.append(
+            Violation(Reason.INVALID_FIELD, "detail", f"unknown ResolutionDetail value {detail}")
+        )
+    return True
 
 
 def _staleness_fields(
