@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import re
+from typing import Any
 
 import pytest
 
@@ -53,6 +54,37 @@ class TestValues:
     def test_round_trip(self, data: object) -> None:
         """JSON -> Value -> JSON is the identity."""
         assert value_to_json(value(data)) == data
+
+    @pytest.mark.parametrize(
+        ("data", "key"),
+        [
+            ({}, "{}"),
+            ([], "[]"),
+            ({"limits": {}}, '{"limits":{}}'),
+            ({"tags": [], "n": 1}, '{"n":1,"tags":[]}'),
+            ([{}, [[]]], "[{},[[]]]"),
+        ],
+    )
+    def test_empty_objects_and_lists_are_echoed(self, data: Any, key: str) -> None:
+        """An empty object or list, top level or nested, is keyed and echoed as itself
+        (in ``values[].value`` and ``leader.value``), never as null or an unset Value."""
+        resolution = resolve([claim(data)])
+        assert resolution.leader.value_key == key
+        assert resolution.values[0].value_key == key
+        for echoed in (resolution.leader.value, resolution.values[0].value):
+            assert value_to_json(echoed) == data
+            assert echoed.WhichOneof("kind") == (
+                "struct_value" if isinstance(data, dict) else "list_value"
+            )
+            assert echoed == value(data)
+
+    def test_nested_empty_kinds_are_set(self) -> None:
+        """Inside an object, an empty object is a struct_value and an empty list a
+        list_value (the oneof is set even with nothing in it)."""
+        out = value({"limits": {}, "tags": []})
+        fields = out.struct_value.fields
+        assert fields["limits"].WhichOneof("kind") == "struct_value"
+        assert fields["tags"].WhichOneof("kind") == "list_value"
 
     def test_null(self) -> None:
         """A null Value reads back as None."""
