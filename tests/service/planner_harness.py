@@ -45,6 +45,8 @@ class WatchingResolver:
     delay_seconds: float = 0.0
     calls: list[str] = field(default_factory=list)
     hypotheses_per_call: list[int] = field(default_factory=list)
+    # The ResolutionDetail each ResolveHypotheses call asked for.
+    details: list[int] = field(default_factory=list)
     time_remaining: list[float | None] = field(default_factory=list)
     request_ids: list[str] = field(default_factory=list)
 
@@ -63,6 +65,7 @@ class WatchingResolver:
             await self._watch(name, context)
             if name == "ResolveHypotheses":
                 self.hypotheses_per_call.append(len(request.hypotheses))
+                self.details.append(request.detail)
             return await target(request, context)
 
         return method

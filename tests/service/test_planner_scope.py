@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assay.services.planner import convert
+from assay.services.planner.resolver_client import summary_of
 from assay.services.resolver.service import make_servicer
 from assay.v1 import claim_pb2, planner_service_pb2
 from assay.v1 import resolver_service_pb2 as rpb
@@ -76,3 +77,20 @@ class TestTargetScope:
         assert [e.claim_ref for e in scoped.base.excluded] == [
             e.claim_ref for e in full.resolution.excluded
         ]
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(evidences())
+    def test_the_planners_summary_check_accepts_every_correct_scope(
+        self, request: planner_service_pb2.PlanEvidenceRequest
+    ) -> None:
+        """The check the planner makes (scoped SUMMARY base = summary of the full base)
+        holds whenever scoping is right, so it never forces a needless second call."""
+        full = run(RESOLVER.ResolveSemantic(convert.semantic_request(request), None))
+        scoped = run(
+            RESOLVER.ResolveHypotheses(
+                convert.hypotheses_request(request, (), convert.target_scope(request)), None
+            )
+        )
+        assert isinstance(full, rpb.ResolveSemanticResponse)
+        assert isinstance(scoped, rpb.ResolveHypothesesResponse)
+        assert scoped.base == summary_of(full.resolution)

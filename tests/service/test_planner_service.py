@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -11,6 +13,7 @@ import pytest
 from assay.runtime.status import decode_rpc_error
 from assay.services.resolver import service as resolver_service
 from assay.v1 import claim_pb2, plan_pb2, planner_service_pb2, resolution_pb2
+from assay.v1 import resolver_service_pb2 as rpb
 from tests.service.planner_harness import WatchingResolver, both, example
 
 P = plan_pb2
@@ -124,6 +127,15 @@ class TestPlanEvidence:
         assert watcher.hypotheses_per_call == [len(sources)]
         assert len(sources) < len(everything)
         assert watcher.request_ids == ["r-1", "r-1"]
+        assert watcher.details == [rpb.RESOLUTION_DETAIL_SUMMARY]
+
+    async def test_the_caller_still_gets_the_full_resolution(self) -> None:
+        """Hypotheses are asked for in summary; the base the caller receives is complete."""
+        request = example("safety-conflict-read-only.json")
+        async with both(WatchingResolver(resolver_service.make_servicer())) as (stub, _):
+            reply = await plan_of(stub, request)
+        assert reply.resolution.values
+        assert all(v.claims and v.groups for v in reply.resolution.values)
 
     async def test_passes_the_remaining_deadline_to_the_resolver(self) -> None:
         """The resolver sees a deadline no later than the planner's caller set."""
@@ -231,14 +243,34 @@ class TestListProbes:
         assert [v.field for v in decoded.violations] == [field]
 
 
+def _wrong_status(base: resolution_pb2.SemanticResolution) -> None:
+    base.status = resolution_pb2.RESOLUTION_STATUS_INSUFFICIENT
+
+
+def _exclusion_lost(base: resolution_pb2.SemanticResolution) -> None:
+    """What a scope missing a superseder gives: the superseded claim is not excluded."""
+    del base.excluded[:]
+
+
+def _support_nudged(base: resolution_pb2.SemanticResolution) -> None:
+    """A counted claim missing from the scope: the same leader, a slightly other support."""
+    base.values[0].support = math.nextafter(base.values[0].support, 0.0)
+
+
 class TamperingResolver(WatchingResolver):
     """Answers the first ResolveHypotheses with a wrong base, as a stale scoping rule would."""
+
+    def __init__(
+        self, inner: Any, tamper: Callable[[resolution_pb2.SemanticResolution], None]
+    ) -> None:
+        super().__init__(inner)
+        self.tamper = tamper
 
     async def ResolveHypotheses(self, request: Any, context: Any) -> Any:
         self.calls.append("ResolveHypotheses")
         reply = await self.inner.ResolveHypotheses(request, context)
         if self.calls.count("ResolveHypotheses") == 1:
-            reply.base.status = resolution_pb2.RESOLUTION_STATUS_INSUFFICIENT
+            self.tamper(reply.base)
         return reply
 
 
@@ -279,12 +311,16 @@ class TestHypothesisScope:
         assert [e.claim_ref for e in reply.resolution.excluded] == ["trace-idem"]
         assert [g.kind for g in reply.plan.gaps] == [P.GAP_KIND_UNCORROBORATED]
 
-    async def test_a_mismatched_scope_falls_back_to_the_full_evidence(self) -> None:
-        """If the scoped base ever differs, the call is repeated over everything."""
+    @pytest.mark.parametrize("tamper", [_wrong_status, _exclusion_lost, _support_nudged])
+    async def test_a_mismatched_scope_falls_back_to_the_full_evidence(
+        self, tamper: Callable[[resolution_pb2.SemanticResolution], None]
+    ) -> None:
+        """If the scoped base ever differs, even only in an exclusion or in the last bit of
+        a support, the call is repeated over everything."""
         request = spread_request()
         async with both(WatchingResolver(resolver_service.make_servicer())) as (stub, _):
             expected = await plan_of(stub, request)
-        tampering = TamperingResolver(resolver_service.make_servicer())
+        tampering = TamperingResolver(resolver_service.make_servicer(), tamper)
         async with both(tampering) as (stub, _):
             reply = await plan_of(stub, request)
         assert tampering.calls == ["ResolveSemantic", "ResolveHypotheses", "ResolveHypotheses"]

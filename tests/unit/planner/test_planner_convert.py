@@ -19,6 +19,7 @@ from assay.services.planner.model import (
 )
 from assay.services.planner.paging import decode_token, encode_token, page
 from assay.v1 import planner_service_pb2, resolution_pb2
+from assay.v1 import resolver_service_pb2 as rpb
 
 
 def request(**fields: object) -> planner_service_pb2.PlanEvidenceRequest:
@@ -109,6 +110,7 @@ class TestResolverSide:
         assert second.source_ref == "r"
         assert first.observe_time == req.as_of
         assert out.stale_after == req.stale_after
+        assert out.detail == rpb.RESOLUTION_DETAIL_SUMMARY
 
     def test_reads_counted_claims_with_their_groups(self) -> None:
         """Only counted claims are read, with the declared flag of their group."""

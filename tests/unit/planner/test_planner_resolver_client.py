@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from google.protobuf import json_format
 
 from assay.services.planner import resolver_client as rc
 from assay.services.planner.resolver_client import Deadline, next_backoff
+from assay.v1 import resolution_pb2
 
 
 class TestDeadline:
@@ -48,3 +50,63 @@ class TestRetryBudget:
     def test_backoffs_fit_the_budget(self) -> None:
         """The whole schedule fits in the retry budget: a down resolver fails within it."""
         assert sum(rc.RETRY_BACKOFF_SECONDS) <= rc.RETRY_BUDGET_SECONDS
+
+
+class TestSummaryOf:
+    def full(self) -> resolution_pb2.SemanticResolution:
+        return json_format.ParseDict(
+            {
+                "subject": "s",
+                "predicate": "p",
+                "status": "RESOLUTION_STATUS_CONFLICTED",
+                "leader": {"value": "a", "valueKey": '"a"', "support": 0.7},
+                "confidence": 0.7,
+                "values": [
+                    {
+                        "value": "a",
+                        "valueKey": '"a"',
+                        "support": 0.7,
+                        "claims": [{"claimRef": "c1", "counted": True}],
+                        "groups": [{"correlationGroup": "g", "countedClaimRef": "c1"}],
+                        "countedClaimRefs": ["c1"],
+                    }
+                ],
+                "rationale": ["RATIONALE_FLAG_ALL_SUPPORT_DISCOUNTED"],
+                "excluded": [
+                    {
+                        "claimRef": "c2",
+                        "reason": "EXCLUSION_REASON_SUPERSEDED",
+                        "supersededBy": ["c3"],
+                        "claim": {"id": "c2", "subject": "s", "predicate": "p"},
+                    }
+                ],
+                "warnings": [{"code": "WARNING_CODE_RELIABILITY_CAPPED", "claimRef": "c1"}],
+            },
+            resolution_pb2.SemanticResolution(),
+        )
+
+    def test_clears_exactly_what_summary_omits(self) -> None:
+        """Claim weights, groups, counted refs, excluded bodies and warnings go; the rest
+        (including each exclusion's reference, reason and superseders) stays."""
+        full = self.full()
+        got = rc.summary_of(full)
+        value = got.values[0]
+        assert (value.value_key, value.support) == ('"a"', 0.7)
+        assert not value.claims
+        assert not value.groups
+        assert not value.counted_claim_refs
+        excluded = got.excluded[0]
+        assert (excluded.claim_ref, list(excluded.superseded_by)) == ("c2", ["c3"])
+        assert not excluded.HasField("claim")
+        assert not got.warnings
+        assert (got.status, got.leader, list(got.rationale)) == (
+            full.status,
+            full.leader,
+            list(full.rationale),
+        )
+
+    def test_leaves_its_argument_alone(self) -> None:
+        """The full resolution is still returned to the planner's caller: not mutated."""
+        full = self.full()
+        rc.summary_of(full)
+        assert full == self.full()

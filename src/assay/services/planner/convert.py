@@ -189,8 +189,13 @@ def hypotheses_request(
     evidence: claim_pb2.Evidence | None = None,
 ) -> rpb.ResolveHypothesesRequest:
     """One ResolveHypotheses call carrying one hypothesis per distinct outcome, in order,
-    over ``evidence`` (the request's own by default)."""
-    out = rpb.ResolveHypothesesRequest(subject=request.subject, predicate=request.predicate)
+    over ``evidence`` (the request's own by default), at SUMMARY detail: a hypothesis is
+    judged on status, leader, supports and flags, never on per-claim weights."""
+    out = rpb.ResolveHypothesesRequest(
+        subject=request.subject,
+        predicate=request.predicate,
+        detail=rpb.RESOLUTION_DETAIL_SUMMARY,
+    )
     out.evidence.CopyFrom(request.evidence if evidence is None else evidence)
     if request.HasField("as_of"):
         out.as_of.CopyFrom(request.as_of)

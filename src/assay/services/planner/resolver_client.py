@@ -27,6 +27,7 @@ import grpc
 
 from assay import errors
 from assay.runtime.status import decode_rpc_error
+from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as rpb
 from assay.v1 import resolver_service_pb2_grpc as rgrpc
 
@@ -172,6 +173,25 @@ def next_backoff(attempt: int, started: float, deadline: Deadline) -> float | No
     if left is not None and left - DEADLINE_MARGIN_SECONDS <= backoff:
         return None
     return backoff
+
+
+def summary_of(full: resolution_pb2.SemanticResolution) -> resolution_pb2.SemanticResolution:
+    """``full`` as RESOLUTION_DETAIL_SUMMARY returns it: the contract's omitted fields cleared.
+
+    The servicer compares the scoped base (asked for at SUMMARY) with this of the full
+    one: equal status, leader, every value's support, flags and exclusions (by reference,
+    reason and superseders) mean the scope weighs the target exactly as everything does.
+    """
+    out = resolution_pb2.SemanticResolution()
+    out.CopyFrom(full)
+    for value in out.values:
+        value.ClearField("claims")
+        value.ClearField("groups")
+        value.ClearField("counted_claim_refs")
+    for excluded in out.excluded:
+        excluded.ClearField("claim")
+    out.ClearField("warnings")
+    return out
 
 
 def _deadline_error(method: str, target: str) -> errors.DeadlineExceeded:

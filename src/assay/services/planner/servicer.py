@@ -19,8 +19,14 @@ from assay.services.planner.model import PlanInput, Resolution
 from assay.services.planner.paging import page
 from assay.services.planner.plan import Draft, draft_plan, finish_plan
 from assay.services.planner.probes import CATALOGUE
-from assay.services.planner.resolver_client import Deadline, ResolverClient, no_paths
+from assay.services.planner.resolver_client import (
+    Deadline,
+    ResolverClient,
+    no_paths,
+    summary_of,
+)
 from assay.v1 import planner_service_pb2 as pb
+from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as rpb
 
 _log = get_logger("assay.planner")
@@ -53,7 +59,7 @@ class PlannerServicer:
         )
         hypothetical: list[Resolution] = []
         if draft.outcomes:
-            answer = await self._hypotheses(request, draft, deadline, metadata)
+            answer = await self._hypotheses(request, draft, base.resolution, deadline, metadata)
             hypothetical = [
                 convert.resolution(h.resolution, with_counted=False) for h in answer.hypotheses
             ]
@@ -64,15 +70,17 @@ class PlannerServicer:
         self,
         request: pb.PlanEvidenceRequest,
         draft: Draft,
+        base: resolution_pb2.SemanticResolution,
         deadline: Deadline,
         metadata: tuple[tuple[str, str], ...],
     ) -> rpb.ResolveHypothesesResponse:
         """The one ResolveHypotheses call, over the claims that can affect the target.
 
         Large evidence mostly concerns other semantics; sending only the target's scope
-        keeps the second call small. The resolver's own base resolution of the scope must
-        equal the full one; if it ever does not, the scope is not trusted and the call is
-        repeated over the full evidence (logged: it would mean the scoping rule is stale).
+        keeps the second call small. The resolver's own base resolution of the scope (a
+        summary, as the call asks) must equal the summary of ``base``, the full one; if it
+        ever does not, the scope is not trusted and the call is repeated over the full
+        evidence (logged: it would mean the scoping rule is stale).
         """
         scoped = convert.target_scope(request)
         if len(scoped.claims) == len(request.evidence.claims):
@@ -85,7 +93,7 @@ class PlannerServicer:
             metadata,
             no_paths,
         )
-        if convert.resolution(answer.base) == draft.plan_input.resolution:
+        if answer.base == summary_of(base):
             return answer
         _log.warning(
             "hypothesis_scope_mismatch",
