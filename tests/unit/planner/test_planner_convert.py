@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from google.protobuf import json_format
 
@@ -112,6 +114,22 @@ class TestResolverSide:
         assert out.stale_after == req.stale_after
         assert out.detail == rpb.RESOLUTION_DETAIL_SUMMARY
 
+    @pytest.mark.parametrize("data", [{}, [], {"limits": {}}, {"tags": []}, [{}, []]])
+    def test_empty_objects_and_lists_survive_both_ways(self, data: Any) -> None:
+        """An empty object or list, top level or nested, is read from a resolution and
+        written into a hypothetical claim as itself, never as null or an unset value."""
+        pb = resolution_pb2.SemanticResolution()
+        view = pb.values.add(value_key="k", support=0.5)
+        json_format.ParseDict(data, view.value)
+        (read,) = convert.resolution(pb).values
+        assert read.value == data
+        outcome = Outcome(OutcomeAssumption.RUNNER_UP, "test_result", "k", read.value, "g")
+        claim = convert.outcome_claim(request(), outcome)
+        assert claim.value.WhichOneof("kind") == (
+            "struct_value" if isinstance(data, dict) else "list_value"
+        )
+        assert json_format.MessageToDict(claim.value) == data
+
     def test_reads_counted_claims_with_their_groups(self) -> None:
         """Only counted claims are read, with the declared flag of their group."""
         pb = json_format.ParseDict(
@@ -215,3 +233,22 @@ class TestTargetScope:
         )
         scoped = convert.target_scope(req)
         assert [c.id for c in scoped.claims] == ["t1", "o2", "t2", "o3", ""]
+
+    def test_all_on_target_is_the_whole_evidence(self) -> None:
+        """When every claim is about the target, the scope is the evidence itself."""
+        req = request(
+            evidence={
+                "claims": [
+                    {"id": "t1", "subject": "s", "predicate": "p"},
+                    {
+                        "id": "t2",
+                        "subject": "s",
+                        "predicate": "p",
+                        "relation": {"kind": "RELATION_KIND_SUPERSEDES", "targetClaimId": "t1"},
+                    },
+                ]
+            }
+        )
+        scoped = convert.target_scope(req)
+        assert scoped == req.evidence
+        assert len(scoped.claims) == len(req.evidence.claims)

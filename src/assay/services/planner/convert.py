@@ -161,11 +161,14 @@ def target_scope(request: planner_service_pb2.PlanEvidenceRequest) -> claim_pb2.
     claims those claims point at are kept too, so no relation becomes dangling. Nothing
     is weighed here: the selection reads ids, subjects, predicates and relation
     targets only, and the servicer checks that the resolver's base resolution of the
-    scoped evidence equals the full one before trusting it.
+    scoped evidence equals the full one before trusting it. When every claim is about
+    the target, the request's own evidence is returned as is (no copy).
     """
     claims = request.evidence.claims
     subject, predicate = request.subject, request.predicate
     on_target = [c.subject == subject and c.predicate == predicate for c in claims]
+    if all(on_target):
+        return request.evidence
     target_ids = {c.id for c, on in zip(claims, on_target, strict=True) if on and c.id}
     pointed_at = {
         c.relation.target_claim_id
