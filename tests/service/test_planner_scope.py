@@ -14,7 +14,7 @@ import asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assay.services.planner import convert
+from assay.services.planner import convert, scope
 from assay.services.planner.resolver_client import summary_of
 from assay.services.resolver.service import make_servicer
 from assay.v1 import claim_pb2, planner_service_pb2
@@ -66,7 +66,7 @@ class TestTargetScope:
         scoped = run(
             RESOLVER.ResolveHypotheses(
                 rpb.ResolveHypothesesRequest(
-                    evidence=convert.target_scope(request), subject="s", predicate="p"
+                    evidence=scope.target_scope(request), subject="s", predicate="p"
                 ),
                 None,
             )
@@ -88,9 +88,24 @@ class TestTargetScope:
         full = run(RESOLVER.ResolveSemantic(convert.semantic_request(request), None))
         scoped = run(
             RESOLVER.ResolveHypotheses(
-                convert.hypotheses_request(request, (), convert.target_scope(request)), None
+                convert.hypotheses_request(request, (), scope.target_scope(request)), None
             )
         )
         assert isinstance(full, rpb.ResolveSemanticResponse)
         assert isinstance(scoped, rpb.ResolveHypothesesResponse)
         assert scoped.base == summary_of(full.resolution)
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(evidences(), st.booleans())
+    def test_all_about_target_says_whether_any_claim_is_elsewhere(
+        self, request: planner_service_pb2.PlanEvidenceRequest, only_target: bool
+    ) -> None:
+        """The count taken from the full resolution is True exactly when every claim,
+        reviewed out and superseded ones included, is about the target."""
+        if only_target:
+            for claim in request.evidence.claims:
+                claim.subject, claim.predicate = "s", "p"
+        full = run(RESOLVER.ResolveSemantic(convert.semantic_request(request), None))
+        assert isinstance(full, rpb.ResolveSemanticResponse)
+        everything = all((c.subject, c.predicate) == ("s", "p") for c in request.evidence.claims)
+        assert scope.all_about_target(request, full.resolution) is everything

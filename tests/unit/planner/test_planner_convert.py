@@ -8,7 +8,7 @@ import pytest
 from google.protobuf import json_format
 
 from assay import errors
-from assay.services.planner import convert
+from assay.services.planner import convert, scope
 from assay.services.planner.model import (
     CountedClaim,
     Outcome,
@@ -231,7 +231,7 @@ class TestTargetScope:
                 ]
             }
         )
-        scoped = convert.target_scope(req)
+        scoped = scope.target_scope(req)
         assert [c.id for c in scoped.claims] == ["t1", "o2", "t2", "o3", ""]
 
     def test_all_on_target_is_the_whole_evidence(self) -> None:
@@ -249,6 +249,6 @@ class TestTargetScope:
                 ]
             }
         )
-        scoped = convert.target_scope(req)
+        scoped = scope.target_scope(req)
         assert scoped == req.evidence
         assert len(scoped.claims) == len(req.evidence.claims)

@@ -152,40 +152,6 @@ def outcome_claim(
     return claim
 
 
-def target_scope(request: planner_service_pb2.PlanEvidenceRequest) -> claim_pb2.Evidence:
-    """The claims that can affect the target semantic's resolution, in request order.
-
-    The resolver resolves one semantic from that semantic's claims plus the claims
-    whose relations point at them (a supersession is in force when its claim is not
-    reviewed out and its target exists, whatever else happens to the superseder). The
-    claims those claims point at are kept too, so no relation becomes dangling. Nothing
-    is weighed here: the selection reads ids, subjects, predicates and relation
-    targets only, and the servicer checks that the resolver's base resolution of the
-    scoped evidence equals the full one before trusting it. When every claim is about
-    the target, the request's own evidence is returned as is (no copy).
-    """
-    claims = request.evidence.claims
-    subject, predicate = request.subject, request.predicate
-    on_target = [c.subject == subject and c.predicate == predicate for c in claims]
-    if all(on_target):
-        return request.evidence
-    target_ids = {c.id for c, on in zip(claims, on_target, strict=True) if on and c.id}
-    pointed_at = {
-        c.relation.target_claim_id
-        for c, on in zip(claims, on_target, strict=True)
-        if on and c.HasField("relation")
-    }
-    scoped = claim_pb2.Evidence()
-    scoped.claims.extend(
-        c
-        for c, on in zip(claims, on_target, strict=True)
-        if on
-        or (c.HasField("relation") and c.relation.target_claim_id in target_ids)
-        or (c.id and c.id in pointed_at)
-    )
-    return scoped
-
-
 def hypotheses_request(
     request: planner_service_pb2.PlanEvidenceRequest,
     outcomes: Sequence[m.Outcome],
@@ -219,12 +185,14 @@ def resolution(pb: resolution_pb2.SemanticResolution, with_counted: bool = True)
         counted: tuple[m.CountedClaim, ...] = ()
         value: m.JsonValue = None
         if with_counted:
-            declared = {g.correlation_group: g.declared for g in view.groups}
+            declared = {g.correlation_group for g in view.groups if g.declared}
             counted = tuple(
-                m.CountedClaim(c.source, group, declared[group])
-                for c in view.claims
-                if c.counted
-                for group in (c.correlation_group,)
+                [
+                    m.CountedClaim(c.source, group, group in declared)
+                    for c in view.claims
+                    if c.counted
+                    for group in (c.correlation_group,)
+                ]
             )
             value = json_format.MessageToDict(view.value)
         values.append(m.ValueView(view.value_key, value, view.support, counted))

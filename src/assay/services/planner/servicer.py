@@ -25,6 +25,7 @@ from assay.services.planner.resolver_client import (
     no_paths,
     summary_of,
 )
+from assay.services.planner.scope import all_about_target, target_scope
 from assay.v1 import planner_service_pb2 as pb
 from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as rpb
@@ -82,8 +83,8 @@ class PlannerServicer:
         ever does not, the scope is not trusted and the call is repeated over the full
         evidence (logged: it would mean the scoping rule is stale).
         """
-        scoped = convert.target_scope(request)
-        if len(scoped.claims) == len(request.evidence.claims):
+        scoped = None if all_about_target(request, base) else target_scope(request)
+        if scoped is None or len(scoped.claims) == len(request.evidence.claims):
             return await self.resolver.resolve_hypotheses(
                 convert.hypotheses_request(request, draft.outcomes), deadline, metadata
             )
