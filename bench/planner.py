@@ -7,8 +7,8 @@ both sides alike):
 
 - ``ResolveSemantic`` straight to the resolver (the baseline), and
 - ``PlanEvidence`` through the planner, which costs one more hop plus two resolver calls
-  (``ResolveSemantic``, then one ``ResolveHypotheses`` with one hypothesis per distinct
-  candidate outcome) plus the planning itself.
+  (``ResolveSemantic``, then one ``ResolveHypotheses`` at SUMMARY detail with one
+  hypothesis per distinct candidate outcome) plus the planning itself.
 
 It prints median and p99 latency for each and the ratio planner/resolver. Target: planning
 a 1,000-claim evidence within 3x of resolving it directly (median).
