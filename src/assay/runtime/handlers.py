@@ -11,7 +11,10 @@ instead of grpc's ``UNKNOWN``/``INTERNAL``. Around the servicer call it:
 
 Responses are serialized deterministically, so the same request gives the
 same bytes. Servicer methods are plain ``async def Method(self, request,
-context)`` (unary) or async generators (server streaming).
+context)`` (unary) or async generators (server streaming). A unary method may
+return the response's bytes instead of the message when it already holds them
+serialized deterministically (a stored response replayed for a retry): they are
+sent as they are, rather than parsed only to be serialized again.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ _OK = grpc.StatusCode.OK
 
 _log = get_logger("assay.rpc")
 
-UnaryImpl = Callable[[Any, grpc.aio.ServicerContext], Awaitable[pb_message.Message]]
+UnaryImpl = Callable[[Any, grpc.aio.ServicerContext], Awaitable[pb_message.Message | bytes]]
 StreamImpl = Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[pb_message.Message]]
 
 # Everything below runs on every call, so it is written for the common case: one metadata
@@ -45,8 +48,10 @@ StreamImpl = Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[pb_message.
 # the log line's fields; the failure paths are out of line.
 
 
-def _serialize(message: pb_message.Message) -> bytes:
-    return message.SerializeToString(deterministic=True)
+def _serialize(message: pb_message.Message | bytes) -> bytes:
+    if type(message) is bytes:  # already serialized (deterministically) by the servicer
+        return message
+    return message.SerializeToString(deterministic=True)  # type: ignore[union-attr]
 
 
 def new_request_id() -> str:
@@ -136,7 +141,7 @@ async def _fail(
 
 
 def _unary(method: str, request_type: type[pb_message.Message], impl: UnaryImpl) -> Any:
-    async def behavior(raw: bytes, context: grpc.aio.ServicerContext) -> pb_message.Message:
+    async def behavior(raw: bytes, context: grpc.aio.ServicerContext) -> pb_message.Message | bytes:
         started = time.perf_counter()
         request_id = request_id_of(context)
         # Read the peer now: after a client cancels a server stream, context.peer() can crash
