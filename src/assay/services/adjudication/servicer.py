@@ -2,7 +2,8 @@
 
 Mutations hand ``operations`` a render function, because the response to a
 request id is stored (as deterministic bytes) in the same transaction as the
-change it reports: a retry then returns exactly the first response.
+change it reports: a retry then returns exactly the first response. Those
+bytes are what the mutation returns; the runtime sends them as they are.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class AdjudicationServicer:
 
     async def RegisterReviewer(
         self, request: pb.RegisterReviewerRequest, context: grpc.aio.ServicerContext
-    ) -> pb.RegisterReviewerResponse:
+    ) -> bytes:
         given = request.reviewer
         raw = await self.adjudication.register_reviewer(
             _key("RegisterReviewer", request),
@@ -53,7 +54,7 @@ class AdjudicationServicer:
             given.attested_by,
             lambda r: _bytes(pb.RegisterReviewerResponse(reviewer=convert.reviewer(r))),
         )
-        return pb.RegisterReviewerResponse.FromString(raw)
+        return raw
 
     async def GetReviewer(
         self, request: pb.GetReviewerRequest, context: grpc.aio.ServicerContext
@@ -72,13 +73,13 @@ class AdjudicationServicer:
 
     async def EnqueueCase(
         self, request: pb.EnqueueCaseRequest, context: grpc.aio.ServicerContext
-    ) -> pb.EnqueueCaseResponse:
+    ) -> bytes:
         raw = await self.adjudication.enqueue_case(
             _key("EnqueueCase", request),
             convert.case_input(request.case),
             lambda c: _bytes(pb.EnqueueCaseResponse(case=convert.case(c))),
         )
-        return pb.EnqueueCaseResponse.FromString(raw)
+        return raw
 
     async def GetCase(
         self, request: pb.GetCaseRequest, context: grpc.aio.ServicerContext
@@ -125,7 +126,7 @@ class AdjudicationServicer:
 
     async def SubmitReview(
         self, request: pb.SubmitReviewRequest, context: grpc.aio.ServicerContext
-    ) -> pb.SubmitReviewResponse:
+    ) -> bytes:
         raw = await self.adjudication.submit_review(
             _key("SubmitReview", request),
             convert.submission(request),
@@ -133,11 +134,11 @@ class AdjudicationServicer:
                 pb.SubmitReviewResponse(review=convert.review(r[0]), state=convert.case_state(r[1]))
             ),
         )
-        return pb.SubmitReviewResponse.FromString(raw)
+        return raw
 
     async def ResolveCase(
         self, request: pb.ResolveCaseRequest, context: grpc.aio.ServicerContext
-    ) -> pb.ResolveCaseResponse:
+    ) -> bytes:
         raw = await self.adjudication.resolve_case(
             _key("ResolveCase", request),
             convert.resolve_request(request),
@@ -147,18 +148,18 @@ class AdjudicationServicer:
                 )
             ),
         )
-        return pb.ResolveCaseResponse.FromString(raw)
+        return raw
 
     async def FreezeGoldLabel(
         self, request: pb.FreezeGoldLabelRequest, context: grpc.aio.ServicerContext
-    ) -> pb.FreezeGoldLabelResponse:
+    ) -> bytes:
         raw = await self.adjudication.freeze(
             _key("FreezeGoldLabel", request),
             request.case_id,
             request.expected_revision,
             lambda rev: _bytes(pb.FreezeGoldLabelResponse(revision=convert.gold_label(rev))),
         )
-        return pb.FreezeGoldLabelResponse.FromString(raw)
+        return raw
 
     # --- the corpus --------------------------------------------------------
 
@@ -218,7 +219,7 @@ class AdjudicationServicer:
 
     async def DeleteTenantRecords(
         self, request: pb.DeleteTenantRecordsRequest, context: grpc.aio.ServicerContext
-    ) -> pb.DeleteTenantRecordsResponse:
+    ) -> bytes:
         raw = await self.adjudication.delete_tenant(
             _key("DeleteTenantRecords", request),
             request.tenant,
@@ -226,15 +227,15 @@ class AdjudicationServicer:
                 pb.DeleteTenantRecordsResponse(deleted=convert.deleted(r[0]), audit_sequence=r[1])
             ),
         )
-        return pb.DeleteTenantRecordsResponse.FromString(raw)
+        return raw
 
     async def SweepExpiredRecords(
         self, request: pb.SweepExpiredRecordsRequest, context: grpc.aio.ServicerContext
-    ) -> pb.SweepExpiredRecordsResponse:
+    ) -> bytes:
         raw = await self.adjudication.sweep(
             _key("SweepExpiredRecords", request),
             lambda r: _bytes(
                 pb.SweepExpiredRecordsResponse(deleted=convert.deleted(r[0]), audit_sequence=r[1])
             ),
         )
-        return pb.SweepExpiredRecordsResponse.FromString(raw)
+        return raw

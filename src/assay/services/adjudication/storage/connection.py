@@ -25,6 +25,14 @@ import aiosqlite
 T = TypeVar("T")
 
 
+def raw(db: aiosqlite.Connection) -> sqlite3.Connection:
+    """The connection itself, for use on the caller's thread between ``run`` calls: only
+    for a connection opened with ``check_same_thread=False`` that nothing else is using
+    meanwhile (the writer holds its lock)."""
+    connection: sqlite3.Connection = db._conn
+    return connection
+
+
 async def run(db: aiosqlite.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
     """``work(raw_connection)`` on ``db``'s thread; its result or exception comes back here."""
     raw: sqlite3.Connection = db._conn

@@ -50,7 +50,9 @@ class SchemaTooNew(RuntimeError):
 
 
 async def _connect(path: str, read_only: bool) -> aiosqlite.Connection:
-    db = await aiosqlite.connect(path, isolation_level=None)
+    # The writer's jobs use the connection from the event loop's thread (see ``tx``), never
+    # while its own thread is running something: sqlite's default serialized mode allows it.
+    db = await aiosqlite.connect(path, isolation_level=None, check_same_thread=read_only)
     try:
         for pragma in PRAGMAS:
             await db.execute(pragma)

@@ -3,11 +3,18 @@
 Every mutation is a *job* — a plain function of a ``WriteTx`` that reads,
 checks the domain rules and writes (the row, its audit event and the retry
 record). A single writer task takes every job waiting in the queue and runs
-them, in order, inside one ``BEGIN IMMEDIATE`` transaction on the writer
-connection's thread (one hop for the whole batch, see ``connection.py``), then
-commits once: with ``synchronous=FULL`` the fsync — the price of durability —
-is shared by the whole batch (group commit). No caller is answered before that
-commit has returned, so an acknowledged write is on disk.
+them, in order, inside one ``BEGIN IMMEDIATE`` transaction, then commits once:
+with ``synchronous=FULL`` the fsync — the price of durability — is shared by
+the whole batch (group commit). No caller is answered before that commit has
+returned, so an acknowledged write is on disk.
+
+Where each step runs is chosen by what it waits for: ``BEGIN IMMEDIATE`` (may
+wait for the write lock) and ``COMMIT`` (the fsync) on the connection's thread;
+the jobs between them on the event loop's thread, where, with the write lock
+held in WAL mode, their statements only touch the page cache. On the
+connection's thread a job had to win the GIL back from the loop after every
+statement: under the server's load about 160 us of CPU per job plus waiting,
+against about 100 us on the loop (a batch of 20 holds the loop ~2 ms).
 
 Each job runs inside its own SAVEPOINT: a job that raises is rolled back to it
 (its writes and its audit event vanish, and the in-memory chain head is put
@@ -21,6 +28,7 @@ import contextlib
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 import aiosqlite
@@ -60,6 +68,13 @@ class WriteTx:
     def __init__(self, writer: Writer, db: sqlite3.Connection) -> None:
         self._writer = writer
         self._db = db
+        self._at: datetime | None = None
+
+    def _now(self) -> datetime:
+        """One clock reading per job for the rows it stamps (the audit event, the retry record)."""
+        if self._at is None:
+            self._at = now()
+        return self._at
 
     def recall(self, request_id: str) -> StoredResponse | None:
         found = self._db.execute(
@@ -78,12 +93,20 @@ class WriteTx:
                 stored.response,
                 tenant,
                 case_id,
-                to_micros(now()),
+                to_micros(self._now()),
             ),
         )
 
     def reviewer(self, reviewer_id: str) -> Reviewer | None:
-        return queries.reviewer(self._db, reviewer_id)
+        # Reviewers are never changed or deleted (a trigger refuses it), so one found stays
+        # valid: remembered, it saves a query on every review by the same person.
+        known = self._writer.reviewers
+        found = known.get(reviewer_id)
+        if found is None:
+            found = queries.reviewer(self._db, reviewer_id)
+            if found is not None:
+                known[reviewer_id] = found
+        return found
 
     def reviewers(self, reviewer_ids: Iterable[str]) -> dict[str, Reviewer]:
         return queries.reviewers(self._db, reviewer_ids)
@@ -173,7 +196,7 @@ class WriteTx:
         self._db.execute("DELETE FROM idempotency WHERE tenant = ?", (tenant,))
 
     def append_event(self, event_type: AuditEventType, payload: dict[str, str]) -> AuditEvent:
-        event = ledger.next_event(self._writer.head, event_type, payload, now())
+        event = ledger.next_event(self._writer.head, event_type, payload, self._now())
         self._db.execute(
             f"INSERT INTO audit_events ({rows.AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
             rows.audit_params(event),
@@ -191,6 +214,8 @@ class Writer:
     def __init__(self, db: aiosqlite.Connection, head: ChainHead) -> None:
         self.db = db
         self.head = head
+        # Reviewers seen by jobs; forgotten when a batch fails to commit (they may be its own).
+        self.reviewers: dict[str, Reviewer] = {}
         # Held while a batch runs, and by close(): nothing else touches the connection then.
         self.lock = asyncio.Lock()
         self._queue: asyncio.Queue[tuple[Job, asyncio.Future[Any]] | None] = asyncio.Queue()
@@ -204,9 +229,10 @@ class Writer:
             raise RuntimeError("the adjudication writer is not running")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait((job, future))
-        # shield: a caller that gives up (deadline) does not cancel a write already queued;
-        # a retry with the same request_id then finds its result.
-        result: T = await asyncio.shield(future)
+        # A caller that gives up (deadline) cancels only its future: the job stays queued and
+        # runs (the writer skips answering a done future), so a retry with the same
+        # request_id finds its result. No shield needed, which saves a task-like wrapper.
+        result: T = await future
         return result
 
     async def stop(self) -> None:
@@ -237,9 +263,17 @@ class Writer:
     async def _commit_batch(self, batch: list[tuple[Job, asyncio.Future[Any]]]) -> None:
         jobs = [job for job, _ in batch]
         try:
-            outcomes = await connection.run(self.db, lambda raw: self._run_batch(raw, jobs))
+            await connection.run(self.db, _begin)
+            try:
+                outcomes = self._run_jobs(connection.raw(self.db), jobs)
+                await connection.run(self.db, _commit)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await connection.run(self.db, _rollback)
+                raise
         except Exception as error:  # the commit itself failed: nothing of the batch is stored
             # Every caller must get an answer, even if the database is gone altogether.
+            self.reviewers.clear()
             with contextlib.suppress(Exception):
                 self.head = await connection.run(self.db, queries.chain_head)
             outcomes = [(False, error)] * len(batch)
@@ -251,27 +285,33 @@ class Writer:
             else:
                 future.set_exception(value)
 
-    def _run_batch(self, raw: sqlite3.Connection, jobs: list[Job]) -> Outcomes:
-        """On the writer's thread: every job in its savepoint, then one COMMIT."""
-        raw.execute("BEGIN IMMEDIATE")
+    def _run_jobs(self, raw: sqlite3.Connection, jobs: list[Job]) -> Outcomes:
+        """On the event loop's thread, inside the open transaction: each job in its savepoint."""
         outcomes: Outcomes = []
-        try:
-            for job in jobs:
-                head = self.head
-                raw.execute("SAVEPOINT job")
-                try:
-                    value = job(WriteTx(self, raw))
-                except Exception as error:
-                    raw.execute("ROLLBACK TO job")
-                    raw.execute("RELEASE job")
-                    self.head = head
-                    outcomes.append((False, error))
-                    continue
+        for job in jobs:
+            head = self.head
+            raw.execute("SAVEPOINT job")
+            try:
+                value = job(WriteTx(self, raw))
+            except Exception as error:
+                raw.execute("ROLLBACK TO job")
                 raw.execute("RELEASE job")
-                outcomes.append((True, value))
-            raw.execute("COMMIT")
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                raw.execute("ROLLBACK")
-            raise
+                self.head = head
+                outcomes.append((False, error))
+                continue
+            raw.execute("RELEASE job")
+            outcomes.append((True, value))
         return outcomes
+
+
+def _begin(raw: sqlite3.Connection) -> None:
+    raw.execute("BEGIN IMMEDIATE")
+
+
+def _commit(raw: sqlite3.Connection) -> None:
+    raw.execute("COMMIT")
+
+
+def _rollback(raw: sqlite3.Connection) -> None:
+    if raw.in_transaction:
+        raw.execute("ROLLBACK")
