@@ -65,8 +65,12 @@ class Adjudication:
         job: Callable[[WriteTx, datetime], T],
         render: Callable[[T], bytes],
         scope: Callable[[T], tuple[str, str]],
+        small: bool = True,
     ) -> bytes:
-        return await self.store.write(retryable(key, job, render, scope, self.clock))
+        """``small``: a few rows of one case (the default); deletions over many cases say False,
+        so the writer keeps them off the event loop."""
+        job_run = retryable(key, job, render, scope, self.clock)
+        return await self.store.write(job_run, small)
 
     # --- mutations ---------------------------------------------------------
 
@@ -256,7 +260,7 @@ class Adjudication:
             )
             return counts, event.sequence
 
-        return await self._idempotent(key, job, render, lambda _: ("", ""))
+        return await self._idempotent(key, job, render, lambda _: ("", ""), small=False)
 
     async def sweep(
         self, key: RequestKey, render: Callable[[tuple[DeletedCounts, int]], bytes]
@@ -269,7 +273,7 @@ class Adjudication:
             )
             return counts, event.sequence
 
-        return await self._idempotent(key, job, render, lambda _: ("", ""))
+        return await self._idempotent(key, job, render, lambda _: ("", ""), small=False)
 
 
 def _counted(counts: DeletedCounts) -> dict[str, str]:

@@ -39,7 +39,8 @@ from assay.services.adjudication.model import (
 )
 from assay.services.adjudication.storage import connection, queries, rows
 from assay.services.adjudication.storage.schema import MIGRATIONS, PRAGMAS, SCHEMA_VERSION
-from assay.services.adjudication.storage.tx import Writer, WriteTx
+from assay.services.adjudication.storage.tx import WriteTx
+from assay.services.adjudication.storage.writer import Writer
 
 T = TypeVar("T")
 READERS = 2
@@ -124,9 +125,10 @@ class Store:
         for reader in self._all_readers:
             await reader.close()
 
-    async def write(self, job: Callable[[WriteTx], T]) -> T:
-        """Run ``job`` in the writer's next group-committed transaction."""
-        return await self.writer.submit(job)
+    async def write(self, job: Callable[[WriteTx], T], small: bool = False) -> T:
+        """Run ``job`` in the writer's next group-committed transaction. ``small``: the job
+        touches a few rows of one case, so it may run on the event loop (see ``writer``)."""
+        return await self.writer.submit(job, small)
 
     @contextlib.asynccontextmanager
     async def _reader(self) -> AsyncIterator[aiosqlite.Connection]:

@@ -1,37 +1,19 @@
-"""The write side: one long-lived writer connection, group commit, and the per-job API.
+"""What a writer job may do inside the writer's transaction: the per-job API.
 
 Every mutation is a *job* — a plain function of a ``WriteTx`` that reads,
 checks the domain rules and writes (the row, its audit event and the retry
-record). A single writer task takes every job waiting in the queue and runs
-them, in order, inside one ``BEGIN IMMEDIATE`` transaction, then commits once:
-with ``synchronous=FULL`` the fsync — the price of durability — is shared by
-the whole batch (group commit). No caller is answered before that commit has
-returned, so an acknowledged write is on disk.
-
-Where each step runs is chosen by what it waits for: ``BEGIN IMMEDIATE`` (may
-wait for the write lock) and ``COMMIT`` (the fsync) on the connection's thread;
-the jobs between them on the event loop's thread, where, with the write lock
-held in WAL mode, their statements only touch the page cache. On the
-connection's thread a job had to win the GIL back from the loop after every
-statement: under the server's load about 160 us of CPU per job plus waiting,
-against about 100 us on the loop (a batch of 20 holds the loop ~2 ms).
-
-Each job runs inside its own SAVEPOINT: a job that raises is rolled back to it
-(its writes and its audit event vanish, and the in-memory chain head is put
-back), while the jobs before and after it in the batch commit normally.
+record). ``writer.Writer`` runs the jobs, group-committed; a ``WriteTx`` is
+the job's view of the open transaction, plus the writer's in-memory state
+(the audit chain head, the reviewers already seen).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
-
-import aiosqlite
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import AlreadyExists, Reason
 from assay.services.adjudication import ledger
@@ -48,11 +30,10 @@ from assay.services.adjudication.model import (
     Review,
     Reviewer,
 )
-from assay.services.adjudication.storage import connection, queries, rows
+from assay.services.adjudication.storage import queries, rows
 
-T = TypeVar("T")
-Job = Callable[["WriteTx"], Any]
-MAX_BATCH = 512
+if TYPE_CHECKING:
+    from assay.services.adjudication.storage.writer import Writer
 
 
 @dataclass(frozen=True)
@@ -203,115 +184,3 @@ class WriteTx:
         )
         self._writer.head = ChainHead(event.sequence, event.hash)
         return event
-
-
-Outcomes = list[tuple[bool, Any]]
-
-
-class Writer:
-    """The single writer connection and the task that group-commits jobs."""
-
-    def __init__(self, db: aiosqlite.Connection, head: ChainHead) -> None:
-        self.db = db
-        self.head = head
-        # Reviewers seen by jobs; forgotten when a batch fails to commit (they may be its own).
-        self.reviewers: dict[str, Reviewer] = {}
-        # Held while a batch runs, and by close(): nothing else touches the connection then.
-        self.lock = asyncio.Lock()
-        self._queue: asyncio.Queue[tuple[Job, asyncio.Future[Any]] | None] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="adjudication-writer")
-
-    async def submit(self, job: Callable[[WriteTx], T]) -> T:
-        if self._task is None or self._task.done():
-            raise RuntimeError("the adjudication writer is not running")
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((job, future))
-        # A caller that gives up (deadline) cancels only its future: the job stays queued and
-        # runs (the writer skips answering a done future), so a retry with the same
-        # request_id finds its result. No shield needed, which saves a task-like wrapper.
-        result: T = await future
-        return result
-
-    async def stop(self) -> None:
-        """Finish every queued job, then stop."""
-        if self._task is not None:
-            self._queue.put_nowait(None)
-            await self._task
-            self._task = None
-
-    async def _run(self) -> None:
-        while True:
-            item = await self._queue.get()
-            if item is None:
-                return
-            batch = [item]
-            stopping = False
-            while len(batch) < MAX_BATCH and not self._queue.empty():
-                more = self._queue.get_nowait()
-                if more is None:
-                    stopping = True
-                    break
-                batch.append(more)
-            async with self.lock:
-                await self._commit_batch(batch)
-            if stopping:
-                return
-
-    async def _commit_batch(self, batch: list[tuple[Job, asyncio.Future[Any]]]) -> None:
-        jobs = [job for job, _ in batch]
-        try:
-            await connection.run(self.db, _begin)
-            try:
-                outcomes = self._run_jobs(connection.raw(self.db), jobs)
-                await connection.run(self.db, _commit)
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    await connection.run(self.db, _rollback)
-                raise
-        except Exception as error:  # the commit itself failed: nothing of the batch is stored
-            # Every caller must get an answer, even if the database is gone altogether.
-            self.reviewers.clear()
-            with contextlib.suppress(Exception):
-                self.head = await connection.run(self.db, queries.chain_head)
-            outcomes = [(False, error)] * len(batch)
-        for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
-            if future.done():
-                continue
-            if ok:
-                future.set_result(value)
-            else:
-                future.set_exception(value)
-
-    def _run_jobs(self, raw: sqlite3.Connection, jobs: list[Job]) -> Outcomes:
-        """On the event loop's thread, inside the open transaction: each job in its savepoint."""
-        outcomes: Outcomes = []
-        for job in jobs:
-            head = self.head
-            raw.execute("SAVEPOINT job")
-            try:
-                value = job(WriteTx(self, raw))
-            except Exception as error:
-                raw.execute("ROLLBACK TO job")
-                raw.execute("RELEASE job")
-                self.head = head
-                outcomes.append((False, error))
-                continue
-            raw.execute("RELEASE job")
-            outcomes.append((True, value))
-        return outcomes
-
-
-def _begin(raw: sqlite3.Connection) -> None:
-    raw.execute("BEGIN IMMEDIATE")
-
-
-def _commit(raw: sqlite3.Connection) -> None:
-    raw.execute("COMMIT")
-
-
-def _rollback(raw: sqlite3.Connection) -> None:
-    if raw.in_transaction:
-        raw.execute("ROLLBACK")
