@@ -256,3 +256,14 @@ class TestHealthReflectionAndDrain:
         finally:
             await stop(running, grace=0)
         assert isinstance(reply, rs.ResolveHypothesesResponse)
+
+
+class TestPortConflicts:
+    async def test_a_taken_port_is_an_error_not_a_shared_socket(self) -> None:
+        """A second server on a port already served fails to start instead of sharing it."""
+        first = ServiceSpec("scripted", SERVICE, ScriptedServicer(), port=0)
+        async with serving([first], ServerConfig(grace_seconds=1)) as running:
+            taken = running[0].port
+            second = ServiceSpec("scripted", SERVICE, ScriptedServicer(), port=taken)
+            with pytest.raises(OSError, match="could not bind"):
+                await start([second], ServerConfig(grace_seconds=1))

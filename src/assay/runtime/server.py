@@ -52,7 +52,9 @@ class RunningService:
 
 async def start_service(spec: ServiceSpec, config: ServerConfig) -> RunningService:
     """Bind and start one server for ``spec``; health reports SERVING once it listens."""
-    server = grpc.aio.server(options=config.channel_options())
+    # grpc enables SO_REUSEPORT by default, which lets a second `assay up` bind the same ports
+    # silently and share the traffic; a port that is taken must be an error instead.
+    server = grpc.aio.server(options=[*config.channel_options(), ("grpc.so_reuseport", 0)])
     handler = ServiceHandler(spec.descriptor, spec.servicer)
     server.add_generic_rpc_handlers((handler,))
     server.add_registered_method_handlers(handler.service_name, handler.method_handlers())
@@ -62,7 +64,10 @@ async def start_service(spec: ServiceSpec, config: ServerConfig) -> RunningServi
         (spec.descriptor.full_name, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
     address = f"{config.host}:{spec.port}"
-    port = server.add_insecure_port(address)
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as error:  # grpc raises RuntimeError("Failed to bind ...")
+        raise OSError(f"could not bind {address}: {error}") from None
     if port == 0:
         raise OSError(f"could not bind {address}")
     await server.start()
