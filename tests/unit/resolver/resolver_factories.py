@@ -14,7 +14,7 @@ import pytest
 from google.protobuf import struct_pb2
 
 from assay import errors
-from assay.services.resolver.convert import json_to_value
+from assay.protovalues import json_to_value
 from assay.services.resolver.policy import DEFAULT_POLICY, Policy
 from assay.services.resolver.servicer import ResolverServicer
 from assay.v1 import claim_pb2, resolution_pb2

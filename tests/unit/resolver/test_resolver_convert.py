@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from assay.services.resolver.convert import ClaimIndex, claim_ref, json_to_value, value_to_json
+from assay.protovalues import json_to_value, value_to_json
+from assay.services.resolver.convert import ClaimIndex, claim_ref
 from assay.services.resolver.intake import intake, source_table, without_gc
 from assay.services.resolver.policy import DEFAULT_POLICY
 from assay.v1 import claim_pb2

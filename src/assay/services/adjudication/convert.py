@@ -11,6 +11,7 @@ import math
 from datetime import datetime
 from typing import Any
 
+from assay.protovalues import json_to_value, value_to_json
 from assay.services.adjudication import agreement as agreement_rules
 from assay.services.adjudication.fields import bad
 from assay.services.adjudication.model import (
@@ -40,10 +41,8 @@ from assay.services.adjudication.values import (
     enum_name,
     from_proto_enum,
     from_timestamp,
-    json_to_value,
     timestamp,
     to_proto_enum,
-    value_to_json,
 )
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import gold_pb2

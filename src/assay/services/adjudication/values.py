@@ -1,4 +1,4 @@
-"""Well-known-type and enum conversions shared by ``convert``: JSON values, times, enum names.
+"""Well-known-type and enum conversions shared by ``convert``: times and enum names.
 
 Enums map by name — the contract's value name minus its prefix equals the domain
 enum's value — so adding a member on one side only fails loudly instead of
@@ -12,11 +12,10 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar
 
-from google.protobuf import struct_pb2, timestamp_pb2
+from google.protobuf import timestamp_pb2
 from google.protobuf.message import Message
 
 from assay.services.adjudication.canonical import from_micros, to_micros
-from assay.services.adjudication.model import JsonValue
 
 E = TypeVar("E", bound=Enum)
 
@@ -39,43 +38,6 @@ def enum_name(enum_type: Any, number: int) -> str:
 def to_proto_enum(enum_type: Any, prefix: str, member: Enum) -> Any:
     # Any: each mypy-protobuf enum has its own ValueType; the name lookup is checked at runtime.
     return enum_type.Value(prefix + member.value)
-
-
-def value_to_json(value: struct_pb2.Value) -> JsonValue:
-    """A ``Value`` as Python JSON; an unset value (or null) is None."""
-    kind = value.WhichOneof("kind")
-    if kind is None or kind == "null_value":
-        return None
-    if kind == "number_value":
-        return value.number_value
-    if kind == "string_value":
-        return value.string_value
-    if kind == "bool_value":
-        return value.bool_value
-    if kind == "struct_value":
-        return {k: value_to_json(v) for k, v in value.struct_value.fields.items()}
-    return [value_to_json(v) for v in value.list_value.values]
-
-
-def json_to_value(data: JsonValue, out: struct_pb2.Value | None = None) -> struct_pb2.Value:
-    value = out if out is not None else struct_pb2.Value()
-    if data is None:
-        value.null_value = struct_pb2.NULL_VALUE
-    elif isinstance(data, bool):
-        value.bool_value = data
-    elif isinstance(data, int | float):
-        value.number_value = float(data)
-    elif isinstance(data, str):
-        value.string_value = data
-    elif isinstance(data, dict):
-        value.struct_value.SetInParent()
-        for k, v in data.items():
-            json_to_value(v, value.struct_value.fields[k])
-    else:
-        value.list_value.SetInParent()
-        for item in data:
-            json_to_value(item, value.list_value.values.add())
-    return value
 
 
 def timestamp(moment: datetime) -> timestamp_pb2.Timestamp:

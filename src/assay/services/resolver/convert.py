@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from google.protobuf import duration_pb2, struct_pb2, timestamp_pb2
 
+from assay.protovalues import json_to_value, value_to_json
 from assay.services.resolver import values as vk
 from assay.services.resolver.model import (
     INDEX,
@@ -31,44 +32,6 @@ _VALUES: dict[str, struct_pb2.Value] = {}
 _CACHE_LIMIT = 65536
 
 ClaimList = Sequence[claim_pb2.Claim]
-
-
-def value_to_json(value: struct_pb2.Value) -> vk.JsonValue:
-    """A ``google.protobuf.Value`` as a plain JSON value (None for null or a missing kind)."""
-    kind = value.WhichOneof("kind")
-    if kind == "string_value":
-        return value.string_value
-    if kind == "number_value":
-        return value.number_value
-    if kind == "bool_value":
-        return value.bool_value
-    if kind == "struct_value":
-        return {k: value_to_json(v) for k, v in value.struct_value.fields.items()}
-    if kind == "list_value":
-        return [value_to_json(v) for v in value.list_value.values]
-    return None
-
-
-def json_to_value(data: vk.JsonValue, out: struct_pb2.Value) -> None:
-    """Fill ``out`` from a plain JSON value (the inverse of ``value_to_json``)."""
-    if data is None:
-        out.null_value = struct_pb2.NULL_VALUE
-    elif isinstance(data, bool):
-        out.bool_value = data
-    elif isinstance(data, int | float):
-        out.number_value = float(data)
-    elif isinstance(data, str):
-        out.string_value = data
-    elif isinstance(data, Mapping):
-        out.struct_value.SetInParent()  # an empty object is still an object
-        fields = out.struct_value.fields
-        for name, item in data.items():
-            json_to_value(item, fields[name])
-    else:
-        values = out.list_value
-        values.SetInParent()  # an empty list is still a list
-        for item in data:
-            json_to_value(item, values.values.add())
 
 
 def claim_ref(claim: claim_pb2.Claim) -> str:

@@ -20,8 +20,9 @@ from typing import TypeVar
 
 from google.protobuf import struct_pb2
 
+from assay.protovalues import value_to_json
 from assay.services.resolver import values as vk
-from assay.services.resolver.convert import ClaimList, value_to_json
+from assay.services.resolver.convert import ClaimList
 from assay.services.resolver.model import REF, Intake, Relation, RelationKind, Row, SemKey
 
 _REJECTED = 3
