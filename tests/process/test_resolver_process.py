@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -15,7 +16,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from assay.client.evidence import load_evidence_file
 from assay.runtime.config import ServerConfig
 from assay.v1 import claim_pb2, resolver_service_pb2, resolver_service_pb2_grpc
-from tests.support.processes import assay_process, free_port, wait_serving
+from tests.support.processes import assay_command, assay_process, free_port, wait_serving
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.process
@@ -132,3 +133,35 @@ class TestUp:
             assert proc.terminate() == 0
         serving = {line["service"] for line in proc.log_lines() if line.get("event") == "serving"}
         assert serving == set(SERVICES)
+
+
+class TestEventLoop:
+    @pytest.mark.parametrize("choice", ["asyncio", "uvloop"])
+    def test_serves_on_the_chosen_loop_and_drains_on_sigterm(
+        self, tmp_path: Path, choice: str
+    ) -> None:
+        port = free_port()
+        args = ["serve", "resolver", "--port", str(port), "--event-loop", choice]
+        with assay_process(args, tmp_path / "resolver.log", port) as proc:
+            with grpc.insecure_channel(proc.target) as channel:
+                stub = resolver_service_pb2_grpc.ResolverServiceStub(channel)
+                policy = stub.GetResolverPolicy(
+                    resolver_service_pb2.GetResolverPolicyRequest(), timeout=10
+                )
+            assert policy.conflict_margin > 0
+            assert proc.terminate() == 0
+            serving = [line for line in proc.log_lines() if line.get("event") == "serving"]
+        assert [line["loop"] for line in serving] == [choice]
+
+    def test_an_unknown_loop_from_the_environment_is_one_clear_line(self, tmp_path: Path) -> None:
+        # argparse checks --event-loop's choices, but not a default taken from the environment.
+        result = subprocess.run(
+            assay_command("serve", "resolver", "--port", str(free_port())),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "ASSAY_EVENT_LOOP": "trio"},
+        )
+        assert result.returncode != 0
+        assert "--event-loop: unknown event loop 'trio'" in result.stderr
+        assert "Traceback" not in result.stderr

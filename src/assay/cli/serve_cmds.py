@@ -10,11 +10,11 @@ the grace period, databases closed, exit 0).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
 from assay.cli.common import CliError
+from assay.runtime import loop
 from assay.runtime.config import (
     DEFAULT_GRACE_SECONDS,
     DEFAULT_HOST,
@@ -25,6 +25,7 @@ from assay.runtime.config import (
     env_str,
 )
 from assay.runtime.logging import configure_logging
+from assay.runtime.loop import LOOPS, resolve_loop
 from assay.runtime.server import RunningService, ServiceSpec, run_until_signalled
 from assay.services.registry import SERVICES, ServeOptions
 
@@ -55,6 +56,13 @@ def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
         "--log-level",
         default=env_str("ASSAY_LOG_LEVEL", "info"),
         help="debug, info, warning or error (env ASSAY_LOG_LEVEL; default info)",
+    )
+    parser.add_argument(
+        "--event-loop",
+        choices=LOOPS,
+        default=env_str("ASSAY_EVENT_LOOP", "auto"),
+        help="asyncio loop to serve on (env ASSAY_EVENT_LOOP; default auto: uvloop when "
+        "installed, else the standard loop)",
     )
     parser.add_argument(
         "--db",
@@ -90,6 +98,10 @@ def register(subparsers: Any) -> None:
 
 
 def _config(args: argparse.Namespace) -> ServerConfig:
+    try:
+        resolve_loop(args.event_loop)
+    except ValueError as error:
+        raise CliError(f"--event-loop: {error}") from None
     if args.max_message_bytes <= 0:
         raise CliError("--max-message-bytes must be positive")
     if args.grace < 0:
@@ -137,7 +149,7 @@ def _run(names: list[str], args: argparse.Namespace, ports: dict[str, int]) -> i
         await run_until_signalled(specs, config, on_started=_announce)
 
     try:
-        asyncio.run(main())
+        loop.run(main(), args.event_loop)
     except OSError as error:
         raise CliError(f"cannot listen: {error}") from None
     return 0

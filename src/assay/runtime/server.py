@@ -24,6 +24,7 @@ from grpc_reflection.v1alpha import reflection
 from assay.runtime.config import ServerConfig
 from assay.runtime.handlers import ServiceHandler
 from assay.runtime.logging import get_logger
+from assay.runtime.loop import running_loop_name
 
 _log = get_logger("assay.server")
 
@@ -74,7 +75,9 @@ async def start_service(spec: ServiceSpec, config: ServerConfig) -> RunningServi
     serving = health_pb2.HealthCheckResponse.SERVING
     await health_servicer.set("", serving)
     await health_servicer.set(spec.descriptor.full_name, serving)
-    _log.info("serving", service=spec.name, address=f"{config.host}:{port}")
+    _log.info(
+        "serving", service=spec.name, address=f"{config.host}:{port}", loop=running_loop_name()
+    )
     return RunningService(spec, server, health_servicer, port, f"{config.host}:{port}")
 
 

@@ -93,7 +93,9 @@ class WriteTx:
         return queries.reviewers(self._db, reviewer_ids)
 
     def snapshot(self, case_id: str) -> CaseSnapshot | None:
-        return queries.snapshot(self._db, case_id)
+        # Case rows are never updated (only deleted, which empties the cache: delete_cases),
+        # so a case read once is remembered: it saves parsing the row on every review.
+        return queries.snapshot(self._db, case_id, self._writer.known_cases())
 
     def insert_reviewer(self, value: Reviewer) -> None:
         try:
@@ -161,6 +163,7 @@ class WriteTx:
     def delete_cases(self, where: str, params: tuple[Any, ...]) -> DeletedCounts:
         """Delete the matching cases with their reviews, resolutions and stored responses."""
         ids = [r[0] for r in self._db.execute(f"SELECT case_id FROM cases WHERE {where}", params)]
+        self._writer.forget_cases()
         counts = [0, 0]
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from assay.services.adjudication.model import ChainHead, Reviewer
+from assay.services.adjudication.model import Case, ChainHead, Reviewer
 from assay.services.adjudication.storage import connection, queries
 from assay.services.adjudication.storage.tx import WriteTx
 
@@ -42,6 +42,7 @@ Job = Callable[[WriteTx], Any]
 Outcomes = list[tuple[bool, Any]]
 Queued = tuple[Job, "asyncio.Future[Any]", bool]
 MAX_BATCH = 512
+MAX_KNOWN_CASES = 65_536
 
 
 class Writer:
@@ -52,10 +53,20 @@ class Writer:
         self.head = head
         # Reviewers seen by jobs; forgotten when a batch fails to commit (they may be its own).
         self.reviewers: dict[str, Reviewer] = {}
+        # Cases read by jobs (rows never updated); forgotten on deletion and on any rollback.
+        self._cases: dict[str, Case] = {}
         # Held while a batch runs, and by close(): nothing else touches the connection then.
         self.lock = asyncio.Lock()
         self._queue: asyncio.Queue[Queued | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
+
+    def known_cases(self) -> dict[str, Case]:
+        if len(self._cases) >= MAX_KNOWN_CASES:
+            self._cases.clear()
+        return self._cases
+
+    def forget_cases(self) -> None:
+        self._cases.clear()
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="adjudication-writer")
@@ -107,6 +118,7 @@ class Writer:
         except Exception as error:  # the commit itself failed: nothing of the batch is stored
             # Every caller must get an answer, even if the database is gone altogether.
             self.reviewers.clear()
+            self._cases.clear()
             with contextlib.suppress(Exception):
                 self.head = await connection.run(self.db, queries.chain_head)
             outcomes = [(False, error)] * len(batch)
@@ -153,6 +165,7 @@ class Writer:
                 raw.execute("ROLLBACK TO job")
                 raw.execute("RELEASE job")
                 self.head = head
+                self._cases.clear()
                 outcomes.append((False, error))
                 continue
             raw.execute("RELEASE job")
