@@ -239,6 +239,7 @@ def _group_only(claims: Any) -> int:
 
 def _serve(conn: Connection) -> None:
     """Child process: host the resolver on 127.0.0.1:0 until told to stop."""
+    from assay.runtime import loop
     from assay.runtime.logging import configure_logging
     from assay.runtime.server import serving
     from assay.services.registry import ServeOptions
@@ -252,7 +253,7 @@ def _serve(conn: Connection) -> None:
             conn.send(running[0].address)
             await asyncio.get_running_loop().run_in_executor(None, conn.recv)
 
-    asyncio.run(main())
+    loop.run(main(), "auto")  # the loop ``assay serve`` picks by default
 
 
 async def _throughput(
