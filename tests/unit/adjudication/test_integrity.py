@@ -239,3 +239,33 @@ class TestPaging:
         for bad in (-1, 1001):
             with pytest.raises(errors.InvalidArgument):
                 paging.page_size(bad)
+
+
+@given(
+    sequence=st.integers(min_value=1, max_value=2**62),
+    event_type=st.sampled_from(list(AuditEventType)),
+    micros=st.integers(min_value=0, max_value=4_102_444_800_000_000),
+    payload=st.dictionaries(st.text(max_size=12), st.text(max_size=24), max_size=6),
+    previous_hash=st.text(max_size=80),
+)
+def test_event_hash_is_the_digest_of_the_documented_fields(
+    sequence: int,
+    event_type: AuditEventType,
+    micros: int,
+    payload: dict[str, str],
+    previous_hash: str,
+) -> None:
+    """The hand-spelled canonical JSON of an event equals ``digest`` of its field dict (what an
+    auditor recomputes with any JSON library), whatever the strings hold: quotes, escapes,
+    non-ASCII, control characters."""
+    moment = canonical.from_micros(micros)
+    fields = {
+        "sequence": sequence,
+        "event_type": event_type.value,
+        "occur_time": canonical.rfc3339(moment),
+        "payload": payload,
+        "previous_hash": previous_hash,
+    }
+    assert ledger.event_hash(
+        sequence, event_type, moment, payload, previous_hash
+    ) == canonical.digest(fields)

@@ -52,6 +52,11 @@ def _normalized(value: Any) -> Any:
     raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 
+def encode_json(value: str) -> str:
+    """One JSON string, spelled as ``canonical_json`` spells it."""
+    return _ENCODE(value)
+
+
 def canonical_json(value: Any) -> str:
     """Sorted keys, no spaces, integral floats as integers."""
     if type(value) is str:

@@ -11,11 +11,18 @@ replaced wholesale (digest recomputed), the ledger can.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from assay.services.adjudication.canonical import GENESIS_HASH, digest, rfc3339
+from assay.services.adjudication.canonical import (
+    DIGEST_PREFIX,
+    GENESIS_HASH,
+    canonical_json,
+    encode_json,
+    rfc3339,
+)
 from assay.services.adjudication.model import (
     AuditEvent,
     AuditEventType,
@@ -34,15 +41,20 @@ def event_hash(
     payload: Mapping[str, str],
     previous_hash: str,
 ) -> str:
-    return digest(
-        {
-            "sequence": sequence,
-            "event_type": event_type.value,
-            "occur_time": rfc3339(occur_time),
-            "payload": dict(payload),
-            "previous_hash": previous_hash,
-        }
+    """``digest`` of {sequence, event_type, occur_time, payload, previous_hash}.
+
+    Every event is hashed once when written and again by each verification, so the
+    canonical JSON is spelled out here (keys in sorted order, strings and the payload
+    encoded canonically) instead of normalizing a dict; a property test holds it equal to
+    ``digest`` of the same dict."""
+    text = (
+        f'{{"event_type":{encode_json(event_type.value)},'
+        f'"occur_time":"{rfc3339(occur_time)}",'
+        f'"payload":{canonical_json(payload)},'
+        f'"previous_hash":{encode_json(previous_hash)},'
+        f'"sequence":{int(sequence)}}}'
     )
+    return DIGEST_PREFIX + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def next_event(
