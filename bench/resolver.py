@@ -240,6 +240,7 @@ def _group_only(claims: Any) -> int:
 def _serve(conn: Connection) -> None:
     """Child process: host the resolver on 127.0.0.1:0 until told to stop."""
     from assay.runtime import loop
+    from assay.runtime.gc_tuning import tune_for_serving
     from assay.runtime.logging import configure_logging
     from assay.runtime.server import serving
     from assay.services.registry import ServeOptions
@@ -249,7 +250,9 @@ def _serve(conn: Connection) -> None:
     configure_logging("info", open(os.devnull, "w"))  # noqa: SIM115
 
     async def main() -> None:
-        async with serving([await build_spec(ServeOptions(port=0))]) as running:
+        spec = await build_spec(ServeOptions(port=0))
+        tune_for_serving()  # as ``assay serve`` does
+        async with serving([spec]) as running:
             conn.send(running[0].address)
             await asyncio.get_running_loop().run_in_executor(None, conn.recv)
 

@@ -24,6 +24,7 @@ from assay.runtime.config import (
     env_int,
     env_str,
 )
+from assay.runtime.gc_tuning import tune_for_serving
 from assay.runtime.logging import configure_logging
 from assay.runtime.loop import LOOPS, resolve_loop
 from assay.runtime.server import RunningService, ServiceSpec, run_until_signalled
@@ -146,6 +147,7 @@ def _run(names: list[str], args: argparse.Namespace, ports: dict[str, int]) -> i
 
     async def main() -> None:
         specs = await _build(names, args, ports)
+        tune_for_serving()  # after start-up, so what it built is frozen out of collections
         await run_until_signalled(specs, config, on_started=_announce)
 
     try:
