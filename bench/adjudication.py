@@ -4,7 +4,8 @@ Not a test: a script (``python bench/adjudication.py``) that prints, from one ru
 
 1. the *raw* rate of aiosqlite ``INSERT`` + ``COMMIT`` of a review-sized row, one transaction
    per row, with the service's durability settings (WAL, ``synchronous=FULL``), on the same
-   disk in the same run: the baseline;
+   disk in the same run, on asyncio's loop and on uvloop: the faster is the baseline, so the
+   server's loop cannot flatter the ratio;
 2. ``SubmitReview`` as the service runs it -- validation, the domain rules, the audit event,
    the retry record, group commit -- called in-process by concurrent tasks, without gRPC:
    what the storage path costs;
@@ -14,7 +15,9 @@ Not a test: a script (``python bench/adjudication.py``) that prints, from one ru
 4. a no-op RPC (health ``Check``) on the same server under the same load: the ceiling the
    gRPC layer alone allows on this machine, to tell transport cost from storage cost;
 5. ``ExportCorpus`` throughput for 100,000 gold labels (seeded directly through the storage
-   layer), in records/s as the client receives them (target: at least 20,000/s).
+   layer), in records/s as the client receives them (target: at least 20,000/s);
+6. what the target leaves per review beyond the no-op RPC, next to what the use case costs,
+   and the disk's fsync time, which is what bounds the raw rate.
 
 Reviews arrive as in real use: every case is reviewed twice, each client by its own pair.
 The machine may be shared: each figure is the best of a few repeats.
