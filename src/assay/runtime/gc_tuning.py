@@ -12,8 +12,9 @@ calls), so cyclic garbage that outlived the young generations (an error's
 traceback on a long call) does not pile up. Measured on adjudication
 ``SubmitReview`` through a server: +4-7% throughput. The cost is memory: up
 to 50,000 young objects wait for their collection, and only cyclic garbage
-waits at all -- reference counting still frees everything else at once. Only the ``assay`` command calls it: it owns its process, while a
-library embedding the runtime keeps its own settings.
+waits at all -- reference counting still frees everything else at once.
+Only the ``assay`` command calls it: it owns its process, while a library
+embedding the runtime keeps its own settings.
 """
 
 from __future__ import annotations
