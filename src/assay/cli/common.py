@@ -15,7 +15,9 @@ from google.protobuf import json_format
 from google.protobuf import message as pb_message
 from rich.console import Console
 
+from assay.client.evidence import EvidenceFormatError, load_evidence_file
 from assay.runtime.status import decode_rpc_error
+from assay.v1 import claim_pb2
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 
@@ -111,3 +113,15 @@ def console() -> Console:
 def fmt_value(value: Any) -> str:
     """A compact JSON rendering of a decoded ``google.protobuf.Value``."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def read_evidence(path: str) -> claim_pb2.Evidence:
+    """An evidence file's claims; a bad file is one ``CliError`` line, and what a lossy
+    (legacy) load dropped is said on stderr."""
+    try:
+        loaded = load_evidence_file(path)
+    except EvidenceFormatError as error:
+        raise CliError(str(error)) from None
+    for warning in loaded.warnings:
+        print(f"assay: warning: {warning}", file=sys.stderr)
+    return loaded.evidence

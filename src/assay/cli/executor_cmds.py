@@ -18,10 +18,9 @@ from typing import Any
 
 from rich.console import Console
 
-from assay.cli.common import CliError, add_json_argument
+from assay.cli.common import CliError, add_json_argument, read_evidence
 from assay.client.builders import enum_number
 from assay.client.errors import AssayCallError, UnavailableError
-from assay.client.evidence import EvidenceFormatError, load_evidence_file
 from assay.runtime.config import env_str
 from assay.v1 import plan_pb2
 
@@ -131,16 +130,11 @@ def _run(args: argparse.Namespace) -> int:
     from assay.executor.render import print_event, print_summary, report_dict
 
     settings = _settings(args)
-    try:
-        loaded = load_evidence_file(args.file)
-    except EvidenceFormatError as error:
-        raise CliError(str(error)) from None
-    for warning in loaded.warnings:
-        print(f"assay: warning: {warning}", file=sys.stderr)
+    evidence = read_evidence(args.file)
     out = _console()
     listener = None if args.json else (lambda event: print_event(out, event))
     try:
-        report = asyncio.run(_execute(args, settings, loaded.evidence, listener))
+        report = asyncio.run(_execute(args, settings, evidence, listener))
     except UnavailableError as error:
         raise CliError(f"a service is not reachable (is `assay up` running?): {error}") from None
     except AssayCallError as error:

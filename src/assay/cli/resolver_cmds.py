@@ -9,7 +9,6 @@ semantic or, with ``--json``, the response as proto JSON.
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,8 +24,8 @@ from assay.cli.common import (
     console,
     fmt_value,
     print_json,
+    read_evidence,
 )
-from assay.client.evidence import EvidenceFormatError, load_evidence_file
 from assay.v1 import resolution_pb2, resolver_service_pb2, resolver_service_pb2_grpc
 
 DEFAULT_TARGET = "127.0.0.1:50051"
@@ -75,17 +74,12 @@ def _staleness(args: argparse.Namespace, request: Any) -> None:
 def _resolve(args: argparse.Namespace) -> int:
     if (args.subject is None) != (args.predicate is None):
         raise CliError("--subject and --predicate go together (or give neither to resolve all)")
-    try:
-        loaded = load_evidence_file(args.file)
-    except EvidenceFormatError as error:
-        raise CliError(str(error)) from None
-    for warning in loaded.warnings:
-        print(f"assay: warning: {warning}", file=sys.stderr)
+    evidence = read_evidence(args.file)
     with channel(args.target) as ch:
         stub = resolver_service_pb2_grpc.ResolverServiceStub(ch)
         if args.subject is not None:
             single = resolver_service_pb2.ResolveSemanticRequest(
-                evidence=loaded.evidence, subject=args.subject, predicate=args.predicate
+                evidence=evidence, subject=args.subject, predicate=args.predicate
             )
             _staleness(args, single)
             response: Any = call(
@@ -96,7 +90,7 @@ def _resolve(args: argparse.Namespace) -> int:
             )
             resolutions = [response.resolution]
         else:
-            every = resolver_service_pb2.ResolveEvidenceRequest(evidence=loaded.evidence)
+            every = resolver_service_pb2.ResolveEvidenceRequest(evidence=evidence)
             _staleness(args, every)
             response = call(
                 "resolver",
