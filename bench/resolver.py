@@ -125,38 +125,29 @@ def build_evidence(claims: int, seed: int = 7) -> claim_pb2.Evidence:
 def floor_pass(raw: bytes) -> int:
     """Parse the bytes and group the claims by (subject, predicate): the least any resolver does."""
     request = resolver_service_pb2.ResolveEvidenceRequest.FromString(raw)
-    groups: dict[tuple[str, str], list[claim_pb2.Claim]] = {}
-    for claim in request.evidence.claims:
-        key = (claim.subject, claim.predicate)
-        bucket = groups.get(key)
-        if bucket is None:
-            groups[key] = [claim]
-        else:
-            bucket.append(claim)
-    return len(groups)
+    return _group_only(request.evidence.claims)
+
+
+def _serialized_reply(coroutine: Any) -> bytes:
+    """Run a servicer method's coroutine without an event loop (the resolver never awaits)
+    and serialize its response as the runtime does."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        data: bytes = done.value.SerializeToString(deterministic=True)
+        return data
+    raise RuntimeError("the resolver servicer suspended unexpectedly")
 
 
 def end_to_end(servicer: ResolverServicer, raw: bytes) -> bytes:
     """Request bytes -> ResolveEvidence -> response bytes, as the runtime does it."""
     request = resolver_service_pb2.ResolveEvidenceRequest.FromString(raw)
-    coroutine = servicer.ResolveEvidence(request, None)
-    try:
-        coroutine.send(None)  # the servicer never awaits: run it without an event loop
-    except StopIteration as done:
-        response: resolver_service_pb2.ResolveEvidenceResponse = done.value
-        return response.SerializeToString(deterministic=True)
-    raise RuntimeError("ResolveEvidence suspended unexpectedly")
+    return _serialized_reply(servicer.ResolveEvidence(request, None))
 
 
 def _resolve_semantic_bytes(servicer: ResolverServicer, raw: bytes) -> bytes:
     request = resolver_service_pb2.ResolveSemanticRequest.FromString(raw)
-    coroutine = servicer.ResolveSemantic(request, None)
-    try:
-        coroutine.send(None)
-    except StopIteration as done:
-        response: resolver_service_pb2.ResolveSemanticResponse = done.value
-        return response.SerializeToString(deterministic=True)
-    raise RuntimeError("ResolveSemantic suspended unexpectedly")
+    return _serialized_reply(servicer.ResolveSemantic(request, None))
 
 
 def best_of(fn: Callable[[], object], repeats: int, inner: int = 1) -> float:
