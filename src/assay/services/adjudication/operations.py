@@ -9,7 +9,6 @@ response under the request id (``retries``). Reads are in ``lookups``.
 
 from __future__ import annotations
 
-import dataclasses
 import secrets
 from collections.abc import Callable
 from datetime import datetime
@@ -107,6 +106,7 @@ class Adjudication:
         def job(tx: WriteTx, at: datetime) -> Case:
             case = cases.new_case(new_id("case"), data, at)
             tx.insert_case(case)
+            tx.remember_snapshot(CaseSnapshot(case, 0, (), None))
             tx.append_event(
                 AuditEventType.CASE_ENQUEUED,
                 {"case_id": case.case_id, "tenant": case.tenant, "content": case.content_digest},
@@ -145,7 +145,10 @@ class Adjudication:
                     "answer": digest([review.outcome.value, review.label_key, review.reason]),
                 },
             )
-            after = dataclasses.replace(snap, round_reviews=(*snap.round_reviews, review))
+            after = CaseSnapshot(
+                snap.case, snap.revision_count, (*snap.round_reviews, review), None
+            )
+            tx.remember_snapshot(after)
             return review, derive_state(after), snap.case.tenant
 
         return await self._idempotent(
@@ -181,7 +184,8 @@ class Adjudication:
                     "review_ids": ",".join(decided.review_ids),
                 },
             )
-            after = dataclasses.replace(snap, round_resolution=decided)
+            after = CaseSnapshot(snap.case, snap.revision_count, snap.round_reviews, decided)
+            tx.remember_snapshot(after)
             return decided, derive_state(after), snap.case.tenant
 
         return await self._idempotent(
@@ -238,6 +242,8 @@ class Adjudication:
                     "provenance": revision.provenance.value,
                 },
             )
+            # Frozen: the next round has no reviews or resolution yet.
+            tx.remember_snapshot(CaseSnapshot(snap.case, revision.revision, (), None))
             return revision
 
         return await self._idempotent(

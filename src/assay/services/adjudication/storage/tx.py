@@ -93,9 +93,22 @@ class WriteTx:
         return queries.reviewers(self._db, reviewer_ids)
 
     def snapshot(self, case_id: str) -> CaseSnapshot | None:
-        # Case rows are never updated (only deleted, which empties the cache: delete_cases),
-        # so a case read once is remembered: it saves parsing the row on every review.
-        return queries.snapshot(self._db, case_id, self._writer.known_cases())
+        # Only this writer changes a case's round (reviews, resolutions, gold labels are
+        # written through the methods below, which drop the case's remembered snapshot), so
+        # the snapshot a job left is current until then: a case's second review reads none of
+        # its rows. Case rows are never updated (only deleted, which empties both caches:
+        # delete_cases), so a case read once is remembered too.
+        known = self._writer.known_snapshots()
+        found = known.get(case_id)
+        if found is None:
+            found = queries.snapshot(self._db, case_id, self._writer.known_cases())
+            if found is not None:
+                known[case_id] = found
+        return found
+
+    def remember_snapshot(self, value: CaseSnapshot) -> None:
+        """The case's round as this job leaves it, after its last write to the case."""
+        self._writer.known_snapshots()[value.case.case_id] = value
 
     def insert_reviewer(self, value: Reviewer) -> None:
         try:
@@ -115,6 +128,7 @@ class WriteTx:
         )
 
     def insert_review(self, value: Review) -> None:
+        self._writer.known_snapshots().pop(value.case_id, None)
         try:
             self._db.execute(
                 f"INSERT INTO reviews ({rows.REVIEW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -129,12 +143,14 @@ class WriteTx:
             ) from None
 
     def insert_resolution(self, value: Resolution) -> None:
+        self._writer.known_snapshots().pop(value.case_id, None)
         self._db.execute(
             f"INSERT INTO resolutions ({rows.RESOLUTION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
             rows.resolution_params(value),
         )
 
     def insert_gold_label(self, value: GoldLabelRevision) -> None:
+        self._writer.known_snapshots().pop(value.case_id, None)
         try:
             self._db.execute(
                 f"INSERT INTO gold_labels ({rows.GOLD_COLUMNS}) VALUES ({', '.join('?' * 13)})",
@@ -151,6 +167,7 @@ class WriteTx:
 
     def bulk_insert(self, cases: Iterable[Case], gold_labels: Iterable[GoldLabelRevision]) -> None:
         """Seed many rows at once (benchmarks, imports): no audit events, no retry records."""
+        self._writer.forget_cases()
         self._db.executemany(
             f"INSERT INTO cases ({rows.CASE_COLUMNS}) VALUES ({', '.join('?' * 13)})",
             [rows.case_params(c) for c in cases],

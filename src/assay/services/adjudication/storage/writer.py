@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from assay.services.adjudication.model import Case, ChainHead, Reviewer
+from assay.services.adjudication.model import Case, CaseSnapshot, ChainHead, Reviewer
 from assay.services.adjudication.storage import connection, queries
 from assay.services.adjudication.storage.tx import WriteTx
 
@@ -55,6 +55,10 @@ class Writer:
         self.reviewers: dict[str, Reviewer] = {}
         # Cases read by jobs (rows never updated); forgotten on deletion and on any rollback.
         self._cases: dict[str, Case] = {}
+        # Each case's current round as the last committed-or-pending job left it: every write
+        # of a review, resolution or gold label drops its case's entry (WriteTx), the job that
+        # wrote it may put the new one back, and any rollback forgets them all.
+        self._snapshots: dict[str, CaseSnapshot] = {}
         # Held while a batch runs, and by close(): nothing else touches the connection then.
         self.lock = asyncio.Lock()
         self._queue: asyncio.Queue[Queued | None] = asyncio.Queue()
@@ -65,8 +69,15 @@ class Writer:
             self._cases.clear()
         return self._cases
 
+    def known_snapshots(self) -> dict[str, CaseSnapshot]:
+        if len(self._snapshots) >= MAX_KNOWN_CASES:
+            self._snapshots.clear()
+        return self._snapshots
+
     def forget_cases(self) -> None:
+        """Forget every remembered case and snapshot (deletions, rollbacks)."""
         self._cases.clear()
+        self._snapshots.clear()
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="adjudication-writer")
@@ -118,7 +129,7 @@ class Writer:
         except Exception as error:  # the commit itself failed: nothing of the batch is stored
             # Every caller must get an answer, even if the database is gone altogether.
             self.reviewers.clear()
-            self._cases.clear()
+            self.forget_cases()
             with contextlib.suppress(Exception):
                 self.head = await connection.run(self.db, queries.chain_head)
             outcomes = [(False, error)] * len(batch)
@@ -165,7 +176,7 @@ class Writer:
                 raw.execute("ROLLBACK TO job")
                 raw.execute("RELEASE job")
                 self.head = head
-                self._cases.clear()
+                self.forget_cases()
                 outcomes.append((False, error))
                 continue
             raw.execute("RELEASE job")
