@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -269,3 +269,37 @@ def test_event_hash_is_the_digest_of_the_documented_fields(
     assert ledger.event_hash(
         sequence, event_type, moment, payload, previous_hash
     ) == canonical.digest(fields)
+
+
+@given(
+    st.datetimes(
+        # Naive bounds (hypothesis wants them so); the zone is drawn below.
+        min_value=datetime(1, 1, 2),
+        max_value=datetime(9999, 12, 30),
+        timezones=st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30)), timezone.min]),
+    )
+)
+def test_rfc3339_spells_every_instant_as_strftime_does(moment: datetime) -> None:
+    """The fast spelling of times (isoformat) is the documented one, digit for digit, so hashes
+    over stored times never change: any zone becomes UTC, years below 1000 included."""
+    expected = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert canonical.rfc3339.__wrapped__(moment) == expected
+    assert canonical.rfc3339(moment) == expected
+
+
+def test_an_audit_event_stores_the_payload_it_hashed() -> None:
+    """``extend`` hands back the payload's canonical JSON: what the row stores is what was
+    hashed, and it equals the canonical JSON of the event's payload."""
+    payload = {"case_id": "c1", "z": 'é"\n', "a": "1"}
+    event, payload_json = ledger.extend(
+        ledger.EMPTY_HEAD, AuditEventType.CASE_ENQUEUED, payload, NOW
+    )
+    assert (
+        payload_json
+        == canonical.canonical_json(payload)
+        == '{"a":"1","case_id":"c1","z":"é\\"\\n"}'
+    )
+    assert event == ledger.next_event(ledger.EMPTY_HEAD, AuditEventType.CASE_ENQUEUED, payload, NOW)
+    assert event.hash == ledger.event_hash(
+        1, AuditEventType.CASE_ENQUEUED, NOW, payload, ledger.GENESIS_HASH
+    )

@@ -48,6 +48,8 @@ def _normalized(value: Any) -> Any:
             return value  # the common case (audit payloads): nothing to normalize
         return {str(k): _normalized(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
+        if all(type(v) in _AS_IS for v in value):
+            return value  # strings and integers only (answer digests): the encoder takes it
         return [_normalized(v) for v in value]
     raise TypeError(f"not a JSON value: {type(value).__name__}")
 
@@ -72,7 +74,11 @@ def digest(value: Any) -> str:
 @functools.lru_cache(maxsize=1024)  # a job stamps its rows with one instant, spelled twice
 def rfc3339(moment: datetime) -> str:
     """UTC, microsecond precision, ``Z`` suffix: one spelling per instant."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    utc = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
+    if utc.year < 1000:  # strftime's %Y does not pad years below 1000 (isoformat would)
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat is several times faster than strftime and spells the same digits.
+    return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def to_micros(moment: datetime) -> int:

@@ -47,10 +47,20 @@ def event_hash(
     canonical JSON is spelled out here (keys in sorted order, strings and the payload
     encoded canonically) instead of normalizing a dict; a property test holds it equal to
     ``digest`` of the same dict."""
+    return _chain_hash(sequence, event_type, occur_time, canonical_json(payload), previous_hash)
+
+
+def _chain_hash(
+    sequence: int,
+    event_type: AuditEventType,
+    occur_time: datetime,
+    payload_json: str,
+    previous_hash: str,
+) -> str:
     text = (
         f'{{"event_type":{encode_json(event_type.value)},'
         f'"occur_time":"{rfc3339(occur_time)}",'
-        f'"payload":{canonical_json(payload)},'
+        f'"payload":{payload_json},'
         f'"previous_hash":{encode_json(previous_hash)},'
         f'"sequence":{int(sequence)}}}'
     )
@@ -61,18 +71,28 @@ def next_event(
     head: ChainHead, event_type: AuditEventType, payload: Mapping[str, str], now: datetime
 ) -> AuditEvent:
     """The event that extends the chain after ``head``."""
+    return extend(head, event_type, payload, now)[0]
+
+
+def extend(
+    head: ChainHead, event_type: AuditEventType, payload: Mapping[str, str], now: datetime
+) -> tuple[AuditEvent, str]:
+    """``next_event``, with the payload's canonical JSON (what is stored) computed once."""
     for key, value in payload.items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise TypeError("audit payloads map strings to strings (ids, digests, counts)")
+    fields = dict(payload)
+    payload_json = canonical_json(fields)
     sequence = head.sequence + 1
-    return AuditEvent(
+    event = AuditEvent(
         sequence=sequence,
         event_type=event_type,
         occur_time=now,
-        payload=dict(payload),
+        payload=fields,
         previous_hash=head.hash,
-        hash=event_hash(sequence, event_type, now, payload, head.hash),
+        hash=_chain_hash(sequence, event_type, now, payload_json, head.hash),
     )
+    return event, payload_json
 
 
 @dataclass

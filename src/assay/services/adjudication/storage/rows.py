@@ -13,7 +13,7 @@ from typing import Any
 
 from assay.errors import DataLoss, Reason
 from assay.services.adjudication import gold
-from assay.services.adjudication.canonical import canonical_json, from_micros, to_micros
+from assay.services.adjudication.canonical import canonical_json, from_micros, rfc3339, to_micros
 from assay.services.adjudication.model import (
     AuditEvent,
     AuditEventType,
@@ -247,14 +247,13 @@ def audit_event(row: Row) -> AuditEvent:
         raise _corrupt("audit event", row[0], error) from None
 
 
-def audit_params(value: AuditEvent) -> tuple[Any, ...]:
-    from assay.services.adjudication.canonical import rfc3339
-
+def audit_params(value: AuditEvent, payload_json: str | None = None) -> tuple[Any, ...]:
+    """``payload_json``: the payload's canonical JSON when the caller has it already."""
     return (
         value.sequence,
         value.event_type.value,
         rfc3339(value.occur_time),
-        canonical_json(dict(value.payload)),
+        canonical_json(dict(value.payload)) if payload_json is None else payload_json,
         value.previous_hash,
         value.hash,
     )

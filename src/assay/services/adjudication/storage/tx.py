@@ -197,10 +197,10 @@ class WriteTx:
         self._db.execute("DELETE FROM idempotency WHERE tenant = ?", (tenant,))
 
     def append_event(self, event_type: AuditEventType, payload: dict[str, str]) -> AuditEvent:
-        event = ledger.next_event(self._writer.head, event_type, payload, self._now())
+        event, payload_json = ledger.extend(self._writer.head, event_type, payload, self._now())
         self._db.execute(
             f"INSERT INTO audit_events ({rows.AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-            rows.audit_params(event),
+            rows.audit_params(event, payload_json),
         )
         self._writer.head = ChainHead(event.sequence, event.hash)
         return event
