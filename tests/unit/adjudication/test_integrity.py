@@ -301,5 +301,5 @@ def test_an_audit_event_stores_the_payload_it_hashed() -> None:
     )
     assert event == ledger.next_event(ledger.EMPTY_HEAD, AuditEventType.CASE_ENQUEUED, payload, NOW)
     assert event.hash == ledger.event_hash(
-        1, AuditEventType.CASE_ENQUEUED, NOW, payload, ledger.GENESIS_HASH
+        1, AuditEventType.CASE_ENQUEUED, NOW, payload, canonical.GENESIS_HASH
     )
