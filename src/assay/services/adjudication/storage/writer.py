@@ -21,6 +21,13 @@ loop never stalls on it.
 Each job runs inside its own SAVEPOINT: a job that raises is rolled back to it
 (its writes and its audit event vanish, and the in-memory chain head is put
 back), while the jobs before and after it in the batch commit normally.
+
+Being the only writer, it remembers what it has read or written: reviewers
+and case rows (never updated), and each case's current round (its reviews,
+resolution and revision count), which every write of a review, resolution or
+gold label drops and the job that wrote it puts back as it left it. Any
+rollback, failed commit or deletion forgets them all, so what a job sees is
+what the file holds; a property test drives random batches against it.
 """
 
 from __future__ import annotations
