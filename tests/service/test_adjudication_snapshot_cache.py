@@ -115,8 +115,12 @@ async def _writer_view(store: Store, case_id: str) -> CaseSnapshot | None:
     return found
 
 
-async def _scenario(path: Path, steps: list[list[tuple[str, int, int, int]]]) -> int:
+async def _scenario(
+    path: Path, steps: list[list[tuple[str, int, int, int]]], budget: int | None = None
+) -> int:
     store = await Store.open(path)
+    if budget is not None:  # a few cases' worth: the writer keeps forgetting and refilling
+        store.writer.memory.max_bytes = budget
     world = World(Adjudication(store), store)
     compared = 0
     try:
@@ -138,6 +142,8 @@ async def _scenario(path: Path, steps: list[list[tuple[str, int, int, int]]]) ->
             for case_id in world.case_ids:
                 assert await _writer_view(store, case_id) == await store.snapshot(case_id), case_id
                 compared += 1
+            memory = store.writer.memory
+            assert 0 <= memory.bytes <= memory.max_bytes
         assert (await store.verify_chain()).ok
     finally:
         await store.close()
@@ -168,12 +174,16 @@ ops = st.tuples(
 
 class TestRememberedSnapshots:
     @settings(max_examples=40, deadline=None)
-    @given(st.lists(st.lists(ops, min_size=1, max_size=6), min_size=1, max_size=12))
+    @given(
+        st.lists(st.lists(ops, min_size=1, max_size=6), min_size=1, max_size=12),
+        st.sampled_from([None, 12_000]),
+    )
     def test_the_writer_view_always_equals_the_stored_rows(
-        self, steps: list[list[tuple[str, int, int, int]]]
+        self, steps: list[list[tuple[str, int, int, int]]], budget: int | None
     ) -> None:
+        """With the default memory budget and with one so small that it keeps filling up."""
         with tempfile.TemporaryDirectory() as tmp:
-            compared = asyncio.run(_scenario(Path(tmp) / "cache.db", steps))
+            compared = asyncio.run(_scenario(Path(tmp) / "cache.db", steps, budget))
         assert compared >= len(steps)  # every step compared at least the seeded cases
 
     async def test_a_full_round_trip_reads_the_case_rows_once(self, tmp_path: Path) -> None:

@@ -64,14 +64,10 @@ def list_reviewers(db: sqlite3.Connection, after: str, limit: int) -> list[Revie
     return [rows.reviewer(r) for r in found]
 
 
-def snapshot(
-    db: sqlite3.Connection, case_id: str, known: dict[str, Case] | None = None
-) -> CaseSnapshot | None:
+def snapshot(db: sqlite3.Connection, case_id: str, case: Case | None = None) -> CaseSnapshot | None:
     """The case, its revision count, and its current round's reviews and resolution.
 
-    ``known``: cases already read (the writer's cache; a case row never changes), consulted
-    first and filled with the case read here."""
-    case = known.get(case_id) if known is not None else None
+    ``case``: the case row when the caller has it already (a case row never changes)."""
     if case is None:
         found = _all(
             db,
@@ -84,8 +80,6 @@ def snapshot(
             return None
         case = rows.case(found[0])
         revisions = int(found[0][13])
-        if known is not None:
-            known[case_id] = case
     else:
         count = "SELECT COUNT(*) FROM gold_labels WHERE case_id = ?"
         revisions = int(db.execute(count, (case_id,)).fetchone()[0])

@@ -81,12 +81,12 @@ class WriteTx:
     def reviewer(self, reviewer_id: str) -> Reviewer | None:
         # Reviewers are never changed or deleted (a trigger refuses it), so one found stays
         # valid: remembered, it saves a query on every review by the same person.
-        known = self._writer.reviewers
-        found = known.get(reviewer_id)
+        memory = self._writer.memory
+        found = memory.reviewer(reviewer_id)
         if found is None:
             found = queries.reviewer(self._db, reviewer_id)
             if found is not None:
-                known[reviewer_id] = found
+                memory.keep_reviewer(found)
         return found
 
     def reviewers(self, reviewer_ids: Iterable[str]) -> dict[str, Reviewer]:
@@ -94,21 +94,21 @@ class WriteTx:
 
     def snapshot(self, case_id: str) -> CaseSnapshot | None:
         # Only this writer changes a case's round (reviews, resolutions, gold labels are
-        # written through the methods below, which drop the case's remembered snapshot), so
-        # the snapshot a job left is current until then: a case's second review reads none of
-        # its rows. Case rows are never updated (only deleted, which empties both caches:
-        # delete_cases), so a case read once is remembered too.
-        known = self._writer.known_snapshots()
-        found = known.get(case_id)
+        # written through the methods below, which drop the case's remembered round), so the
+        # round a job left is current until then: a case's second review reads none of its
+        # rows. Case rows are never updated (only deleted, which forgets every case:
+        # delete_cases), so a case read once is remembered too. See ``memory``.
+        memory = self._writer.memory
+        found = memory.snapshot(case_id)
         if found is None:
-            found = queries.snapshot(self._db, case_id, self._writer.known_cases())
+            found = queries.snapshot(self._db, case_id, memory.case(case_id))
             if found is not None:
-                known[case_id] = found
+                memory.keep_snapshot(found)
         return found
 
     def remember_snapshot(self, value: CaseSnapshot) -> None:
         """The case's round as this job leaves it, after its last write to the case."""
-        self._writer.known_snapshots()[value.case.case_id] = value
+        self._writer.memory.keep_snapshot(value)
 
     def insert_reviewer(self, value: Reviewer) -> None:
         try:
@@ -128,7 +128,7 @@ class WriteTx:
         )
 
     def insert_review(self, value: Review) -> None:
-        self._writer.known_snapshots().pop(value.case_id, None)
+        self._writer.memory.drop_snapshot(value.case_id)
         try:
             self._db.execute(
                 f"INSERT INTO reviews ({rows.REVIEW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -143,14 +143,14 @@ class WriteTx:
             ) from None
 
     def insert_resolution(self, value: Resolution) -> None:
-        self._writer.known_snapshots().pop(value.case_id, None)
+        self._writer.memory.drop_snapshot(value.case_id)
         self._db.execute(
             f"INSERT INTO resolutions ({rows.RESOLUTION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
             rows.resolution_params(value),
         )
 
     def insert_gold_label(self, value: GoldLabelRevision) -> None:
-        self._writer.known_snapshots().pop(value.case_id, None)
+        self._writer.memory.drop_snapshot(value.case_id)
         try:
             self._db.execute(
                 f"INSERT INTO gold_labels ({rows.GOLD_COLUMNS}) VALUES ({', '.join('?' * 13)})",
@@ -167,7 +167,7 @@ class WriteTx:
 
     def bulk_insert(self, cases: Iterable[Case], gold_labels: Iterable[GoldLabelRevision]) -> None:
         """Seed many rows at once (benchmarks, imports): no audit events, no retry records."""
-        self._writer.forget_cases()
+        self._writer.memory.forget_cases()
         self._db.executemany(
             f"INSERT INTO cases ({rows.CASE_COLUMNS}) VALUES ({', '.join('?' * 13)})",
             [rows.case_params(c) for c in cases],
@@ -180,7 +180,7 @@ class WriteTx:
     def delete_cases(self, where: str, params: tuple[Any, ...]) -> DeletedCounts:
         """Delete the matching cases with their reviews, resolutions and stored responses."""
         ids = [r[0] for r in self._db.execute(f"SELECT case_id FROM cases WHERE {where}", params)]
-        self._writer.forget_cases()
+        self._writer.memory.forget_cases()
         counts = [0, 0]
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]

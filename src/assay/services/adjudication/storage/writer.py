@@ -22,12 +22,12 @@ Each job runs inside its own SAVEPOINT: a job that raises is rolled back to it
 (its writes and its audit event vanish, and the in-memory chain head is put
 back), while the jobs before and after it in the batch commit normally.
 
-Being the only writer, it remembers what it has read or written: reviewers
-and case rows (never updated), and each case's current round (its reviews,
-resolution and revision count), which every write of a review, resolution or
-gold label drops and the job that wrote it puts back as it left it. Any
-rollback, failed commit or deletion forgets them all, so what a job sees is
-what the file holds; a property test drives random batches against it.
+Being the only writer, it remembers what it has read or written (``memory``):
+reviewers and case rows (never updated), and each case's current round, which
+every write of a review, resolution or gold label drops and the job that wrote
+it puts back as it left it. Any rollback, failed commit or deletion forgets
+them all, so what a job sees is what the file holds; a property test drives
+random batches against it.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from assay.services.adjudication.model import Case, CaseSnapshot, ChainHead, Reviewer
+from assay.services.adjudication.model import ChainHead
 from assay.services.adjudication.storage import connection, queries
+from assay.services.adjudication.storage.memory import Remembered
 from assay.services.adjudication.storage.tx import WriteTx
 
 T = TypeVar("T")
@@ -49,7 +50,6 @@ Job = Callable[[WriteTx], Any]
 Outcomes = list[tuple[bool, Any]]
 Queued = tuple[Job, "asyncio.Future[Any]", bool]
 MAX_BATCH = 512
-MAX_KNOWN_CASES = 65_536
 
 
 class Writer:
@@ -58,33 +58,12 @@ class Writer:
     def __init__(self, db: aiosqlite.Connection, head: ChainHead) -> None:
         self.db = db
         self.head = head
-        # Reviewers seen by jobs; forgotten when a batch fails to commit (they may be its own).
-        self.reviewers: dict[str, Reviewer] = {}
-        # Cases read by jobs (rows never updated); forgotten on deletion and on any rollback.
-        self._cases: dict[str, Case] = {}
-        # Each case's current round as the last committed-or-pending job left it: every write
-        # of a review, resolution or gold label drops its case's entry (WriteTx), the job that
-        # wrote it may put the new one back, and any rollback forgets them all.
-        self._snapshots: dict[str, CaseSnapshot] = {}
+        # Reviewers, cases and current rounds seen by jobs (see ``memory``).
+        self.memory = Remembered()
         # Held while a batch runs, and by close(): nothing else touches the connection then.
         self.lock = asyncio.Lock()
         self._queue: asyncio.Queue[Queued | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
-
-    def known_cases(self) -> dict[str, Case]:
-        if len(self._cases) >= MAX_KNOWN_CASES:
-            self._cases.clear()
-        return self._cases
-
-    def known_snapshots(self) -> dict[str, CaseSnapshot]:
-        if len(self._snapshots) >= MAX_KNOWN_CASES:
-            self._snapshots.clear()
-        return self._snapshots
-
-    def forget_cases(self) -> None:
-        """Forget every remembered case and snapshot (deletions, rollbacks)."""
-        self._cases.clear()
-        self._snapshots.clear()
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="adjudication-writer")
@@ -135,8 +114,7 @@ class Writer:
                 outcomes = await connection.run(self.db, lambda raw: self._in_thread(raw, jobs))
         except Exception as error:  # the commit itself failed: nothing of the batch is stored
             # Every caller must get an answer, even if the database is gone altogether.
-            self.reviewers.clear()
-            self.forget_cases()
+            self.memory.forget_all()
             with contextlib.suppress(Exception):
                 self.head = await connection.run(self.db, queries.chain_head)
             outcomes = [(False, error)] * len(batch)
@@ -183,7 +161,7 @@ class Writer:
                 raw.execute("ROLLBACK TO job")
                 raw.execute("RELEASE job")
                 self.head = head
-                self.forget_cases()
+                self.memory.forget_cases()
                 outcomes.append((False, error))
                 continue
             raw.execute("RELEASE job")
