@@ -23,8 +23,10 @@ from assay.services.adjudication.model import Case, CaseSnapshot, Resolution, Re
 MAX_BYTES = 32 * 1024 * 1024
 MAX_CASE_BYTES = 256 * 1024
 MAX_REVIEWERS = 65_536
-# Python's own overhead per object graph, on top of the text it holds (measured ~1.5 KB for a
-# small case with its dataclasses, tuples and datetimes; ~0.8 KB for a review).
+# Python's own overhead per object graph, on top of the text it holds, set high on purpose
+# (tracemalloc: a small case with its dataclasses, tuples and datetimes takes 0.5-1.1 KB, a
+# review ~0.35 KB), so the budget is an upper bound: 32 MiB holds ~6,000 small cases with
+# two reviews each and uses ~10 MiB for them.
 _CASE_OVERHEAD = 2048
 _ROW_OVERHEAD = 1024
 
