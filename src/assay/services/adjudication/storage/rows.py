@@ -247,13 +247,13 @@ def audit_event(row: Row) -> AuditEvent:
         raise _corrupt("audit event", row[0], error) from None
 
 
-def audit_params(value: AuditEvent, payload_json: str | None = None) -> tuple[Any, ...]:
-    """``payload_json``: the payload's canonical JSON when the caller has it already."""
+def audit_params(value: AuditEvent, payload_json: str) -> tuple[Any, ...]:
+    """``payload_json``: the payload's canonical JSON, as ``ledger.extend`` hashed it."""
     return (
         value.sequence,
         value.event_type.value,
         rfc3339(value.occur_time),
-        canonical_json(dict(value.payload)) if payload_json is None else payload_json,
+        payload_json,
         value.previous_hash,
         value.hash,
     )
