@@ -79,6 +79,22 @@ class TestRemembered:
         assert remembered.snapshot("c3") is not None
         assert remembered.bytes == held(remembered) <= 3 * one
 
+    def test_a_case_put_back_after_forgetting_counts_as_itself(self) -> None:
+        """A case kept from an earlier snapshot, then re-kept when a later snapshot overflows
+        the budget: the stored case and its counted size stay one pair (found by the
+        property test below: the count was off by the difference of the two footprints)."""
+        first, other = snap("c0", 0, "x" * 10), snap("c1")
+        later = snap("c0", 3, "x" * 11)  # same case id, a bigger round
+        budget = sum(
+            memory.case_footprint(s.case) + memory.round_footprint(s) for s in (first, other)
+        )
+        remembered = Remembered(max_bytes=budget + 10)
+        for s in (first, other, later):
+            remembered.keep_snapshot(s)
+        assert remembered.snapshot("c1") is None  # the later round did not fit beside it
+        assert remembered.snapshot("c0") is later
+        assert remembered.bytes == held(remembered)
+
     def test_reviewers_are_bounded_by_count(self) -> None:
         remembered = Remembered()
         kind = ReviewerKind.MECHANISM_TEST_FIXTURE

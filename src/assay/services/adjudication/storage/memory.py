@@ -95,21 +95,19 @@ class Remembered:
     def keep_snapshot(self, snapshot: CaseSnapshot) -> None:
         """Remember ``snapshot`` as its case's current round, and its case with it (unless the
         case is too big to keep)."""
-        case = snapshot.case
-        case_id = case.case_id
+        case_id = snapshot.case.case_id
         self.drop_snapshot(case_id)
         round_size = round_footprint(snapshot)
-        kept = self._cases.get(case_id)
-        case_size = kept[1] if kept is not None else case_footprint(case)
-        if case_size > MAX_CASE_BYTES or case_size + round_size > self.max_bytes:
+        # The stored case and its counted size always travel together.
+        entry = self._cases.get(case_id) or (snapshot.case, case_footprint(snapshot.case))
+        if entry[1] > MAX_CASE_BYTES or entry[1] + round_size > self.max_bytes:
             return
-        added = round_size if kept is not None else case_size + round_size
-        if self._bytes + added > self.max_bytes:
+        needed = round_size if case_id in self._cases else entry[1] + round_size
+        if self._bytes + needed > self.max_bytes:
             self.forget_cases()
-            kept = None
-        if kept is None:
-            self._cases[case_id] = (case, case_size)
-            self._bytes += case_size
+        if case_id not in self._cases:
+            self._cases[case_id] = entry
+            self._bytes += entry[1]
         self._rounds[case_id] = (snapshot, round_size)
         self._bytes += round_size
 
