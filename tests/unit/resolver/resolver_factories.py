@@ -24,6 +24,15 @@ SUBJECT = "api:payments.create"
 SAFE = "http.method"  # not safety-sensitive
 UNSAFE = "idempotency.mode"  # safety-sensitive
 
+# Statuses and rationale flags, by the names the tests use.
+RESOLVED = resolution_pb2.RESOLUTION_STATUS_RESOLVED
+CONFLICTED = resolution_pb2.RESOLUTION_STATUS_CONFLICTED
+INSUFFICIENT = resolution_pb2.RESOLUTION_STATUS_INSUFFICIENT
+DISCOUNTED = resolution_pb2.RATIONALE_FLAG_ALL_SUPPORT_DISCOUNTED
+SINGLE = resolution_pb2.RATIONALE_FLAG_SINGLE_SOURCE_CORROBORATION
+UNVERIFIED = resolution_pb2.RATIONALE_FLAG_INDEPENDENCE_UNVERIFIED
+STALE = resolution_pb2.RATIONALE_FLAG_STALE_SUPPORT
+
 
 def value(data: Any) -> struct_pb2.Value:
     out = struct_pb2.Value()

@@ -8,19 +8,14 @@ import pytest
 
 from assay.v1 import claim_pb2, resolution_pb2
 from tests.unit.resolver.resolver_factories import (
+    CONFLICTED,
+    INSUFFICIENT,
+    RESOLVED,
     UNSAFE,
     claim,
     resolve,
     resolve_evidence,
 )
-
-RESOLVED = resolution_pb2.RESOLUTION_STATUS_RESOLVED
-CONFLICTED = resolution_pb2.RESOLUTION_STATUS_CONFLICTED
-INSUFFICIENT = resolution_pb2.RESOLUTION_STATUS_INSUFFICIENT
-DISCOUNTED = resolution_pb2.RATIONALE_FLAG_ALL_SUPPORT_DISCOUNTED
-SINGLE = resolution_pb2.RATIONALE_FLAG_SINGLE_SOURCE_CORROBORATION
-UNVERIFIED = resolution_pb2.RATIONALE_FLAG_INDEPENDENCE_UNVERIFIED
-STALE = resolution_pb2.RATIONALE_FLAG_STALE_SUPPORT
 
 
 class TestStatus:
