@@ -13,7 +13,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from assay.services.adjudication.storage import SchemaTooNew, Store, WriteTx
+from assay.services.adjudication.storage import SchemaTooNew, Store
 from assay.services.adjudication.storage.schema import SCHEMA_VERSION
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import gold_pb2
@@ -235,36 +235,3 @@ class TestGroupCommit:
             assert db.execute("SELECT COUNT(*) FROM reviews").fetchone()[0] == 40 + 38
         finally:
             db.close()
-
-    async def test_a_failing_job_does_not_poison_its_batch(self, tmp_path: Path) -> None:
-        """Refused and accepted jobs in one batch: only the accepted ones are stored."""
-        store = await Store.open(tmp_path / "g.db")
-        try:
-            from assay.services.adjudication.model import AuditEventType
-
-            def good(tx: WriteTx) -> int:
-                event = tx.append_event(AuditEventType.EXPIRED_RECORDS_SWEPT, {"cases": "0"})
-                return event.sequence
-
-            def refused(tx: WriteTx) -> int:
-                raise ValueError("refused before writing")
-
-            def broken_after_write(tx: WriteTx) -> int:
-                tx.append_event(AuditEventType.EXPIRED_RECORDS_SWEPT, {"cases": "1"})
-                raise RuntimeError("failed after writing")
-
-            results = await asyncio.gather(
-                store.write(good),
-                store.write(refused),
-                store.write(broken_after_write),
-                store.write(good),
-                return_exceptions=True,
-            )
-            assert isinstance(results[1], ValueError)
-            assert isinstance(results[2], RuntimeError)
-            assert sorted(r for r in results if isinstance(r, int)) == [1, 2]
-            verdict = await store.verify_chain()
-            assert verdict.ok
-            assert verdict.head.sequence == 2
-        finally:
-            await store.close()
