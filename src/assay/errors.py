@@ -25,6 +25,12 @@ class Reason(StrEnum):
     SHUTTING_DOWN = "ERROR_REASON_SHUTTING_DOWN"
     INVALID_PAGE_TOKEN = "ERROR_REASON_INVALID_PAGE_TOKEN"
     REQUEST_ID_REUSED = "ERROR_REASON_REQUEST_ID_REUSED"
+    CREDENTIALS_MISSING = "ERROR_REASON_CREDENTIALS_MISSING"
+    CREDENTIALS_INVALID = "ERROR_REASON_CREDENTIALS_INVALID"
+    CREDENTIALS_EXPIRED = "ERROR_REASON_CREDENTIALS_EXPIRED"
+    ROLE_REQUIRED = "ERROR_REASON_ROLE_REQUIRED"
+    IDENTITY_MISMATCH = "ERROR_REASON_IDENTITY_MISMATCH"
+    TENANT_NOT_PERMITTED = "ERROR_REASON_TENANT_NOT_PERMITTED"
     # Resolver
     UNKNOWN_SOURCE = "ERROR_REASON_UNKNOWN_SOURCE"
     INVALID_CLAIM = "ERROR_REASON_INVALID_CLAIM"
@@ -55,6 +61,7 @@ class Reason(StrEnum):
     GOLD_LABEL_DIGEST_MISMATCH = "ERROR_REASON_GOLD_LABEL_DIGEST_MISMATCH"
     GOLD_LABEL_INVALID = "ERROR_REASON_GOLD_LABEL_INVALID"
     STORED_RECORD_INVALID = "ERROR_REASON_STORED_RECORD_INVALID"
+    FIXTURE_REVIEWERS_DISABLED = "ERROR_REASON_FIXTURE_REVIEWERS_DISABLED"
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,14 @@ class DataLoss(AssayError):
 
 class Unavailable(AssayError):
     """A dependency cannot be reached, or the server is shutting down; retrying may help."""
+
+
+class Unauthenticated(AssayError):
+    """The call carries no credential, or one that cannot be trusted."""
+
+
+class PermissionDenied(AssayError):
+    """The authenticated caller may not do this (role, identity or tenant)."""
 
 
 class DeadlineExceeded(AssayError):

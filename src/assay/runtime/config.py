@@ -8,7 +8,10 @@ responses that echo claims back (``excluded``) while still bounding memory.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from assay.runtime.auth import DEV_GATE, Gate
+from assay.runtime.tls import ServerTls
 
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 DEFAULT_GRACE_SECONDS = 10.0
@@ -43,11 +46,14 @@ def env_float(name: str, default: float) -> float:
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """How one process serves: where it listens, how large a message may be, how long to drain."""
+    """How one process serves: where it listens, how large a message may be, how long to drain,
+    with which TLS files (None: plaintext) and which gate for callers (``DEV_GATE``: none)."""
 
     host: str = DEFAULT_HOST
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     grace_seconds: float = DEFAULT_GRACE_SECONDS
+    tls: ServerTls | None = None
+    gate: Gate = field(default=DEV_GATE)
 
     @classmethod
     def from_env(cls) -> ServerConfig:

@@ -5,6 +5,9 @@ malformed bytes become ``INVALID_ARGUMENT`` (``ERROR_REASON_MALFORMED_REQUEST``)
 instead of grpc's ``UNKNOWN``/``INTERNAL``. Around the servicer call it:
 
 - takes ``x-request-id`` from the metadata (or makes one) and echoes it back;
+- admits the caller through the server's ``Gate`` (credential, then the roles
+  the method's ``(assay.v1.access)`` option names) before the request is even
+  parsed, and makes the ``Principal`` the servicer's ``current_principal()``;
 - maps ``AssayError`` subclasses to rich statuses through ``status.to_status``;
 - turns anything unexpected into a generic ``INTERNAL`` and logs the traceback;
 - writes exactly one structlog line per RPC: method, code, duration, request id.
@@ -32,6 +35,8 @@ from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 
 from assay import errors
+from assay.runtime.auth import DEV_GATE, AccessRule, Gate, access_rule
+from assay.runtime.auth.principal import DEV_PRINCIPAL, bind_principal
 from assay.runtime.logging import get_logger, rpc_line
 from assay.runtime.status import internal_status, to_status
 
@@ -163,7 +168,22 @@ async def _fail(
     raise AssertionError("unreachable: abort raises")
 
 
-def _unary(method: str, request_type: type[pb_message.Message], impl: UnaryImpl) -> Any:
+def _admit(gate: Gate, rule: AccessRule, context: grpc.aio.ServicerContext) -> None:
+    """Authenticate and authorize the call, and bind its principal for the servicer."""
+    if not gate.enabled:
+        bind_principal(DEV_PRINCIPAL)
+        return
+    auth_context = context.auth_context() if gate.client_certificates else {}
+    bind_principal(gate.admit(rule, context.invocation_metadata() or (), auth_context))
+
+
+def _unary(
+    method: str,
+    request_type: type[pb_message.Message],
+    impl: UnaryImpl,
+    gate: Gate,
+    rule: AccessRule,
+) -> Any:
     async def behavior(raw: bytes, context: grpc.aio.ServicerContext) -> pb_message.Message | bytes:
         started = time.perf_counter()
         request_id = request_id_of(context)
@@ -171,6 +191,7 @@ def _unary(method: str, request_type: type[pb_message.Message], impl: UnaryImpl)
         # grpcio's aio core (seen with 1.85), and the log line is written exactly then.
         peer = context.peer()
         try:
+            _admit(gate, rule, context)
             response = await impl(_parse(request_type, raw), context)
             context.set_trailing_metadata(((REQUEST_ID_KEY, request_id),))
         except BaseException as error:
@@ -183,7 +204,13 @@ def _unary(method: str, request_type: type[pb_message.Message], impl: UnaryImpl)
     )
 
 
-def _server_stream(method: str, request_type: type[pb_message.Message], impl: StreamImpl) -> Any:
+def _server_stream(
+    method: str,
+    request_type: type[pb_message.Message],
+    impl: StreamImpl,
+    gate: Gate,
+    rule: AccessRule,
+) -> Any:
     async def behavior(
         raw: bytes, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb_message.Message]:
@@ -191,6 +218,7 @@ def _server_stream(method: str, request_type: type[pb_message.Message], impl: St
         request_id = request_id_of(context)
         peer = context.peer()  # see _unary
         try:
+            _admit(gate, rule, context)
             async for item in impl(_parse(request_type, raw), context):
                 yield item
             context.set_trailing_metadata(((REQUEST_ID_KEY, request_id),))
@@ -203,7 +231,10 @@ def _server_stream(method: str, request_type: type[pb_message.Message], impl: St
     )
 
 
-def _method_handler(service: ServiceDescriptor, method: MethodDescriptor, servicer: object) -> Any:
+def _method_handler(
+    service: ServiceDescriptor, method: MethodDescriptor, servicer: object, gate: Gate
+) -> Any:
+    rule = access_rule(method)  # a method without a rule never serves (TypeError at start)
     impl = getattr(servicer, method.name, None)
     if impl is None:
         raise TypeError(f"{type(servicer).__name__} does not implement {method.full_name}")
@@ -212,17 +243,17 @@ def _method_handler(service: ServiceDescriptor, method: MethodDescriptor, servic
     if method.client_streaming:
         raise TypeError(f"{method.full_name}: client streaming is not supported by the runtime")
     if method.server_streaming:
-        return _server_stream(path, request_type, impl)
-    return _unary(path, request_type, impl)
+        return _server_stream(path, request_type, impl, gate, rule)
+    return _unary(path, request_type, impl, gate, rule)
 
 
 class ServiceHandler(grpc.GenericRpcHandler):  # type: ignore[misc]
     """All of one service's methods, each wrapped as described in the module docstring."""
 
-    def __init__(self, service: ServiceDescriptor, servicer: object) -> None:
+    def __init__(self, service: ServiceDescriptor, servicer: object, gate: Gate = DEV_GATE) -> None:
         self.service_name = service.full_name
         self._handlers = {
-            f"/{service.full_name}/{m.name}": _method_handler(service, m, servicer)
+            f"/{service.full_name}/{m.name}": _method_handler(service, m, servicer, gate)
             for m in service.methods
         }
 

@@ -56,7 +56,7 @@ async def start_service(spec: ServiceSpec, config: ServerConfig) -> RunningServi
     # grpc enables SO_REUSEPORT by default, which lets a second `assay up` bind the same ports
     # silently and share the traffic; a port that is taken must be an error instead.
     server = grpc.aio.server(options=[*config.channel_options(), ("grpc.so_reuseport", 0)])
-    handler = ServiceHandler(spec.descriptor, spec.servicer)
+    handler = ServiceHandler(spec.descriptor, spec.servicer, config.gate)
     server.add_generic_rpc_handlers((handler,))
     server.add_registered_method_handlers(handler.service_name, handler.method_handlers())
     health_servicer = health.aio.HealthServicer()
@@ -66,7 +66,10 @@ async def start_service(spec: ServiceSpec, config: ServerConfig) -> RunningServi
     )
     address = f"{config.host}:{spec.port}"
     try:
-        port = server.add_insecure_port(address)
+        if config.tls is None:
+            port = server.add_insecure_port(address)
+        else:
+            port = server.add_secure_port(address, config.tls.credentials())
     except RuntimeError as error:  # grpc raises RuntimeError("Failed to bind ...")
         raise OSError(f"could not bind {address}: {error}") from None
     if port == 0:
@@ -76,7 +79,16 @@ async def start_service(spec: ServiceSpec, config: ServerConfig) -> RunningServi
     await health_servicer.set("", serving)
     await health_servicer.set(spec.descriptor.full_name, serving)
     _log.info(
-        "serving", service=spec.name, address=f"{config.host}:{port}", loop=running_loop_name()
+        "serving",
+        service=spec.name,
+        address=f"{config.host}:{port}",
+        loop=running_loop_name(),
+        transport="mtls"
+        if config.tls and config.tls.client_ca
+        else "tls"
+        if config.tls
+        else "plaintext",
+        authentication="on" if config.gate.enabled else "off",
     )
     return RunningService(spec, server, health_servicer, port, f"{config.host}:{port}")
 

@@ -25,6 +25,8 @@ STATUS_BY_ERROR: dict[type[errors.AssayError], grpc.StatusCode] = {
     errors.DataLoss: grpc.StatusCode.DATA_LOSS,
     errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
     errors.DeadlineExceeded: grpc.StatusCode.DEADLINE_EXCEEDED,
+    errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
+    errors.PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
 }
 
 

@@ -278,6 +278,8 @@ class Reviewer(_message.Message):
     KIND_FIELD_NUMBER: _builtins.int
     ATTESTED_BY_FIELD_NUMBER: _builtins.int
     REGISTER_TIME_FIELD_NUMBER: _builtins.int
+    IDENTITY_ISSUER_FIELD_NUMBER: _builtins.int
+    IDENTITY_SUBJECT_FIELD_NUMBER: _builtins.int
     reviewer_id: _builtins.str
     """Required. 1-64 characters: lowercase letters, digits, '.', '_' or '-',
     starting with a letter or digit.
@@ -288,6 +290,14 @@ class Reviewer(_message.Message):
     """Required for HUMAN (who vouches that this is a person, e.g. an email);
     optional for fixtures. At most 256 characters.
     """
+    identity_issuer: _builtins.str
+    """Output only. The identity the reviewer is bound to: only a caller
+    authenticated as `identity_subject` under `identity_issuer` may review or
+    adjudicate as this reviewer. Empty for reviewers registered on a server
+    without authentication (dev mode).
+    """
+    identity_subject: _builtins.str
+    """Output only. See `identity_issuer`; equal to `reviewer_id` when set."""
     @_builtins.property
     def register_time(self) -> _timestamp_pb2.Timestamp:
         """Output only. When the reviewer was registered."""
@@ -299,10 +309,12 @@ class Reviewer(_message.Message):
         kind: _gold_pb2.ReviewerKind.ValueType = ...,
         attested_by: _builtins.str = ...,
         register_time: _timestamp_pb2.Timestamp | None = ...,
+        identity_issuer: _builtins.str = ...,
+        identity_subject: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["register_time", b"register_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attested_by", b"attested_by", "kind", b"kind", "register_time", b"register_time", "reviewer_id", b"reviewer_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attested_by", b"attested_by", "identity_issuer", b"identity_issuer", "identity_subject", b"identity_subject", "kind", b"kind", "register_time", b"register_time", "reviewer_id", b"reviewer_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1747,6 +1759,7 @@ class AuditEvent(_message.Message):
     PAYLOAD_FIELD_NUMBER: _builtins.int
     PREVIOUS_HASH_FIELD_NUMBER: _builtins.int
     HASH_FIELD_NUMBER: _builtins.int
+    ACTOR_FIELD_NUMBER: _builtins.int
     sequence: _builtins.int
     """1, 2, 3, ... with no gaps."""
     event_type: Global___AuditEventType.ValueType
@@ -1754,7 +1767,9 @@ class AuditEvent(_message.Message):
     previous_hash: _builtins.str
     """The previous event's hash (the genesis hash for the first)."""
     hash: _builtins.str
-    """"sha256:" + hex SHA-256 over the canonical JSON of the fields above."""
+    """"sha256:" + hex SHA-256 over the canonical JSON of the fields above
+    (and of `actor`, when it is set).
+    """
     @_builtins.property
     def occur_time(self) -> _timestamp_pb2.Timestamp:
         """When."""
@@ -1762,6 +1777,12 @@ class AuditEvent(_message.Message):
     @_builtins.property
     def payload(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Ids, digests and counts."""
+
+    @_builtins.property
+    def actor(self) -> Global___AuditActor:
+        """Who caused the event: the authenticated principal of the call. Unset
+        for events written by a server without authentication (dev mode).
+        """
 
     def __init__(
         self,
@@ -1772,14 +1793,41 @@ class AuditEvent(_message.Message):
         payload: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         previous_hash: _builtins.str = ...,
         hash: _builtins.str = ...,
+        actor: Global___AuditActor | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["occur_time", b"occur_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["actor", b"actor", "occur_time", b"occur_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["event_type", b"event_type", "hash", b"hash", "occur_time", b"occur_time", "payload", b"payload", "previous_hash", b"previous_hash", "sequence", b"sequence"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actor", b"actor", "event_type", b"event_type", "hash", b"hash", "occur_time", b"occur_time", "payload", b"payload", "previous_hash", b"previous_hash", "sequence", b"sequence"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___AuditEvent: _TypeAlias = AuditEvent  # noqa: Y015
+
+@_typing.final
+class AuditActor(_message.Message):
+    """AuditActor is the authenticated principal behind an audit event."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ISSUER_FIELD_NUMBER: _builtins.int
+    SUBJECT_FIELD_NUMBER: _builtins.int
+    issuer: _builtins.str
+    """The token issuer (`iss`), or "x509" for a client certificate."""
+    subject: _builtins.str
+    """The subject (`sub`, or the certificate's common name)."""
+    def __init__(
+        self,
+        *,
+        issuer: _builtins.str = ...,
+        subject: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["issuer", b"issuer", "subject", b"subject"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AuditActor: _TypeAlias = AuditActor  # noqa: Y015
 
 @_typing.final
 class ListAuditEventsRequest(_message.Message):

@@ -39,6 +39,15 @@ class AdjudicationServiceStub:
     request returns the first result without acting twice; the same id with a
     different request is INVALID_ARGUMENT with ERROR_REASON_REQUEST_ID_REUSED.
     Any stored row that fails its integrity check is DATA_LOSS, never returned.
+
+    Access: each RPC's `access` option names the roles that may call it. When
+    the server authenticates callers, a principal sees and changes only the
+    tenants it is granted: another tenant's case reads as NOT_FOUND, a write
+    into it is PERMISSION_DENIED with ERROR_REASON_TENANT_NOT_PERMITTED.
+    Nobody acts in another's name: reviewer and adjudicator ids must equal the
+    caller's authenticated subject (ERROR_REASON_IDENTITY_MISMATCH). Mutations
+    record the caller as the audit event's `actor`, and request ids are scoped
+    to the caller (another principal's id is a different key).
     """
 
     def __init__(self, channel):
@@ -153,11 +162,26 @@ class AdjudicationServiceServicer:
     request returns the first result without acting twice; the same id with a
     different request is INVALID_ARGUMENT with ERROR_REASON_REQUEST_ID_REUSED.
     Any stored row that fails its integrity check is DATA_LOSS, never returned.
+
+    Access: each RPC's `access` option names the roles that may call it. When
+    the server authenticates callers, a principal sees and changes only the
+    tenants it is granted: another tenant's case reads as NOT_FOUND, a write
+    into it is PERMISSION_DENIED with ERROR_REASON_TENANT_NOT_PERMITTED.
+    Nobody acts in another's name: reviewer and adjudicator ids must equal the
+    caller's authenticated subject (ERROR_REASON_IDENTITY_MISMATCH). Mutations
+    record the caller as the audit event's `actor`, and request ids are scoped
+    to the caller (another principal's id is a different key).
     """
 
     def RegisterReviewer(self, request, context):
         """Registers a reviewer. Reviewers are not tenant-scoped and are never
-        deleted.
+        deleted. With authentication on, a reviewer is bound to the identity
+        whose subject is its `reviewer_id` under the server's reviewer issuer;
+        `attested_by` is the registering operator's subject (empty is filled in,
+        any other value is PERMISSION_DENIED with
+        ERROR_REASON_IDENTITY_MISMATCH), and MECHANISM_TEST_FIXTURE reviewers are
+        refused (FAILED_PRECONDITION, ERROR_REASON_FIXTURE_REVIEWERS_DISABLED)
+        unless the server allows them.
 
         Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (reviewer_id,
         kind) or ERROR_REASON_HUMAN_REVIEWER_REQUIRES_ATTESTATION
@@ -198,7 +222,10 @@ class AdjudicationServiceServicer:
 
     def GetCase(self, request, context):
         """Returns the operator view of a case: everything, including
-        `local_verdict`, the reviews and the resolutions. Not for reviewers.
+        `local_verdict`, the reviews and the resolutions. Not for reviewers. An
+        adjudicator who is not an operator sees a case only while it waits for
+        their decision (DISAGREED, and they did not review the round), and then
+        without `local_verdict`, earlier rounds or resolutions.
 
         Errors: NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND.
         """
@@ -208,7 +235,8 @@ class AdjudicationServiceServicer:
 
     def GetBlindedCase(self, request, context):
         """Returns the reviewer view of a case. Its message type, BlindedCase, has
-        no verdict field at all and carries no reviews.
+        no verdict field at all and carries no reviews. A caller who is not an
+        operator or adjudicator sees only cases waiting for their own review.
 
         Errors: NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND.
         """
@@ -220,6 +248,8 @@ class AdjudicationServiceServicer:
         """Lists the cases a reviewer still has to review (blinded): cases awaiting
         a first or second review in their current round, not expired, that this
         reviewer has not reviewed in that round. Ordered by case id, paginated.
+        A reviewer may list only their own queue (`reviewer_id` is their
+        subject); an operator may list anyone's, within its tenants.
 
         Errors: NOT_FOUND with ERROR_REASON_REVIEWER_NOT_FOUND; INVALID_ARGUMENT
         with ERROR_REASON_INVALID_PAGE_TOKEN.
@@ -230,7 +260,9 @@ class AdjudicationServiceServicer:
 
     def SubmitReview(self, request, context):
         """Records one reviewer's review of a case in the current round. One review
-        per reviewer per case per round.
+        per reviewer per case per round. `reviewer_id` must be the caller's
+        subject. The REVIEW_SUBMITTED audit event commits to the answer with a
+        per-review random salt, so equal answers give unequal commitments.
 
         Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD or
         ERROR_REASON_LABEL_NOT_A_CANDIDATE (label); NOT_FOUND with
@@ -256,6 +288,7 @@ class AdjudicationServiceServicer:
 
     def ResolveCase(self, request, context):
         """Resolves the current round of a case on an explicit basis.
+        `adjudicator_reviewer_id`, when set, must be the caller's subject.
 
         Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (basis, label,
         adjudicator_reviewer_id) or ERROR_REASON_LABEL_NOT_A_CANDIDATE; NOT_FOUND
@@ -471,6 +504,15 @@ class AdjudicationService:
     request returns the first result without acting twice; the same id with a
     different request is INVALID_ARGUMENT with ERROR_REASON_REQUEST_ID_REUSED.
     Any stored row that fails its integrity check is DATA_LOSS, never returned.
+
+    Access: each RPC's `access` option names the roles that may call it. When
+    the server authenticates callers, a principal sees and changes only the
+    tenants it is granted: another tenant's case reads as NOT_FOUND, a write
+    into it is PERMISSION_DENIED with ERROR_REASON_TENANT_NOT_PERMITTED.
+    Nobody acts in another's name: reviewer and adjudicator ids must equal the
+    caller's authenticated subject (ERROR_REASON_IDENTITY_MISMATCH). Mutations
+    record the caller as the audit event's `actor`, and request ids are scoped
+    to the caller (another principal's id is a different key).
     """
 
     @staticmethod

@@ -40,6 +40,15 @@ class AdjudicationServiceStub:
     request returns the first result without acting twice; the same id with a
     different request is INVALID_ARGUMENT with ERROR_REASON_REQUEST_ID_REUSED.
     Any stored row that fails its integrity check is DATA_LOSS, never returned.
+
+    Access: each RPC's `access` option names the roles that may call it. When
+    the server authenticates callers, a principal sees and changes only the
+    tenants it is granted: another tenant's case reads as NOT_FOUND, a write
+    into it is PERMISSION_DENIED with ERROR_REASON_TENANT_NOT_PERMITTED.
+    Nobody acts in another's name: reviewer and adjudicator ids must equal the
+    caller's authenticated subject (ERROR_REASON_IDENTITY_MISMATCH). Mutations
+    record the caller as the audit event's `actor`, and request ids are scoped
+    to the caller (another principal's id is a different key).
     """
 
     @_typing.overload
@@ -48,7 +57,13 @@ class AdjudicationServiceStub:
     def __new__(cls, channel: _aio.Channel) -> AdjudicationServiceAsyncStub: ...
     RegisterReviewer: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.RegisterReviewerRequest, _adjudication_service_pb2.RegisterReviewerResponse]
     """Registers a reviewer. Reviewers are not tenant-scoped and are never
-    deleted.
+    deleted. With authentication on, a reviewer is bound to the identity
+    whose subject is its `reviewer_id` under the server's reviewer issuer;
+    `attested_by` is the registering operator's subject (empty is filled in,
+    any other value is PERMISSION_DENIED with
+    ERROR_REASON_IDENTITY_MISMATCH), and MECHANISM_TEST_FIXTURE reviewers are
+    refused (FAILED_PRECONDITION, ERROR_REASON_FIXTURE_REVIEWERS_DISABLED)
+    unless the server allows them.
 
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (reviewer_id,
     kind) or ERROR_REASON_HUMAN_REVIEWER_REQUIRES_ATTESTATION
@@ -73,13 +88,17 @@ class AdjudicationServiceStub:
     """
     GetCase: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetCaseRequest, _adjudication_service_pb2.GetCaseResponse]
     """Returns the operator view of a case: everything, including
-    `local_verdict`, the reviews and the resolutions. Not for reviewers.
+    `local_verdict`, the reviews and the resolutions. Not for reviewers. An
+    adjudicator who is not an operator sees a case only while it waits for
+    their decision (DISAGREED, and they did not review the round), and then
+    without `local_verdict`, earlier rounds or resolutions.
 
     Errors: NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND.
     """
     GetBlindedCase: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetBlindedCaseRequest, _adjudication_service_pb2.GetBlindedCaseResponse]
     """Returns the reviewer view of a case. Its message type, BlindedCase, has
-    no verdict field at all and carries no reviews.
+    no verdict field at all and carries no reviews. A caller who is not an
+    operator or adjudicator sees only cases waiting for their own review.
 
     Errors: NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND.
     """
@@ -87,13 +106,17 @@ class AdjudicationServiceStub:
     """Lists the cases a reviewer still has to review (blinded): cases awaiting
     a first or second review in their current round, not expired, that this
     reviewer has not reviewed in that round. Ordered by case id, paginated.
+    A reviewer may list only their own queue (`reviewer_id` is their
+    subject); an operator may list anyone's, within its tenants.
 
     Errors: NOT_FOUND with ERROR_REASON_REVIEWER_NOT_FOUND; INVALID_ARGUMENT
     with ERROR_REASON_INVALID_PAGE_TOKEN.
     """
     SubmitReview: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.SubmitReviewRequest, _adjudication_service_pb2.SubmitReviewResponse]
     """Records one reviewer's review of a case in the current round. One review
-    per reviewer per case per round.
+    per reviewer per case per round. `reviewer_id` must be the caller's
+    subject. The REVIEW_SUBMITTED audit event commits to the answer with a
+    per-review random salt, so equal answers give unequal commitments.
 
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD or
     ERROR_REASON_LABEL_NOT_A_CANDIDATE (label); NOT_FOUND with
@@ -111,6 +134,7 @@ class AdjudicationServiceStub:
     """
     ResolveCase: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.ResolveCaseRequest, _adjudication_service_pb2.ResolveCaseResponse]
     """Resolves the current round of a case on an explicit basis.
+    `adjudicator_reviewer_id`, when set, must be the caller's subject.
 
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (basis, label,
     adjudicator_reviewer_id) or ERROR_REASON_LABEL_NOT_A_CANDIDATE; NOT_FOUND
@@ -191,12 +215,27 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
     request returns the first result without acting twice; the same id with a
     different request is INVALID_ARGUMENT with ERROR_REASON_REQUEST_ID_REUSED.
     Any stored row that fails its integrity check is DATA_LOSS, never returned.
+
+    Access: each RPC's `access` option names the roles that may call it. When
+    the server authenticates callers, a principal sees and changes only the
+    tenants it is granted: another tenant's case reads as NOT_FOUND, a write
+    into it is PERMISSION_DENIED with ERROR_REASON_TENANT_NOT_PERMITTED.
+    Nobody acts in another's name: reviewer and adjudicator ids must equal the
+    caller's authenticated subject (ERROR_REASON_IDENTITY_MISMATCH). Mutations
+    record the caller as the audit event's `actor`, and request ids are scoped
+    to the caller (another principal's id is a different key).
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     RegisterReviewer: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.RegisterReviewerRequest, _adjudication_service_pb2.RegisterReviewerResponse]  # type: ignore[assignment]
     """Registers a reviewer. Reviewers are not tenant-scoped and are never
-    deleted.
+    deleted. With authentication on, a reviewer is bound to the identity
+    whose subject is its `reviewer_id` under the server's reviewer issuer;
+    `attested_by` is the registering operator's subject (empty is filled in,
+    any other value is PERMISSION_DENIED with
+    ERROR_REASON_IDENTITY_MISMATCH), and MECHANISM_TEST_FIXTURE reviewers are
+    refused (FAILED_PRECONDITION, ERROR_REASON_FIXTURE_REVIEWERS_DISABLED)
+    unless the server allows them.
 
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (reviewer_id,
     kind) or ERROR_REASON_HUMAN_REVIEWER_REQUIRES_ATTESTATION
@@ -221,13 +260,17 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
     """
     GetCase: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetCaseRequest, _adjudication_service_pb2.GetCaseResponse]  # type: ignore[assignment]
     """Returns the operator view of a case: everything, including
-    `local_verdict`, the reviews and the resolutions. Not for reviewers.
+    `local_verdict`, the reviews and the resolutions. Not for reviewers. An
+    adjudicator who is not an operator sees a case only while it waits for
+    their decision (DISAGREED, and they did not review the round), and then
+    without `local_verdict`, earlier rounds or resolutions.
 
     Errors: NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND.
     """
     GetBlindedCase: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetBlindedCaseRequest, _adjudication_service_pb2.GetBlindedCaseResponse]  # type: ignore[assignment]
     """Returns the reviewer view of a case. Its message type, BlindedCase, has
-    no verdict field at all and carries no reviews.
+    no verdict field at all and carries no reviews. A caller who is not an
+    operator or adjudicator sees only cases waiting for their own review.
 
     Errors: NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND.
     """
@@ -235,13 +278,17 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
     """Lists the cases a reviewer still has to review (blinded): cases awaiting
     a first or second review in their current round, not expired, that this
     reviewer has not reviewed in that round. Ordered by case id, paginated.
+    A reviewer may list only their own queue (`reviewer_id` is their
+    subject); an operator may list anyone's, within its tenants.
 
     Errors: NOT_FOUND with ERROR_REASON_REVIEWER_NOT_FOUND; INVALID_ARGUMENT
     with ERROR_REASON_INVALID_PAGE_TOKEN.
     """
     SubmitReview: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.SubmitReviewRequest, _adjudication_service_pb2.SubmitReviewResponse]  # type: ignore[assignment]
     """Records one reviewer's review of a case in the current round. One review
-    per reviewer per case per round.
+    per reviewer per case per round. `reviewer_id` must be the caller's
+    subject. The REVIEW_SUBMITTED audit event commits to the answer with a
+    per-review random salt, so equal answers give unequal commitments.
 
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD or
     ERROR_REASON_LABEL_NOT_A_CANDIDATE (label); NOT_FOUND with
@@ -259,6 +306,7 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
     """
     ResolveCase: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.ResolveCaseRequest, _adjudication_service_pb2.ResolveCaseResponse]  # type: ignore[assignment]
     """Resolves the current round of a case on an explicit basis.
+    `adjudicator_reviewer_id`, when set, must be the caller's subject.
 
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (basis, label,
     adjudicator_reviewer_id) or ERROR_REASON_LABEL_NOT_A_CANDIDATE; NOT_FOUND
@@ -338,6 +386,15 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
     request returns the first result without acting twice; the same id with a
     different request is INVALID_ARGUMENT with ERROR_REASON_REQUEST_ID_REUSED.
     Any stored row that fails its integrity check is DATA_LOSS, never returned.
+
+    Access: each RPC's `access` option names the roles that may call it. When
+    the server authenticates callers, a principal sees and changes only the
+    tenants it is granted: another tenant's case reads as NOT_FOUND, a write
+    into it is PERMISSION_DENIED with ERROR_REASON_TENANT_NOT_PERMITTED.
+    Nobody acts in another's name: reviewer and adjudicator ids must equal the
+    caller's authenticated subject (ERROR_REASON_IDENTITY_MISMATCH). Mutations
+    record the caller as the audit event's `actor`, and request ids are scoped
+    to the caller (another principal's id is a different key).
     """
 
     @_abc_1.abstractmethod
@@ -347,7 +404,13 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_adjudication_service_pb2.RegisterReviewerResponse, _abc.Awaitable[_adjudication_service_pb2.RegisterReviewerResponse]]:
         """Registers a reviewer. Reviewers are not tenant-scoped and are never
-        deleted.
+        deleted. With authentication on, a reviewer is bound to the identity
+        whose subject is its `reviewer_id` under the server's reviewer issuer;
+        `attested_by` is the registering operator's subject (empty is filled in,
+        any other value is PERMISSION_DENIED with
+        ERROR_REASON_IDENTITY_MISMATCH), and MECHANISM_TEST_FIXTURE reviewers are
+        refused (FAILED_PRECONDITION, ERROR_REASON_FIXTURE_REVIEWERS_DISABLED)
+        unless the server allows them.
 
         Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (reviewer_id,
         kind) or ERROR_REASON_HUMAN_REVIEWER_REQUIRES_ATTESTATION
@@ -396,7 +459,10 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_adjudication_service_pb2.GetCaseResponse, _abc.Awaitable[_adjudication_service_pb2.GetCaseResponse]]:
         """Returns the operator view of a case: everything, including
-        `local_verdict`, the reviews and the resolutions. Not for reviewers.
+        `local_verdict`, the reviews and the resolutions. Not for reviewers. An
+        adjudicator who is not an operator sees a case only while it waits for
+        their decision (DISAGREED, and they did not review the round), and then
+        without `local_verdict`, earlier rounds or resolutions.
 
         Errors: NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND.
         """
@@ -408,7 +474,8 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_adjudication_service_pb2.GetBlindedCaseResponse, _abc.Awaitable[_adjudication_service_pb2.GetBlindedCaseResponse]]:
         """Returns the reviewer view of a case. Its message type, BlindedCase, has
-        no verdict field at all and carries no reviews.
+        no verdict field at all and carries no reviews. A caller who is not an
+        operator or adjudicator sees only cases waiting for their own review.
 
         Errors: NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND.
         """
@@ -422,6 +489,8 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         """Lists the cases a reviewer still has to review (blinded): cases awaiting
         a first or second review in their current round, not expired, that this
         reviewer has not reviewed in that round. Ordered by case id, paginated.
+        A reviewer may list only their own queue (`reviewer_id` is their
+        subject); an operator may list anyone's, within its tenants.
 
         Errors: NOT_FOUND with ERROR_REASON_REVIEWER_NOT_FOUND; INVALID_ARGUMENT
         with ERROR_REASON_INVALID_PAGE_TOKEN.
@@ -434,7 +503,9 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_adjudication_service_pb2.SubmitReviewResponse, _abc.Awaitable[_adjudication_service_pb2.SubmitReviewResponse]]:
         """Records one reviewer's review of a case in the current round. One review
-        per reviewer per case per round.
+        per reviewer per case per round. `reviewer_id` must be the caller's
+        subject. The REVIEW_SUBMITTED audit event commits to the answer with a
+        per-review random salt, so equal answers give unequal commitments.
 
         Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD or
         ERROR_REASON_LABEL_NOT_A_CANDIDATE (label); NOT_FOUND with
@@ -464,6 +535,7 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_adjudication_service_pb2.ResolveCaseResponse, _abc.Awaitable[_adjudication_service_pb2.ResolveCaseResponse]]:
         """Resolves the current round of a case on an explicit basis.
+        `adjudicator_reviewer_id`, when set, must be the caller's subject.
 
         Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (basis, label,
         adjudicator_reviewer_id) or ERROR_REASON_LABEL_NOT_A_CANDIDATE; NOT_FOUND

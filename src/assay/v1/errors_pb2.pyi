@@ -48,6 +48,33 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """A request_id was reused with a different request body.
     Code: INVALID_ARGUMENT, with the field `request_id`.
     """
+    ERROR_REASON_CREDENTIALS_MISSING: _ErrorReason.ValueType  # 7
+    """The call carries no credential: no `authorization: Bearer` token and no
+    verified client certificate. Code: UNAUTHENTICATED.
+    """
+    ERROR_REASON_CREDENTIALS_INVALID: _ErrorReason.ValueType  # 8
+    """The credential cannot be trusted: a bad signature, an unknown `kid`, a
+    refused algorithm, the wrong issuer or audience, a malformed token, or a
+    principal the auth policy does not know. Code: UNAUTHENTICATED.
+    """
+    ERROR_REASON_CREDENTIALS_EXPIRED: _ErrorReason.ValueType  # 9
+    """The token is expired or not yet valid (`exp`, `nbf`).
+    Code: UNAUTHENTICATED.
+    """
+    ERROR_REASON_ROLE_REQUIRED: _ErrorReason.ValueType  # 10
+    """The principal holds none of the roles the RPC's `access` option names.
+    Code: PERMISSION_DENIED, with metadata `required_roles`.
+    """
+    ERROR_REASON_IDENTITY_MISMATCH: _ErrorReason.ValueType  # 11
+    """The request acts in another identity's name: a reviewer or adjudicator
+    id, or an `attested_by`, that is not the caller's authenticated subject.
+    Code: PERMISSION_DENIED, with the field.
+    """
+    ERROR_REASON_TENANT_NOT_PERMITTED: _ErrorReason.ValueType  # 12
+    """The request writes into a tenant the principal is not granted (reads of
+    another tenant's records are NOT_FOUND instead, so nothing leaks).
+    Code: PERMISSION_DENIED, with the field.
+    """
     ERROR_REASON_UNKNOWN_SOURCE: _ErrorReason.ValueType  # 20
     """--- Resolver (20-59) ---
 
@@ -151,6 +178,11 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """Another stored row (case, review, audit event) cannot be decoded.
     Code: DATA_LOSS.
     """
+    ERROR_REASON_FIXTURE_REVIEWERS_DISABLED: _ErrorReason.ValueType  # 119
+    """A MECHANISM_TEST_FIXTURE reviewer was registered on a server that
+    authenticates callers and was not started with
+    `--allow-fixture-reviewers`. Code: FAILED_PRECONDITION.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """ErrorReason is the vocabulary of `google.rpc.ErrorInfo.reason` for every
@@ -160,7 +192,8 @@ class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     `ErrorInfo.domain` is always "assay.v1".
 
     Numbering is grouped by owner so services can grow their own reasons
-    without colliding: 1-19 shared runtime, 20-59 resolver, 60-99 planner,
+    without colliding: 1-19 shared runtime (7-12: authentication and
+    authorization), 20-59 resolver, 60-99 planner,
     100-159 adjudication.
     """
 
@@ -189,6 +222,33 @@ Code: INVALID_ARGUMENT.
 ERROR_REASON_REQUEST_ID_REUSED: ErrorReason.ValueType  # 6
 """A request_id was reused with a different request body.
 Code: INVALID_ARGUMENT, with the field `request_id`.
+"""
+ERROR_REASON_CREDENTIALS_MISSING: ErrorReason.ValueType  # 7
+"""The call carries no credential: no `authorization: Bearer` token and no
+verified client certificate. Code: UNAUTHENTICATED.
+"""
+ERROR_REASON_CREDENTIALS_INVALID: ErrorReason.ValueType  # 8
+"""The credential cannot be trusted: a bad signature, an unknown `kid`, a
+refused algorithm, the wrong issuer or audience, a malformed token, or a
+principal the auth policy does not know. Code: UNAUTHENTICATED.
+"""
+ERROR_REASON_CREDENTIALS_EXPIRED: ErrorReason.ValueType  # 9
+"""The token is expired or not yet valid (`exp`, `nbf`).
+Code: UNAUTHENTICATED.
+"""
+ERROR_REASON_ROLE_REQUIRED: ErrorReason.ValueType  # 10
+"""The principal holds none of the roles the RPC's `access` option names.
+Code: PERMISSION_DENIED, with metadata `required_roles`.
+"""
+ERROR_REASON_IDENTITY_MISMATCH: ErrorReason.ValueType  # 11
+"""The request acts in another identity's name: a reviewer or adjudicator
+id, or an `attested_by`, that is not the caller's authenticated subject.
+Code: PERMISSION_DENIED, with the field.
+"""
+ERROR_REASON_TENANT_NOT_PERMITTED: ErrorReason.ValueType  # 12
+"""The request writes into a tenant the principal is not granted (reads of
+another tenant's records are NOT_FOUND instead, so nothing leaks).
+Code: PERMISSION_DENIED, with the field.
 """
 ERROR_REASON_UNKNOWN_SOURCE: ErrorReason.ValueType  # 20
 """--- Resolver (20-59) ---
@@ -292,5 +352,10 @@ contributing reviews, unreadable fields). Code: DATA_LOSS.
 ERROR_REASON_STORED_RECORD_INVALID: ErrorReason.ValueType  # 118
 """Another stored row (case, review, audit event) cannot be decoded.
 Code: DATA_LOSS.
+"""
+ERROR_REASON_FIXTURE_REVIEWERS_DISABLED: ErrorReason.ValueType  # 119
+"""A MECHANISM_TEST_FIXTURE reviewer was registered on a server that
+authenticates callers and was not started with
+`--allow-fixture-reviewers`. Code: FAILED_PRECONDITION.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

@@ -22,6 +22,7 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from assay.v1 import access_pb2 as assay_dot_v1_dot_access__pb2
 from assay.v1 import claim_pb2 as assay_dot_v1_dot_claim__pb2
 from assay.v1 import plan_pb2 as assay_dot_v1_dot_plan__pb2
 from assay.v1 import resolution_pb2 as assay_dot_v1_dot_resolution__pb2
@@ -29,7 +30,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x61ssay/v1/planner_service.proto\x12\x08\x61ssay.v1\x1a\x14\x61ssay/v1/claim.proto\x1a\x13\x61ssay/v1/plan.proto\x1a\x19\x61ssay/v1/resolution.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd2\x02\n\x13PlanEvidenceRequest\x12\x0f\n\x07subject\x18\x01 \x01(\t\x12\x11\n\tpredicate\x18\x02 \x01(\t\x12$\n\x08\x65vidence\x18\x03 \x01(\x0b\x32\x12.assay.v1.Evidence\x12\x34\n\x0fmissing_signals\x18\x04 \x03(\x0b\x32\x1b.assay.v1.MissingSignalNote\x12\x33\n\x0c\x63\x61pabilities\x18\x05 \x01(\x0b\x32\x1d.assay.v1.RuntimeCapabilities\x12+\n\x06policy\x18\x06 \x01(\x0b\x32\x1b.assay.v1.AcquisitionPolicy\x12)\n\x05\x61s_of\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\x0bstale_after\x18\x08 \x01(\x0b\x32\x19.google.protobuf.Duration\"n\n\x14PlanEvidenceResponse\x12$\n\x04plan\x18\x01 \x01(\x0b\x32\x16.assay.v1.EvidencePlan\x12\x30\n\nresolution\x18\x02 \x01(\x0b\x32\x1c.assay.v1.SemanticResolution\":\n\x11ListProbesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"R\n\x12ListProbesResponse\x12#\n\x06probes\x18\x01 \x03(\x0b\x32\x13.assay.v1.ProbeSpec\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\xb2\x01\n\x0ePlannerService\x12R\n\x0cPlanEvidence\x12\x1d.assay.v1.PlanEvidenceRequest\x1a\x1e.assay.v1.PlanEvidenceResponse\"\x03\x90\x02\x01\x12L\n\nListProbes\x12\x1b.assay.v1.ListProbesRequest\x1a\x1c.assay.v1.ListProbesResponse\"\x03\x90\x02\x01\x42@\n\x0c\x64\x65v.assay.v1P\x01Z.github.com/assay/assay/gen/go/assay/v1;assayv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x61ssay/v1/planner_service.proto\x12\x08\x61ssay.v1\x1a\x15\x61ssay/v1/access.proto\x1a\x14\x61ssay/v1/claim.proto\x1a\x13\x61ssay/v1/plan.proto\x1a\x19\x61ssay/v1/resolution.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd2\x02\n\x13PlanEvidenceRequest\x12\x0f\n\x07subject\x18\x01 \x01(\t\x12\x11\n\tpredicate\x18\x02 \x01(\t\x12$\n\x08\x65vidence\x18\x03 \x01(\x0b\x32\x12.assay.v1.Evidence\x12\x34\n\x0fmissing_signals\x18\x04 \x03(\x0b\x32\x1b.assay.v1.MissingSignalNote\x12\x33\n\x0c\x63\x61pabilities\x18\x05 \x01(\x0b\x32\x1d.assay.v1.RuntimeCapabilities\x12+\n\x06policy\x18\x06 \x01(\x0b\x32\x1b.assay.v1.AcquisitionPolicy\x12)\n\x05\x61s_of\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\x0bstale_after\x18\x08 \x01(\x0b\x32\x19.google.protobuf.Duration\"n\n\x14PlanEvidenceResponse\x12$\n\x04plan\x18\x01 \x01(\x0b\x32\x16.assay.v1.EvidencePlan\x12\x30\n\nresolution\x18\x02 \x01(\x0b\x32\x1c.assay.v1.SemanticResolution\":\n\x11ListProbesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"R\n\x12ListProbesResponse\x12#\n\x06probes\x18\x01 \x03(\x0b\x32\x13.assay.v1.ProbeSpec\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\xc0\x01\n\x0ePlannerService\x12Y\n\x0cPlanEvidence\x12\x1d.assay.v1.PlanEvidenceRequest\x1a\x1e.assay.v1.PlanEvidenceResponse\"\n\x90\x02\x01\xf2\xb8\x19\x03\n\x01\x01\x12S\n\nListProbes\x12\x1b.assay.v1.ListProbesRequest\x1a\x1c.assay.v1.ListProbesResponse\"\n\x90\x02\x01\xf2\xb8\x19\x03\n\x01\x01\x42@\n\x0c\x64\x65v.assay.v1P\x01Z.github.com/assay/assay/gen/go/assay/v1;assayv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,17 +39,17 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\014dev.assay.v1P\001Z.github.com/assay/assay/gen/go/assay/v1;assayv1'
   _globals['_PLANNERSERVICE'].methods_by_name['PlanEvidence']._loaded_options = None
-  _globals['_PLANNERSERVICE'].methods_by_name['PlanEvidence']._serialized_options = b'\220\002\001'
+  _globals['_PLANNERSERVICE'].methods_by_name['PlanEvidence']._serialized_options = b'\220\002\001\362\270\031\003\n\001\001'
   _globals['_PLANNERSERVICE'].methods_by_name['ListProbes']._loaded_options = None
-  _globals['_PLANNERSERVICE'].methods_by_name['ListProbes']._serialized_options = b'\220\002\001'
-  _globals['_PLANEVIDENCEREQUEST']._serialized_start=180
-  _globals['_PLANEVIDENCEREQUEST']._serialized_end=518
-  _globals['_PLANEVIDENCERESPONSE']._serialized_start=520
-  _globals['_PLANEVIDENCERESPONSE']._serialized_end=630
-  _globals['_LISTPROBESREQUEST']._serialized_start=632
-  _globals['_LISTPROBESREQUEST']._serialized_end=690
-  _globals['_LISTPROBESRESPONSE']._serialized_start=692
-  _globals['_LISTPROBESRESPONSE']._serialized_end=774
-  _globals['_PLANNERSERVICE']._serialized_start=777
-  _globals['_PLANNERSERVICE']._serialized_end=955
+  _globals['_PLANNERSERVICE'].methods_by_name['ListProbes']._serialized_options = b'\220\002\001\362\270\031\003\n\001\001'
+  _globals['_PLANEVIDENCEREQUEST']._serialized_start=203
+  _globals['_PLANEVIDENCEREQUEST']._serialized_end=541
+  _globals['_PLANEVIDENCERESPONSE']._serialized_start=543
+  _globals['_PLANEVIDENCERESPONSE']._serialized_end=653
+  _globals['_LISTPROBESREQUEST']._serialized_start=655
+  _globals['_LISTPROBESREQUEST']._serialized_end=713
+  _globals['_LISTPROBESRESPONSE']._serialized_start=715
+  _globals['_LISTPROBESRESPONSE']._serialized_end=797
+  _globals['_PLANNERSERVICE']._serialized_start=800
+  _globals['_PLANNERSERVICE']._serialized_end=992
 # @@protoc_insertion_point(module_scope)

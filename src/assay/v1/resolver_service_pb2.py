@@ -22,13 +22,14 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from assay.v1 import access_pb2 as assay_dot_v1_dot_access__pb2
 from assay.v1 import claim_pb2 as assay_dot_v1_dot_claim__pb2
 from assay.v1 import resolution_pb2 as assay_dot_v1_dot_resolution__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x61ssay/v1/resolver_service.proto\x12\x08\x61ssay.v1\x1a\x14\x61ssay/v1/claim.proto\x1a\x19\x61ssay/v1/resolution.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbd\x01\n\x16ResolveSemanticRequest\x12$\n\x08\x65vidence\x18\x01 \x01(\x0b\x32\x12.assay.v1.Evidence\x12\x0f\n\x07subject\x18\x02 \x01(\t\x12\x11\n\tpredicate\x18\x03 \x01(\t\x12)\n\x05\x61s_of\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\x0bstale_after\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\"K\n\x17ResolveSemanticResponse\x12\x30\n\nresolution\x18\x01 \x01(\x0b\x32\x1c.assay.v1.SemanticResolution\"\x99\x01\n\x16ResolveEvidenceRequest\x12$\n\x08\x65vidence\x18\x01 \x01(\x0b\x32\x12.assay.v1.Evidence\x12)\n\x05\x61s_of\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\x0bstale_after\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"\xcb\x01\n\x17ResolveEvidenceResponse\x12\x31\n\x0bresolutions\x18\x01 \x03(\x0b\x32\x1c.assay.v1.SemanticResolution\x12;\n\x1c\x63onflicted_safety_predicates\x18\x02 \x03(\x0b\x32\x15.assay.v1.SemanticKey\x12\x1b\n\x13\x63overage_confidence\x18\x03 \x01(\x01\x12#\n\x08warnings\x18\x04 \x03(\x0b\x32\x11.assay.v1.Warning\"<\n\nHypothesis\x12\r\n\x05label\x18\x01 \x01(\t\x12\x1f\n\x06\x63laims\x18\x02 \x03(\x0b\x32\x0f.assay.v1.Claim\"\x95\x02\n\x18ResolveHypothesesRequest\x12$\n\x08\x65vidence\x18\x01 \x01(\x0b\x32\x12.assay.v1.Evidence\x12\x0f\n\x07subject\x18\x02 \x01(\t\x12\x11\n\tpredicate\x18\x03 \x01(\t\x12(\n\nhypotheses\x18\x04 \x03(\x0b\x32\x14.assay.v1.Hypothesis\x12)\n\x05\x61s_of\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\x0bstale_after\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12*\n\x06\x64\x65tail\x18\x07 \x01(\x0e\x32\x1a.assay.v1.ResolutionDetail\"W\n\x14HypothesisResolution\x12\r\n\x05label\x18\x01 \x01(\t\x12\x30\n\nresolution\x18\x02 \x01(\x0b\x32\x1c.assay.v1.SemanticResolution\"{\n\x19ResolveHypothesesResponse\x12*\n\x04\x62\x61se\x18\x01 \x01(\x0b\x32\x1c.assay.v1.SemanticResolution\x12\x32\n\nhypotheses\x18\x02 \x03(\x0b\x32\x1e.assay.v1.HypothesisResolution\"\\\n\x10ReconcileRequest\x12$\n\x08\x65vidence\x18\x01 \x01(\x0b\x32\x12.assay.v1.Evidence\x12\"\n\tproposals\x18\x02 \x03(\x0b\x32\x0f.assay.v1.Claim\"\xd9\x01\n\x0fProposalOutcome\x12\x11\n\tclaim_ref\x18\x01 \x01(\t\x12-\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x1b.assay.v1.ReconcileDecision\x12)\n\x06reason\x18\x03 \x01(\x0e\x32\x19.assay.v1.ReconcileReason\x12,\n\x06\x62\x65\x66ore\x18\x04 \x01(\x0b\x32\x1c.assay.v1.SemanticResolution\x12+\n\x05\x61\x66ter\x18\x05 \x01(\x0b\x32\x1c.assay.v1.SemanticResolution\"@\n\x11ReconcileResponse\x12+\n\x08outcomes\x18\x01 \x03(\x0b\x32\x19.assay.v1.ProposalOutcome\"\x1a\n\x18GetResolverPolicyRequest\"8\n\x11SourceReliability\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x13\n\x0breliability\x18\x02 \x01(\x01\"\xcd\x01\n\x19GetResolverPolicyResponse\x12\x36\n\x11reliability_table\x18\x01 \x03(\x0b\x32\x1b.assay.v1.SourceReliability\x12\x17\n\x0f\x63onflict_margin\x18\x02 \x01(\x01\x12\x18\n\x10margin_tolerance\x18\x03 \x01(\x01\x12#\n\x1bsafety_sensitive_predicates\x18\x04 \x03(\t\x12 \n\x18reliability_table_origin\x18\x05 \x01(\t*p\n\x10ResolutionDetail\x12!\n\x1dRESOLUTION_DETAIL_UNSPECIFIED\x10\x00\x12\x1a\n\x16RESOLUTION_DETAIL_FULL\x10\x01\x12\x1d\n\x19RESOLUTION_DETAIL_SUMMARY\x10\x02*\x82\x01\n\x11ReconcileDecision\x12\"\n\x1eRECONCILE_DECISION_UNSPECIFIED\x10\x00\x12!\n\x1dRECONCILE_DECISION_AUTO_APPLY\x10\x01\x12&\n\"RECONCILE_DECISION_REQUIRES_REVIEW\x10\x02*\x97\x02\n\x0fReconcileReason\x12 \n\x1cRECONCILE_REASON_UNSPECIFIED\x10\x00\x12)\n%RECONCILE_REASON_NOT_SAFETY_SENSITIVE\x10\x01\x12.\n*RECONCILE_REASON_SAFETY_RESOLVED_UNCHANGED\x10\x02\x12-\n)RECONCILE_REASON_SAFETY_CONFLICTED_BEFORE\x10\x03\x12,\n(RECONCILE_REASON_SAFETY_CONFLICTED_AFTER\x10\x04\x12*\n&RECONCILE_REASON_SAFETY_LEADER_CHANGED\x10\x05\x32\xdc\x03\n\x0fResolverService\x12[\n\x0fResolveSemantic\x12 .assay.v1.ResolveSemanticRequest\x1a!.assay.v1.ResolveSemanticResponse\"\x03\x90\x02\x01\x12[\n\x0fResolveEvidence\x12 .assay.v1.ResolveEvidenceRequest\x1a!.assay.v1.ResolveEvidenceResponse\"\x03\x90\x02\x01\x12\x61\n\x11ResolveHypotheses\x12\".assay.v1.ResolveHypothesesRequest\x1a#.assay.v1.ResolveHypothesesResponse\"\x03\x90\x02\x01\x12I\n\tReconcile\x12\x1a.assay.v1.ReconcileRequest\x1a\x1b.assay.v1.ReconcileResponse\"\x03\x90\x02\x01\x12\x61\n\x11GetResolverPolicy\x12\".assay.v1.GetResolverPolicyRequest\x1a#.assay.v1.GetResolverPolicyResponse\"\x03\x90\x02\x01\x42@\n\x0c\x64\x65v.assay.v1P\x01Z.github.com/assay/assay/gen/go/assay/v1;assayv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x61ssay/v1/resolver_service.proto\x12\x08\x61ssay.v1\x1a\x15\x61ssay/v1/access.proto\x1a\x14\x61ssay/v1/claim.proto\x1a\x19\x61ssay/v1/resolution.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbd\x01\n\x16ResolveSemanticRequest\x12$\n\x08\x65vidence\x18\x01 \x01(\x0b\x32\x12.assay.v1.Evidence\x12\x0f\n\x07subject\x18\x02 \x01(\t\x12\x11\n\tpredicate\x18\x03 \x01(\t\x12)\n\x05\x61s_of\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\x0bstale_after\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\"K\n\x17ResolveSemanticResponse\x12\x30\n\nresolution\x18\x01 \x01(\x0b\x32\x1c.assay.v1.SemanticResolution\"\x99\x01\n\x16ResolveEvidenceRequest\x12$\n\x08\x65vidence\x18\x01 \x01(\x0b\x32\x12.assay.v1.Evidence\x12)\n\x05\x61s_of\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\x0bstale_after\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"\xcb\x01\n\x17ResolveEvidenceResponse\x12\x31\n\x0bresolutions\x18\x01 \x03(\x0b\x32\x1c.assay.v1.SemanticResolution\x12;\n\x1c\x63onflicted_safety_predicates\x18\x02 \x03(\x0b\x32\x15.assay.v1.SemanticKey\x12\x1b\n\x13\x63overage_confidence\x18\x03 \x01(\x01\x12#\n\x08warnings\x18\x04 \x03(\x0b\x32\x11.assay.v1.Warning\"<\n\nHypothesis\x12\r\n\x05label\x18\x01 \x01(\t\x12\x1f\n\x06\x63laims\x18\x02 \x03(\x0b\x32\x0f.assay.v1.Claim\"\x95\x02\n\x18ResolveHypothesesRequest\x12$\n\x08\x65vidence\x18\x01 \x01(\x0b\x32\x12.assay.v1.Evidence\x12\x0f\n\x07subject\x18\x02 \x01(\t\x12\x11\n\tpredicate\x18\x03 \x01(\t\x12(\n\nhypotheses\x18\x04 \x03(\x0b\x32\x14.assay.v1.Hypothesis\x12)\n\x05\x61s_of\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\x0bstale_after\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12*\n\x06\x64\x65tail\x18\x07 \x01(\x0e\x32\x1a.assay.v1.ResolutionDetail\"W\n\x14HypothesisResolution\x12\r\n\x05label\x18\x01 \x01(\t\x12\x30\n\nresolution\x18\x02 \x01(\x0b\x32\x1c.assay.v1.SemanticResolution\"{\n\x19ResolveHypothesesResponse\x12*\n\x04\x62\x61se\x18\x01 \x01(\x0b\x32\x1c.assay.v1.SemanticResolution\x12\x32\n\nhypotheses\x18\x02 \x03(\x0b\x32\x1e.assay.v1.HypothesisResolution\"\\\n\x10ReconcileRequest\x12$\n\x08\x65vidence\x18\x01 \x01(\x0b\x32\x12.assay.v1.Evidence\x12\"\n\tproposals\x18\x02 \x03(\x0b\x32\x0f.assay.v1.Claim\"\xd9\x01\n\x0fProposalOutcome\x12\x11\n\tclaim_ref\x18\x01 \x01(\t\x12-\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x1b.assay.v1.ReconcileDecision\x12)\n\x06reason\x18\x03 \x01(\x0e\x32\x19.assay.v1.ReconcileReason\x12,\n\x06\x62\x65\x66ore\x18\x04 \x01(\x0b\x32\x1c.assay.v1.SemanticResolution\x12+\n\x05\x61\x66ter\x18\x05 \x01(\x0b\x32\x1c.assay.v1.SemanticResolution\"@\n\x11ReconcileResponse\x12+\n\x08outcomes\x18\x01 \x03(\x0b\x32\x19.assay.v1.ProposalOutcome\"\x1a\n\x18GetResolverPolicyRequest\"8\n\x11SourceReliability\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x13\n\x0breliability\x18\x02 \x01(\x01\"\xcd\x01\n\x19GetResolverPolicyResponse\x12\x36\n\x11reliability_table\x18\x01 \x03(\x0b\x32\x1b.assay.v1.SourceReliability\x12\x17\n\x0f\x63onflict_margin\x18\x02 \x01(\x01\x12\x18\n\x10margin_tolerance\x18\x03 \x01(\x01\x12#\n\x1bsafety_sensitive_predicates\x18\x04 \x03(\t\x12 \n\x18reliability_table_origin\x18\x05 \x01(\t*p\n\x10ResolutionDetail\x12!\n\x1dRESOLUTION_DETAIL_UNSPECIFIED\x10\x00\x12\x1a\n\x16RESOLUTION_DETAIL_FULL\x10\x01\x12\x1d\n\x19RESOLUTION_DETAIL_SUMMARY\x10\x02*\x82\x01\n\x11ReconcileDecision\x12\"\n\x1eRECONCILE_DECISION_UNSPECIFIED\x10\x00\x12!\n\x1dRECONCILE_DECISION_AUTO_APPLY\x10\x01\x12&\n\"RECONCILE_DECISION_REQUIRES_REVIEW\x10\x02*\x97\x02\n\x0fReconcileReason\x12 \n\x1cRECONCILE_REASON_UNSPECIFIED\x10\x00\x12)\n%RECONCILE_REASON_NOT_SAFETY_SENSITIVE\x10\x01\x12.\n*RECONCILE_REASON_SAFETY_RESOLVED_UNCHANGED\x10\x02\x12-\n)RECONCILE_REASON_SAFETY_CONFLICTED_BEFORE\x10\x03\x12,\n(RECONCILE_REASON_SAFETY_CONFLICTED_AFTER\x10\x04\x12*\n&RECONCILE_REASON_SAFETY_LEADER_CHANGED\x10\x05\x32\x84\x04\n\x0fResolverService\x12\x63\n\x0fResolveSemantic\x12 .assay.v1.ResolveSemanticRequest\x1a!.assay.v1.ResolveSemanticResponse\"\x0b\x90\x02\x01\xf2\xb8\x19\x04\n\x02\x01\x06\x12\x63\n\x0fResolveEvidence\x12 .assay.v1.ResolveEvidenceRequest\x1a!.assay.v1.ResolveEvidenceResponse\"\x0b\x90\x02\x01\xf2\xb8\x19\x04\n\x02\x01\x06\x12i\n\x11ResolveHypotheses\x12\".assay.v1.ResolveHypothesesRequest\x1a#.assay.v1.ResolveHypothesesResponse\"\x0b\x90\x02\x01\xf2\xb8\x19\x04\n\x02\x01\x06\x12Q\n\tReconcile\x12\x1a.assay.v1.ReconcileRequest\x1a\x1b.assay.v1.ReconcileResponse\"\x0b\x90\x02\x01\xf2\xb8\x19\x04\n\x02\x01\x06\x12i\n\x11GetResolverPolicy\x12\".assay.v1.GetResolverPolicyRequest\x1a#.assay.v1.GetResolverPolicyResponse\"\x0b\x90\x02\x01\xf2\xb8\x19\x04\n\x02\x01\x06\x42@\n\x0c\x64\x65v.assay.v1P\x01Z.github.com/assay/assay/gen/go/assay/v1;assayv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,49 +38,49 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\014dev.assay.v1P\001Z.github.com/assay/assay/gen/go/assay/v1;assayv1'
   _globals['_RESOLVERSERVICE'].methods_by_name['ResolveSemantic']._loaded_options = None
-  _globals['_RESOLVERSERVICE'].methods_by_name['ResolveSemantic']._serialized_options = b'\220\002\001'
+  _globals['_RESOLVERSERVICE'].methods_by_name['ResolveSemantic']._serialized_options = b'\220\002\001\362\270\031\004\n\002\001\006'
   _globals['_RESOLVERSERVICE'].methods_by_name['ResolveEvidence']._loaded_options = None
-  _globals['_RESOLVERSERVICE'].methods_by_name['ResolveEvidence']._serialized_options = b'\220\002\001'
+  _globals['_RESOLVERSERVICE'].methods_by_name['ResolveEvidence']._serialized_options = b'\220\002\001\362\270\031\004\n\002\001\006'
   _globals['_RESOLVERSERVICE'].methods_by_name['ResolveHypotheses']._loaded_options = None
-  _globals['_RESOLVERSERVICE'].methods_by_name['ResolveHypotheses']._serialized_options = b'\220\002\001'
+  _globals['_RESOLVERSERVICE'].methods_by_name['ResolveHypotheses']._serialized_options = b'\220\002\001\362\270\031\004\n\002\001\006'
   _globals['_RESOLVERSERVICE'].methods_by_name['Reconcile']._loaded_options = None
-  _globals['_RESOLVERSERVICE'].methods_by_name['Reconcile']._serialized_options = b'\220\002\001'
+  _globals['_RESOLVERSERVICE'].methods_by_name['Reconcile']._serialized_options = b'\220\002\001\362\270\031\004\n\002\001\006'
   _globals['_RESOLVERSERVICE'].methods_by_name['GetResolverPolicy']._loaded_options = None
-  _globals['_RESOLVERSERVICE'].methods_by_name['GetResolverPolicy']._serialized_options = b'\220\002\001'
-  _globals['_RESOLUTIONDETAIL']._serialized_start=2020
-  _globals['_RESOLUTIONDETAIL']._serialized_end=2132
-  _globals['_RECONCILEDECISION']._serialized_start=2135
-  _globals['_RECONCILEDECISION']._serialized_end=2265
-  _globals['_RECONCILEREASON']._serialized_start=2268
-  _globals['_RECONCILEREASON']._serialized_end=2547
-  _globals['_RESOLVESEMANTICREQUEST']._serialized_start=160
-  _globals['_RESOLVESEMANTICREQUEST']._serialized_end=349
-  _globals['_RESOLVESEMANTICRESPONSE']._serialized_start=351
-  _globals['_RESOLVESEMANTICRESPONSE']._serialized_end=426
-  _globals['_RESOLVEEVIDENCEREQUEST']._serialized_start=429
-  _globals['_RESOLVEEVIDENCEREQUEST']._serialized_end=582
-  _globals['_RESOLVEEVIDENCERESPONSE']._serialized_start=585
-  _globals['_RESOLVEEVIDENCERESPONSE']._serialized_end=788
-  _globals['_HYPOTHESIS']._serialized_start=790
-  _globals['_HYPOTHESIS']._serialized_end=850
-  _globals['_RESOLVEHYPOTHESESREQUEST']._serialized_start=853
-  _globals['_RESOLVEHYPOTHESESREQUEST']._serialized_end=1130
-  _globals['_HYPOTHESISRESOLUTION']._serialized_start=1132
-  _globals['_HYPOTHESISRESOLUTION']._serialized_end=1219
-  _globals['_RESOLVEHYPOTHESESRESPONSE']._serialized_start=1221
-  _globals['_RESOLVEHYPOTHESESRESPONSE']._serialized_end=1344
-  _globals['_RECONCILEREQUEST']._serialized_start=1346
-  _globals['_RECONCILEREQUEST']._serialized_end=1438
-  _globals['_PROPOSALOUTCOME']._serialized_start=1441
-  _globals['_PROPOSALOUTCOME']._serialized_end=1658
-  _globals['_RECONCILERESPONSE']._serialized_start=1660
-  _globals['_RECONCILERESPONSE']._serialized_end=1724
-  _globals['_GETRESOLVERPOLICYREQUEST']._serialized_start=1726
-  _globals['_GETRESOLVERPOLICYREQUEST']._serialized_end=1752
-  _globals['_SOURCERELIABILITY']._serialized_start=1754
-  _globals['_SOURCERELIABILITY']._serialized_end=1810
-  _globals['_GETRESOLVERPOLICYRESPONSE']._serialized_start=1813
-  _globals['_GETRESOLVERPOLICYRESPONSE']._serialized_end=2018
-  _globals['_RESOLVERSERVICE']._serialized_start=2550
-  _globals['_RESOLVERSERVICE']._serialized_end=3026
+  _globals['_RESOLVERSERVICE'].methods_by_name['GetResolverPolicy']._serialized_options = b'\220\002\001\362\270\031\004\n\002\001\006'
+  _globals['_RESOLUTIONDETAIL']._serialized_start=2043
+  _globals['_RESOLUTIONDETAIL']._serialized_end=2155
+  _globals['_RECONCILEDECISION']._serialized_start=2158
+  _globals['_RECONCILEDECISION']._serialized_end=2288
+  _globals['_RECONCILEREASON']._serialized_start=2291
+  _globals['_RECONCILEREASON']._serialized_end=2570
+  _globals['_RESOLVESEMANTICREQUEST']._serialized_start=183
+  _globals['_RESOLVESEMANTICREQUEST']._serialized_end=372
+  _globals['_RESOLVESEMANTICRESPONSE']._serialized_start=374
+  _globals['_RESOLVESEMANTICRESPONSE']._serialized_end=449
+  _globals['_RESOLVEEVIDENCEREQUEST']._serialized_start=452
+  _globals['_RESOLVEEVIDENCEREQUEST']._serialized_end=605
+  _globals['_RESOLVEEVIDENCERESPONSE']._serialized_start=608
+  _globals['_RESOLVEEVIDENCERESPONSE']._serialized_end=811
+  _globals['_HYPOTHESIS']._serialized_start=813
+  _globals['_HYPOTHESIS']._serialized_end=873
+  _globals['_RESOLVEHYPOTHESESREQUEST']._serialized_start=876
+  _globals['_RESOLVEHYPOTHESESREQUEST']._serialized_end=1153
+  _globals['_HYPOTHESISRESOLUTION']._serialized_start=1155
+  _globals['_HYPOTHESISRESOLUTION']._serialized_end=1242
+  _globals['_RESOLVEHYPOTHESESRESPONSE']._serialized_start=1244
+  _globals['_RESOLVEHYPOTHESESRESPONSE']._serialized_end=1367
+  _globals['_RECONCILEREQUEST']._serialized_start=1369
+  _globals['_RECONCILEREQUEST']._serialized_end=1461
+  _globals['_PROPOSALOUTCOME']._serialized_start=1464
+  _globals['_PROPOSALOUTCOME']._serialized_end=1681
+  _globals['_RECONCILERESPONSE']._serialized_start=1683
+  _globals['_RECONCILERESPONSE']._serialized_end=1747
+  _globals['_GETRESOLVERPOLICYREQUEST']._serialized_start=1749
+  _globals['_GETRESOLVERPOLICYREQUEST']._serialized_end=1775
+  _globals['_SOURCERELIABILITY']._serialized_start=1777
+  _globals['_SOURCERELIABILITY']._serialized_end=1833
+  _globals['_GETRESOLVERPOLICYRESPONSE']._serialized_start=1836
+  _globals['_GETRESOLVERPOLICYRESPONSE']._serialized_end=2041
+  _globals['_RESOLVERSERVICE']._serialized_start=2573
+  _globals['_RESOLVERSERVICE']._serialized_end=3089
 # @@protoc_insertion_point(module_scope)

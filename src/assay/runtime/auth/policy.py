@@ -1,0 +1,188 @@
+"""The auth policy file: which identities hold which roles, for which tenants.
+
+TOML or JSON, one structure::
+
+    [tokens]                      # bearer JWTs (omit to accept client certificates only)
+    jwks = "jwks.json"            # relative to this file; --jwks overrides it
+    issuers = ["https://idp.example.com/"]
+    audience = "assay"
+    leeway_seconds = 30           # optional, default 30
+    reviewer_issuer = "https://idp.example.com/"  # optional when there is one issuer
+
+    [[principals]]                # an identity: issuer (optional) + subject
+    subject = "alice"
+    roles = ["reviewer", "reader"]
+    tenants = ["acme"]
+
+    [[principals]]                # or everyone whose token carries a claim value
+    claim = "groups"
+    value = "assay-operators"
+    roles = ["operator", "auditor", "reader"]
+    tenants = ["*"]
+
+    [[principals]]                # a verified client certificate (issuer "x509", its CN)
+    issuer = "x509"
+    subject = "planner"
+    roles = ["service"]
+
+A caller's roles and tenants are the union over every entry it matches; an
+authenticated caller that matches none holds no role, so every RPC refuses it
+with PERMISSION_DENIED.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.runtime.auth.principal import Principal, Role
+from assay.runtime.auth.tokens import DEFAULT_LEEWAY_SECONDS
+
+X509_ISSUER = "x509"
+
+
+@dataclass(frozen=True)
+class Grant:
+    """One ``[[principals]]`` entry: who it matches and what it grants."""
+
+    roles: frozenset[Role]
+    tenants: frozenset[str]
+    issuer: str = ""
+    subject: str = ""
+    claim: str = ""
+    value: str = ""
+
+    def matches(self, issuer: str, subject: str, claims: Mapping[str, Any]) -> bool:
+        if self.issuer and self.issuer != issuer:
+            return False
+        if self.subject:
+            return self.subject == subject
+        found = claims.get(self.claim)
+        if isinstance(found, list):
+            return self.value in found
+        return found == self.value
+
+
+@dataclass(frozen=True)
+class TokenSettings:
+    jwks: Path | None
+    issuers: frozenset[str]
+    audience: str
+    leeway_seconds: float
+    reviewer_issuer: str
+
+
+@dataclass(frozen=True)
+class AuthPolicy:
+    grants: tuple[Grant, ...]
+    tokens: TokenSettings | None
+
+    def principal(self, issuer: str, subject: str, claims: Mapping[str, Any]) -> Principal:
+        roles: set[Role] = set()
+        tenants: set[str] = set()
+        for grant in self.grants:
+            if grant.matches(issuer, subject, claims):
+                roles |= grant.roles
+                tenants |= grant.tenants
+        return Principal(issuer, subject, frozenset(roles), frozenset(tenants))
+
+    @property
+    def reviewer_issuer(self) -> str:
+        """The issuer a HUMAN reviewer's id is bound under ("" when tokens are off)."""
+        return self.tokens.reviewer_issuer if self.tokens else X509_ISSUER
+
+
+def _strings(where: str, value: object) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(f"{where}: expected a list of non-empty strings")
+    return list(value)
+
+
+def _text(where: str, table: Mapping[str, Any], key: str, required: bool = False) -> str:
+    value = table.get(key, "")
+    if not isinstance(value, str) or (required and not value):
+        raise ValueError(f"{where}.{key}: expected a non-empty string")
+    return value
+
+
+def _grant(index: int, entry: object) -> Grant:
+    where = f"principals[{index}]"
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: expected a table")
+    unknown = set(entry) - {"issuer", "subject", "claim", "value", "roles", "tenants"}
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
+    try:
+        roles = frozenset(Role.parse(r) for r in _strings(f"{where}.roles", entry.get("roles")))
+    except ValueError as error:
+        raise ValueError(f"{where}.roles: {error}") from None
+    tenants = frozenset(_strings(f"{where}.tenants", entry.get("tenants", [])))
+    grant = Grant(
+        roles=roles,
+        tenants=tenants,
+        issuer=_text(where, entry, "issuer"),
+        subject=_text(where, entry, "subject"),
+        claim=_text(where, entry, "claim"),
+        value=_text(where, entry, "value"),
+    )
+    if bool(grant.subject) == bool(grant.claim):
+        raise ValueError(f"{where}: give either subject or claim (with value)")
+    if grant.claim and not grant.value:
+        raise ValueError(f"{where}: claim needs a value")
+    return grant
+
+
+def _tokens(table: object, base: Path) -> TokenSettings:
+    if not isinstance(table, dict):
+        raise ValueError("tokens: expected a table")
+    issuers = frozenset(_strings("tokens.issuers", table.get("issuers")))
+    if X509_ISSUER in issuers:
+        raise ValueError(f"tokens.issuers: {X509_ISSUER!r} is reserved for client certificates")
+    jwks = _text("tokens", table, "jwks")
+    leeway = table.get("leeway_seconds", DEFAULT_LEEWAY_SECONDS)
+    if not isinstance(leeway, int | float) or not 0 <= leeway <= 300:
+        raise ValueError("tokens.leeway_seconds: expected a number of seconds in [0, 300]")
+    reviewer_issuer = _text("tokens", table, "reviewer_issuer")
+    if not reviewer_issuer:
+        if len(issuers) != 1:
+            raise ValueError("tokens.reviewer_issuer is required with several issuers")
+        reviewer_issuer = next(iter(issuers))
+    elif reviewer_issuer not in issuers:
+        raise ValueError("tokens.reviewer_issuer must be one of tokens.issuers")
+    return TokenSettings(
+        jwks=(base / jwks) if jwks else None,
+        issuers=issuers,
+        audience=_text("tokens", table, "audience", required=True),
+        leeway_seconds=float(leeway),
+        reviewer_issuer=reviewer_issuer,
+    )
+
+
+def parse_policy(data: Mapping[str, Any], base: Path) -> AuthPolicy:
+    unknown = set(data) - {"tokens", "principals"}
+    if unknown:
+        raise ValueError(f"unknown top-level keys {sorted(unknown)}")
+    entries = data.get("principals", [])
+    if not isinstance(entries, list):
+        raise ValueError("principals: expected an array of tables")
+    tokens = _tokens(data["tokens"], base) if "tokens" in data else None
+    return AuthPolicy(tuple(_grant(i, e) for i, e in enumerate(entries)), tokens)
+
+
+def load_policy(path: Path) -> AuthPolicy:
+    """Read a policy file (``.json`` is JSON, anything else TOML); ValueError names the problem."""
+    try:
+        raw = path.read_bytes()
+        data = json.loads(raw) if path.suffix == ".json" else tomllib.loads(raw.decode("utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"cannot read auth policy {path}: {error}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"auth policy {path}: expected a table at the top")
+    try:
+        return parse_policy(data, path.parent)
+    except ValueError as error:
+        raise ValueError(f"auth policy {path}: {error}") from None

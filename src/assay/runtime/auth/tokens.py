@@ -1,0 +1,160 @@
+"""Bearer JWTs verified against a JWKS file, with PyJWT (no hand-written crypto).
+
+What a token must be to pass:
+
+- signed with a key of the JWKS, chosen by the header's ``kid`` (a set with one
+  key may omit it); the algorithm is the key's own (RSA: RS256, EC P-256:
+  ES256, Ed25519: EdDSA), so ``alg: none``, HMAC with a public key, or any other
+  algorithm confusion is refused before a signature is checked;
+- issued by an accepted issuer (``iss``) for the configured audience (``aud``),
+  with a subject (``sub``), inside ``nbf``..``exp`` give or take a small leeway.
+
+The JWKS file is read again when it changes on disk (checked at most once a
+second), so keys rotate without a restart: publish the new key beside the old
+one, move the issuer to it, then drop the old key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jwt
+
+from assay.errors import Reason, Unauthenticated
+
+# The algorithms Assay accepts, each tied to the key type that must carry it.
+ACCEPTED_ALGORITHMS = frozenset({"RS256", "ES256", "EdDSA"})
+DEFAULT_LEEWAY_SECONDS = 30.0
+_RELOAD_CHECK_SECONDS = 1.0
+
+
+def invalid(message: str) -> Unauthenticated:
+    return Unauthenticated(Reason.CREDENTIALS_INVALID, message)
+
+
+def _expired(message: str) -> Unauthenticated:
+    return Unauthenticated(Reason.CREDENTIALS_EXPIRED, message)
+
+
+@dataclass(frozen=True)
+class _KeySet:
+    keys: Mapping[str, jwt.PyJWK]  # by kid ("" for a key without one)
+    mtime_ns: int
+
+
+def load_jwks(path: Path) -> dict[str, jwt.PyJWK]:
+    """The usable keys of a JWKS file, by ``kid``; ValueError when it holds none."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"cannot read JWKS {path}: {error}") from None
+    entries = data.get("keys") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError(f"JWKS {path}: expected an object with a 'keys' array")
+    keys: dict[str, jwt.PyJWK] = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or entry.get("use", "sig") != "sig":
+            continue
+        try:
+            key = jwt.PyJWK(entry)
+        except jwt.PyJWKError:
+            continue  # a key type or curve Assay does not verify with
+        if key.algorithm_name not in ACCEPTED_ALGORITHMS:
+            continue
+        kid = entry.get("kid", "")
+        if not isinstance(kid, str) or kid in keys:
+            raise ValueError(f"JWKS {path}: key ids must be unique strings ({kid!r})")
+        keys[kid] = key
+    if not keys:
+        raise ValueError(
+            f"JWKS {path} has no usable signing key ({', '.join(sorted(ACCEPTED_ALGORITHMS))})"
+        )
+    return keys
+
+
+class TokenVerifier:
+    """Verifies bearer tokens for the accepted issuers and one audience."""
+
+    def __init__(
+        self,
+        jwks_path: Path,
+        issuers: frozenset[str],
+        audience: str,
+        leeway_seconds: float = DEFAULT_LEEWAY_SECONDS,
+    ) -> None:
+        if not issuers:
+            raise ValueError("token verification needs at least one accepted issuer")
+        if not audience:
+            raise ValueError("token verification needs an audience")
+        self.jwks_path = jwks_path
+        self.issuers = issuers
+        self.audience = audience
+        self.leeway = leeway_seconds
+        self._keys = _KeySet(load_jwks(jwks_path), self._mtime())
+        self._checked = time.monotonic()
+
+    def _mtime(self) -> int:
+        try:
+            return os.stat(self.jwks_path).st_mtime_ns
+        except OSError:
+            return -1
+
+    def _current_keys(self) -> Mapping[str, jwt.PyJWK]:
+        """The key set, re-read when the file changed (a bad new file keeps the old keys)."""
+        moment = time.monotonic()
+        if moment - self._checked >= _RELOAD_CHECK_SECONDS:
+            self._checked = moment
+            mtime = self._mtime()
+            if mtime != self._keys.mtime_ns:
+                # A bad new file keeps the keys that were good.
+                with contextlib.suppress(ValueError):
+                    self._keys = _KeySet(load_jwks(self.jwks_path), mtime)
+        return self._keys.keys
+
+    def _key_for(self, header: Mapping[str, Any]) -> jwt.PyJWK:
+        algorithm = header.get("alg")
+        if algorithm not in ACCEPTED_ALGORITHMS:
+            raise invalid(f"token algorithm {algorithm!r} is not accepted")
+        keys = self._current_keys()
+        kid = header.get("kid")
+        if kid is None and len(keys) == 1:
+            key = next(iter(keys.values()))
+        elif not isinstance(kid, str) or kid not in keys:
+            raise invalid(f"token key id {kid!r} is not in the JWKS")
+        else:
+            key = keys[kid]
+        if key.algorithm_name != algorithm:
+            raise invalid(f"token algorithm {algorithm} does not match its key's")
+        return key
+
+    def verify(self, token: str) -> dict[str, Any]:
+        """The token's claims; ``Unauthenticated`` with the precise reason otherwise."""
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.DecodeError:
+            raise invalid("the bearer token is not a JWT") from None
+        key = self._key_for(header)
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key=key,
+                algorithms=[key.algorithm_name],
+                audience=self.audience,
+                issuer=self.issuers,
+                leeway=self.leeway,
+                options={"require": ["exp", "iss", "aud", "sub"]},
+            )
+        except (jwt.ExpiredSignatureError, jwt.ImmatureSignatureError) as error:
+            raise _expired(f"token {error}") from None
+        except jwt.InvalidTokenError as error:
+            raise invalid(f"token rejected: {error}") from None
+        if not isinstance(claims.get("sub"), str) or not claims["sub"]:
+            raise invalid("token has no subject")
+        return claims
