@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assay.runtime.config import ServerConfig
+from assay.runtime.security import Security
 from assay.runtime.server import serving
 from assay.services.registry import SERVICES, ServeOptions
 
@@ -32,17 +33,32 @@ class LocalStack:
 
 @contextlib.asynccontextmanager
 async def local_stack(
-    db_path: str | Path, reliability_table: str | None = None
+    db_path: str | Path,
+    reliability_table: str | None = None,
+    security: Security | None = None,
+    allow_fixture_reviewers: bool = True,
 ) -> AsyncIterator[LocalStack]:
-    """Serve resolver, planner and adjudication on ``127.0.0.1:0`` for the block's duration."""
-    config = ServerConfig(host=LOOPBACK, grace_seconds=1.0)
+    """Serve resolver, planner and adjudication on ``127.0.0.1:0`` for the block's duration.
+
+    ``security`` (e.g. ``Security.from_credentials(DIR)``) turns on TLS and authentication,
+    the planner then calling the resolver over TLS with its own token."""
+    security = security or Security()
+    config = ServerConfig(host=LOOPBACK, grace_seconds=1.0, tls=security.tls, gate=security.gate)
     async with contextlib.AsyncExitStack() as stack:
         resolver_spec = await SERVICES["resolver"].builder()(
             ServeOptions(port=0, reliability_table=reliability_table, db_path=str(db_path))
         )
         (resolver,) = await stack.enter_async_context(serving([resolver_spec], config))
         resolver_target = f"{LOOPBACK}:{resolver.port}"
-        options = ServeOptions(port=0, resolver_target=resolver_target, db_path=str(db_path))
+        options = ServeOptions(
+            port=0,
+            resolver_target=resolver_target,
+            db_path=str(db_path),
+            allow_fixture_reviewers=allow_fixture_reviewers,
+            reviewer_issuer=security.gate.reviewer_issuer,
+            resolver_tls=security.peer_tls,
+            resolver_token_file=security.peer_token,
+        )
         planner_spec = await SERVICES["planner"].builder()(options)
         adjudication_spec = await SERVICES["adjudication"].builder()(options)
         planner, adjudication = await stack.enter_async_context(

@@ -10,9 +10,11 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.runtime.server import ServiceSpec
+from assay.runtime.tls import ClientTls
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,13 @@ class ServeOptions:
     reliability_table: str | None = None
     # The same limit the servers apply, for channels a service opens to another one.
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    # Adjudication, when the server authenticates callers: whether MECHANISM_TEST_FIXTURE
+    # reviewers may be registered, and the issuer a HUMAN reviewer's id is bound under.
+    allow_fixture_reviewers: bool = False
+    reviewer_issuer: str = ""
+    # The planner's channel to the resolver: TLS (None: plaintext) and its own token file.
+    resolver_tls: ClientTls | None = None
+    resolver_token_file: Path | None = None
 
 
 @dataclass(frozen=True)

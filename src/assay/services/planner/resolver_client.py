@@ -26,7 +26,9 @@ from typing import Any, TypeVar
 import grpc
 
 from assay import errors
+from assay.runtime.auth.outgoing import TokenFile
 from assay.runtime.status import decode_rpc_error
+from assay.runtime.tls import ClientTls
 from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as rpb
 from assay.v1 import resolver_service_pb2_grpc as rgrpc
@@ -92,16 +94,26 @@ def base_paths_only(path: str) -> str | None:
 class ResolverClient:
     """A long-lived channel to the resolver and the two calls the planner makes."""
 
-    def __init__(self, target: str, max_message_bytes: int) -> None:
+    def __init__(
+        self,
+        target: str,
+        max_message_bytes: int,
+        tls: ClientTls | None = None,
+        token: TokenFile | None = None,
+    ) -> None:
+        """``tls``: the channel's TLS (None: plaintext); ``token``: the planner's own bearer
+        token for the resolver (never the caller's: the planner calls as itself)."""
         self.target = target
-        self._channel = grpc.aio.insecure_channel(
-            target,
-            options=[
-                ("grpc.max_receive_message_length", max_message_bytes),
-                ("grpc.max_send_message_length", max_message_bytes),
-                *_RECONNECT_OPTIONS,
-            ],
-        )
+        self._token = token
+        options = [
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.max_send_message_length", max_message_bytes),
+            *_RECONNECT_OPTIONS,
+        ]
+        if tls is None:
+            self._channel = grpc.aio.insecure_channel(target, options=options)
+        else:
+            self._channel = grpc.aio.secure_channel(target, tls.credentials(), options=options)
         self._stub = rgrpc.ResolverServiceStub(self._channel)
 
     async def close(self) -> None:
@@ -140,14 +152,13 @@ class ResolverClient:
     ) -> R:
         started = time.monotonic()
         attempt = 0
+        sent = (*metadata, *(self._token.metadata() if self._token else ()))
         while True:
             timeout = deadline.call_timeout()
             if timeout <= 0:
                 raise _deadline_error(method, self.target)
             try:
-                return await rpc(
-                    request, timeout=timeout, metadata=tuple(metadata), wait_for_ready=False
-                )
+                return await rpc(request, timeout=timeout, metadata=sent, wait_for_ready=False)
             except grpc.aio.AioRpcError as error:
                 if error.code() != grpc.StatusCode.UNAVAILABLE:
                     raise translate(error, method, self.target, paths) from None

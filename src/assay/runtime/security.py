@@ -1,0 +1,40 @@
+"""A process's security settings in one value: how it serves, and how its services call
+each other. Built from the serve flags, or from one ``--credentials DIR``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assay.runtime.auth import DEV_GATE, Gate
+from assay.runtime.auth.dev_credentials import DevCredentials
+from assay.runtime.tls import ClientTls, ServerTls
+
+SERVICE_TOKEN_NAME = "planner"
+
+
+@dataclass(frozen=True)
+class Security:
+    """``tls``/``gate``: how the servers serve; ``peer_tls``/``peer_token``: how the planner
+    reaches the resolver (TLS trust and its own bearer token file)."""
+
+    tls: ServerTls | None = None
+    gate: Gate = field(default=DEV_GATE)
+    peer_tls: ClientTls | None = None
+    peer_token: Path | None = None
+
+    @classmethod
+    def from_credentials(cls, root: Path) -> Security:
+        """TLS, JWT and the policy from a folder ``assay dev-credentials`` wrote."""
+        creds = DevCredentials(root)
+        missing = creds.missing()
+        if missing:
+            listed = ", ".join(str(p) for p in missing)
+            raise ValueError(f"{root} is not a credentials folder (missing {listed})")
+        token = creds.token_path(SERVICE_TOKEN_NAME)
+        return cls(
+            tls=ServerTls(creds.server_cert, creds.server_key),
+            gate=Gate.from_files(creds.policy, creds.jwks, client_certificates=False),
+            peer_tls=ClientTls(ca=creds.ca),
+            peer_token=token if token.is_file() else None,
+        )

@@ -1,0 +1,50 @@
+"""The three services in this process with TLS and authentication on, from a credentials
+folder written by ``write_dev_credentials`` (a real CA, server certificate, ES256 signing
+key, JWKS, policy and one token per example principal), and channels that carry a token."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+from assay.executor.stack import LocalStack, local_stack
+from assay.runtime.auth.dev_credentials import DevCredentials, write_dev_credentials
+from assay.runtime.security import Security
+
+
+@dataclass(frozen=True)
+class SecureStack:
+    """A running secure stack and the credentials that open it."""
+
+    targets: LocalStack
+    creds: DevCredentials
+
+    def target(self, service: str) -> str:
+        address: str = getattr(self.targets, service)
+        return address
+
+    def channel(self, service: str) -> grpc.aio.Channel:
+        """A TLS channel to ``service`` trusting the folder's CA (the caller closes it)."""
+        credentials = grpc.ssl_channel_credentials(self.creds.ca.read_bytes())
+        return grpc.aio.secure_channel(self.target(service), credentials)
+
+    def auth(self, name: str) -> tuple[tuple[str, str], ...]:
+        """Call metadata carrying the token of example principal ``name``."""
+        return (("authorization", f"Bearer {self.creds.token(name)}"),)
+
+
+@contextlib.asynccontextmanager
+async def secure_stack(
+    directory: Path, allow_fixture_reviewers: bool = True
+) -> AsyncIterator[SecureStack]:
+    """Credentials in ``directory/creds``, the database in ``directory/assay.db``."""
+    creds = write_dev_credentials(directory / "creds")
+    security = Security.from_credentials(creds.root)
+    async with local_stack(
+        directory / "assay.db", security=security, allow_fixture_reviewers=allow_fixture_reviewers
+    ) as targets:
+        yield SecureStack(targets, creds)
