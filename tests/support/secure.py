@@ -5,14 +5,19 @@ key, JWKS, policy and one token per example principal), and channels that carry 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 
 from assay.executor.stack import LocalStack, local_stack
-from assay.runtime.auth.dev_credentials import DevCredentials, write_dev_credentials
+from assay.runtime.auth.dev_credentials import (
+    EXAMPLE_PRINCIPALS,
+    DevCredentials,
+    Grantee,
+    write_dev_credentials,
+)
 from assay.runtime.security import Security
 
 
@@ -39,10 +44,13 @@ class SecureStack:
 
 @contextlib.asynccontextmanager
 async def secure_stack(
-    directory: Path, allow_fixture_reviewers: bool = True
+    directory: Path,
+    allow_fixture_reviewers: bool = True,
+    principals: Sequence[Grantee] = EXAMPLE_PRINCIPALS,
 ) -> AsyncIterator[SecureStack]:
-    """Credentials in ``directory/creds``, the database in ``directory/assay.db``."""
-    creds = write_dev_credentials(directory / "creds")
+    """Credentials (a token for each of ``principals``) in ``directory/creds``, the database
+    in ``directory/assay.db``."""
+    creds = write_dev_credentials(directory / "creds", principals)
     security = Security.from_credentials(creds.root)
     async with local_stack(
         directory / "assay.db", security=security, allow_fixture_reviewers=allow_fixture_reviewers
