@@ -36,7 +36,7 @@ from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 
 from assay import errors
 from assay.runtime.auth import DEV_GATE, AccessRule, Gate, access_rule
-from assay.runtime.auth.principal import DEV_PRINCIPAL, bind_principal
+from assay.runtime.auth.principal import DEV_PRINCIPAL, bind_principal, bound_principal
 from assay.runtime.logging import get_logger, rpc_line
 from assay.runtime.status import internal_status, to_status
 
@@ -123,6 +123,9 @@ def _log_rpc(
         "request_id": request_id,
         "peer": peer,
     }
+    caller = bound_principal()
+    if caller is not None and caller.authenticated:
+        fields["caller"] = caller.subject  # who, never the credential itself
     if code is _OK:
         rpc_line().info(fields)
         return

@@ -81,6 +81,11 @@ DEV_PRINCIPAL = Principal(
 _CURRENT: contextvars.ContextVar[Principal] = contextvars.ContextVar("assay_principal")
 
 
+def bound_principal() -> Principal | None:
+    """The principal bound to this task, or None (before admission, or outside an RPC)."""
+    return _CURRENT.get(None)
+
+
 def current_principal() -> Principal:
     """The principal of the RPC being served (LookupError outside one)."""
     return _CURRENT.get()
