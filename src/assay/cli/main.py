@@ -19,6 +19,7 @@ from assay.cli.common import CliError
 # One module per group of subcommands; each exposes ``register(subparsers)``.
 COMMAND_MODULES = (
     "assay.cli.serve_cmds",
+    "assay.cli.credentials_cmds",
     "assay.cli.resolver_cmds",
     "assay.cli.planner_cmds",
     "assay.cli.adjudication_cmds",

@@ -5,6 +5,10 @@
 the adjudication data in a local SQLite file. Both run until SIGTERM/SIGINT
 and then drain gracefully (health NOT_SERVING, in-flight calls finish within
 the grace period, databases closed, exit 0).
+
+Without security flags both serve in dev mode (plaintext, every caller holds
+every role), which is allowed on loopback only and said in one warning line at
+start; ``serve_security`` turns the TLS and authentication flags into settings.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import sys
 from typing import Any
 
 from assay.cli.common import CliError
+from assay.cli.serve_security import ServingSecurity, add_security_arguments, resolve_security
 from assay.runtime import loop
 from assay.runtime.config import (
     DEFAULT_GRACE_SECONDS,
@@ -28,6 +33,7 @@ from assay.runtime.gc_tuning import tune_for_serving
 from assay.runtime.logging import configure_logging
 from assay.runtime.loop import LOOPS, resolve_loop
 from assay.runtime.server import RunningService, ServiceSpec, run_until_signalled
+from assay.runtime.tls import dial_host
 from assay.services.registry import SERVICES, ServeOptions
 
 DEFAULT_DB = "assay.db"
@@ -87,6 +93,7 @@ def register(subparsers: Any) -> None:
         help="where the planner finds the resolver (env ASSAY_RESOLVER_TARGET)",
     )
     _add_runtime_arguments(serve)
+    add_security_arguments(serve, up=False)
     serve.set_defaults(handler=_serve)
 
     up = subparsers.add_parser(
@@ -95,10 +102,11 @@ def register(subparsers: Any) -> None:
         "(ASSAY_<NAME>_PORT overrides one)",
     )
     _add_runtime_arguments(up)
+    add_security_arguments(up, up=True)
     up.set_defaults(handler=_up)
 
 
-def _config(args: argparse.Namespace) -> ServerConfig:
+def _config(args: argparse.Namespace, serving: ServingSecurity) -> ServerConfig:
     try:
         resolve_loop(args.event_loop)
     except ValueError as error:
@@ -108,16 +116,22 @@ def _config(args: argparse.Namespace) -> ServerConfig:
     if args.grace < 0:
         raise CliError("--grace must not be negative")
     return ServerConfig(
-        host=args.host, max_message_bytes=args.max_message_bytes, grace_seconds=args.grace
+        host=args.host,
+        max_message_bytes=args.max_message_bytes,
+        grace_seconds=args.grace,
+        tls=serving.security.tls,
+        gate=serving.security.gate,
     )
 
 
 async def _build(
-    names: list[str], args: argparse.Namespace, ports: dict[str, int]
+    names: list[str],
+    args: argparse.Namespace,
+    ports: dict[str, int],
+    resolver_target: str,
+    serving: ServingSecurity,
 ) -> list[ServiceSpec]:
-    resolver_target = (
-        getattr(args, "resolver", None) or f"{args.host}:{ports.get('resolver', 50051)}"
-    )
+    security = serving.security
     specs = []
     for name in names:
         options = ServeOptions(
@@ -126,6 +140,10 @@ async def _build(
             db_path=args.db,
             reliability_table=args.reliability_table,
             max_message_bytes=args.max_message_bytes,
+            allow_fixture_reviewers=serving.allow_fixture_reviewers,
+            reviewer_issuer=security.gate.reviewer_issuer,
+            resolver_tls=security.peer_tls,
+            resolver_token_file=security.peer_token,
         )
         try:
             specs.append(await SERVICES[name].builder()(options))
@@ -141,12 +159,21 @@ def _announce(running: list[RunningService]) -> None:
         )
 
 
-def _run(names: list[str], args: argparse.Namespace, ports: dict[str, int]) -> int:
+def _run(
+    names: list[str],
+    args: argparse.Namespace,
+    ports: dict[str, int],
+    resolver_target: str,
+    up: bool = False,
+) -> int:
+    serving = resolve_security(args, "planner" in names, resolver_target, up)
+    config = _config(args, serving)
     configure_logging(args.log_level)
-    config = _config(args)
+    for warning in serving.warnings:
+        print(f"assay: {warning}", file=sys.stderr, flush=True)
 
     async def main() -> None:
-        specs = await _build(names, args, ports)
+        specs = await _build(names, args, ports, resolver_target, serving)
         tune_for_serving()  # after start-up, so what it built is frozen out of collections
         await run_until_signalled(specs, config, on_started=_announce)
 
@@ -162,14 +189,15 @@ def _serve(args: argparse.Namespace) -> int:
     port = entry.default_port if args.port is None else args.port
     if not 0 <= port <= 65535:
         raise CliError(f"--port {port} is not a valid port")
-    return _run([args.service], args, {args.service: port})
+    return _run([args.service], args, {args.service: port}, args.resolver)
 
 
 def _up(args: argparse.Namespace) -> int:
     names = list(SERVICES)
-    args.resolver = None  # wire the planner to the resolver started here
     # ASSAY_<NAME>_PORT moves one service off its default port (e.g. when 50051 is taken).
     ports = {
         name: env_int(f"ASSAY_{name.upper()}_PORT", SERVICES[name].default_port) for name in names
     }
-    return _run(names, args, ports)
+    # The planner calls the resolver started here; a wildcard --host is dialled as loopback.
+    resolver_target = f"{dial_host(args.host)}:{ports['resolver']}"
+    return _run(names, args, ports, resolver_target, up=True)

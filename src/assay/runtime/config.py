@@ -44,6 +44,25 @@ def env_float(name: str, default: float) -> float:
         raise SystemExit(f"{name}={raw!r} is not a number") from None
 
 
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def env_bool(name: str) -> bool:
+    """An ``ASSAY_*`` switch: 1/true/yes/on, or 0/false/no/off; unset or empty is off."""
+    raw = os.environ.get(name, "").strip().lower()
+    if raw in _TRUE:
+        return True
+    if not raw or raw in _FALSE:
+        return False
+    raise SystemExit(f"{name}={raw!r} is not a switch (use 1 or 0)")
+
+
+def env_path(name: str) -> str | None:
+    """An ``ASSAY_*`` file setting, or None when unset or empty."""
+    return os.environ.get(name, "") or None
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     """How one process serves: where it listens, how large a message may be, how long to drain,

@@ -8,9 +8,26 @@ from pathlib import Path
 
 from assay.runtime.auth import DEV_GATE, Gate
 from assay.runtime.auth.dev_credentials import DevCredentials
-from assay.runtime.tls import ClientTls, ServerTls
+from assay.runtime.tls import ClientTls, ServerTls, is_loopback
 
 SERVICE_TOKEN_NAME = "planner"
+
+DEV_MODE_WARNING = (
+    "WARNING: authentication is off (dev mode): every caller holds every role for every "
+    "tenant; turn it on with --credentials DIR (see `assay dev-credentials`) or --auth-policy"
+)
+
+
+def unauthenticated_refusal(host: str, gate: Gate, insecure_no_auth: bool) -> str | None:
+    """Why a server must not start in dev mode (one line), or None: off loopback, serving
+    every caller every role needs ``--insecure-no-auth`` said out loud, TLS or not."""
+    if not gate.enabled and not insecure_no_auth and not is_loopback(host):
+        return (
+            f"refusing to serve without authentication on non-loopback address {host}: give "
+            "--auth-policy (or --credentials DIR), or --insecure-no-auth to let every caller "
+            "hold every role for every tenant"
+        )
+    return None
 
 
 @dataclass(frozen=True)
