@@ -92,11 +92,14 @@ class TestSqlConstraints:
             review_row = db.execute("SELECT * FROM reviews").fetchone()
             with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
                 db.execute(
-                    "INSERT INTO reviews VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO reviews VALUES ({', '.join('?' * len(review_row))})",
                     ("other-id", *review_row[1:]),
                 )
             with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
-                db.execute("INSERT INTO reviewers VALUES ('h', 'HUMAN', ' ', 0)")
+                db.execute(
+                    "INSERT INTO reviewers (reviewer_id, kind, attested_by, register_time) "
+                    "VALUES ('h', 'HUMAN', ' ', 0)"
+                )
             assert case_id
         finally:
             db.close()

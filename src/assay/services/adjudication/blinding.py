@@ -4,8 +4,10 @@
 reviewer view from the SHOWN fields only, and a unit test plus a contract test
 fail as soon as ``Case`` (or the proto ``Case``) gains a field nobody has
 classified. That is the real guarantee: the rendered view has no verdict field
-at all. It is presentational, not sealed — an operator with the database, or
-anyone calling ``GetCase``, can still read ``local_verdict`` (ADR 0014).
+at all. Who may call which view is sealed in ``permissions``: with
+authentication on, only operators get ``GetCase`` with ``local_verdict``, and a
+reviewer gets even the blinded view only of a case waiting for their review.
+An operator with the database file can still read everything (ADR 0014).
 """
 
 from __future__ import annotations

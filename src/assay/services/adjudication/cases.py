@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from assay.errors import NotFound, Reason
 from assay.services.adjudication.canonical import canonical_json, digest, rfc3339
 from assay.services.adjudication.fields import bad, bounded_text, require_tenant, require_text
 from assay.services.adjudication.model import Case, CaseInput, JsonValue
@@ -114,3 +115,8 @@ def candidate_key(case: Case, label: JsonValue) -> str | None:
 
 def is_expired(case: Case, now: datetime) -> bool:
     return now >= case.expire_time
+
+
+def case_not_found(case_id: str) -> NotFound:
+    """The one answer for a case that does not exist and for one in a tenant not granted."""
+    return NotFound(Reason.CASE_NOT_FOUND, f"no case {case_id}", metadata={"case_id": case_id})

@@ -1,8 +1,8 @@
 """Protobuf <-> adjudication domain values. With ``servicer``, the only module that sees ``_pb2``.
 
 Requests become domain inputs (validation happens in the rule modules, not
-here); domain values become response messages. Value, time and enum helpers
-are in ``values``.
+here); domain values become response messages; the runtime's ``Principal``
+becomes the domain's ``Caller``. Value, time and enum helpers are in ``values``.
 """
 
 from __future__ import annotations
@@ -12,13 +12,18 @@ from datetime import datetime
 from typing import Any
 
 from assay.protovalues import json_to_value, value_to_json
+from assay.runtime.auth.principal import Principal, Role
 from assay.services.adjudication import agreement as agreement_rules
 from assay.services.adjudication.fields import bad
 from assay.services.adjudication.model import (
+    EVERY_TENANT,
+    Actor,
     AuditEvent,
     Basis,
     BlindedCase,
+    Caller,
     Case,
+    CaseDetail,
     CaseInput,
     CaseState,
     ChainHead,
@@ -34,9 +39,11 @@ from assay.services.adjudication.model import (
     Review,
     Reviewer,
     ReviewerKind,
+    TenantScope,
 )
 from assay.services.adjudication.resolution import ResolveRequest
 from assay.services.adjudication.reviews import ReviewSubmission
+from assay.services.adjudication.state import derive_state
 from assay.services.adjudication.values import (
     enum_name,
     from_proto_enum,
@@ -48,6 +55,20 @@ from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import gold_pb2
 
 # --- requests -> domain ----------------------------------------------------
+
+
+def caller(principal: Principal) -> Caller:
+    """The principal as the adjudication rules see it. The dev-mode principal (no
+    authentication) has no actor, so no identity rule applies to it."""
+    actor = Actor(principal.issuer, principal.subject) if principal.authenticated else None
+    scope = EVERY_TENANT if principal.all_tenants else TenantScope(principal.tenants)
+    return Caller(
+        actor=actor,
+        scope=scope,
+        operator=principal.holds(Role.OPERATOR),
+        adjudicator=principal.holds(Role.ADJUDICATOR),
+        auditor=principal.holds(Role.AUDITOR),
+    )
 
 
 def reviewer_kind(number: int) -> ReviewerKind | None:
@@ -111,10 +132,13 @@ def reviewer(value: Reviewer) -> pb.Reviewer:
         kind=to_proto_enum(gold_pb2.ReviewerKind, "REVIEWER_KIND_", value.kind),
         attested_by=value.attested_by,
         register_time=timestamp(value.register_time),
+        identity_issuer=value.identity_issuer,
+        identity_subject=value.identity_subject,
     )
 
 
-def case(value: Case) -> pb.Case:
+def case(value: Case, with_verdict: bool = True) -> pb.Case:
+    """The operator view; ``with_verdict`` False leaves ``local_verdict`` unset."""
     message = pb.Case(
         case_id=value.case_id,
         tenant=value.tenant,
@@ -129,8 +153,20 @@ def case(value: Case) -> pb.Case:
     )
     for candidate in value.candidate_values:
         json_to_value(candidate, message.candidate_values.add())
-    json_to_value(value.local_verdict, message.local_verdict)
+    if with_verdict:
+        json_to_value(value.local_verdict, message.local_verdict)
     return message
+
+
+def case_detail(value: CaseDetail) -> pb.GetCaseResponse:
+    snap = value.snapshot
+    return pb.GetCaseResponse(
+        case=case(snap.case, with_verdict=value.verdict_shown),
+        state=case_state(derive_state(snap)),
+        round=snap.round,
+        reviews=[review(r) for r in value.reviews],
+        resolutions=[resolution(r) for r in value.resolutions],
+    )
 
 
 def blinded(value: BlindedCase) -> pb.BlindedCase:
@@ -210,7 +246,7 @@ def chain_head(value: ChainHead) -> pb.AuditChainHead:
 
 
 def audit_event(value: AuditEvent) -> pb.AuditEvent:
-    return pb.AuditEvent(
+    message = pb.AuditEvent(
         sequence=value.sequence,
         event_type=to_proto_enum(pb.AuditEventType, "AUDIT_EVENT_TYPE_", value.event_type),
         occur_time=timestamp(value.occur_time),
@@ -218,6 +254,11 @@ def audit_event(value: AuditEvent) -> pb.AuditEvent:
         previous_hash=value.previous_hash,
         hash=value.hash,
     )
+    if value.actor is not None:
+        message.actor.CopyFrom(
+            pb.AuditActor(issuer=value.actor.issuer, subject=value.actor.subject)
+        )
+    return message
 
 
 def verdict(value: ChainVerdict) -> pb.VerifyAuditChainResponse:

@@ -1,9 +1,12 @@
 """The audit ledger: an append-only hash chain, and the walk that verifies it.
 
-Each event's hash covers its sequence, type, time, payload and the previous
-event's hash, so editing, removing or reordering any event breaks every hash
-after it. Payloads hold ids, digests and counts only — never case content —
-so deleting a tenant's cases never has to touch (or break) the chain. The
+Each event's hash covers its sequence, type, time, payload, the previous
+event's hash and — when it has one — its actor (the authenticated caller), so
+editing, removing or reordering any event breaks every hash after it. The actor
+is hashed only when set, so an event written without one (dev mode, or before
+actors were recorded) hashes exactly as it always did and old ledgers verify.
+Payloads hold ids, digests and counts only — never case content — so
+deleting a tenant's cases never has to touch (or break) the chain. The
 verifier also cross-checks GOLD_LABEL_FROZEN events against the gold-label
 rows: the per-case digest chain cannot see a row that was deleted or
 replaced wholesale (digest recomputed), the ledger can.
@@ -24,6 +27,7 @@ from assay.services.adjudication.canonical import (
     rfc3339,
 )
 from assay.services.adjudication.model import (
+    Actor,
     AuditEvent,
     AuditEventType,
     AuditProblem,
@@ -40,14 +44,18 @@ def event_hash(
     occur_time: datetime,
     payload: Mapping[str, str],
     previous_hash: str,
+    actor: Actor | None = None,
 ) -> str:
-    """``digest`` of {sequence, event_type, occur_time, payload, previous_hash}.
+    """``digest`` of {sequence, event_type, occur_time, payload, previous_hash} plus
+    ``"actor": {"issuer", "subject"}`` when there is an actor.
 
     Every event is hashed once when written and again by each verification, so the
     canonical JSON is spelled out here (keys in sorted order, strings and the payload
     encoded canonically) instead of normalizing a dict; a property test holds it equal to
     ``digest`` of the same dict."""
-    return _chain_hash(sequence, event_type, occur_time, canonical_json(payload), previous_hash)
+    return _chain_hash(
+        sequence, event_type, occur_time, canonical_json(payload), previous_hash, actor
+    )
 
 
 def _chain_hash(
@@ -56,9 +64,16 @@ def _chain_hash(
     occur_time: datetime,
     payload_json: str,
     previous_hash: str,
+    actor: Actor | None,
 ) -> str:
+    who = (
+        ""
+        if actor is None
+        else f'"actor":{{"issuer":{encode_json(actor.issuer)},'
+        f'"subject":{encode_json(actor.subject)}}},'
+    )
     text = (
-        f'{{"event_type":{encode_json(event_type.value)},'
+        f'{{{who}"event_type":{encode_json(event_type.value)},'
         f'"occur_time":"{rfc3339(occur_time)}",'
         f'"payload":{payload_json},'
         f'"previous_hash":{encode_json(previous_hash)},'
@@ -68,14 +83,22 @@ def _chain_hash(
 
 
 def next_event(
-    head: ChainHead, event_type: AuditEventType, payload: Mapping[str, str], now: datetime
+    head: ChainHead,
+    event_type: AuditEventType,
+    payload: Mapping[str, str],
+    now: datetime,
+    actor: Actor | None = None,
 ) -> AuditEvent:
     """The event that extends the chain after ``head``."""
-    return extend(head, event_type, payload, now)[0]
+    return extend(head, event_type, payload, now, actor)[0]
 
 
 def extend(
-    head: ChainHead, event_type: AuditEventType, payload: Mapping[str, str], now: datetime
+    head: ChainHead,
+    event_type: AuditEventType,
+    payload: Mapping[str, str],
+    now: datetime,
+    actor: Actor | None = None,
 ) -> tuple[AuditEvent, str]:
     """``next_event``, with the payload's canonical JSON (what is stored) computed once."""
     for key, value in payload.items():
@@ -90,7 +113,8 @@ def extend(
         occur_time=now,
         payload=fields,
         previous_hash=head.hash,
-        hash=_chain_hash(sequence, event_type, now, payload_json, head.hash),
+        hash=_chain_hash(sequence, event_type, now, payload_json, head.hash, actor),
+        actor=actor,
     )
     return event, payload_json
 
@@ -122,7 +146,12 @@ class ChainVerifier:
                 event.sequence, AuditProblem.BROKEN_LINK, "previous_hash is not the prior hash"
             )
         expected = event_hash(
-            event.sequence, event.event_type, event.occur_time, event.payload, event.previous_hash
+            event.sequence,
+            event.event_type,
+            event.occur_time,
+            event.payload,
+            event.previous_hash,
+            event.actor,
         )
         if expected != event.hash:
             return self._bad(

@@ -4,6 +4,11 @@ Reads never go through the writer: they run on the pooled read connections,
 each in one read transaction (one consistent snapshot). State is derived here
 from what was read, and every gold label read has already had its digest
 re-checked by storage.
+
+Every read takes the ``Caller`` and shows it only what ``permissions`` allows:
+its tenants, and for reviewers and adjudicators the sealed views. Listings
+filter in SQL, so pages stay full, and their page tokens are bound to the
+tenants they were issued for.
 """
 
 from __future__ import annotations
@@ -13,24 +18,24 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
 
-from assay.errors import NotFound, Reason
-from assay.services.adjudication import paging
+from assay.services.adjudication import paging, permissions
 from assay.services.adjudication.agreement import Agreement, cohens_kappa
 from assay.services.adjudication.blinding import blind
 from assay.services.adjudication.canonical import now
+from assay.services.adjudication.cases import case_not_found
 from assay.services.adjudication.fields import optional_id, optional_tenant, require_id
 from assay.services.adjudication.model import (
     AuditEvent,
     BlindedCase,
+    Caller,
+    CaseDetail,
     CaseSnapshot,
     ChainHead,
     ChainVerdict,
     GoldLabelRevision,
-    Resolution,
-    Review,
     Reviewer,
 )
-from assay.services.adjudication.reviewers import check_reviewer_id
+from assay.services.adjudication.reviewers import check_reviewer_id, reviewer_not_found
 from assay.services.adjudication.storage import ExportBatch, Store
 
 T = TypeVar("T")
@@ -44,18 +49,6 @@ class Page(Generic[T]):
 
     items: list[T]
     next_page_token: str
-
-
-def case_not_found(case_id: str) -> NotFound:
-    return NotFound(Reason.CASE_NOT_FOUND, f"no case {case_id}", metadata={"case_id": case_id})
-
-
-def reviewer_not_found(reviewer_id: str, field: str = "reviewer_id") -> NotFound:
-    return NotFound(
-        Reason.REVIEWER_NOT_FOUND,
-        f"no reviewer {reviewer_id} ({field})",
-        metadata={"reviewer_id": reviewer_id, "field": field},
-    )
 
 
 def _page(found: list[T], size: int, query: str, key: Callable[[T], str]) -> Page[T]:
@@ -72,8 +65,11 @@ class Lookups:
         self.store = store
         self.clock = clock
 
-    async def reviewer(self, reviewer_id: str) -> Reviewer:
+    async def reviewer(self, reviewer_id: str, caller: Caller) -> Reviewer:
+        """Reviewers and adjudicators may look up only themselves (anyone else: not found)."""
         check_reviewer_id(reviewer_id, "reviewer_id")
+        if not permissions.may_see_reviewer(caller, reviewer_id):
+            raise reviewer_not_found(reviewer_id)
         found = await self.store.reviewer(reviewer_id)
         if found is None:
             raise reviewer_not_found(reviewer_id)
@@ -85,64 +81,83 @@ class Lookups:
         found = await self.store.reviewers(after, size + 1)
         return _page(found, size, "reviewers", lambda r: r.reviewer_id)
 
-    async def snapshot(self, case_id: str) -> CaseSnapshot:
+    async def case_state(self, case_id: str, caller: Caller) -> CaseSnapshot:
+        """A case of the caller's tenants (GetCaseState)."""
         require_id(case_id, "case_id")
-        snap = await self.store.snapshot(case_id)
-        if snap is None:
-            raise case_not_found(case_id)
-        return snap
+        return permissions.visible_case(caller, await self.store.snapshot(case_id), case_id)
 
-    async def case_detail(
-        self, case_id: str
-    ) -> tuple[CaseSnapshot, list[Review], list[Resolution]]:
+    async def blinded(self, case_id: str, caller: Caller) -> BlindedCase:
+        """The reviewer view, to those ``permissions.blinded_view`` lets see it."""
+        require_id(case_id, "case_id")
+        found = await self.store.snapshot(case_id)
+        snap = permissions.blinded_view(caller, found, case_id, self.clock())
+        return blind(snap.case, snap.round)
+
+    async def case_detail(self, case_id: str, caller: Caller) -> CaseDetail:
+        """The operator view, or an adjudicator's redacted one (``permissions.case_view``)."""
         require_id(case_id, "case_id")
         found = await self.store.case_detail(case_id)
         if found is None:
             raise case_not_found(case_id)
-        return found
+        snap, reviews, resolutions = found
+        return permissions.case_view(caller, snap, case_id, reviews, resolutions)
 
     async def queue(
-        self, reviewer_id: str, tenant: str, page_size: int, page_token: str
+        self, reviewer_id: str, tenant: str, page_size: int, page_token: str, caller: Caller
     ) -> Page[BlindedCase]:
         """The blinded cases this reviewer still has to review; never other reviews."""
         check_reviewer_id(reviewer_id, "reviewer_id")
         optional_tenant(tenant, "tenant")
+        permissions.check_queue_owner(caller, reviewer_id)
+        scope = permissions.tenant_filter(caller, tenant)
         size = paging.page_size(page_size)
-        query = f"queue|{reviewer_id}|{tenant}"
+        query = f"queue|{reviewer_id}|{tenant}{scope.fingerprint()}"
         after = paging.decode_token(query, page_token)
-        await self.reviewer(reviewer_id)
-        found = await self.store.queue(reviewer_id, tenant, after, size + 1, self.clock())
+        if await self.store.reviewer(reviewer_id) is None:
+            raise reviewer_not_found(reviewer_id)
+        found = await self.store.queue(reviewer_id, scope, after, size + 1, self.clock())
         views = [blind(case, round_) for case, round_ in found]
         return _page(views, size, query, lambda c: c.case_id)
 
     async def gold_labels(
-        self, case_id: str, page_size: int, page_token: str
+        self, case_id: str, page_size: int, page_token: str, caller: Caller
     ) -> Page[GoldLabelRevision]:
+        """Revisions of the caller's tenants (a case of another tenant has none for them)."""
         optional_id(case_id, "case_id")
         size = paging.page_size(page_size)
-        query = f"gold|{case_id}"
+        query = f"gold|{case_id}{caller.scope.fingerprint()}"
         token = paging.decode_token(query, page_token)
         after = paging.split_key(token) if token else None
-        found = await self.store.gold_labels(case_id, after, size + 1)
+        found = await self.store.gold_labels(case_id, after, size + 1, caller.scope)
         return _page(found, size, query, lambda g: paging.join_key(g.case_id, g.revision))
 
-    async def audit_events(self, page_size: int, page_token: str) -> Page[AuditEvent]:
+    async def audit_events(
+        self, page_size: int, page_token: str, caller: Caller
+    ) -> Page[AuditEvent]:
+        """Events of the caller's tenants; those about no single tenant only for callers
+        granted every tenant."""
         size = paging.page_size(page_size)
-        token = paging.decode_token("audit", page_token)
+        query = f"audit{caller.scope.fingerprint()}"
+        token = paging.decode_token(query, page_token)
         after = paging.int_key(token) if token else 0
-        found = await self.store.audit_events(after, size + 1)
-        return _page(found, size, "audit", lambda e: str(e.sequence))
+        found = await self.store.audit_events(after, size + 1, caller.scope)
+        return _page(found, size, query, lambda e: str(e.sequence))
 
-    async def export(self, tenant: str, batch_size: int) -> AsyncIterator[ChainHead | ExportBatch]:
-        """The ledger head, then batches of records (latest revision per case) and exclusions."""
+    async def export(
+        self, tenant: str, batch_size: int, caller: Caller
+    ) -> AsyncIterator[ChainHead | ExportBatch]:
+        """The ledger head, then batches of records (latest revision per case) and exclusions,
+        of the tenant named or else of every tenant the caller is granted."""
         optional_tenant(tenant, "tenant")
         size = paging.page_size(batch_size, "batch_size", MAX_EXPORT_BATCH)
-        async for item in self.store.export(tenant, size if batch_size else DEFAULT_EXPORT_BATCH):
+        scope = permissions.tenant_filter(caller, tenant)
+        async for item in self.store.export(scope, size if batch_size else DEFAULT_EXPORT_BATCH):
             yield item
 
-    async def agreement(self, tenant: str) -> Agreement:
+    async def agreement(self, tenant: str, caller: Caller) -> Agreement:
         optional_tenant(tenant, "tenant")
-        return cohens_kappa(await self.store.rated_pairs(tenant))
+        scope = permissions.tenant_filter(caller, tenant)
+        return cohens_kappa(await self.store.rated_pairs(scope))
 
     async def verify(self) -> ChainVerdict:
         return await self.store.verify_chain()

@@ -83,6 +83,10 @@ class Reviewer:
     kind: ReviewerKind
     attested_by: str
     register_time: datetime
+    # The authenticated identity the reviewer is bound to ("" for a dev-mode registration):
+    # only a caller with this issuer and subject may review or adjudicate as this reviewer.
+    identity_issuer: str = ""
+    identity_subject: str = ""
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,9 @@ class Review:
     label_key: str  # canonical JSON of the label, or ""
     reason: str
     submit_time: datetime
+    # Hex of 16 random bytes: what makes the audit commitment to the answer unguessable
+    # ("" for reviews stored before salting; see ``reviews.answer_commitment``).
+    salt: str = ""
 
 
 @dataclass(frozen=True)
@@ -199,6 +206,14 @@ class CaseSnapshot:
 
 
 @dataclass(frozen=True)
+class Actor:
+    """The authenticated principal behind a change: token issuer (or "x509") and subject."""
+
+    issuer: str
+    subject: str
+
+
+@dataclass(frozen=True)
 class AuditEvent:
     sequence: int
     event_type: AuditEventType
@@ -206,6 +221,8 @@ class AuditEvent:
     payload: Mapping[str, str]
     previous_hash: str
     hash: str
+    # Who caused it; None for events written without authentication (dev mode).
+    actor: Actor | None = None
 
 
 @dataclass(frozen=True)
@@ -222,6 +239,59 @@ class ChainVerdict:
     first_bad_sequence: int = 0
     problem: AuditProblem | None = None
     detail: str = ""
+
+
+@dataclass(frozen=True)
+class TenantScope:
+    """The tenants a read or a sweep may touch: ``tenants`` None means every tenant."""
+
+    tenants: frozenset[str] | None = None
+
+    @property
+    def everything(self) -> bool:
+        return self.tenants is None
+
+    def allows(self, tenant: str) -> bool:
+        return self.tenants is None or tenant in self.tenants
+
+    def fingerprint(self) -> str:
+        """What a page token is bound to besides the query: "" for every tenant."""
+        return "" if self.tenants is None else "|" + ",".join(sorted(self.tenants))
+
+
+EVERY_TENANT = TenantScope(None)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling, as far as the adjudication rules care: the identity (None on a server
+    without authentication, where no identity rule applies), the tenants it may touch, and
+    the roles that widen what it may see."""
+
+    actor: Actor | None
+    scope: TenantScope
+    operator: bool
+    adjudicator: bool
+    auditor: bool
+
+    @property
+    def subject(self) -> str:
+        return self.actor.subject if self.actor is not None else ""
+
+
+# A server without authentication: every tenant, every view, no identity to check.
+DEV_CALLER = Caller(None, EVERY_TENANT, operator=True, adjudicator=True, auditor=True)
+
+
+@dataclass(frozen=True)
+class CaseDetail:
+    """What GetCase shows one caller: the operator view, or an adjudicator's redacted one
+    (no verdict, only the current round's reviews, no resolutions)."""
+
+    snapshot: CaseSnapshot
+    reviews: tuple[Review, ...]
+    resolutions: tuple[Resolution, ...]
+    verdict_shown: bool
 
 
 @dataclass(frozen=True)

@@ -5,22 +5,30 @@ its fields first (cheap, outside the writer), then runs as a job in the
 writer's transaction: look up the retry key, read, check the domain rules,
 write the row and its hash-chained audit event, and remember the rendered
 response under the request id (``retries``). Reads are in ``lookups``.
+
+Every mutation takes the ``Caller``: the identity rules that need no stored
+data (``permissions``) run before the job, the tenant and bound-identity rules
+inside it, and the caller's identity becomes the audit event's actor and the
+owner of its request id. ``DEV_CALLER`` (the default) is a server without
+authentication: every tenant, no identity rule, no actor.
 """
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
 
 from assay.errors import AlreadyExists, FailedPrecondition, Reason, invalid_field
-from assay.services.adjudication import cases, gold, resolution, reviews
+from assay.services.adjudication import cases, gold, permissions, resolution, reviews
 from assay.services.adjudication.canonical import digest, now, to_micros
 from assay.services.adjudication.fields import require_id, require_tenant
-from assay.services.adjudication.lookups import case_not_found, reviewer_not_found
 from assay.services.adjudication.model import (
+    DEV_CALLER,
     AuditEventType,
+    Caller,
     Case,
     CaseInput,
     CaseSnapshot,
@@ -32,8 +40,13 @@ from assay.services.adjudication.model import (
     Reviewer,
     ReviewerKind,
 )
+from assay.services.adjudication.permissions import RegistrationPolicy
 from assay.services.adjudication.retries import RequestKey, retryable
-from assay.services.adjudication.reviewers import new_reviewer
+from assay.services.adjudication.reviewers import (
+    check_registration,
+    new_reviewer,
+    reviewer_not_found,
+)
 from assay.services.adjudication.state import derive_state
 from assay.services.adjudication.storage import Store, WriteTx
 
@@ -44,31 +57,46 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(8)}"
 
 
-def _snapshot(tx: WriteTx, case_id: str) -> CaseSnapshot:
-    snap = tx.snapshot(case_id)
-    if snap is None:
-        raise case_not_found(case_id)
-    return snap
+def _snapshot(tx: WriteTx, case_id: str, caller: Caller) -> CaseSnapshot:
+    """The case, if the caller may see it: another tenant's case does not exist for them."""
+    return permissions.visible_case(caller, tx.snapshot(case_id), case_id)
+
+
+def _reviewer(tx: WriteTx, reviewer_id: str, caller: Caller, path: str) -> Reviewer:
+    found = tx.reviewer(reviewer_id)
+    if found is None:
+        raise reviewer_not_found(reviewer_id, path)
+    permissions.check_bound_identity(caller, found, path)
+    return found
 
 
 class Adjudication:
-    """Every use case of the service, over one ``Store``."""
+    """Every use case of the service, over one ``Store``. ``registration``: how reviewers are
+    bound when callers are authenticated (from the server's options)."""
 
-    def __init__(self, store: Store, clock: Callable[[], datetime] = now) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Callable[[], datetime] = now,
+        registration: RegistrationPolicy | None = None,
+    ) -> None:
         self.store = store
         self.clock = clock
+        self.registration = registration or RegistrationPolicy()
 
     async def _idempotent(
         self,
         key: RequestKey,
+        caller: Caller,
         job: Callable[[WriteTx, datetime], T],
         render: Callable[[T], bytes],
         scope: Callable[[T], tuple[str, str]],
         small: bool = True,
     ) -> bytes:
         """``small``: a few rows of one case (the default); deletions over many cases say False,
-        so the writer keeps them off the event loop."""
-        job_run = retryable(key, job, render, scope, self.clock)
+        so the writer keeps them off the event loop. The request id is the caller's own."""
+        owned = replace(key, owner=permissions.request_owner(caller))
+        job_run = retryable(owned, job, render, scope, self.clock)
         return await self.store.write(job_run, small)
 
     # --- mutations ---------------------------------------------------------
@@ -80,28 +108,40 @@ class Adjudication:
         kind: ReviewerKind | None,
         attested_by: str,
         render: Callable[[Reviewer], bytes],
+        caller: Caller = DEV_CALLER,
     ) -> bytes:
-        new_reviewer(reviewer_id, kind, attested_by, self.clock())
+        valid = check_registration(reviewer_id, kind)
+        bound = permissions.bind_registration(
+            caller, reviewer_id, valid, attested_by, self.registration
+        )
+        identity = (bound.identity_issuer, bound.identity_subject)
+        new_reviewer(reviewer_id, valid, bound.attested_by, self.clock(), identity=identity)
 
         def job(tx: WriteTx, at: datetime) -> Reviewer:
-            reviewer = new_reviewer(reviewer_id, kind, attested_by, at)
+            reviewer = new_reviewer(reviewer_id, valid, bound.attested_by, at, identity=identity)
             if tx.reviewer(reviewer_id) is not None:
                 raise AlreadyExists(
                     Reason.REVIEWER_ALREADY_EXISTS, f"reviewer {reviewer_id} exists already"
                 )
             tx.insert_reviewer(reviewer)
-            tx.append_event(
-                AuditEventType.REVIEWER_REGISTERED,
-                {"reviewer_id": reviewer_id, "kind": reviewer.kind.value},
-            )
+            payload = {"reviewer_id": reviewer_id, "kind": reviewer.kind.value}
+            if reviewer.identity_subject:  # the binding is on the ledger too
+                payload["identity_issuer"] = reviewer.identity_issuer
+                payload["identity_subject"] = reviewer.identity_subject
+            tx.append_event(AuditEventType.REVIEWER_REGISTERED, payload, actor=caller.actor)
             return reviewer
 
-        return await self._idempotent(key, job, render, lambda _: ("", ""))
+        return await self._idempotent(key, caller, job, render, lambda _: ("", ""))
 
     async def enqueue_case(
-        self, key: RequestKey, data: CaseInput, render: Callable[[Case], bytes]
+        self,
+        key: RequestKey,
+        data: CaseInput,
+        render: Callable[[Case], bytes],
+        caller: Caller = DEV_CALLER,
     ) -> bytes:
         cases.validate_case(data, self.clock())
+        permissions.check_tenant_write(caller, data.tenant, "case.tenant")
 
         def job(tx: WriteTx, at: datetime) -> Case:
             case = cases.new_case(new_id("case"), data, at)
@@ -110,11 +150,14 @@ class Adjudication:
             tx.append_event(
                 AuditEventType.CASE_ENQUEUED,
                 {"case_id": case.case_id, "tenant": case.tenant, "content": case.content_digest},
+                tenant=case.tenant,
+                actor=caller.actor,
             )
             return case
 
         return await self._idempotent(
             key,
+            caller,
             job,
             render,
             lambda case: (case.tenant, case.case_id),
@@ -125,13 +168,14 @@ class Adjudication:
         key: RequestKey,
         sub: reviews.ReviewSubmission,
         render: Callable[[tuple[Review, CaseState]], bytes],
+        caller: Caller = DEV_CALLER,
     ) -> bytes:
         reviews.validate_submission(sub)
+        permissions.check_acting_as(caller, sub.reviewer_id, "reviewer_id")
 
         def job(tx: WriteTx, at: datetime) -> tuple[Review, CaseState, str]:
-            snap = _snapshot(tx, sub.case_id)
-            if tx.reviewer(sub.reviewer_id) is None:
-                raise reviewer_not_found(sub.reviewer_id)
+            snap = _snapshot(tx, sub.case_id, caller)
+            _reviewer(tx, sub.reviewer_id, caller, "reviewer_id")
             label_key = reviews.check_submission(snap, sub, at)
             review = reviews.new_review(new_id("rev"), snap, sub, label_key, at)
             tx.insert_review(review)
@@ -142,8 +186,10 @@ class Adjudication:
                     "case_id": review.case_id,
                     "reviewer_id": review.reviewer_id,
                     "round": str(review.round),
-                    "answer": digest([review.outcome.value, review.label_key, review.reason]),
+                    "answer": reviews.answer_commitment(review),
                 },
+                tenant=snap.case.tenant,
+                actor=caller.actor,
             )
             after = CaseSnapshot(
                 snap.case, snap.revision_count, (*snap.round_reviews, review), None
@@ -153,6 +199,7 @@ class Adjudication:
 
         return await self._idempotent(
             key,
+            caller,
             job,
             lambda r: render((r[0], r[1])),
             lambda r: (r[2], r[0].case_id),
@@ -163,14 +210,17 @@ class Adjudication:
         key: RequestKey,
         req: resolution.ResolveRequest,
         render: Callable[[tuple[Resolution, CaseState]], bytes],
+        caller: Caller = DEV_CALLER,
     ) -> bytes:
         resolution.validate_resolve(req)
+        adjudicator = req.adjudicator_reviewer_id
+        if adjudicator:
+            permissions.check_acting_as(caller, adjudicator, "adjudicator_reviewer_id")
 
         def job(tx: WriteTx, at: datetime) -> tuple[Resolution, CaseState, str]:
-            snap = _snapshot(tx, req.case_id)
-            adjudicator = req.adjudicator_reviewer_id
-            if adjudicator and tx.reviewer(adjudicator) is None:
-                raise reviewer_not_found(adjudicator, "adjudicator_reviewer_id")
+            snap = _snapshot(tx, req.case_id, caller)
+            if adjudicator:
+                _reviewer(tx, adjudicator, caller, "adjudicator_reviewer_id")
             decided = resolution.decide(snap, req, at)
             tx.insert_resolution(decided)
             tx.append_event(
@@ -183,6 +233,8 @@ class Adjudication:
                     "adjudicator_reviewer_id": adjudicator,
                     "review_ids": ",".join(decided.review_ids),
                 },
+                tenant=snap.case.tenant,
+                actor=caller.actor,
             )
             after = CaseSnapshot(snap.case, snap.revision_count, snap.round_reviews, decided)
             tx.remember_snapshot(after)
@@ -190,6 +242,7 @@ class Adjudication:
 
         return await self._idempotent(
             key,
+            caller,
             job,
             lambda r: render((r[0], r[1])),
             lambda r: (r[2], r[0].case_id),
@@ -201,13 +254,14 @@ class Adjudication:
         case_id: str,
         expected_revision: int,
         render: Callable[[GoldLabelRevision], bytes],
+        caller: Caller = DEV_CALLER,
     ) -> bytes:
         require_id(case_id, "case_id")
         if expected_revision < 0:
             raise invalid_field(Reason.INVALID_FIELD, "expected_revision", "must not be negative")
 
         def job(tx: WriteTx, at: datetime) -> GoldLabelRevision:
-            snap = _snapshot(tx, case_id)
+            snap = _snapshot(tx, case_id, caller)
             following = snap.revision_count + 1
             if expected_revision and expected_revision < following:
                 raise AlreadyExists(
@@ -241,6 +295,8 @@ class Adjudication:
                     "digest": revision.digest,
                     "provenance": revision.provenance.value,
                 },
+                tenant=revision.tenant,
+                actor=caller.actor,
             )
             # Frozen: the next round has no reviews or resolution yet.
             tx.remember_snapshot(CaseSnapshot(snap.case, revision.revision, (), None))
@@ -248,38 +304,55 @@ class Adjudication:
 
         return await self._idempotent(
             key,
+            caller,
             job,
             render,
             lambda rev: (rev.tenant, rev.case_id),
         )
 
     async def delete_tenant(
-        self, key: RequestKey, tenant: str, render: Callable[[tuple[DeletedCounts, int]], bytes]
+        self,
+        key: RequestKey,
+        tenant: str,
+        render: Callable[[tuple[DeletedCounts, int]], bytes],
+        caller: Caller = DEV_CALLER,
     ) -> bytes:
         require_tenant(tenant, "tenant")
+        permissions.check_tenant_write(caller, tenant, "tenant")
 
         def job(tx: WriteTx, at: datetime) -> tuple[DeletedCounts, int]:
             counts = tx.delete_cases("tenant = ?", (tenant,))
             tx.delete_tenant_responses(tenant)
             event = tx.append_event(
-                AuditEventType.TENANT_RECORDS_DELETED, {"tenant": tenant, **_counted(counts)}
+                AuditEventType.TENANT_RECORDS_DELETED,
+                {"tenant": tenant, **_counted(counts)},
+                tenant=tenant,
+                actor=caller.actor,
             )
             return counts, event.sequence
 
-        return await self._idempotent(key, job, render, lambda _: ("", ""), small=False)
+        return await self._idempotent(key, caller, job, render, lambda _: ("", ""), small=False)
 
     async def sweep(
-        self, key: RequestKey, render: Callable[[tuple[DeletedCounts, int]], bytes]
+        self,
+        key: RequestKey,
+        render: Callable[[tuple[DeletedCounts, int]], bytes],
+        caller: Caller = DEV_CALLER,
     ) -> bytes:
+        """Delete the expired cases of the caller's tenants."""
+        scope, tenant, named = permissions.sweep_scope(caller)
+
         def job(tx: WriteTx, at: datetime) -> tuple[DeletedCounts, int]:
-            counts = tx.delete_cases("expire_time <= ?", (to_micros(at),))
+            counts = tx.delete_expired(at, scope)
             event = tx.append_event(
                 AuditEventType.EXPIRED_RECORDS_SWEPT,
-                {"as_of": str(to_micros(at)), **_counted(counts)},
+                {"as_of": str(to_micros(at)), **named, **_counted(counts)},
+                tenant=tenant,
+                actor=caller.actor,
             )
             return counts, event.sequence
 
-        return await self._idempotent(key, job, render, lambda _: ("", ""), small=False)
+        return await self._idempotent(key, caller, job, render, lambda _: ("", ""), small=False)
 
 
 def _counted(counts: DeletedCounts) -> dict[str, str]:

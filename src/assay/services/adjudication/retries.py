@@ -7,6 +7,11 @@ timeout, a crash of the server after the commit) can simply retry. The same
 id with a different request is refused with REQUEST_ID_REUSED rather than
 silently answered with someone else's result. The record is written in the
 same transaction as the change, so there is never one without the other.
+
+Request ids belong to the caller: a record is keyed by the authenticated
+(issuer, subject) and the id, so another principal reusing the id is simply a
+different key — it neither receives the first caller's response nor is refused.
+In dev mode the owner is ("", "").
 """
 
 from __future__ import annotations
@@ -25,12 +30,13 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class RequestKey:
-    """A retry key: the request id (may be empty: no retry safety), the method, and a
-    digest of the whole request."""
+    """A retry key: the request id (may be empty: no retry safety), the method, a digest of
+    the whole request, and whose id it is: (issuer, subject), ("", "") in dev mode."""
 
     request_id: str
     method: str
     request_digest: str
+    owner: tuple[str, str] = ("", "")
 
 
 def retryable(
@@ -46,7 +52,7 @@ def retryable(
 
     def run(tx: WriteTx) -> bytes:
         if key.request_id:
-            prior = tx.recall(key.request_id)
+            prior = tx.recall(key.owner, key.request_id)
             if prior is not None:
                 if (prior.method, prior.request_digest) != (key.method, key.request_digest):
                     raise invalid_field(
@@ -59,9 +65,8 @@ def retryable(
         raw = render(result)
         if key.request_id:
             tenant, case_id = scope(result)
-            tx.remember(
-                key.request_id, StoredResponse(key.method, key.request_digest, raw), tenant, case_id
-            )
+            stored = StoredResponse(key.method, key.request_digest, raw)
+            tx.remember(key.owner, key.request_id, stored, tenant, case_id)
         return raw
 
     return run

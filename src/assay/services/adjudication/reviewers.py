@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from datetime import datetime
 
-from assay.errors import Reason, invalid_field
+from assay.errors import NotFound, Reason, invalid_field
 from assay.services.adjudication.fields import bad, bounded_text
 from assay.services.adjudication.model import Provenance, Reviewer, ReviewerKind
 
@@ -32,17 +32,27 @@ def check_reviewer_id(value: str, path: str) -> str:
     return value
 
 
+def check_registration(
+    reviewer_id: str, kind: ReviewerKind | None, prefix: str = "reviewer"
+) -> ReviewerKind:
+    """The id and kind of a registration; returns the kind, known to be set."""
+    check_reviewer_id(reviewer_id, f"{prefix}.reviewer_id")
+    if kind is None:
+        raise bad(f"{prefix}.kind", "must be HUMAN or MECHANISM_TEST_FIXTURE")
+    return kind
+
+
 def new_reviewer(
     reviewer_id: str,
     kind: ReviewerKind | None,
     attested_by: str,
     register_time: datetime,
     prefix: str = "reviewer",
+    identity: tuple[str, str] = ("", ""),
 ) -> Reviewer:
-    """Validate a registration; a HUMAN without ``attested_by`` is refused."""
-    check_reviewer_id(reviewer_id, f"{prefix}.reviewer_id")
-    if kind is None:
-        raise bad(f"{prefix}.kind", "must be HUMAN or MECHANISM_TEST_FIXTURE")
+    """Validate a registration; a HUMAN without ``attested_by`` is refused. ``identity``:
+    the (issuer, subject) the reviewer is bound to (see ``permissions.bind_registration``)."""
+    kind = check_registration(reviewer_id, kind, prefix)
     attested = bounded_text(attested_by.strip(), f"{prefix}.attested_by", MAX_ATTESTED_BY)
     if kind is ReviewerKind.HUMAN and not attested:
         raise invalid_field(
@@ -50,7 +60,15 @@ def new_reviewer(
             f"{prefix}.attested_by",
             "a HUMAN reviewer needs attested_by: who vouches that a person stands behind it",
         )
-    return Reviewer(reviewer_id, kind, attested, register_time)
+    return Reviewer(reviewer_id, kind, attested, register_time, identity[0], identity[1])
+
+
+def reviewer_not_found(reviewer_id: str, field: str = "reviewer_id") -> NotFound:
+    return NotFound(
+        Reason.REVIEWER_NOT_FOUND,
+        f"no reviewer {reviewer_id} ({field})",
+        metadata={"reviewer_id": reviewer_id, "field": field},
+    )
 
 
 def provenance_for(kinds: Iterable[ReviewerKind]) -> Provenance:

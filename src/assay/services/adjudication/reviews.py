@@ -5,15 +5,23 @@ a review belongs to the case's current round, which a FROZEN case only leaves
 when the reviewer names the new round explicitly — so a late submission made
 against a view of the old round can never silently reopen a frozen case.
 Unresolved and not-evaluable are outcomes of their own, never a label.
+
+The audit ledger commits to each answer without revealing it: the commitment
+is a digest over a per-review random salt (kept in the review row, never
+served) and the answer, so hashing each candidate value cannot recover a label
+from the ledger, and two equal answers give unequal commitments. Anyone with
+the review rows can still recompute it (``answer_commitment``).
 """
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
 from assay.errors import AlreadyExists, FailedPrecondition, Reason, invalid_field
 from assay.services.adjudication import cases
+from assay.services.adjudication.canonical import digest
 from assay.services.adjudication.fields import bad, bounded_text, require_id
 from assay.services.adjudication.model import (
     CaseSnapshot,
@@ -26,6 +34,7 @@ from assay.services.adjudication.reviewers import check_reviewer_id
 from assay.services.adjudication.state import derive_state
 
 MAX_REASON = 1024
+SALT_BYTES = 16
 
 
 @dataclass(frozen=True)
@@ -98,9 +107,26 @@ def check_submission(snapshot: CaseSnapshot, sub: ReviewSubmission, now: datetim
     return key
 
 
+def new_salt() -> str:
+    return secrets.token_bytes(SALT_BYTES).hex()
+
+
+def answer_commitment(review: Review) -> str:
+    """The REVIEW_SUBMITTED event's ``answer``: digest of [salt, outcome, label key, reason].
+    A review stored before salting (empty salt) was committed to without one."""
+    answer = [review.outcome.value, review.label_key, review.reason]
+    return digest([review.salt, *answer] if review.salt else answer)
+
+
 def new_review(
-    review_id: str, snapshot: CaseSnapshot, sub: ReviewSubmission, label_key: str, now: datetime
+    review_id: str,
+    snapshot: CaseSnapshot,
+    sub: ReviewSubmission,
+    label_key: str,
+    now: datetime,
+    salt: str | None = None,
 ) -> Review:
+    """The review to store; ``salt``: a fresh random one unless given."""
     assert sub.outcome is not None
     return Review(
         review_id=review_id,
@@ -112,4 +138,5 @@ def new_review(
         label_key=label_key,
         reason=sub.reason if sub.outcome is not Outcome.LABEL else "",
         submit_time=now,
+        salt=new_salt() if salt is None else salt,
     )

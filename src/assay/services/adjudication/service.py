@@ -8,6 +8,7 @@ from pathlib import Path
 from assay.runtime.server import ServiceSpec
 from assay.services.adjudication.lookups import Lookups
 from assay.services.adjudication.operations import Adjudication
+from assay.services.adjudication.permissions import RegistrationPolicy
 from assay.services.adjudication.servicer import AdjudicationServicer
 from assay.services.adjudication.storage import SchemaTooNew, Store
 from assay.services.registry import ServeOptions
@@ -15,7 +16,9 @@ from assay.v1 import adjudication_service_pb2
 
 
 async def build_spec(options: ServeOptions) -> ServiceSpec:
-    """Open (and migrate) ``options.db_path``; the spec's ``close`` drains writes and closes it."""
+    """Open (and migrate) ``options.db_path``; the spec's ``close`` drains writes and closes it.
+    ``allow_fixture_reviewers`` and ``reviewer_issuer`` decide how authenticated callers
+    register reviewers (they change nothing without authentication)."""
     path = Path(options.db_path)
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -27,7 +30,16 @@ async def build_spec(options: ServeOptions) -> ServiceSpec:
     return ServiceSpec(
         name="adjudication",
         descriptor=adjudication_service_pb2.DESCRIPTOR.services_by_name["AdjudicationService"],
-        servicer=AdjudicationServicer(Adjudication(store), Lookups(store)),
+        servicer=AdjudicationServicer(
+            Adjudication(
+                store,
+                registration=RegistrationPolicy(
+                    allow_fixture_reviewers=options.allow_fixture_reviewers,
+                    reviewer_issuer=options.reviewer_issuer,
+                ),
+            ),
+            Lookups(store),
+        ),
         port=options.port,
         close=store.close,
     )

@@ -4,6 +4,10 @@ Mutations hand ``operations`` a render function, because the response to a
 request id is stored (as deterministic bytes) in the same transaction as the
 change it reports: a retry then returns exactly the first response. Those
 bytes are what the mutation returns; the runtime sends them as they are.
+
+The runtime has authenticated the call and checked its roles before it gets
+here; each method hands the caller (``current_principal()``, as a domain
+``Caller``) down, and the rules that use it live in ``permissions``.
 """
 
 from __future__ import annotations
@@ -13,11 +17,11 @@ from typing import Any
 
 import grpc
 
+from assay.runtime.auth.principal import current_principal
 from assay.services.adjudication import convert, values
-from assay.services.adjudication.blinding import blind
 from assay.services.adjudication.canonical import now
 from assay.services.adjudication.lookups import Lookups
-from assay.services.adjudication.model import ChainHead, ExportTally
+from assay.services.adjudication.model import Caller, ChainHead, ExportTally
 from assay.services.adjudication.operations import Adjudication
 from assay.services.adjudication.retries import RequestKey
 from assay.services.adjudication.state import derive_state
@@ -32,6 +36,10 @@ def _bytes(message: Any) -> bytes:
 
 def _key(method: str, request: Any) -> RequestKey:
     return RequestKey(request.request_id, method, values.request_digest(request))
+
+
+def _caller() -> Caller:
+    return convert.caller(current_principal())
 
 
 class AdjudicationServicer:
@@ -53,13 +61,14 @@ class AdjudicationServicer:
             convert.reviewer_kind(given.kind),
             given.attested_by,
             lambda r: _bytes(pb.RegisterReviewerResponse(reviewer=convert.reviewer(r))),
+            _caller(),
         )
         return raw
 
     async def GetReviewer(
         self, request: pb.GetReviewerRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetReviewerResponse:
-        found = await self.lookups.reviewer(request.reviewer_id)
+        found = await self.lookups.reviewer(request.reviewer_id, _caller())
         return pb.GetReviewerResponse(reviewer=convert.reviewer(found))
 
     async def ListReviewers(
@@ -78,32 +87,26 @@ class AdjudicationServicer:
             _key("EnqueueCase", request),
             convert.case_input(request.case),
             lambda c: _bytes(pb.EnqueueCaseResponse(case=convert.case(c))),
+            _caller(),
         )
         return raw
 
     async def GetCase(
         self, request: pb.GetCaseRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetCaseResponse:
-        snap, reviews, resolutions = await self.lookups.case_detail(request.case_id)
-        return pb.GetCaseResponse(
-            case=convert.case(snap.case),
-            state=convert.case_state(derive_state(snap)),
-            round=snap.round,
-            reviews=[convert.review(r) for r in reviews],
-            resolutions=[convert.resolution(r) for r in resolutions],
-        )
+        return convert.case_detail(await self.lookups.case_detail(request.case_id, _caller()))
 
     async def GetBlindedCase(
         self, request: pb.GetBlindedCaseRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetBlindedCaseResponse:
-        snap = await self.lookups.snapshot(request.case_id)
-        return pb.GetBlindedCaseResponse(case=convert.blinded(blind(snap.case, snap.round)))
+        found = await self.lookups.blinded(request.case_id, _caller())
+        return pb.GetBlindedCaseResponse(case=convert.blinded(found))
 
     async def ListQueue(
         self, request: pb.ListQueueRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListQueueResponse:
         page = await self.lookups.queue(
-            request.reviewer_id, request.tenant, request.page_size, request.page_token
+            request.reviewer_id, request.tenant, request.page_size, request.page_token, _caller()
         )
         return pb.ListQueueResponse(
             cases=[convert.blinded(c) for c in page.items], next_page_token=page.next_page_token
@@ -112,7 +115,7 @@ class AdjudicationServicer:
     async def GetCaseState(
         self, request: pb.GetCaseStateRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetCaseStateResponse:
-        snap = await self.lookups.snapshot(request.case_id)
+        snap = await self.lookups.case_state(request.case_id, _caller())
         return pb.GetCaseStateResponse(
             case_id=snap.case.case_id,
             state=convert.case_state(derive_state(snap)),
@@ -133,6 +136,7 @@ class AdjudicationServicer:
             lambda r: _bytes(
                 pb.SubmitReviewResponse(review=convert.review(r[0]), state=convert.case_state(r[1]))
             ),
+            _caller(),
         )
         return raw
 
@@ -147,6 +151,7 @@ class AdjudicationServicer:
                     resolution=convert.resolution(r[0]), state=convert.case_state(r[1])
                 )
             ),
+            _caller(),
         )
         return raw
 
@@ -158,6 +163,7 @@ class AdjudicationServicer:
             request.case_id,
             request.expected_revision,
             lambda rev: _bytes(pb.FreezeGoldLabelResponse(revision=convert.gold_label(rev))),
+            _caller(),
         )
         return raw
 
@@ -167,7 +173,7 @@ class AdjudicationServicer:
         self, request: pb.ListGoldLabelRevisionsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListGoldLabelRevisionsResponse:
         page = await self.lookups.gold_labels(
-            request.case_id, request.page_size, request.page_token
+            request.case_id, request.page_size, request.page_token, _caller()
         )
         return pb.ListGoldLabelRevisionsResponse(
             revisions=[convert.gold_label(r) for r in page.items],
@@ -180,7 +186,7 @@ class AdjudicationServicer:
         started = now()
         tally = ExportTally()
         head = ChainHead(0, "")
-        async for item in self.lookups.export(request.tenant, request.batch_size):
+        async for item in self.lookups.export(request.tenant, request.batch_size, _caller()):
             if isinstance(item, ChainHead):
                 head = item
                 continue
@@ -199,7 +205,7 @@ class AdjudicationServicer:
     async def ComputeAgreement(
         self, request: pb.ComputeAgreementRequest, context: grpc.aio.ServicerContext
     ) -> pb.ComputeAgreementResponse:
-        return convert.agreement(await self.lookups.agreement(request.tenant))
+        return convert.agreement(await self.lookups.agreement(request.tenant, _caller()))
 
     # --- the ledger and deletion -------------------------------------------
 
@@ -211,7 +217,7 @@ class AdjudicationServicer:
     async def ListAuditEvents(
         self, request: pb.ListAuditEventsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListAuditEventsResponse:
-        page = await self.lookups.audit_events(request.page_size, request.page_token)
+        page = await self.lookups.audit_events(request.page_size, request.page_token, _caller())
         return pb.ListAuditEventsResponse(
             events=[convert.audit_event(e) for e in page.items],
             next_page_token=page.next_page_token,
@@ -226,6 +232,7 @@ class AdjudicationServicer:
             lambda r: _bytes(
                 pb.DeleteTenantRecordsResponse(deleted=convert.deleted(r[0]), audit_sequence=r[1])
             ),
+            _caller(),
         )
         return raw
 
@@ -237,5 +244,6 @@ class AdjudicationServicer:
             lambda r: _bytes(
                 pb.SweepExpiredRecordsResponse(deleted=convert.deleted(r[0]), audit_sequence=r[1])
             ),
+            _caller(),
         )
         return raw

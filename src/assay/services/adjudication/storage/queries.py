@@ -9,6 +9,7 @@ they see one snapshot.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable
 from datetime import datetime
@@ -18,6 +19,7 @@ from assay.services.adjudication import ledger
 from assay.services.adjudication.agreement import RatedPair, category_of
 from assay.services.adjudication.canonical import to_micros
 from assay.services.adjudication.model import (
+    EVERY_TENANT,
     AuditEvent,
     Case,
     CaseSnapshot,
@@ -28,8 +30,17 @@ from assay.services.adjudication.model import (
     Review,
     Reviewer,
     ReviewerKind,
+    TenantScope,
 )
 from assay.services.adjudication.storage import rows
+
+# ``:tenants`` is NULL (every tenant) or a JSON array of the tenants a read may see.
+IN_SCOPE = "(:tenants IS NULL OR {column} IN (SELECT value FROM json_each(:tenants)))"
+
+
+def tenants_param(scope: TenantScope) -> str | None:
+    """``scope`` as the ``:tenants`` parameter of ``IN_SCOPE``."""
+    return None if scope.tenants is None else json.dumps(sorted(scope.tenants))
 
 
 def _all(db: sqlite3.Connection, sql: str, params: Any = ()) -> list[Any]:
@@ -121,7 +132,7 @@ WITH candidates AS (
     SELECT {rows.CASE_COLUMNS},
            (SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = c.case_id) + 1 AS current_round
     FROM cases c
-    WHERE c.expire_time > :now AND c.case_id > :after AND (:tenant = '' OR c.tenant = :tenant)
+    WHERE c.expire_time > :now AND c.case_id > :after AND {IN_SCOPE.format(column="c.tenant")}
 ), counted AS (
     SELECT candidates.*,
            (SELECT COUNT(*) FROM reviews r
@@ -142,16 +153,22 @@ LIMIT :limit
 
 
 def queue(
-    db: sqlite3.Connection, reviewer_id: str, tenant: str, after: str, limit: int, at: datetime
+    db: sqlite3.Connection,
+    reviewer_id: str,
+    scope: TenantScope,
+    after: str,
+    limit: int,
+    at: datetime,
 ) -> list[tuple[Case, int]]:
-    """Cases awaiting a first or second review that this reviewer has not reviewed."""
+    """Cases awaiting a first or second review that this reviewer has not reviewed (the rule
+    ``permissions.awaits_review_by`` states for one case)."""
     found = _all(
         db,
         _QUEUE,
         {
             "now": to_micros(at),
             "after": after,
-            "tenant": tenant,
+            "tenants": tenants_param(scope),
             "reviewer": reviewer_id,
             "limit": limit,
         },
@@ -160,15 +177,27 @@ def queue(
 
 
 def gold_labels(
-    db: sqlite3.Connection, case_id: str, after: tuple[str, int] | None, limit: int
+    db: sqlite3.Connection,
+    case_id: str,
+    after: tuple[str, int] | None,
+    limit: int,
+    scope: TenantScope = EVERY_TENANT,
 ) -> list[GoldLabelRevision]:
     after_case, after_rev = after if after else ("", 0)
     found = _all(
         db,
         f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels "
-        "WHERE (? = '' OR case_id = ?) AND (case_id > ? OR (case_id = ? AND revision > ?)) "
-        "ORDER BY case_id, revision LIMIT ?",
-        (case_id, case_id, after_case, after_case, after_rev, limit),
+        "WHERE (:case = '' OR case_id = :case) "
+        "AND (case_id > :after OR (case_id = :after AND revision > :after_rev)) "
+        f"AND {IN_SCOPE.format(column='tenant')} "
+        "ORDER BY case_id, revision LIMIT :limit",
+        {
+            "case": case_id,
+            "after": after_case,
+            "after_rev": after_rev,
+            "tenants": tenants_param(scope),
+            "limit": limit,
+        },
     )
     return [rows.gold_label(r) for r in found]
 
@@ -178,32 +207,37 @@ def chain_head(db: sqlite3.Connection) -> ChainHead:
     return ChainHead(int(found[0][0]), str(found[0][1])) if found else ledger.EMPTY_HEAD
 
 
-def audit_events(db: sqlite3.Connection, after: int, limit: int) -> list[AuditEvent]:
+def audit_events(
+    db: sqlite3.Connection, after: int, limit: int, scope: TenantScope = EVERY_TENANT
+) -> list[AuditEvent]:
+    """Events after ``after``; for a scope short of every tenant, only the events of its
+    tenants (events about no single tenant have tenant "" and are left out)."""
     found = _all(
         db,
-        f"SELECT {rows.AUDIT_COLUMNS} FROM audit_events WHERE sequence > ? "
-        "ORDER BY sequence LIMIT ?",
-        (after, limit),
+        f"SELECT {rows.AUDIT_COLUMNS} FROM audit_events WHERE sequence > :after "
+        f"AND {IN_SCOPE.format(column='tenant')} ORDER BY sequence LIMIT :limit",
+        {"after": after, "tenants": tenants_param(scope), "limit": limit},
     )
     return [rows.audit_event(r) for r in found]
 
 
-_PAIRS = """
+_PAIRS = f"""
 SELECT r.case_id, r.round, r.outcome, r.label_key, v.kind
 FROM reviews r
 JOIN reviewers v ON v.reviewer_id = r.reviewer_id
 JOIN cases c ON c.case_id = r.case_id
-WHERE (:tenant = '' OR c.tenant = :tenant)
+WHERE {IN_SCOPE.format(column="c.tenant")}
 ORDER BY r.case_id, r.round, r.rowid
 """
 
 
-def rated_pairs(db: sqlite3.Connection, tenant: str) -> list[RatedPair]:
+def rated_pairs(db: sqlite3.Connection, scope: TenantScope) -> list[RatedPair]:
     """The first two reviews of every case round that has at least two."""
     pairs: list[RatedPair] = []
     key: tuple[str, int] | None = None
     held: list[tuple[str, bool]] = []
-    for case_id, round_, outcome, label_key, kind in db.execute(_PAIRS, {"tenant": tenant}):
+    found = db.execute(_PAIRS, {"tenants": tenants_param(scope)})
+    for case_id, round_, outcome, label_key, kind in found:
         if (case_id, round_) != key:
             key, held = (case_id, round_), []
         if len(held) >= 2:

@@ -15,6 +15,7 @@ from assay.errors import DataLoss, Reason
 from assay.services.adjudication import gold
 from assay.services.adjudication.canonical import canonical_json, from_micros, rfc3339, to_micros
 from assay.services.adjudication.model import (
+    Actor,
     AuditEvent,
     AuditEventType,
     Basis,
@@ -30,12 +31,16 @@ from assay.services.adjudication.model import (
 
 Row = Sequence[Any]
 
-REVIEWER_COLUMNS = "reviewer_id, kind, attested_by, register_time"
+REVIEWER_COLUMNS = (
+    "reviewer_id, kind, attested_by, register_time, identity_issuer, identity_subject"
+)
 CASE_COLUMNS = (
     "case_id, tenant, subject, predicate, candidate_values, evidence_refs, context, "
     "local_verdict, lineage_origin, lineage_ref, create_time, expire_time, content_digest"
 )
-REVIEW_COLUMNS = "review_id, case_id, reviewer_id, round, outcome, label_key, reason, submit_time"
+REVIEW_COLUMNS = (
+    "review_id, case_id, reviewer_id, round, outcome, label_key, reason, submit_time, salt"
+)
 RESOLUTION_COLUMNS = (
     "case_id, round, basis, label_key, adjudicator_reviewer_id, review_ids, resolve_time"
 )
@@ -44,7 +49,11 @@ GOLD_COLUMNS = (
     "contributing_review_ids, contributing_reviewer_ids, adjudicator_reviewer_id, "
     "provenance, freeze_time, digest"
 )
-AUDIT_COLUMNS = "sequence, event_type, occur_time, payload, previous_hash, hash"
+AUDIT_COLUMNS = (
+    "sequence, event_type, occur_time, payload, previous_hash, hash, actor_issuer, actor_subject"
+)
+# Written with each event, not read back into it: which tenant may see the event.
+AUDIT_INSERT_COLUMNS = f"{AUDIT_COLUMNS}, tenant"
 
 
 def _corrupt(what: str, key: object, error: Exception) -> DataLoss:
@@ -61,13 +70,20 @@ def _label(label_key: str) -> Any:
 
 def reviewer(row: Row) -> Reviewer:
     try:
-        return Reviewer(row[0], ReviewerKind(row[1]), row[2], from_micros(row[3]))
+        return Reviewer(row[0], ReviewerKind(row[1]), row[2], from_micros(row[3]), row[4], row[5])
     except (ValueError, TypeError) as error:
         raise _corrupt("reviewer", row[0], error) from None
 
 
 def reviewer_params(value: Reviewer) -> tuple[Any, ...]:
-    return (value.reviewer_id, value.kind.value, value.attested_by, to_micros(value.register_time))
+    return (
+        value.reviewer_id,
+        value.kind.value,
+        value.attested_by,
+        to_micros(value.register_time),
+        value.identity_issuer,
+        value.identity_subject,
+    )
 
 
 def case(row: Row) -> Case:
@@ -120,6 +136,7 @@ def review(row: Row) -> Review:
             label_key=row[5],
             reason=row[6],
             submit_time=from_micros(row[7]),
+            salt=row[8],
         )
     except (ValueError, TypeError) as error:
         raise _corrupt("review", row[0], error) from None
@@ -135,6 +152,7 @@ def review_params(value: Review) -> tuple[Any, ...]:
         value.label_key,
         value.reason,
         to_micros(value.submit_time),
+        value.salt,
     )
 
 
@@ -242,13 +260,21 @@ def audit_event(row: Row) -> AuditEvent:
             payload=payload,
             previous_hash=row[4],
             hash=row[5],
+            # Either column set makes an actor, so clearing or forging one breaks the hash.
+            actor=(
+                Actor(row[6] or "", row[7] or "")
+                if row[6] is not None or row[7] is not None
+                else None
+            ),
         )
     except (ValueError, TypeError) as error:
         raise _corrupt("audit event", row[0], error) from None
 
 
-def audit_params(value: AuditEvent, payload_json: str) -> tuple[Any, ...]:
-    """``payload_json``: the payload's canonical JSON, as ``ledger.extend`` hashed it."""
+def audit_params(value: AuditEvent, payload_json: str, tenant: str) -> tuple[Any, ...]:
+    """``payload_json``: the payload's canonical JSON, as ``ledger.extend`` hashed it;
+    ``tenant``: who may see the event ("" for principals granted every tenant only)."""
+    actor = value.actor
     return (
         value.sequence,
         value.event_type.value,
@@ -256,4 +282,7 @@ def audit_params(value: AuditEvent, payload_json: str) -> tuple[Any, ...]:
         payload_json,
         value.previous_hash,
         value.hash,
+        actor.issuer if actor is not None else None,
+        actor.subject if actor is not None else None,
+        tenant,
     )

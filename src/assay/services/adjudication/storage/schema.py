@@ -3,8 +3,9 @@
 The rules that make the corpus trustworthy are enforced here too, not only in
 code: a revision below 1, a second revision at the same (case, revision), a
 second review by a reviewer in a round, a HUMAN reviewer without attestation,
-and any UPDATE or DELETE of a gold label or an audit event are refused by
-SQLite itself. Migrations are append-only: version N is ``MIGRATIONS[N-1]``.
+any UPDATE or DELETE of a gold label or an audit event, and any UPDATE or
+DELETE of a reviewer (V2) are refused by SQLite itself. Migrations are
+append-only: version N is ``MIGRATIONS[N-1]``.
 """
 
 from __future__ import annotations
@@ -114,7 +115,61 @@ CREATE INDEX idempotency_by_tenant ON idempotency (tenant);
 CREATE INDEX idempotency_by_case ON idempotency (case_id);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1,)
+# V2, the trust boundary: reviewers bound to an authenticated identity; a per-review salt for
+# the audit commitment to its answer; each audit event's tenant (what ListAuditEvents filters
+# on; not hashed: the payload it is derived from is) and actor (hashed when set); request ids
+# keyed per caller. Events written before V2 get their tenant from their payload, or from
+# their case's CASE_ENQUEUED event (which names it even after the case is deleted).
+_V2 = """
+ALTER TABLE reviewers ADD COLUMN identity_issuer TEXT NOT NULL DEFAULT '';
+ALTER TABLE reviewers ADD COLUMN identity_subject TEXT NOT NULL DEFAULT '';
+CREATE TRIGGER reviewers_no_update BEFORE UPDATE ON reviewers
+BEGIN SELECT RAISE(ABORT, 'reviewers are never changed'); END;
+
+ALTER TABLE reviews ADD COLUMN salt TEXT NOT NULL DEFAULT '';
+
+ALTER TABLE audit_events ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+ALTER TABLE audit_events ADD COLUMN actor_issuer TEXT;
+ALTER TABLE audit_events ADD COLUMN actor_subject TEXT;
+CREATE TEMP TABLE enqueued AS
+    SELECT json_extract(payload, '$.case_id') AS case_id,
+           json_extract(payload, '$.tenant') AS tenant
+    FROM audit_events WHERE event_type = 'CASE_ENQUEUED';
+CREATE INDEX temp.enqueued_by_case ON enqueued (case_id);
+DROP TRIGGER audit_events_no_update;
+UPDATE audit_events SET tenant = COALESCE(
+    json_extract(payload, '$.tenant'),
+    (SELECT e.tenant FROM temp.enqueued e
+      WHERE e.case_id = json_extract(audit_events.payload, '$.case_id')),
+    '')
+WHERE event_type NOT IN ('REVIEWER_REGISTERED', 'EXPIRED_RECORDS_SWEPT');
+CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON audit_events
+BEGIN SELECT RAISE(ABORT, 'the audit ledger is append-only'); END;
+DROP TABLE temp.enqueued;
+CREATE INDEX audit_events_by_tenant ON audit_events (tenant, sequence);
+
+CREATE TABLE idempotency_v2 (
+    caller_issuer  TEXT NOT NULL,
+    caller_subject TEXT NOT NULL,
+    request_id     TEXT NOT NULL,
+    method         TEXT NOT NULL,
+    request_digest TEXT NOT NULL,
+    response       BLOB NOT NULL,
+    tenant         TEXT NOT NULL,
+    case_id        TEXT NOT NULL,
+    create_time    INTEGER NOT NULL,
+    PRIMARY KEY (caller_issuer, caller_subject, request_id)
+);
+INSERT INTO idempotency_v2
+    SELECT '', '', request_id, method, request_digest, response, tenant, case_id, create_time
+    FROM idempotency;
+DROP TABLE idempotency;
+ALTER TABLE idempotency_v2 RENAME TO idempotency;
+CREATE INDEX idempotency_by_tenant ON idempotency (tenant);
+CREATE INDEX idempotency_by_case ON idempotency (case_id);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 PRAGMAS = (

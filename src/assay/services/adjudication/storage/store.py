@@ -1,10 +1,11 @@
 """The adjudication store: one SQLite file, one writer, a few readers.
 
-Opening applies pending migrations (``PRAGMA user_version``) and refuses a
-file written by a newer schema. The writer connection is the only one that
-writes (see ``tx.py``); reads go to a small pool of read-only connections,
-which WAL lets proceed while the writer commits. Multi-statement reads run
-inside one read transaction, so they see one consistent snapshot.
+Opening makes the file owner-only (``files``), applies pending migrations
+(``PRAGMA user_version``) and refuses a file written by a newer schema. The
+writer connection is the only one that writes (see ``tx.py``); reads go to a
+small pool of read-only connections, which WAL lets proceed while the writer
+commits. Multi-statement reads run inside one read transaction, so they see
+one consistent snapshot.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ from assay.services.adjudication.model import (
     Resolution,
     Review,
     Reviewer,
+    TenantScope,
 )
-from assay.services.adjudication.storage import connection, queries, rows
+from assay.services.adjudication.storage import connection, files, queries, rows
 from assay.services.adjudication.storage.schema import MIGRATIONS, PRAGMAS, SCHEMA_VERSION
 from assay.services.adjudication.storage.tx import WriteTx
 from assay.services.adjudication.storage.writer import Writer
@@ -102,6 +104,7 @@ class Store:
     @classmethod
     async def open(cls, path: str | Path) -> Store:
         path = str(path)
+        files.owner_only(path)
         db = await _connect(path, read_only=False)
         readers: list[aiosqlite.Connection] = []
         try:
@@ -177,30 +180,33 @@ class Store:
         return await self._read(work)
 
     async def queue(
-        self, reviewer_id: str, tenant: str, after: str, limit: int, at: datetime
+        self, reviewer_id: str, scope: TenantScope, after: str, limit: int, at: datetime
     ) -> list[tuple[Case, int]]:
-        return await self._read(lambda db: queries.queue(db, reviewer_id, tenant, after, limit, at))
+        return await self._read(lambda db: queries.queue(db, reviewer_id, scope, after, limit, at))
 
     async def gold_labels(
-        self, case_id: str, after: tuple[str, int] | None, limit: int
+        self, case_id: str, after: tuple[str, int] | None, limit: int, scope: TenantScope
     ) -> list[GoldLabelRevision]:
-        return await self._read(lambda db: queries.gold_labels(db, case_id, after, limit))
+        return await self._read(lambda db: queries.gold_labels(db, case_id, after, limit, scope))
 
-    async def audit_events(self, after: int, limit: int) -> list[AuditEvent]:
-        return await self._read(lambda db: queries.audit_events(db, after, limit))
+    async def audit_events(self, after: int, limit: int, scope: TenantScope) -> list[AuditEvent]:
+        return await self._read(lambda db: queries.audit_events(db, after, limit, scope))
 
-    async def rated_pairs(self, tenant: str) -> list[RatedPair]:
-        return await self._read(lambda db: queries.rated_pairs(db, tenant))
+    async def rated_pairs(self, scope: TenantScope) -> list[RatedPair]:
+        return await self._read(lambda db: queries.rated_pairs(db, scope))
 
-    async def export(self, tenant: str, batch_size: int) -> AsyncIterator[ChainHead | ExportBatch]:
-        """The chain head first, then batches: one consistent snapshot on its own connection."""
+    async def export(
+        self, scope: TenantScope, batch_size: int
+    ) -> AsyncIterator[ChainHead | ExportBatch]:
+        """The chain head first, then batches: one consistent snapshot on its own connection.
+        Only labels of ``scope``'s tenants, so the manifest counts only those too."""
         db = await _connect(self.path, read_only=True)
         sql = (
             f"SELECT {', '.join('g.' + c.strip() for c in rows.GOLD_COLUMNS.split(','))}, "
             "c.case_id, c.subject, c.predicate, c.candidate_values, c.evidence_refs, c.context "
             "FROM gold_labels g LEFT JOIN cases c ON c.case_id = g.case_id "
             "WHERE g.revision = (SELECT MAX(revision) FROM gold_labels m "
-            "WHERE m.case_id = g.case_id) AND (:tenant = '' OR g.tenant = :tenant) "
+            f"WHERE m.case_id = g.case_id) AND {queries.IN_SCOPE.format(column='g.tenant')} "
             "ORDER BY g.case_id"
         )
         cursor: list[sqlite3.Cursor] = []
@@ -208,7 +214,7 @@ class Store:
         def begin(raw: sqlite3.Connection) -> ChainHead:
             raw.execute("BEGIN")
             head = queries.chain_head(raw)
-            cursor.append(raw.execute(sql, {"tenant": tenant}))
+            cursor.append(raw.execute(sql, {"tenants": queries.tenants_param(scope)}))
             return head
 
         def next_batch(raw: sqlite3.Connection) -> ExportBatch | None:

@@ -19,6 +19,7 @@ from assay.errors import AlreadyExists, Reason
 from assay.services.adjudication import ledger
 from assay.services.adjudication.canonical import now, to_micros
 from assay.services.adjudication.model import (
+    Actor,
     AuditEvent,
     AuditEventType,
     Case,
@@ -29,6 +30,7 @@ from assay.services.adjudication.model import (
     Resolution,
     Review,
     Reviewer,
+    TenantScope,
 )
 from assay.services.adjudication.storage import queries, rows
 
@@ -57,17 +59,29 @@ class WriteTx:
             self._at = now()
         return self._at
 
-    def recall(self, request_id: str) -> StoredResponse | None:
+    def recall(self, owner: tuple[str, str], request_id: str) -> StoredResponse | None:
+        """The response stored for ``owner``'s (issuer, subject) ``request_id``."""
         found = self._db.execute(
-            "SELECT method, request_digest, response FROM idempotency WHERE request_id = ?",
-            (request_id,),
+            "SELECT method, request_digest, response FROM idempotency "
+            "WHERE caller_issuer = ? AND caller_subject = ? AND request_id = ?",
+            (*owner, request_id),
         ).fetchone()
         return StoredResponse(found[0], found[1], bytes(found[2])) if found else None
 
-    def remember(self, request_id: str, stored: StoredResponse, tenant: str, case_id: str) -> None:
+    def remember(
+        self,
+        owner: tuple[str, str],
+        request_id: str,
+        stored: StoredResponse,
+        tenant: str,
+        case_id: str,
+    ) -> None:
         self._db.execute(
-            "INSERT INTO idempotency VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO idempotency (caller_issuer, caller_subject, request_id, method, "
+            "request_digest, response, tenant, case_id, create_time) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
+                *owner,
                 request_id,
                 stored.method,
                 stored.request_digest,
@@ -113,7 +127,7 @@ class WriteTx:
     def insert_reviewer(self, value: Reviewer) -> None:
         try:
             self._db.execute(
-                f"INSERT INTO reviewers ({rows.REVIEWER_COLUMNS}) VALUES (?, ?, ?, ?)",
+                f"INSERT INTO reviewers ({rows.REVIEWER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
                 rows.reviewer_params(value),
             )
         except sqlite3.IntegrityError:
@@ -131,7 +145,7 @@ class WriteTx:
         self._writer.memory.drop_snapshot(value.case_id)
         try:
             self._db.execute(
-                f"INSERT INTO reviews ({rows.REVIEW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO reviews ({rows.REVIEW_COLUMNS}) VALUES ({', '.join('?' * 9)})",
                 rows.review_params(value),
             )
         except sqlite3.IntegrityError as error:
@@ -193,14 +207,32 @@ class WriteTx:
             self._db.execute(f"DELETE FROM cases WHERE case_id IN ({marks})", chunk)
         return DeletedCounts(len(ids), counts[0], counts[1])
 
+    def delete_expired(self, at: datetime, scope: TenantScope) -> DeletedCounts:
+        """Delete the cases of ``scope``'s tenants that expired by ``at``."""
+        tenants = queries.tenants_param(scope)
+        return self.delete_cases(
+            "expire_time <= ? AND (? IS NULL OR tenant IN (SELECT value FROM json_each(?)))",
+            (to_micros(at), tenants, tenants),
+        )
+
     def delete_tenant_responses(self, tenant: str) -> None:
         self._db.execute("DELETE FROM idempotency WHERE tenant = ?", (tenant,))
 
-    def append_event(self, event_type: AuditEventType, payload: dict[str, str]) -> AuditEvent:
-        event, payload_json = ledger.extend(self._writer.head, event_type, payload, self._now())
+    def append_event(
+        self,
+        event_type: AuditEventType,
+        payload: dict[str, str],
+        tenant: str = "",
+        actor: Actor | None = None,
+    ) -> AuditEvent:
+        """Extend the chain. ``tenant``: the one tenant the event is about ("" when none or
+        several: then only principals granted every tenant see it); ``actor``: who did it."""
+        event, payload_json = ledger.extend(
+            self._writer.head, event_type, payload, self._now(), actor
+        )
         self._db.execute(
-            f"INSERT INTO audit_events ({rows.AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-            rows.audit_params(event, payload_json),
+            f"INSERT INTO audit_events ({rows.AUDIT_INSERT_COLUMNS}) VALUES ({', '.join('?' * 9)})",
+            rows.audit_params(event, payload_json, tenant),
         )
         self._writer.head = ChainHead(event.sequence, event.hash)
         return event

@@ -1,0 +1,232 @@
+"""Who may act as whom, and who may see what: the adjudication rules of the trust boundary.
+
+The runtime has already checked that the caller holds one of the RPC's roles;
+these are the finer rules that depend on the request and the stored records.
+
+- Nobody acts in another's name: a reviewer or adjudicator id must be the
+  caller's authenticated subject, and a reviewer bound to an identity accepts
+  only that identity's issuer (IDENTITY_MISMATCH, operators included).
+- Tenants are walls: another tenant's case reads as CASE_NOT_FOUND, exactly as
+  a case that does not exist (so existence never leaks); writing into, deleting
+  or naming a tenant not granted is TENANT_NOT_PERMITTED.
+- Sealed blinding: a plain reviewer sees a blinded case only while it waits for
+  their own review; an adjudicator who is not an operator sees a case only while
+  it waits for their decision, and then without the verdict or earlier rounds.
+
+A caller without an actor is a server without authentication (dev mode): no
+identity rule applies to it and it sees every tenant, as before the boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from assay.errors import FailedPrecondition, FieldViolation, PermissionDenied, Reason
+from assay.services.adjudication import cases
+from assay.services.adjudication.cases import case_not_found
+from assay.services.adjudication.model import (
+    Caller,
+    CaseDetail,
+    CaseSnapshot,
+    CaseState,
+    Resolution,
+    Review,
+    Reviewer,
+    ReviewerKind,
+    TenantScope,
+)
+from assay.services.adjudication.state import derive_state
+
+
+@dataclass(frozen=True)
+class RegistrationPolicy:
+    """How the server binds reviewers (from ``ServeOptions``): whether fixture reviewers may
+    be registered by an authenticated caller, and the issuer HUMAN ids are bound under
+    ("" means the registering caller's own issuer)."""
+
+    allow_fixture_reviewers: bool = False
+    reviewer_issuer: str = ""
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A registration as the caller may make it: who attests, and the identity bound."""
+
+    attested_by: str
+    identity_issuer: str = ""
+    identity_subject: str = ""
+
+
+def identity_mismatch(path: str, description: str) -> PermissionDenied:
+    return PermissionDenied(
+        Reason.IDENTITY_MISMATCH, f"{path}: {description}", [FieldViolation(path, description)]
+    )
+
+
+def tenant_not_permitted(tenant: str, path: str) -> PermissionDenied:
+    description = f"the caller is not granted tenant {tenant}"
+    return PermissionDenied(
+        Reason.TENANT_NOT_PERMITTED,
+        f"{path}: {description}",
+        [FieldViolation(path, description)],
+        metadata={"tenant": tenant},
+    )
+
+
+# --- identity --------------------------------------------------------------
+
+
+def bind_registration(
+    caller: Caller,
+    reviewer_id: str,
+    kind: ReviewerKind,
+    attested_by: str,
+    policy: RegistrationPolicy,
+    prefix: str = "reviewer",
+) -> Binding:
+    """What a registration records. Dev mode: as given, unbound. Authenticated: fixtures
+    only where the server allows them; ``attested_by`` is the caller's subject (empty is
+    filled in, another value refused); the reviewer is bound to ``reviewer_id`` under the
+    reviewer issuer."""
+    actor = caller.actor
+    if actor is None:
+        return Binding(attested_by)
+    if kind is ReviewerKind.MECHANISM_TEST_FIXTURE and not policy.allow_fixture_reviewers:
+        raise FailedPrecondition(
+            Reason.FIXTURE_REVIEWERS_DISABLED,
+            "this server does not register MECHANISM_TEST_FIXTURE reviewers "
+            "(start it with --allow-fixture-reviewers for tests and demos)",
+            metadata={"field": f"{prefix}.kind"},
+        )
+    given = attested_by.strip()
+    if given and given != actor.subject:
+        raise identity_mismatch(
+            f"{prefix}.attested_by",
+            f"must be the registering caller's subject {actor.subject!r} (or empty)",
+        )
+    return Binding(actor.subject, policy.reviewer_issuer or actor.issuer, reviewer_id)
+
+
+def check_acting_as(caller: Caller, reviewer_id: str, path: str) -> None:
+    """A reviewer or adjudicator id is the caller's own subject (checked before any read)."""
+    if caller.actor is not None and reviewer_id != caller.actor.subject:
+        raise identity_mismatch(
+            path, f"is {reviewer_id!r}, but the caller is {caller.actor.subject!r}"
+        )
+
+
+def check_bound_identity(caller: Caller, reviewer: Reviewer, path: str) -> None:
+    """A reviewer bound to an identity accepts only that identity (issuer and subject)."""
+    actor = caller.actor
+    if actor is None:
+        return
+    if reviewer.identity_subject and reviewer.identity_subject != actor.subject:
+        raise identity_mismatch(path, f"reviewer {reviewer.reviewer_id} belongs to someone else")
+    if reviewer.identity_issuer and reviewer.identity_issuer != actor.issuer:
+        raise identity_mismatch(
+            path,
+            f"reviewer {reviewer.reviewer_id} is bound to issuer {reviewer.identity_issuer!r}, "
+            f"not {actor.issuer!r}",
+        )
+
+
+def request_owner(caller: Caller) -> tuple[str, str]:
+    """Whose request ids these are: (issuer, subject), or ("", "") in dev mode."""
+    actor = caller.actor
+    return (actor.issuer, actor.subject) if actor is not None else ("", "")
+
+
+# --- tenants ---------------------------------------------------------------
+
+
+def check_tenant_write(caller: Caller, tenant: str, path: str) -> None:
+    """Creating or deleting a tenant's records needs the tenant."""
+    if not caller.scope.allows(tenant):
+        raise tenant_not_permitted(tenant, path)
+
+
+def tenant_filter(caller: Caller, tenant: str, path: str = "tenant") -> TenantScope:
+    """The tenants a listing covers: the one named (it must be granted), else the caller's."""
+    if not tenant:
+        return caller.scope
+    if not caller.scope.allows(tenant):
+        raise tenant_not_permitted(tenant, path)
+    return TenantScope(frozenset({tenant}))
+
+
+def visible_case(caller: Caller, snapshot: CaseSnapshot | None, case_id: str) -> CaseSnapshot:
+    """The case, if it exists in one of the caller's tenants; CASE_NOT_FOUND either way else."""
+    if snapshot is None or not caller.scope.allows(snapshot.case.tenant):
+        raise case_not_found(case_id)
+    return snapshot
+
+
+def sweep_scope(caller: Caller) -> tuple[TenantScope, str, dict[str, str]]:
+    """What a sweep by ``caller`` may delete, the tenant its audit event belongs to ("" when
+    it spans several), and what its payload adds (the tenants, when not all)."""
+    tenants = caller.scope.tenants
+    if tenants is None:
+        return caller.scope, "", {}
+    only = next(iter(tenants)) if len(tenants) == 1 else ""
+    return caller.scope, only, {"tenants": ",".join(sorted(tenants))}
+
+
+# --- sealed blinding ---------------------------------------------------------
+
+
+def awaits_review_by(snapshot: CaseSnapshot, reviewer_id: str, now: datetime) -> bool:
+    """The case is in ``reviewer_id``'s queue: its current round awaits a first or second
+    review, it is not expired, and they have not reviewed the round (the rule the queue
+    query applies in SQL; a test holds the two equal)."""
+    if cases.is_expired(snapshot.case, now) or snapshot.round_resolution is not None:
+        return False
+    done = snapshot.round_reviews
+    if len(done) >= 2 or (snapshot.round > 1 and not done):
+        return False  # full, or frozen (a new round opens only with an explicit review)
+    return all(r.reviewer_id != reviewer_id for r in done)
+
+
+def blinded_view(
+    caller: Caller, snapshot: CaseSnapshot | None, case_id: str, now: datetime
+) -> CaseSnapshot:
+    """The case a caller may see blinded: operators and adjudicators any in their tenants;
+    a reviewer only one waiting for their own review."""
+    snap = visible_case(caller, snapshot, case_id)
+    if caller.operator or caller.adjudicator:
+        return snap
+    if not awaits_review_by(snap, caller.subject, now):
+        raise case_not_found(case_id)
+    return snap
+
+
+def case_view(
+    caller: Caller,
+    snapshot: CaseSnapshot | None,
+    case_id: str,
+    reviews: Sequence[Review],
+    resolutions: Sequence[Resolution],
+) -> CaseDetail:
+    """GetCase: the operator view for operators; for an adjudicator, the case only while it
+    waits for their decision (DISAGREED, and they did not review the round), without the
+    verdict, earlier rounds' reviews or resolutions; else CASE_NOT_FOUND."""
+    snap = visible_case(caller, snapshot, case_id)
+    if caller.operator:
+        return CaseDetail(snap, tuple(reviews), tuple(resolutions), verdict_shown=True)
+    reviewed = {r.reviewer_id for r in snap.round_reviews}
+    waiting = derive_state(snap) is CaseState.DISAGREED and caller.subject not in reviewed
+    if not (caller.adjudicator and waiting):
+        raise case_not_found(case_id)
+    return CaseDetail(snap, snap.round_reviews, (), verdict_shown=False)
+
+
+def may_see_reviewer(caller: Caller, reviewer_id: str) -> bool:
+    """Operators and auditors see every reviewer; reviewers and adjudicators themselves."""
+    return caller.operator or caller.auditor or caller.subject == reviewer_id
+
+
+def check_queue_owner(caller: Caller, reviewer_id: str) -> None:
+    """A reviewer lists only their own queue; an operator anyone's."""
+    if not caller.operator:
+        check_acting_as(caller, reviewer_id, "reviewer_id")
