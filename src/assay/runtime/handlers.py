@@ -40,6 +40,11 @@ from assay.runtime.auth.principal import DEV_PRINCIPAL, bind_principal, bound_pr
 from assay.runtime.logging import get_logger, rpc_line
 from assay.runtime.status import internal_status, to_status
 
+# errors.proto is the vocabulary of every ErrorInfo.reason sent from here, yet no service's
+# proto imports it, so nothing else puts it in the descriptor pool that server reflection
+# serves from: imported, a client can `grpcurl describe assay.v1.ErrorReason`.
+from assay.v1 import errors_pb2 as _errors_pb2  # noqa: F401
+
 REQUEST_ID_KEY = "x-request-id"
 _MAX_REQUEST_ID = 128
 _OK = grpc.StatusCode.OK

@@ -92,7 +92,8 @@ class AuthPolicy:
 
     @property
     def reviewer_issuer(self) -> str:
-        """The issuer a HUMAN reviewer's id is bound under ("" when tokens are off)."""
+        """The issuer a HUMAN reviewer's id is bound under (``x509`` when the policy accepts
+        client certificates only: the reviewer is then a certificate's CN)."""
         return self.tokens.reviewer_issuer if self.tokens else X509_ISSUER
 
 
@@ -116,8 +117,9 @@ def _grant(index: int, entry: object) -> Grant:
     unknown = set(entry) - {"issuer", "subject", "claim", "value", "roles", "tenants"}
     if unknown:
         raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
+    names = _strings(f"{where}.roles", entry.get("roles"))
     try:
-        roles = frozenset(Role.parse(r) for r in _strings(f"{where}.roles", entry.get("roles")))
+        roles = frozenset(Role.parse(name) for name in names)
     except ValueError as error:
         raise ValueError(f"{where}.roles: {error}") from None
     tenants = frozenset(_strings(f"{where}.tenants", entry.get("tenants", [])))
@@ -140,11 +142,13 @@ def _tokens(table: object, base: Path) -> TokenSettings:
     if not isinstance(table, dict):
         raise ValueError("tokens: expected a table")
     issuers = frozenset(_strings("tokens.issuers", table.get("issuers")))
+    if not issuers:
+        raise ValueError("tokens.issuers: expected at least one issuer")
     if X509_ISSUER in issuers:
         raise ValueError(f"tokens.issuers: {X509_ISSUER!r} is reserved for client certificates")
     jwks = _text("tokens", table, "jwks")
     leeway = table.get("leeway_seconds", DEFAULT_LEEWAY_SECONDS)
-    if not isinstance(leeway, int | float) or not 0 <= leeway <= 300:
+    if isinstance(leeway, bool) or not isinstance(leeway, int | float) or not 0 <= leeway <= 300:
         raise ValueError("tokens.leeway_seconds: expected a number of seconds in [0, 300]")
     reviewer_issuer = _text("tokens", table, "reviewer_issuer")
     if not reviewer_issuer:

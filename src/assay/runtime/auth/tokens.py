@@ -64,8 +64,8 @@ def load_jwks(path: Path) -> dict[str, jwt.PyJWK]:
             continue
         try:
             key = jwt.PyJWK(entry)
-        except jwt.PyJWKError:
-            continue  # a key type or curve Assay does not verify with
+        except jwt.PyJWTError:  # PyJWKError, and InvalidKeyError for a curve like X25519
+            continue  # a key type, curve or encoding Assay does not verify with
         if key.algorithm_name not in ACCEPTED_ALGORITHMS:
             continue
         kid = entry.get("kid", "")
@@ -120,7 +120,8 @@ class TokenVerifier:
 
     def _key_for(self, header: Mapping[str, Any]) -> jwt.PyJWK:
         algorithm = header.get("alg")
-        if algorithm not in ACCEPTED_ALGORITHMS:
+        # An unhashable "alg" (a list) must be refused here, not crash the set lookup.
+        if not isinstance(algorithm, str) or algorithm not in ACCEPTED_ALGORITHMS:
             raise invalid(f"token algorithm {algorithm!r} is not accepted")
         keys = self._current_keys()
         kid = header.get("kid")
@@ -138,7 +139,7 @@ class TokenVerifier:
         """The token's claims; ``Unauthenticated`` with the precise reason otherwise."""
         try:
             header = jwt.get_unverified_header(token)
-        except jwt.DecodeError:
+        except jwt.InvalidTokenError:  # DecodeError, or a header PyJWT refuses (a numeric kid)
             raise invalid("the bearer token is not a JWT") from None
         key = self._key_for(header)
         try:
