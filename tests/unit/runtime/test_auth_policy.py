@@ -104,15 +104,17 @@ class TestParseErrorsNameTheField:
 
 class TestWhatEntriesGrant:
     def test_subject_grant(self) -> None:
-        """A subject entry without an issuer matches that subject from any issuer."""
+        """A subject entry without an issuer matches that subject from any token issuer, but
+        never a client certificate with that CN (those need issuer "x509")."""
         granted = policy(ok(roles=["reviewer", "ROLE_READER"], tenants=["acme"]))
         assert granted.principal(IDP, "alice", {}) == Principal(
             IDP, "alice", frozenset({Role.REVIEWER, Role.READER}), frozenset({"acme"})
         )
-        assert granted.principal(X509_ISSUER, "alice", {}).roles == {
-            Role.REVIEWER,
-            Role.READER,
-        }
+        assert granted.principal(OTHER_IDP, "alice", {}).roles == {Role.REVIEWER, Role.READER}
+        assert granted.principal(X509_ISSUER, "alice", {}).roles == frozenset()
+        pinned = policy(ok(issuer=X509_ISSUER))
+        assert pinned.principal(X509_ISSUER, "alice", {}).roles == {Role.READER}
+        assert pinned.principal(IDP, "alice", {}).roles == frozenset()
 
     def test_issuer_pins_a_subject_grant(self) -> None:
         """With an issuer, the same subject from another issuer is granted nothing."""

@@ -57,7 +57,10 @@ class Grant:
     value: str = ""
 
     def matches(self, issuer: str, subject: str, claims: Mapping[str, Any]) -> bool:
-        if self.issuer and self.issuer != issuer:
+        # A grant that names no issuer is for tokens only: a client certificate's CN matches
+        # only grants that say issuer "x509", so a certificate named "operator" is not the
+        # token subject "operator".
+        if self.issuer != issuer and (self.issuer or issuer == X509_ISSUER):
             return False
         if self.subject:
             return self.subject == subject
