@@ -1,11 +1,13 @@
 """The executor's whole loop through the three real services on loopback ports.
 
 Human review round trip (fixture and human reviewers), the honest return of
-fixture labels, and the local probes acting within grants and approvals.
+fixture labels, the local probes acting within grants and approvals, and a run
+over TLS carrying one principal's token to every service.
 """
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -15,7 +17,12 @@ from typing import Any
 
 import pytest
 
-from assay.client import AsyncAdjudicationClient, AsyncPlannerClient, AsyncResolverClient
+from assay.client import (
+    AsyncAdjudicationClient,
+    AsyncPlannerClient,
+    AsyncResolverClient,
+    Credentials,
+)
 from assay.client.builders import as_evidence
 from assay.client.evidence import load_json_file
 from assay.executor.demo import demo_table
@@ -24,6 +31,7 @@ from assay.executor.model import Outcome, ProbeSetup, RunReport, Settings, StopR
 from assay.executor.stack import local_stack
 from assay.v1 import adjudication_service_pb2 as adj
 from assay.v1 import claim_pb2
+from tests.support.secure import SecureStack, secure_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = as_evidence(load_json_file(ROOT / "examples/executor/idempotency-conflict.json"))
@@ -289,3 +297,41 @@ class TestFailures:
         assert "UNAVAILABLE" in acquisition.detail
         assert report.stop_reason is StopReason.NO_ACTIONABLE_CANDIDATE
         assert report.pending_cases == []
+
+
+@contextlib.asynccontextmanager
+async def secured_services(stack: SecureStack, name: str) -> AsyncIterator[Services]:
+    """The three clients over TLS, each carrying principal ``name``'s token."""
+    creds = Credentials.from_folder(stack.creds.root, name)
+    async with (
+        AsyncResolverClient(stack.targets.resolver, timeout=10, credentials=creds) as resolver,
+        AsyncPlannerClient(stack.targets.planner, timeout=10, credentials=creds) as planner,
+        AsyncAdjudicationClient(
+            stack.targets.adjudication, timeout=10, credentials=creds
+        ) as adjudication,
+    ):
+        yield Services(resolver, planner, adjudication)
+
+
+class TestWithCredentials:
+    async def test_the_executor_acts_as_the_principal_its_clients_carry(
+        self, tmp_path: Path
+    ) -> None:
+        """Over TLS with the operator's token, the run resolves, plans and enqueues a case,
+        recorded as the operator's; with alice's (reader, reviewer) the reads pass and the
+        enqueue is refused as PERMISSION_DENIED, a failed acquisition, not a crashed run."""
+        async with secure_stack(tmp_path) as stack:
+            settings = Settings(SUBJECT, PREDICATE, tenant="acme")
+            async with secured_services(stack, "operator") as services:
+                report = await run(services, settings)
+                assert report.stop_reason is StopReason.AWAITING_REVIEW
+                assert services.adjudication is not None
+                events = [e async for e in services.adjudication.audit_events()]
+            assert [e.actor.subject for e in events] == ["operator"]
+            async with secured_services(stack, "alice") as services:
+                refused = await run(services, settings)
+        acquisition = refused.steps[0].acquisition
+        assert acquisition is not None
+        assert acquisition.outcome is Outcome.FAILED
+        assert "PERMISSION_DENIED" in acquisition.detail
+        assert refused.pending_cases == []

@@ -25,10 +25,9 @@ from google.protobuf import json_format
 from assay.cli import adjudication_render as render
 from assay.cli.common import (
     CliError,
+    Remote,
     add_json_argument,
     add_target_argument,
-    call,
-    channel,
     print_json,
 )
 from assay.v1 import adjudication_service_pb2 as pb
@@ -147,9 +146,10 @@ def register(subparsers: Any) -> None:
 
 
 def _rpc(args: argparse.Namespace, name: str, request: Any, context: str = "") -> Any:
-    with channel(args.target) as ch:
+    remote = Remote.of(args, SERVICE)
+    with remote.channel() as ch:
         method = getattr(pb_grpc.AdjudicationServiceStub(ch), name)
-        return call(SERVICE, args.target, lambda: method(request, timeout=args.timeout), context)
+        return remote.call(lambda: method(request, timeout=args.timeout), context)
 
 
 def _request_id(args: argparse.Namespace) -> str:
@@ -347,8 +347,9 @@ def _export(args: argparse.Namespace) -> int:
     partial = out.with_name(out.name + ".partial")
     request = pb.ExportCorpusRequest(tenant=args.tenant)
     manifest: pb.ExportManifest | None = None
+    remote = Remote.of(args, SERVICE)
     try:
-        with channel(args.target) as ch, partial.open("w", encoding="utf-8") as sink:
+        with remote.channel() as ch, partial.open("w", encoding="utf-8") as sink:
             stub = pb_grpc.AdjudicationServiceStub(ch)
             stream = stub.ExportCorpus(request, timeout=args.timeout)
             with render.export_progress(enabled=sys.stderr.isatty() and not args.json) as advance:
@@ -364,7 +365,7 @@ def _export(args: argparse.Namespace) -> int:
                         advance(len(message.batch.records))
                 except grpc.RpcError as error:
                     failed: Exception = error
-                    call(SERVICE, args.target, lambda: _reraise(failed), "export")
+                    remote.call(lambda: _reraise(failed), "export")
         if manifest is None:
             raise CliError("the export stream ended without a manifest; nothing was written")
         os.replace(partial, out)

@@ -39,13 +39,20 @@ _PROVENANCE = {
 }
 
 
+def _identity(subject: str) -> str:
+    """Who a record names as its authenticated principal ("-": none, as in dev mode). The
+    issuer is left to ``--json``: one issuer is the common case, and tables stay narrow."""
+    return subject or "-"
+
+
 def reviewers(found: Sequence[pb.Reviewer]) -> None:
-    table = Table("reviewer", "kind", "attested by", "registered")
+    table = Table("reviewer", "kind", "attested by", "bound to", "registered")
     for r in found:
         table.add_row(
             r.reviewer_id,
             _name(gold_pb2.ReviewerKind, r.kind, "REVIEWER_KIND_"),
             r.attested_by,
+            _identity(r.identity_subject),
             _time(r.register_time),
         )
     console().print(table)
@@ -215,12 +222,13 @@ def verdict(v: pb.VerifyAuditChainResponse) -> None:
 
 
 def audit_events(found: Sequence[pb.AuditEvent]) -> None:
-    table = Table("#", "event", "time", "payload", "hash")
+    table = Table("#", "event", "actor", "time", "payload", "hash")
     for e in found:
         payload = " ".join(f"{k}={v}" for k, v in sorted(e.payload.items()))
         table.add_row(
             str(e.sequence),
             _name(pb.AuditEventType, e.event_type, "AUDIT_EVENT_TYPE_"),
+            _identity(e.actor.subject),
             _time(e.occur_time),
             payload,
             e.hash[:19] + "…",

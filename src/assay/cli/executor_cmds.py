@@ -3,7 +3,10 @@
 ``executor run`` loads an evidence file and runs the loop for one target
 against running services (``assay up``), within the side effects granted with
 ``--grant`` and the probes approved with ``--approve``; ``--case`` collects
-the gold labels of earlier human-review cases. ``demo`` needs nothing running.
+the gold labels of earlier human-review cases. Its credential flags (``--ca``,
+``--token-file``, …) go with every call to all three services, so the run acts
+as one principal (enqueueing and collecting gold labels need ``operator``).
+``demo`` needs nothing running.
 """
 
 from __future__ import annotations
@@ -18,8 +21,16 @@ from typing import Any
 
 from rich.console import Console
 
-from assay.cli.common import CliError, add_json_argument, read_evidence
+from assay.cli.common import (
+    CliError,
+    add_credential_arguments,
+    add_json_argument,
+    credentials_from_args,
+    describe_failure,
+    read_evidence,
+)
 from assay.client.builders import enum_number
+from assay.client.credentials import Credentials
 from assay.client.errors import AssayCallError, UnavailableError
 from assay.runtime.config import env_str
 from assay.v1 import plan_pb2
@@ -73,6 +84,7 @@ def register(subparsers: Any) -> None:
     run.add_argument("--timeout", type=float, default=30.0, help="seconds per call")
     run.add_argument("--write-evidence", type=Path, help="write the final evidence here")
     add_json_argument(run)
+    add_credential_arguments(run)
     run.set_defaults(handler=_run)
 
     demo = subparsers.add_parser(
@@ -131,15 +143,31 @@ def _run(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     evidence = read_evidence(args.file)
+    credentials = credentials_from_args(args)
     out = _console()
     listener = None if args.json else (lambda event: print_event(out, event))
     try:
-        report = asyncio.run(_execute(args, settings, evidence, listener))
+        report = asyncio.run(_execute(args, settings, evidence, listener, credentials))
+    except ValueError as error:
+        # From the credentials: a token that would go out in plaintext, an unreadable file.
+        raise CliError(str(error)) from None
     except UnavailableError as error:
-        raise CliError(f"a service is not reachable (is `assay up` running?): {error}") from None
+        hint = "" if credentials and credentials.uses_tls else "; if they serve TLS, give --ca"
+        raise CliError(
+            f"a service is not reachable (is `assay up` running?{hint}): {error}"
+        ) from None
     except AssayCallError as error:
-        fields = "; ".join(f"{v.field}: {v.description}" for v in error.violations)
-        raise CliError(f"{fields or error.message} ({error.code.name}, {error.reason})") from None
+        raise CliError(
+            describe_failure(
+                "",
+                "",
+                error.code,
+                error.message,
+                error.reason,
+                error.violations,
+                tls=credentials is not None and credentials.uses_tls,
+            )
+        ) from None
     if args.write_evidence is not None:
         from google.protobuf import json_format
 
@@ -152,14 +180,23 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _execute(args: argparse.Namespace, settings: Any, evidence: Any, listener: Any) -> Any:
+async def _execute(
+    args: argparse.Namespace,
+    settings: Any,
+    evidence: Any,
+    listener: Any,
+    credentials: Credentials | None,
+) -> Any:
     from assay.client import AsyncAdjudicationClient, AsyncPlannerClient, AsyncResolverClient
     from assay.executor.loop import Executor, Services
 
+    timeout = args.timeout
     async with (
-        AsyncResolverClient(args.resolver, timeout=args.timeout) as resolver,
-        AsyncPlannerClient(args.planner, timeout=args.timeout) as planner,
-        AsyncAdjudicationClient(args.adjudication, timeout=args.timeout) as adjudication,
+        AsyncResolverClient(args.resolver, timeout=timeout, credentials=credentials) as resolver,
+        AsyncPlannerClient(args.planner, timeout=timeout, credentials=credentials) as planner,
+        AsyncAdjudicationClient(
+            args.adjudication, timeout=timeout, credentials=credentials
+        ) as adjudication,
     ):
         services = Services(resolver, planner, adjudication)
         return await Executor(services, settings, listener).run(evidence)

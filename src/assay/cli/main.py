@@ -10,8 +10,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+
+# gRPC's core reads this once, when grpc is first imported: without it a failed TLS
+# handshake also prints a core log line, and an error must stay one line. A value the
+# user set wins.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 from assay import __version__
 from assay.cli.common import CliError

@@ -20,10 +20,9 @@ from rich.table import Table
 
 from assay.cli.common import (
     CliError,
+    Remote,
     add_json_argument,
     add_target_argument,
-    call,
-    channel,
     console,
     print_json,
 )
@@ -176,11 +175,10 @@ def print_plan(out: Any, plan: plan_pb2.EvidencePlan) -> None:
 
 def _plan(args: argparse.Namespace) -> int:
     request = load_plan_request(args.file)
-    with channel(args.target) as ch:
+    remote = Remote.of(args, "planner")
+    with remote.channel() as ch:
         stub = planner_service_pb2_grpc.PlannerServiceStub(ch)
-        response: planner_service_pb2.PlanEvidenceResponse = call(
-            "planner",
-            args.target,
+        response: planner_service_pb2.PlanEvidenceResponse = remote.call(
             lambda: stub.PlanEvidence(request, timeout=args.timeout),
             context=args.file,
         )
@@ -192,11 +190,10 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _probes(args: argparse.Namespace) -> int:
-    with channel(args.target) as ch:
+    remote = Remote.of(args, "planner")
+    with remote.channel() as ch:
         stub = planner_service_pb2_grpc.PlannerServiceStub(ch)
-        response: planner_service_pb2.ListProbesResponse = call(
-            "planner",
-            args.target,
+        response: planner_service_pb2.ListProbesResponse = remote.call(
             lambda: stub.ListProbes(planner_service_pb2.ListProbesRequest(), timeout=args.timeout),
         )
     if args.json:

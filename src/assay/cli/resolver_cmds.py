@@ -17,10 +17,9 @@ from rich.table import Table
 
 from assay.cli.common import (
     CliError,
+    Remote,
     add_json_argument,
     add_target_argument,
-    call,
-    channel,
     console,
     fmt_value,
     print_json,
@@ -75,16 +74,15 @@ def _resolve(args: argparse.Namespace) -> int:
     if (args.subject is None) != (args.predicate is None):
         raise CliError("--subject and --predicate go together (or give neither to resolve all)")
     evidence = read_evidence(args.file)
-    with channel(args.target) as ch:
+    remote = Remote.of(args, "resolver")
+    with remote.channel() as ch:
         stub = resolver_service_pb2_grpc.ResolverServiceStub(ch)
         if args.subject is not None:
             single = resolver_service_pb2.ResolveSemanticRequest(
                 evidence=evidence, subject=args.subject, predicate=args.predicate
             )
             _staleness(args, single)
-            response: Any = call(
-                "resolver",
-                args.target,
+            response: Any = remote.call(
                 lambda: stub.ResolveSemantic(single, timeout=args.timeout),
                 context=args.file,
             )
@@ -92,9 +90,7 @@ def _resolve(args: argparse.Namespace) -> int:
         else:
             every = resolver_service_pb2.ResolveEvidenceRequest(evidence=evidence)
             _staleness(args, every)
-            response = call(
-                "resolver",
-                args.target,
+            response = remote.call(
                 lambda: stub.ResolveEvidence(every, timeout=args.timeout),
                 context=args.file,
             )
@@ -167,11 +163,10 @@ def _print_resolution(out: Any, r: resolution_pb2.SemanticResolution) -> None:
 
 
 def _policy(args: argparse.Namespace) -> int:
-    with channel(args.target) as ch:
+    remote = Remote.of(args, "resolver")
+    with remote.channel() as ch:
         stub = resolver_service_pb2_grpc.ResolverServiceStub(ch)
-        response = call(
-            "resolver",
-            args.target,
+        response = remote.call(
             lambda: stub.GetResolverPolicy(
                 resolver_service_pb2.GetResolverPolicyRequest(), timeout=args.timeout
             ),

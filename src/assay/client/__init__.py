@@ -10,6 +10,12 @@
 Every call has a timeout (the client's default, overridable per call), retries
 UNAVAILABLE only where a retry is safe, and raises an ``AssayCallError``
 subclass carrying the status code, the ``ErrorReason`` and the bad fields.
+Against a server with authentication on, pass ``credentials=Credentials(...)``
+(a CA to trust, a bearer token or token file, a client certificate)::
+
+    creds = Credentials.from_folder("creds", "alice")  # creds/ca.pem, creds/tokens/alice.jwt
+    with AdjudicationClient("localhost:50053", credentials=creds) as adjudication:
+        ...
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from assay.client.adjudication import AdjudicationClient
 from assay.client.adjudication_async import AsyncAdjudicationClient
 from assay.client.builders import LegacyBundleWarning, from_value, to_value
 from assay.client.channel import DEFAULT_TIMEOUT_SECONDS
+from assay.client.credentials import Credentials
 from assay.client.errors import (
     AlreadyExistsError,
     AssayCallError,
@@ -27,6 +34,8 @@ from assay.client.errors import (
     InternalError,
     InvalidArgumentError,
     NotFoundError,
+    PermissionDeniedError,
+    UnauthenticatedError,
     UnavailableError,
 )
 from assay.client.planner import AsyncPlannerClient, PlannerClient
@@ -40,6 +49,7 @@ __all__ = [
     "AsyncAdjudicationClient",
     "AsyncPlannerClient",
     "AsyncResolverClient",
+    "Credentials",
     "DataLossError",
     "DeadlineExceededError",
     "FailedPreconditionError",
@@ -47,8 +57,10 @@ __all__ = [
     "InvalidArgumentError",
     "LegacyBundleWarning",
     "NotFoundError",
+    "PermissionDeniedError",
     "PlannerClient",
     "ResolverClient",
+    "UnauthenticatedError",
     "UnavailableError",
     "from_value",
     "to_value",

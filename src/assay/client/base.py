@@ -11,8 +11,11 @@
 - every ``grpc.RpcError`` re-raised as the matching ``AssayCallError`` subclass.
 
 The clients take either a target (they then own a channel configured by
-``assay.client.channel``) or a channel the caller owns (shared across clients,
-or a ``grpc_testing`` channel in tests).
+``assay.client.channel``, with TLS and a bearer token when given
+``credentials``) or a channel the caller owns (shared across clients, or a
+``grpc_testing`` channel in tests). A caller-owned channel already decided its
+transport, so credentials go to the channel helper that made it, not to the
+client: giving both is a ValueError rather than a token silently not sent.
 """
 
 # `timeout` here is the gRPC deadline sent with the call (the server sees it), not a
@@ -30,6 +33,7 @@ from google.protobuf import message as pb_message
 from google.protobuf.descriptor import ServiceDescriptor
 
 from assay.client.channel import DEFAULT_TIMEOUT_SECONDS, aio_channel, sync_channel
+from assay.client.credentials import Credentials
 from assay.client.errors import AssayCallError, from_rpc_error
 
 REQUEST_ID_HEADER = "x-request-id"
@@ -73,6 +77,14 @@ def _check_timeout(timeout: float) -> float:
     return timeout
 
 
+def _no_credentials_for_owned_channel(credentials: Credentials | None) -> None:
+    if credentials is not None:
+        raise ValueError(
+            "credentials apply to a channel the client opens from a target; for a channel you "
+            "own, give them to assay.client.channel.sync_channel / aio_channel instead"
+        )
+
+
 def _serialize(message: pb_message.Message) -> bytes:
     return message.SerializeToString()
 
@@ -108,11 +120,14 @@ class SyncClient(_ClientBase):
         *,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         metadata: Metadata = (),
+        credentials: Credentials | None = None,
     ) -> None:
         super().__init__(timeout, metadata)
+        if not isinstance(target, str):
+            _no_credentials_for_owned_channel(credentials)
         self._owns_channel = isinstance(target, str)
         self.channel: grpc.Channel = (
-            sync_channel(target, [self.SERVICE]) if isinstance(target, str) else target
+            sync_channel(target, [self.SERVICE], credentials) if isinstance(target, str) else target
         )
 
     def close(self) -> None:
@@ -179,11 +194,14 @@ class AsyncClient(_ClientBase):
         *,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         metadata: Metadata = (),
+        credentials: Credentials | None = None,
     ) -> None:
         super().__init__(timeout, metadata)
+        if not isinstance(target, str):
+            _no_credentials_for_owned_channel(credentials)
         self._owns_channel = isinstance(target, str)
         self.channel: grpc.aio.Channel = (
-            aio_channel(target, [self.SERVICE]) if isinstance(target, str) else target
+            aio_channel(target, [self.SERVICE], credentials) if isinstance(target, str) else target
         )
 
     async def close(self) -> None:
@@ -246,6 +264,7 @@ __all__ = [
     "REQUEST_ID_HEADER",
     "AssayCallError",
     "AsyncClient",
+    "Credentials",
     "SyncClient",
     "call_metadata",
     "new_request_id",

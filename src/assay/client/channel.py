@@ -6,6 +6,10 @@ are safe to repeat are retried, and only on ``UNAVAILABLE``: read-only RPCs
 (``idempotency_level`` NO_SIDE_EFFECTS or IDEMPOTENT) and mutating RPCs whose
 request carries a ``request_id`` (the clients fill one in, so a retry is
 recognised by the server and returns the first result).
+
+TLS and the bearer token come from ``assay.client.credentials.Credentials``:
+both live in the channel (gRPC channel and call credentials), so every stub
+made on it, the typed clients' or a caller's own, carries them.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import grpc
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 
+from assay.client.credentials import Credentials
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -66,11 +71,31 @@ def channel_options(
     ]
 
 
-def sync_channel(target: str, services: Iterable[ServiceDescriptor]) -> grpc.Channel:
-    """A plaintext blocking channel with the Assay options."""
-    return grpc.insecure_channel(target, options=channel_options(services))
+def sync_channel(
+    target: str,
+    services: Iterable[ServiceDescriptor],
+    credentials: Credentials | None = None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> grpc.Channel:
+    """A blocking channel with the Assay options: TLS and a bearer token on every call when
+    ``credentials`` say so, plaintext otherwise (ValueError: a token in plaintext off
+    loopback)."""
+    options = channel_options(services, max_message_bytes)
+    secure = credentials.channel_credentials(target) if credentials is not None else None
+    if secure is None:
+        return grpc.insecure_channel(target, options=options)
+    return grpc.secure_channel(target, secure, options=options)
 
 
-def aio_channel(target: str, services: Iterable[ServiceDescriptor]) -> grpc.aio.Channel:
-    """A plaintext asyncio channel with the Assay options."""
-    return grpc.aio.insecure_channel(target, options=channel_options(services))
+def aio_channel(
+    target: str,
+    services: Iterable[ServiceDescriptor],
+    credentials: Credentials | None = None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> grpc.aio.Channel:
+    """The asyncio twin of ``sync_channel``."""
+    options = channel_options(services, max_message_bytes)
+    secure = credentials.channel_credentials(target) if credentials is not None else None
+    if secure is None:
+        return grpc.aio.insecure_channel(target, options=options)
+    return grpc.aio.secure_channel(target, secure, options=options)

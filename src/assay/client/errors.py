@@ -59,6 +59,17 @@ class FailedPreconditionError(AssayCallError):
     """FAILED_PRECONDITION: a domain rule forbids the request now; see ``reason``."""
 
 
+class UnauthenticatedError(AssayCallError):
+    """UNAUTHENTICATED: no credential, or one the server does not accept (bad signature,
+    unknown key, wrong issuer or audience, expired); ``reason`` says which."""
+
+
+class PermissionDeniedError(AssayCallError):
+    """PERMISSION_DENIED: the caller is known but may not do this: a role it lacks
+    (``ERROR_REASON_ROLE_REQUIRED``), acting in another's name
+    (``ERROR_REASON_IDENTITY_MISMATCH``), or a tenant it is not granted."""
+
+
 class UnavailableError(AssayCallError):
     """UNAVAILABLE: the service (or one it depends on) cannot be reached; retry later."""
 
@@ -82,6 +93,8 @@ _BY_CODE: dict[grpc.StatusCode, type[AssayCallError]] = {
     grpc.StatusCode.ALREADY_EXISTS: AlreadyExistsError,
     grpc.StatusCode.FAILED_PRECONDITION: FailedPreconditionError,
     grpc.StatusCode.ABORTED: FailedPreconditionError,
+    grpc.StatusCode.UNAUTHENTICATED: UnauthenticatedError,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError,
     grpc.StatusCode.UNAVAILABLE: UnavailableError,
     grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceededError,
     grpc.StatusCode.DATA_LOSS: DataLossError,

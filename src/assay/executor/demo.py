@@ -1,15 +1,20 @@
-"""``assay demo``: the whole loop, in one process, on shipped example data.
+"""``assay demo``: the whole loop, in one process, on shipped example data, over TLS with tokens.
 
-It starts the three services on free loopback ports with a temporary
-database, then walks a conflicted ``idempotency.mode`` through every stage:
-the executor resolves and plans, enqueues a human-review case, two fixture
-reviewers disagree, a third fixture adjudicates, the label is frozen, and a
-second executor run brings the gold label back as a claim that resolves the
-conflict.
+It writes throwaway credentials (a local CA, a server certificate, a signing
+key and one token per example principal) into a temporary folder, starts the
+three services on free loopback ports with TLS and authentication on, and
+walks a conflicted ``idempotency.mode`` through every stage, each step done by
+the principal whose job it is, with its own token: the operator's executor
+resolves, plans and enqueues a review case for tenant ``acme``; alice and bob
+review it and disagree; carol adjudicates; the operator freezes the label;
+a second executor run brings the gold label back as a claim that resolves the
+conflict. Two refusals show the boundary holding (mallory of tenant
+``globex`` cannot see the ``acme`` case; alice may not freeze), and the audit
+ledger shows who did what.
 
-Honesty is the point of the demo as much as the mechanism. Its reviewers are
-MECHANISM_TEST_FIXTURE reviewers, and it says so; their gold label's
-provenance is SYNTHETIC_MECHANISM_TEST, so it returns as a
+Honesty is the point of the demo as much as the mechanism. alice, bob and
+carol are MECHANISM_TEST_FIXTURE reviewers, scripted, and it says so; their
+gold label's provenance is SYNTHETIC_MECHANISM_TEST, so it returns as a
 ``mechanism_test_fixture`` claim, never as ``human_review``. The builtin
 reliability table has no such kind (so against a production resolver a
 fixture label cannot count at all); the demo's resolver therefore runs with
@@ -18,15 +23,21 @@ the builtin table plus that one row at a low reliability, and prints it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
+from collections.abc import AsyncIterator, Awaitable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
 from assay.client.adjudication_async import AsyncAdjudicationClient
 from assay.client.builders import as_evidence, from_value
+from assay.client.credentials import Credentials
+from assay.client.errors import AssayCallError
 from assay.client.evidence import load_evidence_file
 from assay.client.gold import SYNTHETIC_SOURCE
 from assay.client.planner import AsyncPlannerClient
@@ -34,7 +45,13 @@ from assay.client.resolver import AsyncResolverClient
 from assay.executor.loop import Executor, Services
 from assay.executor.model import RunReport, Settings, StopReason
 from assay.executor.render import print_event, print_summary
-from assay.executor.stack import local_stack
+from assay.executor.stack import LocalStack, local_stack
+from assay.runtime.auth.dev_credentials import (
+    EXAMPLE_PRINCIPALS,
+    DevCredentials,
+    write_dev_credentials,
+)
+from assay.runtime.security import Security
 from assay.services.resolver.policy import DEFAULT_RELIABILITY
 from assay.v1 import adjudication_service_pb2 as adj
 from assay.v1 import gold_pb2
@@ -43,13 +60,19 @@ from assay.v1 import gold_pb2
 # examples/executor/ holds the same file for people reading the repository (a test pins them).
 EXAMPLE = Path(__file__).resolve().parent / "data" / "idempotency-conflict.json"
 SUBJECT, PREDICATE = "api:checkout.submit", "idempotency.mode"
+TENANT = "acme"
 # Low on purpose: a scripted answer is not an observation. Equal to generated_mock.
 FIXTURE_RELIABILITY = 0.3
-REVIEWERS = ("fixture-reviewer-a", "fixture-reviewer-b")
-ADJUDICATOR = "fixture-adjudicator-c"
+# Reviewer ids equal the token subjects: the server accepts a review or a decision only
+# from the principal the reviewer is bound to.
+OPERATOR = "operator"
+REVIEWERS = ("alice", "bob")
+ADJUDICATOR = "carol"
+OUTSIDER = "mallory"
 # What each fixture answers: scripted, so the demo is the same every time.
-SCRIPT = {"fixture-reviewer-a": "idempotency-key", "fixture-reviewer-b": "none"}
+SCRIPT = {"alice": "idempotency-key", "bob": "none"}
 DECISION = "idempotency-key"
+TIMEOUT = 10.0
 
 
 def demo_table(directory: Path) -> tuple[str | None, str]:
@@ -66,90 +89,196 @@ def state_name(state: int) -> str:
     return adj.CaseState.Name(state).removeprefix("CASE_STATE_")  # type: ignore[arg-type]
 
 
+def principals_line() -> str:
+    """Who holds what, from the same table the credentials were written from."""
+    shown = []
+    for grantee in EXAMPLE_PRINCIPALS:
+        tenants = "all tenants" if "*" in grantee.tenants else ", ".join(grantee.tenants)
+        where = f"; {tenants}" if grantee.tenants else ""
+        shown.append(f"{grantee.name} ({', '.join(grantee.roles)}{where})")
+    return " · ".join(shown)
+
+
+@dataclass
+class Team:
+    """One client per principal, each carrying that principal's token and trusting the CA."""
+
+    resolver: AsyncResolverClient
+    planner: AsyncPlannerClient
+    desks: dict[str, AsyncAdjudicationClient]
+
+    def as_(self, name: str) -> AsyncAdjudicationClient:
+        return self.desks[name]
+
+
+@contextlib.asynccontextmanager
+async def team(stack: LocalStack, creds: DevCredentials) -> AsyncIterator[Team]:
+    def of(name: str) -> Credentials:
+        return Credentials.from_folder(creds.root, name)
+
+    async with contextlib.AsyncExitStack() as clients:
+        enter = clients.enter_async_context
+        resolver = await enter(
+            AsyncResolverClient(stack.resolver, timeout=TIMEOUT, credentials=of(OPERATOR))
+        )
+        planner = await enter(
+            AsyncPlannerClient(stack.planner, timeout=TIMEOUT, credentials=of(OPERATOR))
+        )
+        desks = {
+            name: await enter(
+                AsyncAdjudicationClient(stack.adjudication, timeout=TIMEOUT, credentials=of(name))
+            )
+            for name in (OPERATOR, *REVIEWERS, ADJUDICATOR, OUTSIDER)
+        }
+        yield Team(resolver, planner, desks)
+
+
 async def run_demo(console: Console, example: Path = EXAMPLE) -> int:
-    """Walk the loop; exit code 0 when the conflict ends RESOLVED."""
+    """Walk the loop; exit code 0 when the conflict ends RESOLVED and both refusals held."""
     loaded = load_evidence_file(example)
     with tempfile.TemporaryDirectory(prefix="assay-demo-") as scratch:
-        table_path, table_line = demo_table(Path(scratch))
-        async with local_stack(Path(scratch) / "assay.db", table_path) as stack:
+        root = Path(scratch)
+        table_path, table_line = demo_table(root)
+        creds = write_dev_credentials(root / "credentials")
+        security = Security.from_credentials(creds.root)
+        async with (
+            local_stack(
+                root / "assay.db", table_path, security=security, allow_fixture_reviewers=True
+            ) as stack,
+            team(stack, creds) as people,
+        ):
             console.print(f"[bold]Assay demo[/bold] — the loop on {escape(str(example.name))}")
             console.print(
                 f"  resolver {stack.resolver} · planner {stack.planner} · "
                 f"adjudication {stack.adjudication} (temporary database)"
             )
+            console.print(
+                "  TLS on, certificates from a throwaway local CA; every call carries its "
+                "caller's bearer token (an ES256 JWT; tokens are never printed)"
+            )
+            console.print(f"  principals: {principals_line()}")
             console.print(f"  reliability table: {table_line}")
             console.print(
                 "  [yellow]The reviewers below are MECHANISM_TEST_FIXTURE test fixtures: "
-                "scripted stand-ins, not people.[/yellow]"
+                "scripted stand-ins, not people.[/yellow] alice, bob and carol are their "
+                "ids, each bound to the token of the same name."
             )
-            async with (
-                AsyncResolverClient(stack.resolver, timeout=10) as resolver,
-                AsyncPlannerClient(stack.planner, timeout=10) as planner,
-                AsyncAdjudicationClient(stack.adjudication, timeout=10) as adjudication,
-            ):
-                services = Services(resolver, planner, adjudication)
-                evidence = as_evidence(loaded.evidence)
-                console.print(f"\n[bold]1. Evidence[/bold] about {PREDICATE} of {SUBJECT}")
-                for claim in evidence.claims:
-                    value = json.dumps(from_value(claim.value))
-                    console.print(
-                        f"  {claim.id:<11} {claim.source:<14} {escape(value):<18} "
-                        f"confidence {claim.confidence:g}"
-                    )
-                console.print("\n[bold]2. Executor[/bold] (no side effects granted, no approvals)")
-                settings = Settings(SUBJECT, PREDICATE, tenant="demo")
-                first = await Executor(services, settings, lambda e: print_event(console, e)).run(
-                    evidence
+            services = Services(people.resolver, people.planner, people.as_(OPERATOR))
+            evidence = as_evidence(loaded.evidence)
+            console.print(f"\n[bold]1. Evidence[/bold] about {PREDICATE} of {SUBJECT}")
+            for claim in evidence.claims:
+                value = json.dumps(from_value(claim.value))
+                console.print(
+                    f"  {claim.id:<11} {claim.source:<14} {escape(value):<18} "
+                    f"confidence {claim.confidence:g}"
                 )
-                print_summary(console, first)
-                if first.stop_reason is not StopReason.AWAITING_REVIEW:
-                    console.print("[red]expected a human-review case; stopping[/red]")
-                    return 1
-                case_id = first.pending_cases[0]
-                await review(console, adjudication, case_id)
-                console.print("\n[bold]4. Executor again[/bold], collecting the gold label")
-                again = Settings(SUBJECT, PREDICATE, tenant="demo", cases=(case_id,))
-                second = await Executor(services, again, lambda e: print_event(console, e)).run(
-                    evidence
-                )
-                print_summary(console, second)
-                return conclude(console, second)
+            console.print(
+                f"\n[bold]2. Executor[/bold] as {OPERATOR}, for tenant {TENANT} (no side "
+                "effects granted, no approvals; the planner calls the resolver as planner)"
+            )
+            settings = Settings(SUBJECT, PREDICATE, tenant=TENANT)
+            first = await Executor(services, settings, lambda e: print_event(console, e)).run(
+                evidence
+            )
+            print_summary(console, first)
+            if first.stop_reason is not StopReason.AWAITING_REVIEW:
+                console.print("[red]expected a human-review case; stopping[/red]")
+                return 1
+            case_id = first.pending_cases[0]
+            held = await review(console, people, case_id)
+            console.print(
+                f"\n[bold]4. Executor again[/bold] as {OPERATOR}, collecting the gold label"
+            )
+            again = Settings(SUBJECT, PREDICATE, tenant=TENANT, cases=(case_id,))
+            second = await Executor(services, again, lambda e: print_event(console, e)).run(
+                evidence
+            )
+            print_summary(console, second)
+            resolved = conclude(console, second)
+            if not held:
+                console.print("[red]a refusal the trust boundary promises did not happen[/red]")
+                return 1
+            return resolved
 
 
-async def review(console: Console, client: AsyncAdjudicationClient, case_id: str) -> None:
-    """Fixture reviewers disagree, a fixture adjudicator decides, the label is frozen."""
+async def refused(console: Console, attempt: str, call: Awaitable[Any], expected: str) -> bool:
+    """Try what must fail; print how it was refused. True when it was refused as expected."""
+    try:
+        await call
+    except AssayCallError as error:
+        reason = error.reason.removeprefix("ERROR_REASON_")
+        how = f"{error.code.name} {reason}".strip()
+        style = "green" if error.code.name == expected else "red"
+        console.print(f"  refused: {attempt} -> [{style}]{how}[/{style}]")
+        return bool(error.code.name == expected)
+    console.print(f"  [red]NOT refused: {attempt} succeeded (expected {expected})[/red]")
+    return False
+
+
+def bound_to(reviewer: adj.Reviewer) -> str:
+    if reviewer.identity_subject:
+        return f"bound to {reviewer.identity_subject}"
+    return "not bound to an identity"
+
+
+async def review(console: Console, people: Team, case_id: str) -> bool:
+    """Each person with their own token: the operator registers the fixtures, alice and bob
+    disagree, carol decides, the operator freezes; mallory and alice are refused on the way.
+    True when both refusals held."""
+    operator = people.as_(OPERATOR)
     console.print(f"\n[bold]3. Review[/bold] of {case_id} (blinded; no majority vote)")
-    for reviewer in (*REVIEWERS, ADJUDICATOR):
-        await client.add_reviewer(reviewer, "MECHANISM_TEST_FIXTURE", attested_by="assay demo")
+    registered = [
+        await operator.add_reviewer(name, "MECHANISM_TEST_FIXTURE")
+        for name in (*REVIEWERS, ADJUDICATOR)
+    ]
     console.print(
-        f"  registered {', '.join(REVIEWERS)} and {ADJUDICATOR} as MECHANISM_TEST_FIXTURE"
+        f"  {OPERATOR} registers "
+        + ", ".join(f"{r.reviewer_id} ({bound_to(r)})" for r in registered)
+        + " as MECHANISM_TEST_FIXTURE reviewers"
     )
-    queue = [c async for c in client.queue(REVIEWERS[0])]
-    shown = queue[0]
-    fields = ", ".join(f.name for f, _ in shown.ListFields())
-    console.print(f"  a reviewer sees: {fields} — the case has no verdict field at all")
+    first = REVIEWERS[0]
+    queue = [c async for c in people.as_(first).queue(first, TENANT)]
+    fields = ", ".join(f.name for f, _ in queue[0].ListFields())
+    console.print(f"  {first}'s queue shows: {fields} — the case has no verdict field at all")
     for reviewer in REVIEWERS:
-        answer = await client.review(case_id, reviewer, SCRIPT[reviewer])
+        answer = await people.as_(reviewer).review(case_id, reviewer, SCRIPT[reviewer])
         console.print(
-            f"  {reviewer} (fixture) labels {json.dumps(SCRIPT[reviewer])} -> "
+            f"  {reviewer} (fixture, own token) labels {json.dumps(SCRIPT[reviewer])} -> "
             f"{state_name(answer.state)}"
         )
-    decided = await client.adjudicate(case_id, ADJUDICATOR, DECISION)
+    outsider = await refused(
+        console,
+        f"{OUTSIDER} (tenant globex) reads the {TENANT} case",
+        people.as_(OUTSIDER).get_blinded_case(adj.GetBlindedCaseRequest(case_id=case_id)),
+        "NOT_FOUND",
+    )
+    decided = await people.as_(ADJUDICATOR).adjudicate(case_id, ADJUDICATOR, DECISION)
     console.print(
-        f"  {ADJUDICATOR} (fixture) decides {json.dumps(DECISION)} -> "
+        f"  {ADJUDICATOR} (fixture, own token) decides {json.dumps(DECISION)} -> "
         f"{state_name(decided.state)} (ADJUDICATOR_DECISION)"
     )
-    revision = await client.freeze(case_id)
+    role = await refused(
+        console,
+        f"{first} (a reviewer) tries to freeze it",
+        people.as_(first).freeze(case_id),
+        "PERMISSION_DENIED",
+    )
+    revision = await operator.freeze(case_id)
     provenance = gold_pb2.LabelingProvenance.Name(revision.provenance).removeprefix(
         "LABELING_PROVENANCE_"
     )
     console.print(
-        f"  frozen: gold label r{revision.revision}, provenance [bold]{provenance}[/bold], "
-        f"{revision.digest[:23]}…"
+        f"  {OPERATOR} freezes: gold label r{revision.revision}, provenance "
+        f"[bold]{provenance}[/bold], {revision.digest[:23]}…"
     )
-    chain = await client.verify_audit_chain()
+    chain = await operator.verify_audit_chain()
     verdict = "verified" if chain.ok else f"BROKEN at {chain.first_bad_sequence}"
-    console.print(f"  audit chain {verdict} ({chain.events_checked} events)")
+    console.print(f"  audit chain {verdict} ({chain.events_checked} events); who did what:")
+    async for event in operator.audit_events():
+        kind = adj.AuditEventType.Name(event.event_type).removeprefix("AUDIT_EVENT_TYPE_")
+        actor = event.actor.subject or "(no actor recorded)"
+        console.print(f"    #{event.sequence:<3} {kind:<24} by {actor}")
+    return outsider and role
 
 
 def conclude(console: Console, report: RunReport) -> int:

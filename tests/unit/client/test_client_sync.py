@@ -33,8 +33,10 @@ from assay.client import (
     InternalError,
     InvalidArgumentError,
     NotFoundError,
+    PermissionDeniedError,
     PlannerClient,
     ResolverClient,
+    UnauthenticatedError,
     UnavailableError,
 )
 from assay.client.base import REQUEST_ID_HEADER
@@ -301,6 +303,14 @@ class TestErrorMapping:
                 FailedPreconditionError,
             ),
             (errors.Unavailable(errors.Reason.RESOLVER_UNAVAILABLE, "down"), UnavailableError),
+            (
+                errors.Unauthenticated(errors.Reason.CREDENTIALS_EXPIRED, "expired"),
+                UnauthenticatedError,
+            ),
+            (
+                errors.PermissionDenied(errors.Reason.ROLE_REQUIRED, "needs operator"),
+                PermissionDeniedError,
+            ),
             (
                 errors.DeadlineExceeded(errors.Reason.RESOLVER_DEADLINE_EXCEEDED, "slow"),
                 DeadlineExceededError,
