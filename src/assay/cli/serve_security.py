@@ -19,7 +19,6 @@ from pathlib import Path
 from assay.cli.common import CliError
 from assay.runtime.auth import Gate
 from assay.runtime.auth.dev_credentials import DevCredentials
-from assay.runtime.auth.outgoing import read_token
 from assay.runtime.config import env_bool, env_path
 from assay.runtime.security import DEV_MODE_WARNING, Security, unauthenticated_refusal
 from assay.runtime.tls import (
@@ -28,6 +27,7 @@ from assay.runtime.tls import (
     plaintext_refusal,
     resolver_plaintext_refusal,
 )
+from assay.transport import read_token
 
 # The exit code of a configuration a server cannot start with (argparse uses it for usage).
 CONFIG_EXIT_CODE = 2

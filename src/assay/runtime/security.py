@@ -8,7 +8,8 @@ from pathlib import Path
 
 from assay.runtime.auth import DEV_GATE, Gate
 from assay.runtime.auth.dev_credentials import DevCredentials
-from assay.runtime.tls import ClientTls, ServerTls, is_loopback
+from assay.runtime.tls import ClientTls, ServerTls
+from assay.transport import is_loopback
 
 SERVICE_TOKEN_NAME = "planner"
 

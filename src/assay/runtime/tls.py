@@ -9,7 +9,6 @@ Plaintext is allowed only on loopback, unless the operator says
 from __future__ import annotations
 
 import datetime as dt
-import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 
-LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost", "ip6-loopback"})
+from assay.transport import is_local_target, is_loopback
 
 
 def _read(path: Path, what: str) -> bytes:
@@ -110,26 +109,6 @@ class ClientTls:
         )
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or address, IPv6 possibly in brackets) is this machine only."""
-    name = host.strip().strip("[]").lower()
-    if name in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
-def target_host(target: str) -> str:
-    """The host part of a gRPC target such as ``localhost:50051`` or ``[::1]:50051``."""
-    rest = target.split("///", 1)[-1] if "///" in target else target
-    rest = rest.removeprefix("ipv4:").removeprefix("ipv6:")
-    if rest.startswith("["):
-        return rest[1 : rest.find("]")]
-    return rest.rsplit(":", 1)[0] if rest.count(":") == 1 else rest
-
-
 def plaintext_refusal(host: str, tls: ServerTls | None, insecure_plaintext: bool) -> str | None:
     """Why a server must not start (one line), or None."""
     if tls is None and not insecure_plaintext and not is_loopback(host):
@@ -145,7 +124,7 @@ def resolver_plaintext_refusal(
 ) -> str | None:
     """Why the planner must not call its resolver at ``target`` in plaintext (one line), or None:
     the same rule as serving, since its token and the callers' evidence would cross the network."""
-    local = target.startswith("unix:") or is_loopback(target_host(target))
+    local = is_local_target(target)
     if tls is None and not insecure_plaintext and not local:
         return (
             f"refusing to call the resolver at {target} in plaintext: give --resolver-ca FILE "

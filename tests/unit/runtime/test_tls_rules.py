@@ -19,11 +19,10 @@ from assay.runtime.tls import (
     ClientTls,
     ServerTls,
     dial_host,
-    is_loopback,
     plaintext_refusal,
     resolver_plaintext_refusal,
-    target_host,
 )
+from assay.transport import is_loopback, target_host
 
 NOW = dt.datetime.now(dt.UTC)
 DAY = dt.timedelta(days=1)

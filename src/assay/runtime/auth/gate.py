@@ -17,8 +17,8 @@ from assay.runtime.auth.access import AccessRule
 from assay.runtime.auth.policy import X509_ISSUER, AuthPolicy, load_policy
 from assay.runtime.auth.principal import DEV_PRINCIPAL, Principal
 from assay.runtime.auth.tokens import TokenVerifier, invalid
+from assay.transport import AUTHORIZATION_KEY
 
-AUTHORIZATION_KEY = "authorization"
 _BEARER = "bearer "
 _MAX_TOKEN_CHARS = 16 * 1024
 

@@ -26,9 +26,9 @@ from typing import Any, TypeVar
 import grpc
 
 from assay import errors
-from assay.runtime.auth.outgoing import TokenFile
 from assay.runtime.status import decode_rpc_error
 from assay.runtime.tls import ClientTls
+from assay.transport import TokenFile
 from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as rpb
 from assay.v1 import resolver_service_pb2_grpc as rgrpc

@@ -8,13 +8,13 @@ plan fails with RESOLVER_UNAVAILABLE until it is.
 
 from __future__ import annotations
 
-from assay.runtime.auth.outgoing import TokenFile
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.runtime.server import ServiceSpec
 from assay.runtime.tls import ClientTls
 from assay.services.planner.resolver_client import ResolverClient
 from assay.services.planner.servicer import PlannerServicer
 from assay.services.registry import ServeOptions
+from assay.transport import TokenFile
 from assay.v1 import planner_service_pb2
 
 SERVICE_DESCRIPTOR = planner_service_pb2.DESCRIPTOR.services_by_name["PlannerService"]
