@@ -19,10 +19,34 @@ export * from "./gen/assay/v1/resolution_pb.js";
 export * from "./gen/assay/v1/resolver_service_pb.js";
 export { BadRequestSchema, ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
 
-/** Options shared by every client factory. */
+/** PEM data: the path of a PEM file, PEM text ("-----BEGIN ..."), or its bytes (a Buffer). */
+export type Pem = string | Uint8Array;
+
+/**
+ * Options shared by every client factory. Any of `tls`, `ca`, `cert`, `key`
+ * makes the connection TLS; `token`/`tokenFile` add a bearer token to every
+ * call, and are refused (the factory throws) over plaintext to a host other
+ * than this machine.
+ */
 export interface ClientOptions {
   /** Deadline of a call that sets none itself (default DEFAULT_TIMEOUT_MS). */
   timeoutMs?: number;
+  /**
+   * TLS on (true, trusting the system roots unless `ca` is given) or off (false,
+   * and then no `ca`/`cert`/`key`). Default: on when any of them is given or
+   * the target is an https:// URL.
+   */
+  tls?: boolean;
+  /** The CA that signed the server's certificate (e.g. `DIR/ca.pem` of `assay dev-credentials`). */
+  ca?: Pem;
+  /** A client certificate for mutual TLS; needs `key`. */
+  cert?: Pem;
+  /** The client certificate's private key; needs `cert`. */
+  key?: Pem;
+  /** A bearer token (a JWT), sent as `authorization: Bearer <token>`. Not with `tokenFile`. */
+  token?: string;
+  /** A file holding the bearer token, re-read when it changes (e.g. `DIR/tokens/alice.jwt`). */
+  tokenFile?: string;
 }
 
 export declare const DEFAULT_TIMEOUT_MS: number;

@@ -5,7 +5,12 @@
 // (Connect-ES's gRPC transport), so they reach the Python grpc.aio servers
 // exactly as any gRPC client would. Every call has a deadline: the transport's
 // default applies unless the caller passes `{ timeoutMs }` for one call.
+//
+// A secured deployment (TLS, bearer tokens, mutual TLS) takes the credential
+// options of createTransport: `ca`, `cert`/`key`, `token` or `tokenFile`.
 
+import { readFileSync, statSync } from "node:fs";
+import { isIP } from "node:net";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AdjudicationService } from "./gen/assay/v1/adjudication_service_pb.js";
@@ -43,13 +48,146 @@ export const DEFAULT_TARGETS = Object.freeze({
   adjudication: process.env.ASSAY_ADJUDICATION_TARGET || "127.0.0.1:50053",
 });
 
+/** Host names that reach this machine only (the same rule as Python's assay.transport). */
+const LOOPBACK_NAMES = new Set(["localhost", "ip6-localhost", "ip6-loopback"]);
+
+/** Whether `host` (a name or an address, IPv6 possibly in brackets) is this machine only. */
+function isLoopback(host) {
+  const name = host.replace(/^\[|\]$/g, "").toLowerCase();
+  if (LOOPBACK_NAMES.has(name)) return true;
+  if (isIP(name) === 4) return name.startsWith("127.");
+  if (isIP(name) === 6) return name === "::1" || name === "0:0:0:0:0:0:0:1";
+  return false;
+}
+
+/**
+ * PEM bytes from a Buffer, PEM text, or the path of a PEM file. The error
+ * names the file, never its contents (a key is a secret).
+ */
+function pemBytes(value, what) {
+  if (value instanceof Uint8Array) return Buffer.from(value);
+  if (typeof value !== "string" || value === "") {
+    throw new TypeError(`${what} must be a PEM file path, PEM text or a Buffer`);
+  }
+  if (value.includes("-----BEGIN ")) return Buffer.from(value, "utf8");
+  try {
+    return readFileSync(value);
+  } catch (error) {
+    throw new Error(`cannot read ${what} ${value}: ${error.code ?? error.message}`);
+  }
+}
+
+/** A token as it may go in a header: one non-empty run of non-space characters. */
+function checkedToken(token, where) {
+  const trimmed = typeof token === "string" ? token.trim() : "";
+  if (trimmed === "" || /\s/.test(trimmed)) {
+    throw new Error(`${where} does not hold one bearer token`);
+  }
+  return trimmed;
+}
+
+/**
+ * A bearer token kept in a file, read when the client is made (so a missing
+ * file fails at once) and again whenever the file changes on disk, so a
+ * rotated token is picked up without a restart. A file caught half-written
+ * keeps the token that was good.
+ */
+function tokenFileSource(path) {
+  const stamp = () => {
+    try {
+      const stat = statSync(path, { bigint: true });
+      return `${stat.ino}:${stat.size}:${stat.mtimeNs}`;
+    } catch {
+      return "";
+    }
+  };
+  const read = () => {
+    let text;
+    try {
+      text = readFileSync(path, "ascii");
+    } catch (error) {
+      throw new Error(`cannot read token file ${path}: ${error.code ?? error.message}`);
+    }
+    return checkedToken(text, `token file ${path}`);
+  };
+  let seen = stamp();
+  let token = read();
+  return () => {
+    const now = stamp();
+    if (now !== seen && now !== "") {
+      try {
+        token = read();
+        seen = now;
+      } catch {
+        // Keep the last good token; the next call looks again.
+      }
+    }
+    return token;
+  };
+}
+
+/** An interceptor that sends `authorization: Bearer <token>` with every call. */
+function bearerInterceptor(currentToken) {
+  return (next) => async (request) => {
+    request.header.set("authorization", `Bearer ${currentToken()}`);
+    return next(request);
+  };
+}
+
 /**
  * A gRPC transport to `target` ("host:port" like grpcurl's, or a full
- * "http://host:port" URL). Plaintext HTTP/2: the services serve no TLS.
+ * "http://host:port" / "https://host:port" URL).
+ *
+ * Without credential options the transport is plaintext HTTP/2, which is what
+ * `assay up` serves in dev mode. With any of them it is TLS:
+ * - `ca`: the CA to trust (PEM path, PEM text or Buffer); the system roots
+ *   when left out and `tls: true` (or an https:// target) is given instead;
+ * - `cert` and `key`: a client certificate for mutual TLS (both or neither);
+ * - `token` or `tokenFile`: a bearer token sent as `authorization: Bearer …`
+ *   on every call (a token file is re-read when it changes).
+ * A token is never sent in plaintext to a host other than this machine: that
+ * throws here, before any connection is made.
  */
-export function createTransport(target, { timeoutMs = DEFAULT_TIMEOUT_MS } = {}) {
-  const baseUrl = /^https?:\/\//.test(target) ? target : `http://${target}`;
-  return createGrpcTransport({ baseUrl, defaultTimeoutMs: timeoutMs });
+export function createTransport(
+  target,
+  { timeoutMs = DEFAULT_TIMEOUT_MS, tls, ca, cert, key, token, tokenFile } = {},
+) {
+  if ((cert === undefined) !== (key === undefined)) {
+    throw new Error("a client certificate needs its key, and a key its certificate");
+  }
+  if (token !== undefined && tokenFile !== undefined) {
+    throw new Error("give `token` or `tokenFile`, not both");
+  }
+  const scheme = /^(https?):\/\//.exec(target)?.[1];
+  const secure = tls === true || ca !== undefined || cert !== undefined || scheme === "https";
+  if ((scheme === "http" || tls === false) && secure) {
+    throw new Error(`TLS (ca, cert, key, tls or https://) asked of the plaintext target ${target}`);
+  }
+  const baseUrl = scheme ? target : `${secure ? "https" : "http"}://${target}`;
+  const host = new URL(baseUrl).hostname;
+
+  const interceptors = [];
+  if (token !== undefined || tokenFile !== undefined) {
+    if (!secure && !isLoopback(host)) {
+      throw new Error(
+        `refusing to send a bearer token in plaintext to ${host}: give \`ca\` ` +
+          "(or `tls: true` to trust the system roots)",
+      );
+    }
+    if (tokenFile !== undefined) {
+      interceptors.push(bearerInterceptor(tokenFileSource(tokenFile)));
+    } else {
+      const fixed = checkedToken(token, "`token`");
+      interceptors.push(bearerInterceptor(() => fixed));
+    }
+  }
+  const nodeOptions = {};
+  if (ca !== undefined) nodeOptions.ca = pemBytes(ca, "CA");
+  if (cert !== undefined) {
+    nodeOptions.cert = pemBytes(cert, "client certificate");
+    nodeOptions.key = pemBytes(key, "client key");
+  }
+  return createGrpcTransport({ baseUrl, defaultTimeoutMs: timeoutMs, interceptors, nodeOptions });
 }
 
 /** A ResolverService client (ResolveSemantic, ResolveEvidence, ...). */

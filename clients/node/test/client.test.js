@@ -1,9 +1,13 @@
 // The client library on its own, without Assay servers: the default deadline
-// reaches the wire, and decodeError reads rich error details.
+// and the bearer token reach the wire, credential options are checked before
+// any connection, and decodeError reads rich error details.
 
 import assert from "node:assert/strict";
 import { once } from "node:events";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http2";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import {
@@ -11,6 +15,7 @@ import {
   Code,
   ConnectError,
   createResolverClient,
+  createTransport,
   decodeError,
   DEFAULT_TIMEOUT_MS,
   ErrorInfoSchema,
@@ -112,5 +117,115 @@ describe("decodeError", () => {
   it("rethrows anything that is not a call error", () => {
     const bug = new TypeError("not an RPC failure");
     assert.throws(() => decodeError(bug), bug);
+  });
+});
+
+describe("credentials", () => {
+  // An HTTP/2 server that answers every call at once with NOT_FOUND (a
+  // trailers-only response) and records the authorization header it carried.
+  const seenAuthorization = [];
+  const sessions = new Set();
+  let server;
+  let target;
+  let scratch;
+
+  before(async () => {
+    scratch = mkdtempSync(join(tmpdir(), "assay-node-credentials-"));
+    server = createServer();
+    server.on("session", (session) => sessions.add(session));
+    server.on("stream", (stream, headers) => {
+      seenAuthorization.push(headers.authorization);
+      stream.respond(
+        { ":status": 200, "content-type": "application/grpc", "grpc-status": "5" },
+        { endStream: true },
+      );
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    target = `127.0.0.1:${server.address().port}`;
+  });
+
+  after(() => {
+    rmSync(scratch, { recursive: true, force: true });
+    for (const session of sessions) session.destroy();
+    return new Promise((resolve) => server.close(resolve));
+  });
+
+  /** The authorization header of one call made with `client` (the call itself fails). */
+  async function authorizationOf(client) {
+    await assert.rejects(client.getResolverPolicy({}), (error) => {
+      assert.equal(decodeError(error).code, Code.NotFound);
+      return true;
+    });
+    return seenAuthorization.at(-1);
+  }
+
+  it("sends `token` as `authorization: Bearer` on every call", async () => {
+    const client = createResolverClient(target, { token: "  header.payload.signature\n" });
+    assert.equal(await authorizationOf(client), "Bearer header.payload.signature");
+    assert.equal(await authorizationOf(client), "Bearer header.payload.signature");
+  });
+
+  it("sends no authorization header without a token", async () => {
+    assert.equal(await authorizationOf(createResolverClient(target)), undefined);
+  });
+
+  it("reads `tokenFile` and picks up a rotated token, keeping the last good one", async () => {
+    const path = join(scratch, "rotating.jwt");
+    writeFileSync(path, "first.token.value\n");
+    const client = createResolverClient(target, { tokenFile: path });
+    assert.equal(await authorizationOf(client), "Bearer first.token.value");
+    writeFileSync(path, "second.token.value-rotated\n");
+    assert.equal(await authorizationOf(client), "Bearer second.token.value-rotated");
+    writeFileSync(path, "");  // caught half-written
+    assert.equal(await authorizationOf(client), "Bearer second.token.value-rotated");
+  });
+
+  it("refuses a token in plaintext to a host other than this machine", () => {
+    for (const remote of [
+      "10.1.2.3:50051",
+      "assay.example.com:443",
+      "http://192.168.0.7:50051",
+      "[2001:db8::1]:50051",
+      "127.example.com:50051",
+    ]) {
+      assert.throws(
+        () => createTransport(remote, { token: "t" }),
+        /refusing to send a bearer token in plaintext to /,
+        remote,
+      );
+      assert.throws(() => createTransport(remote, { tokenFile: "/nonexistent" }), /plaintext/);
+      if (!remote.startsWith("http://")) {
+        // Over TLS the same token may go anywhere.
+        createTransport(remote, { token: "t", tls: true });
+        createTransport(remote, { token: "t", ca: "-----BEGIN CERTIFICATE-----\n" });
+      }
+    }
+    createTransport("https://192.168.0.7:50051", { token: "t" });
+    for (const local of ["localhost:1", "127.0.0.1:1", "127.3.4.5:1", "[::1]:1", "http://localhost:1"]) {
+      createTransport(local, { token: "t" });
+    }
+  });
+
+  it("refuses incomplete or conflicting credential options before connecting", () => {
+    const pem = "-----BEGIN CERTIFICATE-----\n";
+    const cases = [
+      [{ cert: pem }, /needs its key/],
+      [{ key: pem }, /needs its key/],
+      [{ token: "a", tokenFile: "b" }, /not both/],
+      [{ token: "" }, /does not hold one bearer token/],
+      [{ token: "two words" }, /does not hold one bearer token/],
+      [{ tokenFile: join(scratch, "missing.jwt") }, /cannot read token file .*missing\.jwt: ENOENT/],
+      [{ ca: join(scratch, "missing-ca.pem") }, /cannot read CA .*missing-ca\.pem/],
+      [{ tls: false, ca: pem }, /plaintext target/],
+    ];
+    for (const [options, expected] of cases) {
+      assert.throws(() => createTransport(target, options), expected, JSON.stringify(options));
+    }
+    assert.throws(() => createTransport(`http://${target}`, { ca: pem }), /plaintext target/);
+    assert.throws(() => createTransport(`https://${target}`, { tls: false }), /plaintext target/);
+    const empty = join(scratch, "empty.jwt");
+    writeFileSync(empty, "\n");
+    assert.throws(() => createTransport(target, { tokenFile: empty }), /does not hold one bearer token/);
   });
 });
