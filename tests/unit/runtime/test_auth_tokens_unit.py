@@ -103,11 +103,17 @@ class TestLoadJwks:
 
 
 class FakeClock:
+    """Stands in for the ``time`` module inside ``tokens``: a monotonic clock the test moves,
+    and the real wall clock (token expiry is PyJWT's, against the real one)."""
+
     def __init__(self) -> None:
         self.now = 1000.0
 
     def monotonic(self) -> float:
         return self.now
+
+    def time(self) -> float:
+        return time.time()
 
 
 @pytest.fixture
@@ -178,6 +184,78 @@ class TestReload:
         path = write(tmp_path / "jwks.json", es_jwk())
         with pytest.raises(ValueError, match=message):
             TokenVerifier(path, issuers, audience)
+
+
+class TestVerifiedCache:
+    """A token is checked once and remembered until it expires or the JWKS changes."""
+
+    def verifier(self, path: Path, leeway: float = 30) -> TokenVerifier:
+        return TokenVerifier(path, frozenset({DEV_ISSUER}), DEV_AUDIENCE, leeway)
+
+    def counting(self, monkeypatch: pytest.MonkeyPatch, verifier: TokenVerifier) -> list[str]:
+        seen: list[str] = []
+        full = verifier._verify_fully
+
+        def counted(raw: str) -> dict[str, Any]:
+            seen.append(raw)
+            return full(raw)
+
+        monkeypatch.setattr(verifier, "_verify_fully", counted)
+        return seen
+
+    def test_the_same_token_is_checked_once(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        verifier = self.verifier(write(tmp_path / "jwks.json", es_jwk()))
+        full = self.counting(monkeypatch, verifier)
+        first, other = token(), token(sub="bob")
+        assert [verifier.verify(t)["sub"] for t in (first, first, other, first)] == [
+            "alice",
+            "alice",
+            "bob",
+            "alice",
+        ]
+        assert full == [first, other]
+
+    def test_a_remembered_token_still_expires(self, tmp_path: Path) -> None:
+        """Remembering never outlives ``exp``: once it passes, the token is EXPIRED."""
+        verifier = self.verifier(write(tmp_path / "jwks.json", es_jwk()), leeway=0)
+        expires = int(time.time()) + 1
+        short = token(exp=expires)
+        assert verifier.verify(short)["sub"] == "alice"
+        deadline = time.monotonic() + 5
+        while time.time() <= expires:  # wait for the wall clock to pass exp
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        with pytest.raises(Unauthenticated) as refused:
+            verifier.verify(short)
+        assert refused.value.reason is Reason.CREDENTIALS_EXPIRED
+
+    def test_a_changed_jwks_forgets_every_token(
+        self, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Dropping a key from the file stops its remembered tokens at the next reload."""
+        path = write(tmp_path / "jwks.json", es_jwk())
+        verifier = self.verifier(path)
+        remembered = token()
+        assert verifier.verify(remembered)["sub"] == "alice"
+        other = ec.generate_private_key(ec.SECP256R1())
+        write(path, es_jwk(other, "k2"))
+        bump(path)
+        clock.now += 1.1
+        with pytest.raises(Unauthenticated) as refused:
+            verifier.verify(remembered)
+        assert refused.value.reason is Reason.CREDENTIALS_INVALID
+
+    def test_bounded(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """At most VERIFIED_CACHE_SIZE tokens are remembered; the least recent goes first."""
+        monkeypatch.setattr(tokens, "VERIFIED_CACHE_SIZE", 2)
+        verifier = self.verifier(write(tmp_path / "jwks.json", es_jwk()))
+        full = self.counting(monkeypatch, verifier)
+        a, b, c = token(sub="a"), token(sub="b"), token(sub="c")
+        for raw in (a, b, a, c, a, b):
+            verifier.verify(raw)
+        assert full == [a, b, c, b]  # b was the least recent when c came in
 
 
 class TestAuthorizationHeader:

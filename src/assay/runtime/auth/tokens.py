@@ -12,14 +12,23 @@ What a token must be to pass:
 The JWKS file is read again when it changes on disk (checked at most once a
 second), so keys rotate without a restart: publish the new key beside the old
 one, move the issuer to it, then drop the old key.
+
+A verified token is remembered (by its SHA-256, at most ``VERIFIED_CACHE_SIZE``
+of them, least recently used first out) until it expires, so a client sending
+the same token on every call pays for one signature check, not one per call
+(an ES256 check costs more than the rest of a small RPC). A change of the JWKS
+forgets them all, so a key dropped from the file stops its tokens within the
+reload interval.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +42,7 @@ from assay.errors import Reason, Unauthenticated
 ACCEPTED_ALGORITHMS = frozenset({"RS256", "ES256", "EdDSA"})
 DEFAULT_LEEWAY_SECONDS = 30.0
 _RELOAD_CHECK_SECONDS = 1.0
+VERIFIED_CACHE_SIZE = 4096
 
 
 def invalid(message: str) -> Unauthenticated:
@@ -99,6 +109,12 @@ class TokenVerifier:
         self.leeway = leeway_seconds
         self._keys = _KeySet(load_jwks(jwks_path), self._mtime())
         self._checked = time.monotonic()
+        # sha256(token) -> (claims, the wall-clock second past which it is expired)
+        self._verified: OrderedDict[bytes, tuple[dict[str, Any], float]] = OrderedDict()
+
+    def forget_verified(self) -> None:
+        """Forget every remembered token (the next call of each is checked in full)."""
+        self._verified.clear()
 
     def _mtime(self) -> int:
         try:
@@ -116,6 +132,7 @@ class TokenVerifier:
                 # A bad new file keeps the keys that were good.
                 with contextlib.suppress(ValueError):
                     self._keys = _KeySet(load_jwks(self.jwks_path), mtime)
+                    self.forget_verified()
         return self._keys.keys
 
     def _key_for(self, header: Mapping[str, Any]) -> jwt.PyJWK:
@@ -137,6 +154,21 @@ class TokenVerifier:
 
     def verify(self, token: str) -> dict[str, Any]:
         """The token's claims; ``Unauthenticated`` with the precise reason otherwise."""
+        self._current_keys()  # a changed JWKS forgets every remembered token first
+        fingerprint = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+        remembered = self._verified.get(fingerprint)
+        if remembered is not None:
+            if time.time() < remembered[1]:
+                self._verified.move_to_end(fingerprint)
+                return remembered[0]
+            del self._verified[fingerprint]  # expired: the full check says so precisely
+        claims = self._verify_fully(token)
+        self._verified[fingerprint] = (claims, float(claims["exp"]) + self.leeway)
+        if len(self._verified) > VERIFIED_CACHE_SIZE:
+            self._verified.popitem(last=False)
+        return claims
+
+    def _verify_fully(self, token: str) -> dict[str, Any]:
         try:
             header = jwt.get_unverified_header(token)
         except jwt.InvalidTokenError:  # DecodeError, or a header PyJWT refuses (a numeric kid)
