@@ -12,21 +12,16 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from assay.runtime.auth.dev_credentials import DevCredentials, write_dev_credentials
 from tests.support.grpcurl import GRPCURL_TIMEOUT_SECONDS, decode_status, grpcurl, proto_field
-from tests.support.processes import AssayProcess
 from tests.support.secure_processes import (
     CERTIFICATE_SUBJECT,
-    client_certificate,
-    mutual_tls_resolver,
-    secure_assay_stack,
+    SecureDeployment,
+    secure_deployment,
 )
-from tests.support.stack import Stack
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "using-node-and-grpcurl.md"
@@ -38,12 +33,8 @@ CONNECT_TIMEOUT = "3"
 pytestmark = pytest.mark.external
 
 
-@dataclass(frozen=True)
-class Deployment:
-    creds: DevCredentials
-    stack: Stack
-    mtls_resolver: AssayProcess
-    client: tuple[Path, Path]
+class Deployment(SecureDeployment):
+    """The secured deployment, called as grpcurl's user calls it."""
 
     def target(self, service: str) -> str:
         """``localhost:PORT`` (the name the server certificate carries, as a user types it)."""
@@ -57,14 +48,8 @@ class Deployment:
 
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    directory = tmp_path_factory.mktemp("grpcurl-secure")
-    creds = write_dev_credentials(directory / "creds")
-    client = client_certificate(creds, CERTIFICATE_SUBJECT)
-    with (
-        secure_assay_stack(directory, creds) as stack,
-        mutual_tls_resolver(directory, creds, client) as mtls,
-    ):
-        yield Deployment(creds, stack, mtls, client)
+    with secure_deployment(tmp_path_factory.mktemp("grpcurl-secure"), Deployment) as running:
+        yield running
 
 
 class TestGrpcurlSecure:

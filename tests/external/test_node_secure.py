@@ -9,21 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from assay.runtime.auth.dev_credentials import DevCredentials, write_dev_credentials
 from tests.support import node
-from tests.support.processes import AssayProcess
 from tests.support.secure_processes import (
     CERTIFICATE_SUBJECT,
-    client_certificate,
-    mutual_tls_resolver,
-    secure_assay_stack,
+    SecureDeployment,
+    secure_deployment,
 )
-from tests.support.stack import Stack
 
 DOC = node.ROOT / "docs" / "using-node-and-grpcurl.md"
 SECURE_SNIPPET_OPENER = "DIR=~/.assay-dev node --input-type=module <<'JS'\n"
@@ -35,28 +29,10 @@ NODE_TEST_TIMEOUT_SECONDS = 180
 SECURE_NODE_TESTS = 11
 
 
-@dataclass(frozen=True)
-class Deployment:
-    creds: DevCredentials
-    stack: Stack
-    mtls_resolver: AssayProcess
-    client: tuple[Path, Path]
-
-    def logs(self) -> str:
-        text = self.mtls_resolver.log_path.read_text(encoding="utf-8", errors="replace")
-        return self.stack.logs() + f"\n--- mutual TLS resolver log ---\n{text[-4000:]}"
-
-
 @pytest.fixture(scope="module")
-def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    directory = tmp_path_factory.mktemp("node-secure")
-    creds = write_dev_credentials(directory / "creds")
-    client = client_certificate(creds, CERTIFICATE_SUBJECT)
-    with (
-        secure_assay_stack(directory, creds) as stack,
-        mutual_tls_resolver(directory, creds, client) as mtls,
-    ):
-        yield Deployment(creds, stack, mtls, client)
+def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureDeployment]:
+    with secure_deployment(tmp_path_factory.mktemp("node-secure"), SecureDeployment) as running:
+        yield running
 
 
 def tap_counts(stdout: str) -> dict[str, str]:
@@ -65,7 +41,7 @@ def tap_counts(stdout: str) -> dict[str, str]:
 
 
 class TestNodeSecure:
-    def test_node_calls_a_secured_deployment(self, deployment: Deployment) -> None:
+    def test_node_calls_a_secured_deployment(self, deployment: SecureDeployment) -> None:
         """TLS + token resolves; no token is CREDENTIALS_MISSING; a wrong role is ROLE_REQUIRED;
         a client certificate opens the mutual TLS resolver, its absence does not."""
         node.ensure_generated()
@@ -113,7 +89,7 @@ class TestNodeSecure:
         for name in ("alice", "operator", "planner"):
             assert deployment.creds.token(name) not in logs
 
-    def test_the_documented_secure_snippet_runs(self, deployment: Deployment) -> None:
+    def test_the_documented_secure_snippet_runs(self, deployment: SecureDeployment) -> None:
         """The secured section's Node script prints what the doc says it prints."""
         node.ensure_generated()
         text = DOC.read_text(encoding="utf-8")

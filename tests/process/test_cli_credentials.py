@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from assay.runtime.auth.dev_credentials import EXAMPLE_PRINCIPALS, write_dev_credentials
-from tests.support.processes import assay_command
+from tests.support.processes import assay_command, one_line_error
 from tests.support.secure import SecureStack, secure_stack
 
 pytestmark = pytest.mark.process
@@ -97,15 +97,6 @@ class Cli:
 @pytest.fixture(scope="module")
 def cli(stack: SecureStack) -> Cli:
     return Cli(stack)
-
-
-def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
-    assert done.returncode == 1, done.stdout
-    assert "Traceback" not in done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("assay: ")
-    return lines[0]
 
 
 class TestFlagsAndTheirTwins:

@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import AssayProcess, assay_command, assay_process, free_port
+from tests.support.processes import (
+    AssayProcess,
+    assay_command,
+    assay_process,
+    free_port,
+    one_line_error,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "evidence"
@@ -29,15 +35,6 @@ def assay(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         assay_command(*args), capture_output=True, text=True, timeout=60, check=False
     )
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 1
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("assay: ")
-    return lines[0]
 
 
 class TestResolveCommand:
@@ -114,14 +111,14 @@ class TestResolveErrors:
             "--timeout",
             "3",
         )
-        line = assert_one_line_error(result)
+        line = one_line_error(result)
         assert "not reachable" in line
 
     def test_invalid_json_names_file_and_position(self, tmp_path: Path) -> None:
         """A file that is not JSON is reported with its name, line and column."""
         bad = tmp_path / "bad.json"
         bad.write_text('{"claims": [\n  {"subject": }\n]}')
-        line = assert_one_line_error(assay("resolve", str(bad)))
+        line = one_line_error(assay("resolve", str(bad)))
         assert str(bad) in line
         assert "line 2" in line
 
@@ -129,7 +126,7 @@ class TestResolveErrors:
         """A misspelt claim field is an error naming the claim, not silently dropped."""
         bad = tmp_path / "typo.json"
         bad.write_text(json.dumps({"claims": [{"subject": "s", "predicat": "p"}]}))
-        line = assert_one_line_error(assay("resolve", str(bad)))
+        line = one_line_error(assay("resolve", str(bad)))
         assert f"{bad}: claims[0]" in line
         assert "predicat" in line
 
@@ -146,7 +143,7 @@ class TestResolveErrors:
             "confidence": 1.5,
         }
         bad.write_text(json.dumps({"claims": [claim]}))
-        line = assert_one_line_error(assay("resolve", str(bad), "--target", resolver.target))
+        line = one_line_error(assay("resolve", str(bad), "--target", resolver.target))
         assert str(bad) in line
         assert "evidence.claims[0].confidence" in line
         assert "INVALID_ARGUMENT" in line
@@ -154,12 +151,12 @@ class TestResolveErrors:
     def test_missing_file(self, tmp_path: Path) -> None:
         """A file that does not exist is one line naming it."""
         missing = tmp_path / "nope.json"
-        line = assert_one_line_error(assay("resolve", str(missing)))
+        line = one_line_error(assay("resolve", str(missing)))
         assert str(missing) in line
 
     def test_subject_without_predicate(self) -> None:
         """--subject alone is refused with a one-line explanation."""
-        line = assert_one_line_error(
+        line = one_line_error(
             assay("resolve", str(EXAMPLES / "corroborated.json"), "--subject", "x")
         )
         assert "--predicate" in line

@@ -13,12 +13,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import signal
 import stat
 import subprocess
-import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 
 import grpc
@@ -27,7 +24,6 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from google.protobuf import json_format
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from assay.runtime.auth.dev_credentials import (
     EXAMPLE_PRINCIPALS,
@@ -44,10 +40,11 @@ from assay.v1 import (
     resolver_service_pb2_grpc,
 )
 from tests.support.processes import (
-    STARTUP_TIMEOUT_SECONDS,
     assay_command,
     assay_process,
     free_port,
+    service_process,
+    wait_serving,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,51 +83,6 @@ def run_assay(*args: str, env: Mapping[str, str] | None = None) -> subprocess.Co
 
 def auth(creds: DevCredentials, name: str) -> tuple[tuple[str, str]]:
     return (("authorization", f"Bearer {creds.token(name)}"),)
-
-
-def wait_healthy(
-    target: str, credentials: grpc.ChannelCredentials, process: subprocess.Popen[bytes]
-) -> None:
-    """Until the TLS server at ``target`` reports SERVING (health needs no token)."""
-    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
-    with grpc.secure_channel(target, credentials) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while True:
-            try:
-                reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.RpcError:
-                pass
-            if process.poll() is not None:
-                raise RuntimeError(f"server for {target} exited with {process.returncode}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{target} did not become SERVING over TLS")
-            time.sleep(0.1)
-
-
-@contextmanager
-def started(
-    args: list[str], log_path: Path, env: Mapping[str, str] | None = None
-) -> Iterator[subprocess.Popen[bytes]]:
-    """``assay ARGS`` running until the block ends (SIGTERM, then SIGKILL if it lingers)."""
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            assay_command(*args),
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-            env={**os.environ, **(env or {})},
-        )
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5)
 
 
 def rpc_lines(log_path: Path, method: str) -> list[dict[str, object]]:
@@ -329,9 +281,9 @@ class TestUpWithCredentials:
         log = tmp_path / "up.log"
         trust = grpc.ssl_channel_credentials(creds.ca.read_bytes())
         args = ["up", "--credentials", str(creds.root), "--db", str(tmp_path / "assay.db")]
-        with started(args, log, env) as process:
+        with service_process(args, log, ports["resolver"], env, trust) as up:
             for port in ports.values():
-                wait_healthy(f"127.0.0.1:{port}", trust, process)
+                wait_serving(f"127.0.0.1:{port}", process=up.process, credentials=trust)
 
             with grpc.insecure_channel(resolver) as plain:
                 stub = resolver_service_pb2_grpc.ResolverServiceStub(plain)
@@ -358,8 +310,7 @@ class TestUpWithCredentials:
                 )
                 assert answer.plan.candidates
 
-            process.send_signal(signal.SIGTERM)
-            assert process.wait(timeout=20) == 0
+            assert up.terminate(timeout=20) == 0
 
         text = log.read_text()
         assert "assay: WARNING" not in text
@@ -422,8 +373,9 @@ class TestMutualTls:
             "serve", "resolver", "--port", str(port), "--tls-cert", str(cert),
             "--tls-key", str(key), "--tls-client-ca", str(ca), "--auth-policy", str(policy),
         ]  # fmt: skip
-        with started(args, tmp_path / "log") as process:
-            wait_healthy(target, channel_credentials("reader-bot"), process)
+        with service_process(
+            args, tmp_path / "log", port, credentials=channel_credentials("reader-bot")
+        ):
 
             def resolve(client: str | None) -> grpc.RpcError | None:
                 with grpc.secure_channel(target, channel_credentials(client)) as channel:

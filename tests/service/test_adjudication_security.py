@@ -15,7 +15,6 @@ import contextlib
 import os
 import sqlite3
 import stat
-import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -36,11 +35,16 @@ from assay.services.adjudication.storage.schema import MIGRATIONS, SCHEMA_VERSIO
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
 from assay.v1 import gold_pb2
-from tests.service.adjudication_support import adjudication_server, case_message
+from tests.service.adjudication_support import (
+    FIXTURE,
+    HUMAN,
+    adjudication_server,
+    case_message,
+    failure,
+    rid,
+)
 from tests.support.secure import SecureStack, secure_stack
 
-HUMAN = gold_pb2.REVIEWER_KIND_HUMAN
-FIXTURE = gold_pb2.REVIEWER_KIND_MECHANISM_TEST_FIXTURE
 UNANIMOUS = gold_pb2.RESOLUTION_BASIS_UNANIMOUS_AGREEMENT
 DECISION = gold_pb2.RESOLUTION_BASIS_ADJUDICATOR_DECISION
 TIMEOUT = 20.0
@@ -49,10 +53,6 @@ PRINCIPALS = (
     Grantee("gloria", ("operator", "auditor", "reader"), ("globex",)),
     Grantee("root", ("operator", "auditor", "reviewer", "adjudicator"), ("*",)),
 )
-
-
-def rid() -> str:
-    return uuid.uuid4().hex
 
 
 class As:
@@ -123,14 +123,6 @@ async def parties(tmp_path: Path, allow_fixture_reviewers: bool = True) -> Async
         yield Parties(stack, pb_grpc.AdjudicationServiceStub(channel))
 
 
-async def failure(call: Any) -> DecodedError:
-    try:
-        await call
-    except grpc.aio.AioRpcError as error:
-        return decode_rpc_error(error)
-    raise AssertionError("the call succeeded but was expected to fail")
-
-
 def assert_refused(
     error: DecodedError, code: grpc.StatusCode, reason: str, field: str | None = None
 ) -> None:
@@ -144,6 +136,20 @@ async def acme_team(p: Parties) -> str:
     for name in ("alice", "bob", "carol"):
         await p.register(name)
     return await p.enqueue()
+
+
+async def frozen(p: Parties) -> str:
+    """An acme case alice and bob both labelled "key", resolved unanimously and frozen by the
+    operator."""
+    case_id = await acme_team(p)
+    await p.review("alice", case_id, "key")
+    await p.review("bob", case_id, "key")
+    operator = p.as_("operator")
+    await operator.ResolveCase(
+        pb.ResolveCaseRequest(request_id=rid(), case_id=case_id, basis=UNANIMOUS)
+    )
+    await operator.FreezeGoldLabel(pb.FreezeGoldLabelRequest(request_id=rid(), case_id=case_id))
+    return case_id
 
 
 async def disagreed(p: Parties) -> str:
@@ -320,16 +326,8 @@ class TestTenantWalls:
         agreement); without one, globex sees only globex: its queue, its gold labels, its
         audit events, its agreement and its export manifest."""
         async with parties(tmp_path) as p:
-            acme_case = await acme_team(p)
-            await p.review("alice", acme_case)
-            await p.review("bob", acme_case)
+            acme_case = await frozen(p)
             operator = p.as_("operator")
-            await operator.ResolveCase(
-                pb.ResolveCaseRequest(request_id=rid(), case_id=acme_case, basis=UNANIMOUS)
-            )
-            await operator.FreezeGoldLabel(
-                pb.FreezeGoldLabelRequest(request_id=rid(), case_id=acme_case)
-            )
             await p.register("mallory")
             globex_case = await p.enqueue("globex", by="gloria")
             gloria = p.as_("gloria")
@@ -380,16 +378,8 @@ class TestTenantWalls:
         """A deleted acme case's orphaned label shows up as an exclusion to acme's auditors
         only, never in globex's manifest."""
         async with parties(tmp_path) as p:
-            case_id = await acme_team(p)
-            await p.review("alice", case_id)
-            await p.review("bob", case_id)
+            case_id = await frozen(p)
             operator = p.as_("operator")
-            await operator.ResolveCase(
-                pb.ResolveCaseRequest(request_id=rid(), case_id=case_id, basis=UNANIMOUS)
-            )
-            await operator.FreezeGoldLabel(
-                pb.FreezeGoldLabelRequest(request_id=rid(), case_id=case_id)
-            )
             await operator.DeleteTenantRecords(
                 pb.DeleteTenantRecordsRequest(request_id=rid(), tenant="acme")
             )
@@ -506,16 +496,8 @@ class TestSealedBlinding:
         with only the current round's reviews and no resolutions; nothing once she decided.
         The operator sees everything throughout."""
         async with parties(tmp_path) as p:
-            case_id = await acme_team(p)
+            case_id = await frozen(p)
             carol, operator = p.as_("carol"), p.as_("operator")
-            await p.review("alice", case_id, "key")
-            await p.review("bob", case_id, "key")
-            await operator.ResolveCase(
-                pb.ResolveCaseRequest(request_id=rid(), case_id=case_id, basis=UNANIMOUS)
-            )
-            await operator.FreezeGoldLabel(
-                pb.FreezeGoldLabelRequest(request_id=rid(), case_id=case_id)
-            )
             await p.review("alice", case_id, "key", round_=2)
             error = await failure(carol.GetCase(pb.GetCaseRequest(case_id=case_id)))
             assert_refused(error, grpc.StatusCode.NOT_FOUND, "CASE_NOT_FOUND")

@@ -9,16 +9,12 @@ the token the server verified, the role it found.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
 
 from assay.client import (
     AdjudicationClient,
@@ -36,7 +32,7 @@ from assay.client import (
 from assay.client.channel import aio_channel, sync_channel
 from assay.executor.stack import local_stack
 from assay.runtime.auth import Gate
-from assay.runtime.auth.dev_credentials import make_leaf, write_dev_credentials
+from assay.runtime.auth.dev_credentials import write_dev_credentials
 from assay.runtime.config import ServerConfig
 from assay.runtime.security import Security
 from assay.runtime.server import serving
@@ -44,6 +40,7 @@ from assay.runtime.tls import ServerTls
 from assay.services.registry import SERVICES, ServeOptions
 from assay.v1 import adjudication_service_pb2 as adj
 from tests.support.secure import SecureStack, secure_stack
+from tests.support.secure_processes import client_certificate
 
 MISSING = "ERROR_REASON_CREDENTIALS_MISSING"
 INVALID = "ERROR_REASON_CREDENTIALS_INVALID"
@@ -288,25 +285,6 @@ class TestPlaintextOnLoopback:
         assert caught.value.reason == MISSING
 
 
-def write_client_certificate(creds_root: Path, common_name: str, out: Path) -> tuple[Path, Path]:
-    """A client certificate for ``common_name`` signed by the folder's CA."""
-    ca_key = serialization.load_pem_private_key((creds_root / "ca-key.pem").read_bytes(), None)
-    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
-    ca_cert = x509.load_pem_x509_certificate((creds_root / "ca.pem").read_bytes())
-    now = dt.datetime.now(dt.UTC)
-    key, cert = make_leaf(ca_key, ca_cert, common_name, now, dt.timedelta(hours=1), client=True)
-    cert_path, key_path = out / f"{common_name}.pem", out / f"{common_name}-key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
-
-
 class TestMutualTls:
     async def test_a_client_certificate_authenticates_the_caller(self, tmp_path: Path) -> None:
         """A resolver requiring client certificates: the client's certificate (CN robot,
@@ -317,7 +295,7 @@ class TestMutualTls:
             '[[principals]]\nissuer = "x509"\nsubject = "robot"\nroles = ["reader"]\n',
             encoding="utf-8",
         )
-        cert, key = write_client_certificate(creds.root, "robot", tmp_path)
+        cert, key = client_certificate(creds, "robot")
         config = ServerConfig(
             host="127.0.0.1",
             grace_seconds=1.0,

@@ -14,8 +14,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,15 +39,34 @@ def assay_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "assay.cli.main", *args]
 
 
+def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
+    """The one line a failed ``assay`` client command prints (exit 1, ``assay: …``, no
+    traceback); fails the test otherwise."""
+    assert done.returncode == 1, done.stdout
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("assay: "), done.stderr
+    return lines[0]
+
+
 def wait_serving(
     target: str,
     timeout: float = STARTUP_TIMEOUT_SECONDS,
     process: subprocess.Popen[bytes] | None = None,
+    credentials: grpc.ChannelCredentials | None = None,
 ) -> None:
     """Block until the server at ``target`` reports SERVING, or fail after ``timeout``
-    (or as soon as ``process`` exits)."""
+    (or as soon as ``process`` exits). With ``credentials`` the check connects over TLS with
+    them (health needs no token); without, in plaintext."""
     deadline = time.monotonic() + timeout
-    with grpc.insecure_channel(target) as channel:
+    over = " over TLS" if credentials is not None else ""
+    channel = (
+        grpc.insecure_channel(target)
+        if credentials is None
+        else grpc.secure_channel(target, credentials)
+    )
+    with channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while True:
             try:
@@ -59,7 +78,7 @@ def wait_serving(
             if process is not None and process.poll() is not None:
                 raise RuntimeError(f"server for {target} exited with {process.returncode}")
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{target} did not become SERVING within {timeout}s")
+                raise TimeoutError(f"{target} did not become SERVING{over} within {timeout}s")
             time.sleep(0.1)
 
 
@@ -96,9 +115,14 @@ class AssayProcess:
 
 @contextmanager
 def assay_process(
-    args: Sequence[str], log_path: Path, port: int, env: dict[str, str] | None = None
+    args: Sequence[str],
+    log_path: Path,
+    port: int,
+    env: Mapping[str, str] | None = None,
+    credentials: grpc.ChannelCredentials | None = None,
 ) -> Iterator[AssayProcess]:
-    """Run ``assay ARGS`` (which must listen on ``port``) until the block ends."""
+    """Run ``assay ARGS`` (which must listen on ``port``) until the block ends; a TLS server
+    is checked for readiness with ``credentials``."""
     full_env = {**os.environ, **(env or {})}
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -106,9 +130,35 @@ def assay_process(
         )
     running = AssayProcess(process, f"127.0.0.1:{port}", log_path)
     try:
-        wait_serving(running.target, process=process)
+        wait_serving(running.target, process=process, credentials=credentials)
         yield running
     finally:
         if process.poll() is None:
             process.kill()
         process.wait(timeout=10)
+
+
+@contextmanager
+def service_process(
+    args: Sequence[str],
+    log_path: Path,
+    port: int,
+    env: Mapping[str, str] | None = None,
+    credentials: grpc.ChannelCredentials | None = None,
+) -> Iterator[AssayProcess]:
+    """``assay_process`` for a server the test relies on: a start that fails names the
+    command and shows its log, and the block's end stops it with SIGTERM first (the database
+    closes cleanly, the log is complete); ``assay_process`` kills whatever outlives that."""
+    with ExitStack() as stack:
+        try:
+            running = stack.enter_context(assay_process(args, log_path, port, env, credentials))
+        except (RuntimeError, TimeoutError) as error:
+            text = log_path.read_text(encoding="utf-8", errors="replace")
+            raise RuntimeError(
+                f"`assay {' '.join(args)}` did not start: {error}\n{text[-4000:]}"
+            ) from None
+        try:
+            yield running
+        finally:
+            with suppress(subprocess.TimeoutExpired):
+                running.terminate()

@@ -1,36 +1,30 @@
-"""The three services as real ``assay serve NAME --credentials DIR`` processes (TLS, bearer
-tokens, the auth policy), for the external-tool tier (grpcurl, Node) on the secure path: what
-a user gets from ``assay dev-credentials DIR`` and ``assay up --credentials DIR``, on free
-loopback ports with a throwaway database.
-
-A server started with ``--tls-client-ca`` also requires a client certificate;
-``client_certificate`` issues one from the folder's CA.
+"""The secure path for the external-tool tier (grpcurl, Node): a credentials folder as
+``assay dev-credentials DIR`` writes it, the three services served ``--credentials DIR``
+(``assay_stack(directory, creds)``: TLS, bearer tokens, the auth policy; what
+``assay up --credentials DIR`` gives a user) on free loopback ports with a throwaway
+database, and a resolver that also requires a client certificate (``mutual_tls_resolver``;
+``client_certificate`` issues one from the folder's CA). ``secure_deployment`` starts all of
+it for a test module.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-import subprocess
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager, suppress
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import grpc
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from assay.runtime.auth.dev_credentials import DevCredentials, make_leaf
-from tests.support.processes import (
-    STARTUP_TIMEOUT_SECONDS,
-    AssayProcess,
-    assay_command,
-    free_port,
-)
-from tests.support.stack import Stack
+from assay.runtime.auth.dev_credentials import DevCredentials, make_leaf, write_dev_credentials
+from tests.support.processes import AssayProcess, free_port, service_process
+from tests.support.stack import Stack, assay_stack
 
 CLIENT_CERTIFICATE_LIFETIME = dt.timedelta(days=1)
 
@@ -57,115 +51,6 @@ def client_certificate(creds: DevCredentials, name: str) -> tuple[Path, Path]:
             )
         )
     return cert_path, key_path
-
-
-def wait_serving_tls(
-    target: str,
-    credentials: grpc.ChannelCredentials,
-    process: subprocess.Popen[bytes],
-    timeout: float = STARTUP_TIMEOUT_SECONDS,
-) -> None:
-    """Block until the TLS server at ``target`` reports SERVING (health needs no token), or
-    fail after ``timeout`` or as soon as ``process`` exits."""
-    deadline = time.monotonic() + timeout
-    with grpc.secure_channel(target, credentials) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while True:
-            try:
-                reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.RpcError:
-                pass
-            if process.poll() is not None:
-                raise RuntimeError(f"server for {target} exited with {process.returncode}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{target} did not become SERVING over TLS within {timeout}s")
-            time.sleep(0.1)
-
-
-@contextmanager
-def secure_assay_process(
-    args: Sequence[str],
-    log_path: Path,
-    port: int,
-    credentials: grpc.ChannelCredentials,
-) -> Iterator[AssayProcess]:
-    """Run ``assay ARGS`` (a TLS server on ``port``) until the block ends; ``credentials``
-    are what the readiness check connects with. A failed start shows the log."""
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(assay_command(*args), stdout=subprocess.DEVNULL, stderr=log)
-    running = AssayProcess(process, f"127.0.0.1:{port}", log_path)
-    try:
-        try:
-            wait_serving_tls(running.target, credentials, process)
-        except (RuntimeError, TimeoutError) as error:
-            text = log_path.read_text(encoding="utf-8", errors="replace")
-            raise RuntimeError(
-                f"`assay {' '.join(args)}` did not start: {error}\n{text[-4000:]}"
-            ) from None
-        yield running
-    finally:
-        with suppress(subprocess.TimeoutExpired):
-            running.terminate()
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=10)
-
-
-@contextmanager
-def secure_assay_stack(directory: Path, creds: DevCredentials) -> Iterator[Stack]:
-    """Resolver, planner (calling the resolver as ``planner`` over TLS) and adjudication
-    (fixture reviewers allowed, database in ``directory``), each ``--credentials`` the folder;
-    stopped in reverse order when the block ends."""
-    trust = grpc.ssl_channel_credentials(creds.ca.read_bytes())
-    common = ["--credentials", str(creds.root)]
-    with ExitStack() as stack:
-        resolver_port = free_port()
-        resolver = stack.enter_context(
-            secure_assay_process(
-                ["serve", "resolver", "--port", str(resolver_port), *common],
-                directory / "resolver.log",
-                resolver_port,
-                trust,
-            )
-        )
-        planner_port = free_port()
-        planner = stack.enter_context(
-            secure_assay_process(
-                [
-                    "serve",
-                    "planner",
-                    "--port",
-                    str(planner_port),
-                    "--resolver",
-                    resolver.target,
-                    *common,
-                ],
-                directory / "planner.log",
-                planner_port,
-                trust,
-            )
-        )
-        adjudication_port = free_port()
-        adjudication = stack.enter_context(
-            secure_assay_process(
-                [
-                    "serve",
-                    "adjudication",
-                    "--port",
-                    str(adjudication_port),
-                    "--db",
-                    str(directory / "assay.db"),
-                    "--allow-fixture-reviewers",
-                    *common,
-                ],
-                directory / "adjudication.log",
-                adjudication_port,
-                trust,
-            )
-        )
-        yield Stack(resolver, planner, adjudication)
 
 
 # The CN of the client certificate the mutual TLS tests present, and what the policy grants it.
@@ -196,5 +81,38 @@ def mutual_tls_resolver(
     port = free_port()
     args = ["serve", "resolver", "--port", str(port), "--credentials", str(creds.root)]
     args += ["--tls-client-ca", str(creds.ca), "--auth-policy", str(policy)]
-    with secure_assay_process(args, directory / "mtls-resolver.log", port, trust) as running:
+    with service_process(args, directory / "mtls-resolver.log", port, credentials=trust) as running:
         yield running
+
+
+@dataclass(frozen=True)
+class SecureDeployment:
+    """The three services and a mutual TLS resolver, all serving one credentials folder, and
+    the client certificate (with CN ``CERTIFICATE_SUBJECT``) that opens the latter."""
+
+    creds: DevCredentials
+    stack: Stack
+    mtls_resolver: AssayProcess
+    client: tuple[Path, Path]
+
+    def logs(self) -> str:
+        """Every server's log, for a failure message."""
+        text = self.mtls_resolver.log_path.read_text(encoding="utf-8", errors="replace")
+        return self.stack.logs() + f"\n--- mutual TLS resolver log ---\n{text[-4000:]}"
+
+
+DeploymentT = TypeVar("DeploymentT", bound=SecureDeployment)
+
+
+@contextmanager
+def secure_deployment(directory: Path, kind: type[DeploymentT]) -> Iterator[DeploymentT]:
+    """A credentials folder in ``directory/creds``, a client certificate from its CA, the
+    secured stack and the mutual TLS resolver, as a ``kind`` (``SecureDeployment`` or a
+    test's subclass adding its own helpers); every server stops when the block ends."""
+    creds = write_dev_credentials(directory / "creds")
+    client = client_certificate(creds, CERTIFICATE_SUBJECT)
+    with (
+        assay_stack(directory, creds) as stack,
+        mutual_tls_resolver(directory, creds, client) as mtls,
+    ):
+        yield kind(creds, stack, mtls, client)

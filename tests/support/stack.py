@@ -1,16 +1,19 @@
 """Start the three Assay services as real processes, wired together, for the
-external-tool tier (grpcurl, Node): the same topology ``assay up`` gives a user,
-but on free loopback ports with a throwaway database."""
+external-tool tier (grpcurl, Node): the same topology ``assay up`` gives a user
+(in dev mode, or secured with a credentials folder), but on free loopback ports
+with a throwaway database."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.processes import AssayProcess, assay_process, free_port
+import grpc
+
+from assay.runtime.auth.dev_credentials import DevCredentials
+from tests.support.processes import AssayProcess, free_port, service_process
 
 
 @dataclass(frozen=True)
@@ -42,58 +45,33 @@ class Stack:
         return "\n".join(parts)
 
 
-def _start(stack: ExitStack, args: list[str], log_path: Path, port: int) -> AssayProcess:
-    """Start one service inside ``stack``; a failed start names the service and shows its log."""
-    try:
-        return stack.enter_context(assay_process(args, log_path, port))
-    except (RuntimeError, TimeoutError) as error:
-        log = log_path.read_text(encoding="utf-8", errors="replace") if log_path.exists() else ""
-        raise RuntimeError(
-            f"`assay {' '.join(args)}` did not start: {error}\n{log[-4000:]}"
-        ) from None
-
-
 @contextmanager
-def assay_stack(directory: Path) -> Iterator[Stack]:
+def assay_stack(directory: Path, creds: DevCredentials | None = None) -> Iterator[Stack]:
     """Resolver, a planner pointed at it, and adjudication on ``directory/assay.db``.
 
-    Each process is stopped (SIGTERM, then SIGKILL) when the block ends, in
-    reverse order of start."""
+    With ``creds`` each is served ``--credentials`` the folder (TLS, bearer tokens, its auth
+    policy; the planner calls the resolver over TLS as ``planner``) and adjudication allows
+    fixture reviewers. Each process is stopped (SIGTERM, then SIGKILL) when the block ends,
+    in reverse order of start."""
+    security: list[str] = []
+    fixture_reviewers: list[str] = []
+    trust = None
+    if creds is not None:
+        security = ["--credentials", str(creds.root)]
+        fixture_reviewers = ["--allow-fixture-reviewers"]
+        trust = grpc.ssl_channel_credentials(creds.ca.read_bytes())
+
     with ExitStack() as stack:
-        resolver_port = free_port()
-        resolver = _start(
-            stack,
-            ["serve", "resolver", "--port", str(resolver_port)],
-            directory / "resolver.log",
-            resolver_port,
+
+        def start(name: str, *args: str) -> AssayProcess:
+            port = free_port()
+            command = ["serve", name, "--port", str(port), *args, *security]
+            log_path = directory / f"{name}.log"
+            return stack.enter_context(service_process(command, log_path, port, credentials=trust))
+
+        resolver = start("resolver")
+        planner = start("planner", "--resolver", resolver.target)
+        adjudication = start(
+            "adjudication", "--db", str(directory / "assay.db"), *fixture_reviewers
         )
-        planner_port = free_port()
-        planner = _start(
-            stack,
-            ["serve", "planner", "--port", str(planner_port), "--resolver", resolver.target],
-            directory / "planner.log",
-            planner_port,
-        )
-        adjudication_port = free_port()
-        adjudication = _start(
-            stack,
-            [
-                "serve",
-                "adjudication",
-                "--port",
-                str(adjudication_port),
-                "--db",
-                str(directory / "assay.db"),
-            ],
-            directory / "adjudication.log",
-            adjudication_port,
-        )
-        running = Stack(resolver, planner, adjudication)
-        try:
-            yield running
-        finally:
-            # A graceful stop first (the database closes cleanly); assay_process
-            # kills whatever outlives it.
-            for proc in (adjudication, planner, resolver):
-                with suppress(subprocess.TimeoutExpired):
-                    proc.terminate()
+        yield Stack(resolver, planner, adjudication)
