@@ -287,8 +287,11 @@ class Reviewer(_message.Message):
     kind: _gold_pb2.ReviewerKind.ValueType
     """Required. HUMAN or MECHANISM_TEST_FIXTURE."""
     attested_by: _builtins.str
-    """Required for HUMAN (who vouches that this is a person, e.g. an email);
-    optional for fixtures. At most 256 characters.
+    """Who vouches that this is a person. On a server that authenticates
+    callers it is the registering operator's subject: filled in when empty,
+    and any other value is refused (ERROR_REASON_IDENTITY_MISMATCH). On a
+    server without authentication (dev mode) it is required for HUMAN (e.g.
+    an email) and optional for fixtures. At most 256 characters.
     """
     identity_issuer: _builtins.str
     """Output only. The identity the reviewer is bound to: only a caller
