@@ -26,6 +26,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 import grpc
+from rates import best_rates
 
 from assay.runtime.auth import access_rule
 from assay.runtime.auth.dev_credentials import DevCredentials, write_dev_credentials
@@ -101,23 +102,6 @@ def _serve(conn: Connection, creds_dir: str) -> None:
     loop.run(main(), "auto")
 
 
-async def _throughput(
-    call: Callable[[], Awaitable[object]], concurrency: int, seconds: float
-) -> float:
-    done = 0
-    deadline = time.perf_counter() + seconds
-
-    async def worker() -> None:
-        nonlocal done
-        while time.perf_counter() < deadline:
-            await call()
-            done += 1
-
-    started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return done / (time.perf_counter() - started)
-
-
 async def bench_rpc(
     ports: dict[str, int], creds: DevCredentials, seconds: float, concurrency: int
 ) -> None:
@@ -146,15 +130,10 @@ async def bench_rpc(
     try:
         for call in calls.values():
             await call()  # each must succeed before it is timed
-            await _throughput(call, concurrency, 0.3)
-        rates: dict[str, list[float]] = {name: [] for name in calls}
-        for _ in range(3):  # interleaved, so drift in machine load hits all alike
-            for name, call in calls.items():
-                rates[name].append(await _throughput(call, concurrency, seconds))
+        best = await best_rates(calls, concurrency, seconds)
     finally:
         for channel in channels.values():
             await channel.close()
-    best = {name: max(found) for name, found in rates.items()}
     baseline = best["plaintext, dev mode"]
     print()
     print(f"GetResolverPolicy, {concurrency} concurrent clients, server in its own process")

@@ -31,6 +31,7 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from rates import best_rates
 
 from assay.services.resolver.intake import without_gc
 from assay.services.resolver.service import make_servicer
@@ -308,23 +309,6 @@ def _serve(conn: Connection) -> None:
     loop.run(main(), "auto")  # the loop ``assay serve`` picks by default
 
 
-async def _throughput(
-    call: Callable[[], Awaitable[object]], concurrency: int, seconds: float
-) -> float:
-    done = 0
-    deadline = time.perf_counter() + seconds
-
-    async def worker() -> None:
-        nonlocal done
-        while time.perf_counter() < deadline:
-            await call()
-            done += 1
-
-    started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return done / (time.perf_counter() - started)
-
-
 async def bench_rpc(address: str, seconds: float, concurrency: int) -> None:
     request = resolver_service_pb2.ResolveSemanticRequest(
         evidence=build_evidence(10), subject="api:svc0.op0", predicate="idempotency.mode"
@@ -349,13 +333,7 @@ async def bench_rpc(address: str, seconds: float, concurrency: int) -> None:
             "raw noop": lambda: raw_health(raw_check, timeout=10),
             "raw resolve": lambda: raw_resolve(raw_request, timeout=10),
         }
-        for call in calls.values():  # warm every path up
-            await _throughput(call, concurrency, 0.3)
-        rates: dict[str, list[float]] = {name: [] for name in calls}
-        for _ in range(3):  # interleave, so drift in machine load hits all alike
-            for name, call in calls.items():
-                rates[name].append(await _throughput(call, concurrency, seconds))
-    best = {name: max(found) for name, found in rates.items()}
+        best = await best_rates(calls, concurrency, seconds)
     print()
     print(f"RPC throughput, {concurrency} concurrent clients, server in its own process")
     print(f"  health Check (no-op)                {best['noop']:>9,.0f} calls/s")
