@@ -83,6 +83,11 @@ class AssayError(Exception):
     message: str
     violations: Sequence[FieldViolation] = ()
     metadata: Mapping[str, str] = field(default_factory=dict)
+    # Violations found but left out of ``violations`` (a check that keeps only the first
+    # few still counts the rest), and whether the check looked at everything: one that
+    # stopped early to bound its work sets False, and clients are told "at least".
+    more_violations: int = 0
+    violations_complete: bool = True
 
     def __post_init__(self) -> None:
         super().__init__(self.message)
@@ -125,6 +130,22 @@ class PermissionDenied(AssayError):
 
 class DeadlineExceeded(AssayError):
     """The work could not finish within the caller's deadline."""
+
+
+# How much of a request's own value an error may quote (see ``excerpt``).
+EXCERPT_CHARS = 64
+
+
+def excerpt(value: str, limit: int = EXCERPT_CHARS) -> str:
+    """A request value as an error may quote it: ``repr`` of at most ``limit`` characters.
+
+    Errors never echo a whole input value: a 6,000-character source string would make
+    the error itself too large to deliver. ``repr`` escapes control characters, so the
+    quote cannot break a log line or a terminal.
+    """
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}… ({len(value)} characters)"
 
 
 def invalid_field(reason: Reason, path: str, description: str) -> InvalidArgument:

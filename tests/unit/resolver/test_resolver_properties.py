@@ -119,6 +119,9 @@ def maybe_invalid(draw: st.DrawFn) -> list[claim_pb2.Claim]:
         if kind is not None:
             made.relation.kind = claim_pb2.RelationKind.ValueType(kind)
             made.relation.target_claim_id = draw(st.sampled_from(["", "c0"]))
+        observed = draw(st.sampled_from([None, (0, 0), (10, -1), (10, 10**9), (10**12, 0)]))
+        if observed is not None:
+            made.observe_time.seconds, made.observe_time.nanos = observed
         out.append(made)
     return out
 

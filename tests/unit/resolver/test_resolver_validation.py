@@ -40,6 +40,12 @@ def null_value() -> claim_pb2.Claim:
     return out
 
 
+def observed_at(seconds: int, nanos: int) -> claim_pb2.Claim:
+    out = claim()
+    out.observe_time.seconds, out.observe_time.nanos = seconds, nanos
+    return out
+
+
 BAD_CLAIMS: list[tuple[str, Any, Reason, str]] = [
     ("unknown source", lambda: claim(source="oracle"), Reason.UNKNOWN_SOURCE, "source"),
     ("empty source", lambda: claim(source=""), Reason.INVALID_CLAIM, "source"),
@@ -58,6 +64,10 @@ BAD_CLAIMS: list[tuple[str, Any, Reason, str]] = [
     ("NaN value", lambda: claim(NAN), Reason.INVALID_CLAIM, "value"),
     ("inf inside an object", lambda: claim({"x": [1, INF]}), Reason.INVALID_CLAIM, "value.x[1]"),
     ("unknown review status", lambda: claim(status=9), Reason.INVALID_CLAIM, "review_status"),
+    ("negative nanos", lambda: observed_at(10, -1), Reason.INVALID_CLAIM, "observe_time"),
+    ("nanos of a second", lambda: observed_at(10, 10**9), Reason.INVALID_CLAIM, "observe_time"),
+    ("after year 9999", lambda: observed_at(253402300800, 0), Reason.INVALID_CLAIM, "observe_time"),
+    ("before year 1", lambda: observed_at(-62135596801, 0), Reason.INVALID_CLAIM, "observe_time"),
     (
         "relation without id",
         lambda: claim(supersedes="b"),
@@ -142,10 +152,32 @@ class TestClaims:
         ]
 
     def test_violations_are_bounded(self) -> None:
-        """A huge bad request gets a bounded error."""
+        """A huge bad request gets a bounded error that says there may be more."""
         error = invalid(resolve_evidence, [claim(source="oracle")] * (MAX_VIOLATIONS * 3))
         assert len(error.violations) == MAX_VIOLATIONS
         assert isinstance(error, errors.InvalidArgument)
+        assert not error.violations_complete
+        assert "(and at least 99 more)" in error.message
+
+    def test_known_sources_go_once_into_the_metadata(self) -> None:
+        """Violations name the bad kind, never the list; the list is in the metadata once."""
+        error = invalid(resolve_evidence, [claim(source="runtime-trace")] * 3)
+        known = sorted(DEFAULT_POLICY.reliability)
+        assert error.metadata == {"known_sources": ",".join(known)}
+        for violation in error.violations:
+            assert "'runtime-trace'" in violation.description
+            assert known[0] not in violation.description
+
+    def test_a_long_value_is_quoted_by_its_prefix(self) -> None:
+        """A 6,000-character source or id is quoted by 64 characters and its length."""
+        error = invalid(
+            resolve_evidence,
+            [claim(source="s" * 6000), claim(id="i" * 6000), claim(id="i" * 6000)],
+        )
+        quoted = [v.description for v in error.violations]
+        assert all(len(d) < 200 for d in quoted), quoted
+        assert "(6000 characters)" in quoted[0]
+        assert "(6000 characters)" in quoted[1]
 
 
 class TestRequestFields:
@@ -156,6 +188,10 @@ class TestRequestFields:
             ({"stale_after": {"seconds": 10}}, "as_of"),
             ({"as_of": {"seconds": 10}, "stale_after": {"seconds": 0}}, "stale_after"),
             ({"as_of": {"seconds": 10}, "stale_after": {"seconds": -5}}, "stale_after"),
+            ({"as_of": {"seconds": 10, "nanos": -1}, "stale_after": {"seconds": 5}}, "as_of"),
+            ({"as_of": {"seconds": 10}, "stale_after": {"seconds": 5, "nanos": -1}}, "stale_after"),
+            ({"as_of": {"seconds": 10**12}, "stale_after": {"seconds": 5}}, "as_of"),
+            ({"as_of": {"seconds": 10}, "stale_after": {"nanos": 10**9}}, "stale_after"),
         ],
     )
     def test_staleness_fields_come_together(

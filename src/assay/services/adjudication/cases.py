@@ -40,15 +40,16 @@ def validate_case(data: CaseInput, now: datetime, prefix: str = "case") -> None:
         raise bad(f"{prefix}.candidate_values", "at least one candidate value is required")
     if len(data.candidate_values) > MAX_CANDIDATES:
         raise bad(f"{prefix}.candidate_values", f"at most {MAX_CANDIDATES} candidate values")
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for i, value in enumerate(data.candidate_values):
         path = f"{prefix}.candidate_values[{i}]"
         if value is None:
             raise bad(path, "must not be null")
         key = _check_json(value, path)
-        if key in seen:
-            raise bad(path, f"duplicates an earlier candidate value {key}")
-        seen.add(key)
+        earlier = seen.setdefault(key, i)
+        if earlier != i:
+            # Named by position, never quoted: a candidate value may be arbitrarily large.
+            raise bad(path, f"duplicates {prefix}.candidate_values[{earlier}]")
     if len(data.evidence_refs) > MAX_EVIDENCE_REFS:
         raise bad(f"{prefix}.evidence_refs", f"at most {MAX_EVIDENCE_REFS} references")
     for i, ref in enumerate(data.evidence_refs):

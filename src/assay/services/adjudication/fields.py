@@ -1,7 +1,8 @@
 """Field checks shared by every request: ids, request ids, bounded strings.
 
 Each check raises ``InvalidArgument`` naming the field path exactly as it is
-spelled in the request message, so a client can point at the bad field.
+spelled in the request message, so a client can point at the bad field. A
+description says what is wrong with a value, never quoting the value itself.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def require_text(value: str, path: str, max_length: int) -> str:
 
 
 def bounded_text(value: str, path: str, max_length: int) -> str:
+    """A string of at most ``max_length`` characters; the error gives its length, not it."""
     if len(value) > max_length:
-        raise bad(path, f"must be at most {max_length} characters")
+        raise bad(path, f"must be at most {max_length} characters (it has {len(value)})")
     return value

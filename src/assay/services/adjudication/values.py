@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from google.protobuf import timestamp_pb2
 from google.protobuf.message import Message
 
+from assay.prototime import timestamp_problem
 from assay.services.adjudication.canonical import from_micros, to_micros
 
 E = TypeVar("E", bound=Enum)
@@ -47,6 +48,14 @@ def timestamp(moment: datetime) -> timestamp_pb2.Timestamp:
 
 
 def from_timestamp(stamp: timestamp_pb2.Timestamp) -> datetime:
+    """The instant of a request's Timestamp; ValueError (saying why) when it is malformed.
+
+    A negative ``nanos`` would otherwise just shift the instant back, and seconds beyond
+    year 9999 would fail deep inside ``datetime``: both are bad input, caught here.
+    """
+    problem = timestamp_problem(stamp.seconds, stamp.nanos)
+    if problem is not None:
+        raise ValueError(problem)
     return from_micros(stamp.seconds * 1_000_000 + stamp.nanos // 1000)
 
 

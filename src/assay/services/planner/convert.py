@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from google.protobuf import json_format, struct_pb2
 
 from assay.errors import FieldViolation, InvalidArgument, Reason
+from assay.prototime import duration_problem, timestamp_problem
 from assay.services.planner import model as m
 from assay.services.planner.discrimination import OUTCOME_CONFIDENCE
 from assay.services.planner.probes import action_risk
@@ -33,14 +34,23 @@ def _n(member: IntEnum) -> Any:
 NOT_A_RUNTIME_SIGNAL = frozenset({m.SignalClass.HUMAN_JUDGEMENT})
 
 
+# Violations kept per request; the rest are only counted (the runtime lists fewer still).
+MAX_VIOLATIONS = 100
+
+
 class _Problems:
-    """Collects field violations while reading a request."""
+    """Collects field violations while reading a request: the first ``MAX_VIOLATIONS``,
+    and a count of the rest, so a request of 100,000 bad notes costs a bounded error."""
 
     def __init__(self) -> None:
         self.found: list[FieldViolation] = []
+        self.more = 0
 
     def add(self, path: str, description: str) -> None:
-        self.found.append(FieldViolation(path, description))
+        if len(self.found) < MAX_VIOLATIONS:
+            self.found.append(FieldViolation(path, description))
+        else:
+            self.more += 1
 
     def enum(self, enum: type[E], number: int, path: str) -> E | None:
         """The domain member for ``number``, or None after recording why it is invalid."""
@@ -54,12 +64,20 @@ class _Problems:
             return None
         return member
 
+    def time(self, problem: str | None, path: str) -> None:
+        if problem is not None:
+            self.add(path, problem)
+
     def raise_if_any(self) -> None:
         if self.found:
             first = self.found[0]
-            more = f" (and {len(self.found) - 1} more)" if len(self.found) > 1 else ""
+            others = len(self.found) - 1 + self.more
+            more = f" (and {others} more)" if others else ""
             raise InvalidArgument(
-                Reason.INVALID_FIELD, f"{first.field}: {first.description}{more}", self.found
+                Reason.INVALID_FIELD,
+                f"{first.field}: {first.description}{more}",
+                self.found,
+                more_violations=self.more,
             )
 
 
@@ -84,6 +102,13 @@ def read_request(
         problems.add("subject", "required")
     if not request.predicate:
         problems.add("predicate", "required")
+    # The resolver checks these too, but the planner copies as_of into its own hypothetical
+    # claims, so it reads them first: a bad one is the caller's field, named as such.
+    if request.HasField("as_of"):
+        problems.time(timestamp_problem(request.as_of.seconds, request.as_of.nanos), "as_of")
+    if request.HasField("stale_after"):
+        after = request.stale_after
+        problems.time(duration_problem(after.seconds, after.nanos), "stale_after")
     notes = []
     for i, note in enumerate(request.missing_signals):
         path = f"missing_signals[{i}]"

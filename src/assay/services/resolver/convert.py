@@ -66,6 +66,11 @@ def facts_of(claim: claim_pb2.Claim) -> ClaimFacts:
         value_problem=problem,
         review_status=int(claim.review_status),
         relation=relation,
+        observed=(
+            (claim.observe_time.seconds, claim.observe_time.nanos)
+            if claim.HasField("observe_time")
+            else None
+        ),
     )
 
 

@@ -4,7 +4,9 @@
 field is read once, scalar value keys come from a cache, ``HasField`` is asked
 only where a plain read is ambiguous, ids are checked in bulk after the loop,
 and the only per-claim allocations are the row tuple and the strings it must
-keep. It only *detects* invalid claims (returning None); ``convert.violations``
+keep. ``observe_time`` is only checked to be a well-formed Timestamp here (about
+5% of the loop; staleness reads it later). It only *detects* invalid claims
+(returning None); ``convert.violations``
 then re-reads the request slowly and ``validation`` explains every problem.
 The two are kept in agreement by a property test.
 """
@@ -20,10 +22,12 @@ from typing import TypeVar
 
 from google.protobuf import struct_pb2
 
+from assay.prototime import MAX_NANOS, MAX_TIMESTAMP_SECONDS, MIN_TIMESTAMP_SECONDS
 from assay.protovalues import value_to_json
 from assay.services.resolver import values as vk
 from assay.services.resolver.convert import ClaimList
 from assay.services.resolver.model import REF, Intake, Relation, RelationKind, Row, SemKey
+from assay.v1 import claim_pb2
 
 _REJECTED = 3
 _MAX_STATUS = 3
@@ -118,6 +122,8 @@ def intake(
     rejected = out.rejected
     string_keys = _STRING_KEYS
     sha256 = hashlib.sha256
+    # Unbound: the attribute lookup is most of what asking every claim costs.
+    has_field = claim_pb2.Claim.HasField
     for index, claim in enumerate(claims, start):
         subject = claim.subject
         predicate = claim.predicate
@@ -181,6 +187,13 @@ def intake(
             id_rows.append(row)
         if stated:
             out.capped.append((row, stated))
+        if has_field(claim, "observe_time"):
+            observed = claim.observe_time
+            if not (
+                0 <= observed.nanos <= MAX_NANOS
+                and MIN_TIMESTAMP_SECONDS <= observed.seconds <= MAX_TIMESTAMP_SECONDS
+            ):
+                return None
         status = claim.review_status
         if claim.HasField("relation"):
             relation = claim.relation

@@ -5,6 +5,8 @@ each proposal), and ids must be unique within "base + that list". The reader
 runs the fast intake on each list and, only when a list fails it, the slow
 validation, so that a bad request is answered with every problem of every
 list in one ``InvalidArgument`` and a good one never pays for explanations.
+Once ``MAX_VIOLATIONS`` are found, further failing lists are only noted, not
+explained, so a request of a thousand bad hypotheses costs a bounded error.
 """
 
 from __future__ import annotations
@@ -16,11 +18,16 @@ from assay.services.resolver.intake import SourceTable, intake
 from assay.services.resolver.model import INDEX, Intake, Staleness
 from assay.services.resolver.policy import Policy
 from assay.services.resolver.validation import (
+    MAX_VIOLATIONS,
     Violation,
     check_semantic,
     check_staleness,
+    check_times,
     raise_if_any,
 )
+
+# A Timestamp or Duration as read off the wire: (seconds, nanos).
+WireTime = tuple[int, int]
 
 
 class Reader:
@@ -43,15 +50,20 @@ class Reader:
 
     def staleness(
         self,
-        as_of: float | None,
-        stale_after: float | None,
+        as_of: WireTime | None,
+        stale_after: WireTime | None,
     ) -> Staleness | None:
         """The staleness horizon (seconds since the epoch), when both fields are given."""
-        found = check_staleness(as_of is not None, stale_after is not None, stale_after or 0.0)
+        found = check_times(as_of, stale_after)
+        if not found:
+            after = None if stale_after is None else _seconds(stale_after)
+            found = check_staleness(as_of is not None, stale_after is not None, after or 0.0)
         self.problems.extend(found)
         if found or as_of is None or stale_after is None:
             return None
-        return Staleness(horizon=as_of - stale_after, observed=self.index.observed)
+        return Staleness(
+            horizon=_seconds(as_of) - _seconds(stale_after), observed=self.index.observed
+        )
 
     def base(self, claims: ClaimList, path: str) -> Intake | None:
         """The base evidence; None (with violations recorded) if it is invalid."""
@@ -73,15 +85,19 @@ class Reader:
         base = self._base
         got = intake(claims, self.sources, start, base.ids if base is not None else None)
         if got is None or base is None:
-            seen = dict(self._paths_of_base())
-            self._fail(violations(claims, path, self.table, seen, offset), got is None)
+            if len(self.problems) >= MAX_VIOLATIONS:
+                # Enough is explained already (the error's count then says "at least").
+                self._fail([], got is None)
+            else:
+                seen = dict(self._paths_of_base())
+                self._fail(violations(claims, path, self.table, seen, offset), got is None)
         return got
 
     def done(self) -> None:
         """Raise one InvalidArgument for everything found so far, if anything was."""
         if self._failed and not self.problems:
             raise RuntimeError("intake rejected a claim that validation accepts")
-        raise_if_any(self.problems)
+        raise_if_any(self.problems, self.table)
 
     def _fail(self, found: list[Violation], failed: bool = True) -> None:
         self._failed = self._failed or failed
@@ -96,3 +112,8 @@ class Reader:
                 for claim_id, row in base.ids.items()
             }
         return self._base_paths
+
+
+def _seconds(wire: WireTime) -> float:
+    seconds, nanos = wire
+    return seconds + nanos / 1e9

@@ -12,11 +12,11 @@ import grpc
 
 from assay.errors import Reason
 from assay.services.resolver import engine, reconcile
-from assay.services.resolver.convert import Emitter, claim_ref, seconds_of
+from assay.services.resolver.convert import Emitter, claim_ref
 from assay.services.resolver.intake import source_table, without_gc
 from assay.services.resolver.model import Intake, Resolution, SemKey
 from assay.services.resolver.policy import Policy
-from assay.services.resolver.reader import Reader
+from assay.services.resolver.reader import Reader, WireTime
 from assay.services.resolver.validation import MAX_HYPOTHESES, Violation
 from assay.v1 import resolver_service_pb2 as pb
 
@@ -181,7 +181,11 @@ def _full_detail(reader: Reader, detail: int) -> bool:
 
 def _staleness_fields(
     request: pb.ResolveSemanticRequest | pb.ResolveEvidenceRequest | pb.ResolveHypothesesRequest,
-) -> tuple[float | None, float | None]:
-    as_of = seconds_of(request.as_of) if request.HasField("as_of") else None
-    stale_after = seconds_of(request.stale_after) if request.HasField("stale_after") else None
+) -> tuple[WireTime | None, WireTime | None]:
+    """``as_of`` and ``stale_after`` as (seconds, nanos), for the reader to check and use."""
+    as_of = stale_after = None
+    if request.HasField("as_of"):
+        as_of = (request.as_of.seconds, request.as_of.nanos)
+    if request.HasField("stale_after"):
+        stale_after = (request.stale_after.seconds, request.stale_after.nanos)
     return as_of, stale_after

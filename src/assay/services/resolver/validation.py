@@ -2,9 +2,12 @@
 
 The intake pass only detects that *something* is wrong (cheaply, while it
 builds rows); this module then explains everything that is wrong, so one
-``InvalidArgument`` carries every violation (up to ``MAX_VIOLATIONS``) and the
-error reason is the first violation's. It is the single statement of what a
-valid claim is; the intake's fast checks are tested against it.
+``InvalidArgument`` carries every violation (up to ``MAX_VIOLATIONS``; the
+runtime lists fewer and says how many more) and the error reason is the first
+violation's. It is the single statement of what a valid claim is; the intake's
+fast checks are tested against it. A description quotes at most a short prefix
+of a request value (``excerpt``), and the list of known source kinds goes once
+into the error's metadata (``known_sources``), never into every violation.
 """
 
 from __future__ import annotations
@@ -13,11 +16,16 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from assay.errors import FieldViolation, InvalidArgument, Reason
+from assay.errors import FieldViolation, InvalidArgument, Reason, excerpt
+from assay.prototime import duration_problem, timestamp_problem
 from assay.services.resolver.model import RelationKind, ReviewStatus
 
+# Validation stops explaining after this many violations: the work stays bounded, and
+# the error then says "at least" (the runtime lists fewer still).
 MAX_VIOLATIONS = 100
 MAX_HYPOTHESES = 1024
+# ErrorInfo metadata key of the known source kinds (comma-separated), sent once per error.
+KNOWN_SOURCES_KEY = "known_sources"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +42,7 @@ class ClaimFacts:
     value_problem: tuple[str, str] | None
     review_status: int
     relation: tuple[int, str] | None  # (kind number, target id) when present
+    observed: tuple[int, int] | None = None  # observe_time as (seconds, nanos) when present
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,12 +72,12 @@ def check_claim(facts: ClaimFacts, path: str, table: Mapping[str, float]) -> lis
     if not facts.source:
         out.append(Violation(bad, f"{path}.source", "required: the source kind must not be empty"))
     elif facts.source not in table:
-        known = ", ".join(sorted(table))
         out.append(
             Violation(
                 Reason.UNKNOWN_SOURCE,
                 f"{path}.source",
-                f"unknown source kind {facts.source!r}; known kinds: {known}",
+                f"unknown source kind {excerpt(facts.source)} (the known kinds are in "
+                f"the error's metadata, {KNOWN_SOURCES_KEY})",
             )
         )
     if not _unit_interval(facts.confidence):
@@ -81,6 +90,10 @@ def check_claim(facts: ClaimFacts, path: str, table: Mapping[str, float]) -> lis
                 bad, f"{path}.reliability", f"{facts.reliability!r} is not a number in [0, 1]"
             )
         )
+    if facts.observed is not None:
+        problem = timestamp_problem(*facts.observed)
+        if problem is not None:
+            out.append(Violation(bad, f"{path}.observe_time", problem))
     if facts.review_status not in ReviewStatus._value2member_map_:
         out.append(
             Violation(bad, f"{path}.review_status", f"unknown review status {facts.review_status}")
@@ -126,7 +139,7 @@ def check_claims(
                     Violation(
                         Reason.DUPLICATE_CLAIM_ID,
                         f"{path}.id",
-                        f"id {facts.id!r} is already used by {first}",
+                        f"id {excerpt(facts.id)} is already used by {first}",
                     )
                 )
             else:
@@ -146,6 +159,18 @@ def check_semantic(subject: str, predicate: str, prefix: str = "") -> list[Viola
     return out
 
 
+def check_times(
+    as_of: tuple[int, int] | None, stale_after: tuple[int, int] | None
+) -> list[Violation]:
+    """``as_of`` (a Timestamp) and ``stale_after`` (a Duration) are well formed, if set."""
+    out = []
+    if as_of is not None and (problem := timestamp_problem(*as_of)) is not None:
+        out.append(Violation(Reason.INVALID_FIELD, "as_of", problem))
+    if stale_after is not None and (problem := duration_problem(*stale_after)) is not None:
+        out.append(Violation(Reason.INVALID_FIELD, "stale_after", problem))
+    return out
+
+
 def check_staleness(has_as_of: bool, has_stale_after: bool, stale_after: float) -> list[Violation]:
     """``as_of`` and ``stale_after`` come together, and the horizon must be positive."""
     if has_as_of and not has_stale_after:
@@ -157,15 +182,27 @@ def check_staleness(has_as_of: bool, has_stale_after: bool, stale_after: float) 
     return []
 
 
-def raise_if_any(violations: list[Violation]) -> None:
-    """One InvalidArgument carrying every violation; its reason is the first one's."""
+def raise_if_any(violations: list[Violation], known_sources: Iterable[str] = ()) -> None:
+    """One InvalidArgument carrying every violation; its reason is the first one's.
+
+    When a source kind is unknown, ``known_sources`` go into the metadata, once. With
+    ``MAX_VIOLATIONS`` or more, validation may have stopped early: the count is a floor.
+    """
     if not violations:
         return
     shown = violations[:MAX_VIOLATIONS]
+    complete = len(violations) < MAX_VIOLATIONS
     first = shown[0]
-    more = f" (and {len(shown) - 1} more)" if len(shown) > 1 else ""
+    others = len(violations) - 1
+    more = f" (and {'' if complete else 'at least '}{others} more)" if others else ""
+    metadata = {}
+    if any(v.reason is Reason.UNKNOWN_SOURCE for v in shown):
+        metadata[KNOWN_SOURCES_KEY] = ",".join(sorted(known_sources))
     raise InvalidArgument(
         first.reason,
         f"{first.field}: {first.description}{more}",
         [FieldViolation(v.field, v.description) for v in shown],
+        metadata,
+        more_violations=len(violations) - len(shown),
+        violations_complete=complete,
     )
