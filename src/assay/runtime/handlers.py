@@ -27,7 +27,7 @@ import itertools
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, NoReturn
+from typing import Any
 
 import grpc
 from google.protobuf import message as pb_message
@@ -38,6 +38,7 @@ from assay import errors
 from assay.runtime.auth import DEV_GATE, AccessRule, Gate, access_rule
 from assay.runtime.auth.principal import DEV_PRINCIPAL, bind_principal, bound_principal
 from assay.runtime.logging import get_logger, rpc_line
+from assay.runtime.memory import LARGE_REQUEST_BYTES, trim_after
 from assay.runtime.status import internal_status, to_status
 
 # errors.proto is the vocabulary of every ErrorInfo.reason sent from here, yet no service's
@@ -148,21 +149,32 @@ async def _fail(
     request_id: str,
     peer: str,
     error: BaseException,
-) -> NoReturn:
-    """Log the call's line, then end it the way ``error`` says; never returns.
+) -> bool:
+    """Log the call's line and end it the way ``error`` says.
 
-    Cancellation and an abort already under way are logged and re-raised; a domain
-    error becomes its rich status; anything else becomes a generic INTERNAL, with the
-    traceback logged under the request id."""
+    A domain error becomes its rich status; anything else a generic INTERNAL, with the
+    traceback logged under the request id; an abort already under way stands. Returns
+    False once the status is sent (the caller returns), True for cancellation and what is
+    not ours to map (the caller re-raises with a bare ``raise``: raised from here, ``error``
+    would hold this frame, which holds ``error``).
+
+    No exception leaves the handler for a status it sent, because that leaked every
+    rejected request: grpc keeps the ``AbortError`` that ``abort`` raises on the call's
+    state, which the call's frames reach through ``context``, so once it propagated through
+    them its traceback (and the error it was raised while handling) made a cycle holding
+    the request bytes and the parsed request until a full collection -- rare in a server
+    (``gc_tuning``). Caught here and stripped of both (``_forget_where``), it is re-raised
+    by grpc itself from its own frames when the handler returns, ending the call."""
     if isinstance(error, (asyncio.CancelledError, GeneratorExit)):
         _log_rpc(method, grpc.StatusCode.CANCELLED, started, request_id, peer)
-        raise error
-    if isinstance(error, grpc.aio.AbortError):
+        return True
+    if isinstance(error, grpc.aio.AbortError):  # the servicer aborted: its status is sent
         _log_rpc(method, context.code() or grpc.StatusCode.UNKNOWN, started, request_id, peer)
-        raise error
+        _forget_where(error)
+        return False
     if not isinstance(error, Exception):  # KeyboardInterrupt, SystemExit: not ours to map
         _log_rpc(method, grpc.StatusCode.UNKNOWN, started, request_id, peer)
-        raise error
+        return True
     if isinstance(error, errors.AssayError):
         status = to_status(error, request_id)
         reason, message = str(error.reason), error.message
@@ -172,8 +184,18 @@ async def _fail(
         _log.error("rpc_unhandled_exception", method=method, request_id=request_id, exc_info=error)
     _log_rpc(method, status.code, started, request_id, peer, reason, message)
     metadata = (*status.trailing_metadata, (REQUEST_ID_KEY, request_id))
-    await context.abort(status.code, status.details, metadata)
-    raise AssertionError("unreachable: abort raises")
+    try:
+        await context.abort(status.code, status.details, metadata)
+    except grpc.aio.AbortError as aborted:
+        _forget_where(aborted)
+    return False
+
+
+def _forget_where(aborted: BaseException) -> None:
+    """Drop what ties grpc's stored ``AbortError`` to this call's frames (see ``_fail``)."""
+    aborted.__traceback__ = None
+    aborted.__context__ = None
+    aborted.__cause__ = None
 
 
 def _admit(gate: Gate, rule: AccessRule, context: grpc.aio.ServicerContext) -> None:
@@ -192,8 +214,12 @@ def _unary(
     gate: Gate,
     rule: AccessRule,
 ) -> Any:
-    async def behavior(raw: bytes, context: grpc.aio.ServicerContext) -> pb_message.Message | bytes:
+    async def behavior(
+        raw: bytes, context: grpc.aio.ServicerContext
+    ) -> pb_message.Message | bytes | None:
         started = time.perf_counter()
+        if len(raw) >= LARGE_REQUEST_BYTES:  # give its memory back once the call is over
+            context.add_done_callback(trim_after)
         request_id = request_id_of(context)
         # Read the peer now: after a client cancels a server stream, context.peer() can crash
         # grpcio's aio core (seen with 1.85), and the log line is written exactly then.
@@ -203,7 +229,9 @@ def _unary(
             response = await impl(_parse(request_type, raw), context)
             context.set_trailing_metadata(((REQUEST_ID_KEY, request_id),))
         except BaseException as error:
-            await _fail(method, context, started, request_id, peer, error)
+            if await _fail(method, context, started, request_id, peer, error):
+                raise
+            return None  # the status is sent; grpc ends the call (see _fail)
         _log_rpc(method, _OK, started, request_id, peer)
         return response
 
@@ -223,6 +251,8 @@ def _server_stream(
         raw: bytes, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb_message.Message]:
         started = time.perf_counter()
+        if len(raw) >= LARGE_REQUEST_BYTES:  # see _unary
+            context.add_done_callback(trim_after)
         request_id = request_id_of(context)
         peer = context.peer()  # see _unary
         try:
@@ -231,7 +261,9 @@ def _server_stream(
                 yield item
             context.set_trailing_metadata(((REQUEST_ID_KEY, request_id),))
         except BaseException as error:
-            await _fail(method, context, started, request_id, peer, error)
+            if await _fail(method, context, started, request_id, peer, error):
+                raise
+            return  # the status is sent; grpc ends the call (see _fail)
         _log_rpc(method, _OK, started, request_id, peer)
 
     return grpc.unary_stream_rpc_method_handler(

@@ -11,10 +11,20 @@ formatted once per second, one JSON encoder is built once, ``WriteLogger``
 writes, and ``RpcLog`` renders RPC lines without the ``BoundLogger`` dispatch.
 ``configure_logging`` rebuilds ``RpcLog``, so a later call (tests make one per
 test) redirects RPC lines too.
+
+No line grows with the input. Every string in a line -- an error message that
+quotes a value, a caller's subject, a nested list's items -- is cut to
+``MAX_FIELD_CHARS`` (a traceback to ``MAX_TRACEBACK_CHARS``), keeping its start
+and end around a marker that says how much was cut; a list or dict keeps
+``MAX_FIELD_ITEMS`` entries. The cut happens once, at rendering, for every line
+(``_render``): a rendered line no longer than ``MAX_FIELD_CHARS`` holds no field
+to cut, so the common line pays one ``len``, and only a longer one is rendered
+again from bounded fields.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import sys
@@ -35,9 +45,66 @@ def _fallback(value: Any) -> Any:
 
 _ENCODER = json.JSONEncoder(sort_keys=True, default=_fallback)
 
+MAX_FIELD_CHARS = 512
+MAX_TRACEBACK_CHARS = 4096
+MAX_FIELD_ITEMS = 16
+_MAX_DEPTH = 4
+_TRACEBACK_FIELDS = frozenset({"exception"})  # what format_exc_info writes
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text``, or its first and last ``limit // 2`` characters around a marker."""
+    if len(text) <= limit:
+        return text
+    keep = limit // 2
+    return f"{text[:keep]}…[{len(text) - 2 * keep} chars cut]…{text[-keep:]}"
+
+
+def _bounded(value: Any, limit: int = MAX_FIELD_CHARS, depth: int = 0) -> Any:
+    """``value`` with every string cut to ``limit`` and every container to
+    ``MAX_FIELD_ITEMS`` entries; what JSON cannot hold becomes its cut ``repr``."""
+    if value is None or isinstance(value, (bool, float)):
+        return value
+    if isinstance(value, int):  # 1024 bits: at most 309 digits
+        return value if value.bit_length() <= 1024 else f"<int of {value.bit_length()} bits>"
+    if isinstance(value, str):
+        return _cut(value, limit)
+    if depth < _MAX_DEPTH and isinstance(value, dict):
+        items = list(itertools.islice(value.items(), MAX_FIELD_ITEMS))
+        bounded = {_cut(str(k), limit): _bounded(v, limit, depth + 1) for k, v in items}
+        if len(value) > len(items):
+            bounded["…"] = f"{len(value) - len(items)} more entries cut"
+        return bounded
+    if depth < _MAX_DEPTH and isinstance(value, (list, tuple, set, frozenset)):
+        shown = [_bounded(v, limit, depth + 1) for v in itertools.islice(value, MAX_FIELD_ITEMS)]
+        if len(value) > len(shown):
+            shown.append(f"…[{len(value) - len(shown)} more items cut]")
+        return shown
+    return _cut(str(_fallback(value)), limit)
+
+
+def bounded_fields(event_dict: EventDict) -> EventDict:
+    """The event with every field bounded (see the module docstring)."""
+    return {
+        key: _bounded(value, MAX_TRACEBACK_CHARS if key in _TRACEBACK_FIELDS else MAX_FIELD_CHARS)
+        for key, value in event_dict.items()
+    }
+
 
 def _dumps(event_dict: EventDict, **_: Any) -> str:
     return _ENCODER.encode(event_dict)
+
+
+def _render(logger: WrappedLogger, name: str, event_dict: EventDict) -> str:
+    """The JSON line, with every field bounded. Renders once; only a line long enough to
+    hold a field over ``MAX_FIELD_CHARS`` is rendered again, from ``bounded_fields``."""
+    try:
+        line = _dumps(event_dict)
+    except ValueError:  # a circular list, an int past str()'s limit: bounding fixes both
+        line = ""
+    if line and len(line) <= MAX_FIELD_CHARS:
+        return line
+    return _dumps(bounded_fields(event_dict))
 
 
 class _UtcTimestamp:
@@ -69,8 +136,8 @@ class RpcLog:
     """Writes RPC lines exactly as the configured chain renders them, minus its dispatch.
 
     The line is the same JSON object any other line is (``event``, ``level``, the
-    ``timestamp``, bound context variables, the fields), rendered by the chain's
-    ``JSONRenderer`` and written by its ``WriteLogger``; skipped are only the
+    ``timestamp``, bound context variables, the fields), rendered (bounded) by the
+    chain's renderer and written by its ``WriteLogger``; skipped are only the
     ``BoundLogger`` layers (method lookup, context copy, the exception processor,
     which an RPC line never needs).
     """
@@ -80,7 +147,6 @@ class RpcLog:
         self.warning_enabled = level <= logging.WARNING
         self._logger = structlog.WriteLogger(stream)
         self._stamp = _UtcTimestamp()
-        self._render = structlog.processors.JSONRenderer(serializer=_dumps)
 
     def info(self, fields: dict[str, Any]) -> None:
         if self.info_enabled:
@@ -95,8 +161,7 @@ class RpcLog:
         fields["level"] = level
         structlog.contextvars.merge_contextvars(self._logger, level, fields)
         self._stamp(self._logger, level, fields)
-        line = self._render(self._logger, level, fields)
-        self._logger.msg(line if isinstance(line, str) else bytes(line).decode())
+        self._logger.msg(_render(self._logger, level, fields))
 
 
 class _StructlogRpcLine:
@@ -126,7 +191,7 @@ def configure_logging(level: str = "info", stream: TextIO | None = None) -> None
             structlog.processors.add_log_level,
             _UtcTimestamp(),
             structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(serializer=_dumps),
+            _render,  # JSON, bounded
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.WriteLoggerFactory(file=target),
