@@ -4,7 +4,9 @@
 (resolver 50051, planner 50052, adjudication 50053), wired to each other, with
 the adjudication data in a local SQLite file. Both run until SIGTERM/SIGINT
 and then drain gracefully (health NOT_SERVING, in-flight calls finish within
-the grace period, databases closed, exit 0).
+the grace period, databases closed, exit 0; work still running in a thread when the grace
+period is over does not hold the process). A start that fails (a port in use, an unreadable
+database) is one line naming what failed and exit code 1, with nothing left running.
 
 Without security flags both serve in dev mode (plaintext, every caller holds
 every role), which is allowed on loopback only and said in one warning line at
@@ -14,6 +16,7 @@ start; ``serve_security`` turns the TLS and authentication flags into settings.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -23,6 +26,7 @@ from assay.runtime import loop
 from assay.runtime.config import (
     DEFAULT_GRACE_SECONDS,
     DEFAULT_HOST,
+    DEFAULT_MAX_CONCURRENT_RPCS,
     DEFAULT_MAX_MESSAGE_BYTES,
     ServerConfig,
     env_float,
@@ -32,7 +36,13 @@ from assay.runtime.config import (
 from assay.runtime.gc_tuning import tune_for_serving
 from assay.runtime.logging import configure_logging
 from assay.runtime.loop import LOOPS, resolve_loop
-from assay.runtime.server import RunningService, ServiceSpec, run_until_signalled
+from assay.runtime.server import (
+    RunningService,
+    ServiceSpec,
+    close_specs,
+    refuse_taken_port,
+    run_until_signalled,
+)
 from assay.runtime.tls import dial_host
 from assay.services.registry import SERVICES, ServeOptions
 
@@ -58,6 +68,14 @@ def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
         default=env_float("ASSAY_GRACE_SECONDS", DEFAULT_GRACE_SECONDS),
         help="seconds in-flight calls get to finish on SIGTERM (env ASSAY_GRACE_SECONDS; "
         f"default {DEFAULT_GRACE_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--max-concurrent-rpcs",
+        type=int,
+        default=env_int("ASSAY_MAX_CONCURRENT_RPCS", DEFAULT_MAX_CONCURRENT_RPCS),
+        help="calls each service runs at once; more are refused at once with "
+        "RESOURCE_EXHAUSTED and a retry delay, which the Assay clients honour "
+        f"(env ASSAY_MAX_CONCURRENT_RPCS; default {DEFAULT_MAX_CONCURRENT_RPCS})",
     )
     parser.add_argument(
         "--log-level",
@@ -115,12 +133,15 @@ def _config(args: argparse.Namespace, serving: ServingSecurity) -> ServerConfig:
         raise CliError("--max-message-bytes must be positive")
     if args.grace < 0:
         raise CliError("--grace must not be negative")
+    if args.max_concurrent_rpcs <= 0:
+        raise CliError("--max-concurrent-rpcs must be positive")
     return ServerConfig(
         host=args.host,
         max_message_bytes=args.max_message_bytes,
         grace_seconds=args.grace,
         tls=serving.security.tls,
         gate=serving.security.gate,
+        max_concurrent_rpcs=args.max_concurrent_rpcs,
     )
 
 
@@ -147,8 +168,11 @@ async def _build(
         )
         try:
             specs.append(await SERVICES[name].builder()(options))
-        except (OSError, ValueError) as error:
-            raise CliError(f"cannot start {name}: {error}") from None
+        except BaseException as error:
+            await close_specs(specs)  # what was built before it (an open database)
+            if isinstance(error, (OSError, ValueError)):
+                raise CliError(f"cannot start {name}: {error}") from None
+            raise
     return specs
 
 
@@ -169,6 +193,11 @@ def _run(
     serving = resolve_security(args, "planner" in names, resolver_target, up)
     config = _config(args, serving)
     configure_logging(args.log_level)
+    try:  # before anything is opened, so a taken port is the one line printed
+        for name in names:
+            refuse_taken_port(args.host, ports[name], name)
+    except OSError as error:
+        raise CliError(str(error)) from None
     for warning in serving.warnings:
         print(f"assay: {warning}", file=sys.stderr, flush=True)
 
@@ -176,12 +205,23 @@ def _run(
         specs = await _build(names, args, ports, resolver_target, serving)
         tune_for_serving()  # after start-up, so what it built is frozen out of collections
         await run_until_signalled(specs, config, on_started=_announce)
+        _exit_now()
 
     try:
         loop.run(main(), args.event_loop)
-    except OSError as error:
-        raise CliError(f"cannot listen: {error}") from None
+    except OSError as error:  # "could not bind HOST:PORT for NAME: the port is in use"
+        raise CliError(str(error)) from None
     return 0
+
+
+def _exit_now() -> None:
+    """End the process once serving is over: the servers are stopped, the databases closed
+    and the log written. Work a call left running in a thread past the grace period (a long
+    computation cannot be interrupted) would otherwise hold the exit until it finished, as
+    the interpreter joins executor threads on the way out."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _serve(args: argparse.Namespace) -> int:

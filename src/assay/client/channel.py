@@ -5,7 +5,15 @@ retries transparently and with backoff, not a Python loop. Only calls that
 are safe to repeat are retried, and only on ``UNAVAILABLE``: read-only RPCs
 (``idempotency_level`` NO_SIDE_EFFECTS or IDEMPOTENT) and mutating RPCs whose
 request carries a ``request_id`` (the clients fill one in, so a retry is
-recognised by the server and returns the first result).
+recognised by the server and returns the first result). A server's
+``grpc-retry-pushback-ms`` trailer (sent with every refusal of a call it did
+not start: shutting down, overloaded) replaces the backoff before the next try.
+
+A call a busy server refused (``RESOURCE_EXHAUSTED``, reason
+``ERROR_REASON_OVERLOADED``) is retried by an interceptor instead, after the
+server's ``RetryInfo`` delay: the service config could only retry every
+``RESOURCE_EXHAUSTED``, including messages too large to ever pass
+(``assay.client.overload``).
 
 TLS and the bearer token come from ``assay.client.credentials.Credentials``:
 both live in the channel (gRPC channel and call credentials), so every stub
@@ -23,6 +31,7 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 
 from assay.client.credentials import Credentials
+from assay.client.overload import AioOverloadRetry, OverloadRetry
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -46,6 +55,16 @@ def is_retry_safe(method: MethodDescriptor) -> bool:
     return options.idempotency_level in safe_levels or (
         "request_id" in method.input_type.fields_by_name
     )
+
+
+def retry_safe_paths(services: Iterable[ServiceDescriptor]) -> list[str]:
+    """``/package.Service/Method`` of every retry-safe method of ``services``."""
+    return [
+        f"/{service.full_name}/{method.name}"
+        for service in services
+        for method in service.methods
+        if is_retry_safe(method)
+    ]
 
 
 def service_config(services: Iterable[ServiceDescriptor]) -> dict[str, Any]:
@@ -80,11 +99,14 @@ def sync_channel(
     """A blocking channel with the Assay options: TLS and a bearer token on every call when
     ``credentials`` say so, plaintext otherwise (ValueError: a token in plaintext off
     loopback)."""
+    services = list(services)
     options = channel_options(services, max_message_bytes)
     secure = credentials.channel_credentials(target) if credentials is not None else None
     if secure is None:
-        return grpc.insecure_channel(target, options=options)
-    return grpc.secure_channel(target, secure, options=options)
+        channel = grpc.insecure_channel(target, options=options)
+    else:
+        channel = grpc.secure_channel(target, secure, options=options)
+    return grpc.intercept_channel(channel, OverloadRetry(retry_safe_paths(services)))
 
 
 def aio_channel(
@@ -94,8 +116,10 @@ def aio_channel(
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> grpc.aio.Channel:
     """The asyncio twin of ``sync_channel``."""
+    services = list(services)
     options = channel_options(services, max_message_bytes)
+    interceptors = [AioOverloadRetry(retry_safe_paths(services))]
     secure = credentials.channel_credentials(target) if credentials is not None else None
     if secure is None:
-        return grpc.aio.insecure_channel(target, options=options)
-    return grpc.aio.secure_channel(target, secure, options=options)
+        return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
+    return grpc.aio.secure_channel(target, secure, options=options, interceptors=interceptors)

@@ -16,6 +16,10 @@ from assay.runtime.tls import ServerTls
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 DEFAULT_GRACE_SECONDS = 10.0
 DEFAULT_HOST = "127.0.0.1"
+# Calls one service runs at once; more are refused with RESOURCE_EXHAUSTED and a retry delay
+# (see ``admission``). 256 keeps a server busy (the resolver computes one call at a time, the
+# planner and adjudication mostly wait on I/O) while bounding the requests held in memory.
+DEFAULT_MAX_CONCURRENT_RPCS = 256
 
 
 def env_str(name: str, default: str) -> str:
@@ -66,13 +70,15 @@ def env_path(name: str) -> str | None:
 @dataclass(frozen=True)
 class ServerConfig:
     """How one process serves: where it listens, how large a message may be, how long to drain,
-    with which TLS files (None: plaintext) and which gate for callers (``DEV_GATE``: none)."""
+    with which TLS files (None: plaintext), which gate for callers (``DEV_GATE``: none), and
+    how many calls each service runs at once."""
 
     host: str = DEFAULT_HOST
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     grace_seconds: float = DEFAULT_GRACE_SECONDS
     tls: ServerTls | None = None
     gate: Gate = field(default=DEV_GATE)
+    max_concurrent_rpcs: int = DEFAULT_MAX_CONCURRENT_RPCS
 
     @classmethod
     def from_env(cls) -> ServerConfig:
@@ -80,6 +86,7 @@ class ServerConfig:
             host=env_str("ASSAY_HOST", DEFAULT_HOST),
             max_message_bytes=env_int("ASSAY_MAX_MESSAGE_BYTES", DEFAULT_MAX_MESSAGE_BYTES),
             grace_seconds=env_float("ASSAY_GRACE_SECONDS", DEFAULT_GRACE_SECONDS),
+            max_concurrent_rpcs=env_int("ASSAY_MAX_CONCURRENT_RPCS", DEFAULT_MAX_CONCURRENT_RPCS),
         )
 
     def channel_options(self) -> list[tuple[str, int]]:

@@ -1,43 +1,91 @@
 """Start-up and graceful shutdown of one or more Assay services.
 
-A ``ServiceSpec`` is everything the runtime needs to host a service: its
-descriptor, its servicer, and an optional ``close`` hook (a database to close).
-``start`` binds one ``grpc.aio`` server per spec, each with health and
-reflection; ``run_until_signalled`` serves until SIGTERM/SIGINT, then marks
-health NOT_SERVING, lets in-flight calls finish within the grace period,
-runs the close hooks and returns, so the process exits 0.
+A ``ServiceSpec`` is everything the runtime needs to host a service: its descriptor, its
+servicer, an optional ``close`` hook (a database to close) and an optional ``dependency``
+(what the service calls, probed in the background for its health). ``start`` binds one
+``grpc.aio`` server per spec, each with health, reflection and admission control (at most
+``max_concurrent_rpcs`` calls at once, see ``admission``); a start that fails closes
+everything it opened, started or not, and re-raises.
+
+``stop`` drains, bounded by the grace period:
+
+1. health turns NOT_SERVING for every name: ``Check`` answers it, open ``Watch`` streams are
+   sent it and ended (see ``health``);
+2. calls that arrive from now on are refused with UNAVAILABLE / SHUTTING_DOWN and a retry
+   delay; the server keeps taking them off grpc's queue so none waits there to be dropped;
+3. in-flight calls get until the end of the grace period to finish, and the drain goes on
+   until no call has arrived for ``QUIET_SECONDS`` (so none is left in grpc's queue, which
+   the grpc server drops with a bare CANCELLED when it stops), at most as long;
+4. those still running then get UNAVAILABLE / SHUTTING_DOWN and their tasks are cancelled;
+5. the grpc servers stop and the close hooks run.
+
+``run_until_signalled`` serves until SIGTERM/SIGINT, then stops that way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import signal
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import grpc
 from google.protobuf.descriptor import ServiceDescriptor
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from assay.runtime.admission import Admission
 from assay.runtime.config import ServerConfig
 from assay.runtime.handlers import ServiceHandler
+from assay.runtime.health import NOT_SERVING, SERVING, Health, probe_once, watch_dependency
 from assay.runtime.logging import get_logger
 from assay.runtime.loop import running_loop_name
 
 _log = get_logger("assay.server")
 
+HEALTH_SERVICE = "grpc.health.v1.Health"
+# How long no call must arrive before a draining server stops (see the module docstring).
+QUIET_SECONDS = 0.1
+_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+# grpc-core queues the calls its server has not taken yet, and past 1,000 of them it drops
+# new ones at random with a bare CANCELLED that Python never sees or logs (2-9% of a
+# 2,000-call burst). The server takes calls off that queue as fast as they come (admission
+# refuses the excess at once, with a retry delay), and a queued call holds no message yet,
+# so the queue is made long enough that it never drops.
+_PENDING_CALLS = 100_000
+_SERVER_OPTIONS: list[tuple[str, int]] = [
+    # grpc enables SO_REUSEPORT by default, which lets a second `assay up` bind the same ports
+    # silently and share the traffic; a port that is taken must be an error instead.
+    ("grpc.so_reuseport", 0),
+    ("grpc.server.max_pending_requests", _PENDING_CALLS),
+    ("grpc.server.max_pending_requests_hard_limit", _PENDING_CALLS),
+]
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """Something a service needs to answer: ``probe()`` says whether it is reachable now.
+
+    While it is not, the service's own name reports NOT_SERVING (see ``health``)."""
+
+    name: str
+    probe: Callable[[], Awaitable[bool]]
+
 
 @dataclass
 class ServiceSpec:
-    """One service to host: what it is, who implements it, and how to release its resources."""
+    """One service to host: what it is, who implements it, how to release its resources, and
+    what it depends on."""
 
     name: str
     descriptor: ServiceDescriptor
     servicer: object
     port: int
     close: Callable[[], Awaitable[None]] | None = None
+    dependency: Dependency | None = None
 
 
 @dataclass
@@ -46,23 +94,53 @@ class RunningService:
 
     spec: ServiceSpec
     server: grpc.aio.Server
-    health: health.aio.HealthServicer
+    health: Health
     port: int
     address: str = field(default="")
+    admission: Admission = field(default_factory=Admission)
+    monitor: asyncio.Task[None] | None = None
+    stopped: bool = False
+
+
+def refuse_taken_port(host: str, port: int, service: str) -> None:
+    """``OSError`` naming the port when something listens on ``host:port`` already.
+
+    grpc would find it too, but print a line of its own first, and by then a service may have
+    opened its database: ``assay serve`` checks every port before it builds anything. A port
+    taken in between is still reported, by ``start_service``, after grpc's own line."""
+    if port == 0:
+        return
+    try:
+        addresses = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror:
+        return  # grpc reports an address it cannot resolve
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as grpc binds
+            try:
+                probe.bind(address)
+            except OSError as error:
+                if error.errno == errno.EADDRINUSE:
+                    raise OSError(
+                        f"could not bind {host}:{port} for {service}: the port is in use"
+                    ) from None
 
 
 async def start_service(spec: ServiceSpec, config: ServerConfig) -> RunningService:
-    """Bind and start one server for ``spec``; health reports SERVING once it listens."""
-    # grpc enables SO_REUSEPORT by default, which lets a second `assay up` bind the same ports
-    # silently and share the traffic; a port that is taken must be an error instead.
-    server = grpc.aio.server(options=[*config.channel_options(), ("grpc.so_reuseport", 0)])
-    handler = ServiceHandler(spec.descriptor, spec.servicer, config.gate)
+    """Bind and start one server for ``spec``; health reports SERVING once it listens (for the
+    service's own name: once its dependency, if any, answers too)."""
+    refuse_taken_port(config.host, spec.port, spec.name)
+    server = grpc.aio.server(options=[*config.channel_options(), *_SERVER_OPTIONS])
+    admission = Admission(config.max_concurrent_rpcs, spec.name)
+    handler = ServiceHandler(spec.descriptor, spec.servicer, config.gate, admission)
     server.add_generic_rpc_handlers((handler,))
     server.add_registered_method_handlers(handler.service_name, handler.method_handlers())
-    health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    health = Health()
+    health.add_to(server)
     reflection.enable_server_reflection(
-        (spec.descriptor.full_name, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+        (spec.descriptor.full_name, HEALTH_SERVICE, reflection.SERVICE_NAME), server
     )
     address = f"{config.host}:{spec.port}"
     try:
@@ -71,17 +149,26 @@ async def start_service(spec: ServiceSpec, config: ServerConfig) -> RunningServi
         else:
             port = server.add_secure_port(address, config.tls.credentials())
     except RuntimeError as error:  # grpc raises RuntimeError("Failed to bind ...")
-        raise OSError(f"could not bind {address}: {error}") from None
+        raise OSError(f"could not bind {address} for {spec.name}: {error}") from None
     if port == 0:
-        raise OSError(f"could not bind {address}")
+        raise OSError(f"could not bind {address} for {spec.name}")
     await server.start()
-    serving = health_pb2.HealthCheckResponse.SERVING
-    await health_servicer.set("", serving)
-    await health_servicer.set(spec.descriptor.full_name, serving)
+    running = RunningService(spec, server, health, port, f"{config.host}:{port}", admission)
+    available = True
+    if spec.dependency is not None:
+        dependency = spec.dependency
+        available = await probe_once(dependency.probe)
+        running.monitor = asyncio.create_task(
+            watch_dependency(
+                health, spec.descriptor.full_name, dependency.name, dependency.probe, available
+            ),
+            name=f"health of {spec.name}",
+        )
+    health.set(spec.descriptor.full_name, SERVING if available else NOT_SERVING)
     _log.info(
         "serving",
         service=spec.name,
-        address=f"{config.host}:{port}",
+        address=running.address,
         loop=running_loop_name(),
         transport="mtls"
         if config.tls and config.tls.client_ca
@@ -89,31 +176,85 @@ async def start_service(spec: ServiceSpec, config: ServerConfig) -> RunningServi
         if config.tls
         else "plaintext",
         authentication="on" if config.gate.enabled else "off",
+        max_concurrent_rpcs=admission.limit,
+        **({} if spec.dependency is None else {"dependency_available": available}),
     )
-    return RunningService(spec, server, health_servicer, port, f"{config.host}:{port}")
+    return running
 
 
 async def start(specs: Sequence[ServiceSpec], config: ServerConfig) -> list[RunningService]:
-    """Start every spec; on a failure, stop those already started and re-raise."""
+    """Start every spec; on a failure, stop those already started, close the rest, re-raise."""
     running: list[RunningService] = []
     try:
         for spec in specs:
             running.append(await start_service(spec, config))
     except BaseException:
         await stop(running, grace=0)
+        await close_specs(specs[len(running) :])
         raise
     return running
 
 
+async def close_specs(specs: Sequence[ServiceSpec]) -> None:
+    """Run the close hooks of ``specs`` (built, never started or already stopped); one that
+    fails is logged and the others still run."""
+    for spec in specs:
+        if spec.close is None:
+            continue
+        try:
+            await spec.close()
+        except Exception:
+            _log.exception("close_failed", service=spec.name)
+
+
 async def stop(running: Sequence[RunningService], grace: float) -> None:
-    """Drain: NOT_SERVING first (balancers move away), then finish in-flight calls, then close."""
+    """Drain within ``grace`` seconds as the module docstring says, then close (a service
+    stopped already is left alone)."""
+    running = [service for service in running if not service.stopped]
     for service in running:
-        await service.health.enter_graceful_shutdown()
-    await asyncio.gather(*(service.server.stop(grace) for service in running))
+        service.stopped = True
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace
     for service in running:
-        if service.spec.close is not None:
-            await service.spec.close()
-        _log.info("stopped", service=service.spec.name)
+        if service.monitor is not None:
+            service.monitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await service.monitor
+        service.health.drain()
+        service.admission.drain()
+        _log.info(
+            "draining",
+            service=service.spec.name,
+            in_flight=service.admission.in_flight,
+            grace_seconds=grace,
+        )
+    finished = await asyncio.gather(
+        *(_finished(service.admission, deadline) for service in running)
+    )
+    for service, idle in zip(running, finished, strict=True):
+        if not idle:
+            ended = await service.admission.abandon()
+            _log.warning("grace_period_over", service=service.spec.name, calls_ended=ended)
+    remaining = max(0.0, deadline - loop.time())
+    await asyncio.gather(*(service.server.stop(remaining) for service in running))
+    for service in running:
+        await close_specs([service.spec])
+        _log.info(
+            "stopped",
+            service=service.spec.name,
+            refused_overloaded=service.admission.refused_overloaded,
+            refused_shutting_down=service.admission.refused_shutting_down,
+        )
+
+
+async def _finished(admission: Admission, deadline: float) -> bool:
+    """Whether the admitted calls all end before ``deadline`` (the loop's clock); then wait
+    for the calls still arriving to stop, as long as the deadline allows."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout_at(deadline):
+            await admission.idle()
+            await admission.quiet(QUIET_SECONDS)
+    return admission.in_flight == 0
 
 
 async def run_until_signalled(
@@ -121,20 +262,24 @@ async def run_until_signalled(
     config: ServerConfig,
     on_started: Callable[[list[RunningService]], None] | None = None,
 ) -> None:
-    """Serve ``specs`` until SIGTERM or SIGINT, then shut down gracefully."""
+    """Serve ``specs`` until SIGTERM or SIGINT, then shut down gracefully.
+
+    A start that fails has closed what it opened and re-raises (``OSError`` for a port)."""
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in _SIGNALS:
         loop.add_signal_handler(sig, stopping.set)
-    running = await start(specs, config)
-    if on_started is not None:
-        on_started(running)
     try:
-        await stopping.wait()
-        _log.info("shutdown_requested", grace_seconds=config.grace_seconds)
+        running = await start(specs, config)
+        if on_started is not None:
+            on_started(running)
+        try:
+            await stopping.wait()
+            _log.info("shutdown_requested", grace_seconds=config.grace_seconds)
+        finally:
+            await stop(running, config.grace_seconds)
     finally:
-        await stop(running, config.grace_seconds)
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in _SIGNALS:
             loop.remove_signal_handler(sig)
 
 

@@ -39,7 +39,11 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     under the request id. Code: INTERNAL.
     """
     ERROR_REASON_SHUTTING_DOWN: _ErrorReason.ValueType  # 4
-    """The server is shutting down and refuses new work. Code: UNAVAILABLE."""
+    """The server is shutting down and refuses new work: the call was not
+    started (or, when the grace period ran out, was stopped unfinished), so
+    it is safe to repeat against another server or after a restart. A
+    `google.rpc.RetryInfo` detail says when. Code: UNAVAILABLE.
+    """
     ERROR_REASON_INVALID_PAGE_TOKEN: _ErrorReason.ValueType  # 5
     """A page_token was not issued by this server for this query.
     Code: INVALID_ARGUMENT.
@@ -74,6 +78,14 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """The request writes into a tenant the principal is not granted (reads of
     another tenant's records are NOT_FOUND instead, so nothing leaks).
     Code: PERMISSION_DENIED, with the field.
+    """
+    ERROR_REASON_OVERLOADED: _ErrorReason.ValueType  # 18
+    """The server is already running as many calls as it admits at once
+    (`--max-concurrent-rpcs`) and refused this one without starting it, so
+    repeating it is safe. A `google.rpc.RetryInfo` detail (and, for gRPC's
+    own retries, the `grpc-retry-pushback-ms` trailer) says how long to wait;
+    the Assay clients retry it by themselves where the RPC is safe to repeat.
+    Code: RESOURCE_EXHAUSTED, with metadata `max_concurrent_rpcs`.
     """
     ERROR_REASON_UNKNOWN_SOURCE: _ErrorReason.ValueType  # 20
     """--- Resolver (20-59) ---
@@ -193,7 +205,7 @@ class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
 
     Numbering is grouped by owner so services can grow their own reasons
     without colliding: 1-19 shared runtime (7-12: authentication and
-    authorization), 20-59 resolver, 60-99 planner,
+    authorization; 18: load), 20-59 resolver, 60-99 planner,
     100-159 adjudication.
     """
 
@@ -214,7 +226,11 @@ ERROR_REASON_INTERNAL: ErrorReason.ValueType  # 3
 under the request id. Code: INTERNAL.
 """
 ERROR_REASON_SHUTTING_DOWN: ErrorReason.ValueType  # 4
-"""The server is shutting down and refuses new work. Code: UNAVAILABLE."""
+"""The server is shutting down and refuses new work: the call was not
+started (or, when the grace period ran out, was stopped unfinished), so
+it is safe to repeat against another server or after a restart. A
+`google.rpc.RetryInfo` detail says when. Code: UNAVAILABLE.
+"""
 ERROR_REASON_INVALID_PAGE_TOKEN: ErrorReason.ValueType  # 5
 """A page_token was not issued by this server for this query.
 Code: INVALID_ARGUMENT.
@@ -249,6 +265,14 @@ ERROR_REASON_TENANT_NOT_PERMITTED: ErrorReason.ValueType  # 12
 """The request writes into a tenant the principal is not granted (reads of
 another tenant's records are NOT_FOUND instead, so nothing leaks).
 Code: PERMISSION_DENIED, with the field.
+"""
+ERROR_REASON_OVERLOADED: ErrorReason.ValueType  # 18
+"""The server is already running as many calls as it admits at once
+(`--max-concurrent-rpcs`) and refused this one without starting it, so
+repeating it is safe. A `google.rpc.RetryInfo` detail (and, for gRPC's
+own retries, the `grpc-retry-pushback-ms` trailer) says how long to wait;
+the Assay clients retry it by themselves where the RPC is safe to repeat.
+Code: RESOURCE_EXHAUSTED, with metadata `max_concurrent_rpcs`.
 """
 ERROR_REASON_UNKNOWN_SOURCE: ErrorReason.ValueType  # 20
 """--- Resolver (20-59) ---

@@ -1,4 +1,6 @@
-"""Builds the adjudication ``ServiceSpec``: opens the SQLite file, and closes it on shutdown."""
+"""Builds the adjudication ``ServiceSpec``: opens the SQLite file, and closes it on shutdown
+(or at once, when building the rest fails: an open store's writer thread keeps a process alive).
+"""
 
 from __future__ import annotations
 
@@ -27,6 +29,14 @@ async def build_spec(options: ServeOptions) -> ServiceSpec:
     except (SchemaTooNew, sqlite3.DatabaseError) as error:
         # ValueError: `assay serve` reports it as one line ("cannot start adjudication: ...").
         raise ValueError(f"{path}: {error}") from None
+    try:
+        return _spec(store, options)
+    except BaseException:
+        await store.close()  # its writer thread would keep the process alive
+        raise
+
+
+def _spec(store: Store, options: ServeOptions) -> ServiceSpec:
     return ServiceSpec(
         name="adjudication",
         descriptor=adjudication_service_pb2.DESCRIPTOR.services_by_name["AdjudicationService"],

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from assay import errors
 from assay.runtime.status import decode_rpc_error
@@ -119,6 +120,21 @@ class ResolverClient:
     async def close(self) -> None:
         await self._channel.close()
 
+    async def serving(self, deadline_seconds: float) -> bool:
+        """Whether the resolver's health check says ResolverService is SERVING within
+        ``deadline_seconds`` (the gRPC deadline of the check: the planner's own health
+        follows it); False when unreachable."""
+        check = health_pb2.HealthCheckRequest(
+            service=rpb.DESCRIPTOR.services_by_name["ResolverService"].full_name
+        )
+        try:
+            reply = await health_pb2_grpc.HealthStub(self._channel).Check(
+                check, timeout=deadline_seconds, wait_for_ready=False
+            )
+        except grpc.aio.AioRpcError:
+            return False
+        return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
     async def resolve_semantic(
         self,
         request: rpb.ResolveSemanticRequest,
@@ -160,7 +176,9 @@ class ResolverClient:
             try:
                 return await rpc(request, timeout=timeout, metadata=sent, wait_for_ready=False)
             except grpc.aio.AioRpcError as error:
-                if error.code() != grpc.StatusCode.UNAVAILABLE:
+                # A resolver past its limit of calls at once refused this one unstarted: as
+                # safe to retry as UNAVAILABLE, within the same budget.
+                if error.code() != grpc.StatusCode.UNAVAILABLE and not _overloaded(error):
                     raise translate(error, method, self.target, paths) from None
                 backoff = next_backoff(attempt, started, deadline)
                 if backoff is None:
@@ -171,6 +189,13 @@ class ResolverClient:
                     ) from None
                 await asyncio.sleep(backoff)
                 attempt += 1
+
+
+def _overloaded(error: grpc.aio.AioRpcError) -> bool:
+    return (
+        error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        and decode_rpc_error(error).reason == errors.Reason.OVERLOADED
+    )
 
 
 def next_backoff(attempt: int, started: float, deadline: Deadline) -> float | None:

@@ -2,14 +2,20 @@
 
 The channel is created here, inside the serving event loop, and closed by the
 spec's ``close`` hook on shutdown. Creating it does not connect: the planner
-starts (and reports SERVING) whether or not the resolver is up yet, and each
-plan fails with RESOLVER_UNAVAILABLE until it is.
+starts whether or not the resolver is up yet, and each plan fails with
+RESOLVER_UNAVAILABLE until it is.
+
+The resolver is the planner's dependency: the runtime asks the resolver's health
+(``ResolverClient.serving``) at start and then in the background, and the
+planner's own name, ``assay.v1.PlannerService``, reports NOT_SERVING while the
+resolver is unreachable or not serving, and SERVING again by itself when it is
+back (the server as a whole, ``""``, stays SERVING: the planner process is up).
 """
 
 from __future__ import annotations
 
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
-from assay.runtime.server import ServiceSpec
+from assay.runtime.server import Dependency, ServiceSpec
 from assay.runtime.tls import ClientTls
 from assay.services.planner.resolver_client import ResolverClient
 from assay.services.planner.servicer import PlannerServicer
@@ -18,6 +24,8 @@ from assay.transport import TokenFile
 from assay.v1 import planner_service_pb2
 
 SERVICE_DESCRIPTOR = planner_service_pb2.DESCRIPTOR.services_by_name["PlannerService"]
+# How long one probe of the resolver's health may take before it counts as unreachable.
+RESOLVER_PROBE_TIMEOUT_SECONDS = 1.0
 
 
 def make_servicer(
@@ -37,10 +45,16 @@ async def build_spec(options: ServeOptions) -> ServiceSpec:
     servicer = make_servicer(
         options.resolver_target, options.max_message_bytes, options.resolver_tls, token
     )
+    resolver = servicer.resolver
+
+    async def resolver_serving() -> bool:
+        return await resolver.serving(RESOLVER_PROBE_TIMEOUT_SECONDS)
+
     return ServiceSpec(
         name="planner",
         descriptor=SERVICE_DESCRIPTOR,
         servicer=servicer,
         port=options.port,
-        close=servicer.resolver.close,
+        close=resolver.close,
+        dependency=Dependency(f"resolver at {options.resolver_target}", resolver_serving),
     )
