@@ -5,6 +5,8 @@ malformed bytes become ``INVALID_ARGUMENT`` (``ERROR_REASON_MALFORMED_REQUEST``)
 instead of grpc's ``UNKNOWN``/``INTERNAL``. Around the servicer call it:
 
 - takes ``x-request-id`` from the metadata (or makes one) and echoes it back;
+- refuses the call at once, with a retry delay, when the service already runs its limit of
+  calls or the server is shutting down (``admission``);
 - admits the caller through the server's ``Gate`` (credential, then the roles
   the method's ``(assay.v1.access)`` option names) before the request is even
   parsed, and makes the ``Principal`` the servicer's ``current_principal()``;
@@ -35,6 +37,7 @@ from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 
 from assay import errors
+from assay.runtime.admission import Admission
 from assay.runtime.auth import DEV_GATE, AccessRule, Gate, access_rule
 from assay.runtime.auth.principal import DEV_PRINCIPAL, bind_principal, bound_principal
 from assay.runtime.logging import get_logger, rpc_line
@@ -198,6 +201,29 @@ def _forget_where(aborted: BaseException) -> None:
     aborted.__cause__ = None
 
 
+async def _refuse(
+    method: str,
+    context: grpc.aio.ServicerContext,
+    started: float,
+    request_id: str,
+    peer: str,
+    admission: Admission,
+) -> None:
+    """Turn away a call ``admission`` did not admit: its one log line, then its status.
+
+    The abort is caught and its traceback dropped: grpc keeps the exception and re-raises it
+    when the handler returns, ending the call, and a traceback through these frames would
+    tie them (and the request) to it in a cycle."""
+    refusal = admission.refusal_for(context, request_id)
+    reason = str(refusal.reason)
+    _log_rpc(method, refusal.code, started, request_id, peer, reason, refusal.message)
+    metadata = (*refusal.trailing_metadata, (REQUEST_ID_KEY, request_id))
+    try:
+        await context.abort(refusal.code, refusal.message, metadata)
+    except grpc.aio.AbortError as aborted:
+        aborted.__traceback__ = None
+
+
 def _admit(gate: Gate, rule: AccessRule, context: grpc.aio.ServicerContext) -> None:
     """Authenticate and authorize the call, and bind its principal for the servicer."""
     if not gate.enabled:
@@ -213,6 +239,7 @@ def _unary(
     impl: UnaryImpl,
     gate: Gate,
     rule: AccessRule,
+    admission: Admission,
 ) -> Any:
     async def behavior(
         raw: bytes, context: grpc.aio.ServicerContext
@@ -224,6 +251,9 @@ def _unary(
         # Read the peer now: after a client cancels a server stream, context.peer() can crash
         # grpcio's aio core (seen with 1.85), and the log line is written exactly then.
         peer = context.peer()
+        if not admission.enter(context):
+            await _refuse(method, context, started, request_id, peer, admission)
+            return None
         try:
             _admit(gate, rule, context)
             response = await impl(_parse(request_type, raw), context)
@@ -246,6 +276,7 @@ def _server_stream(
     impl: StreamImpl,
     gate: Gate,
     rule: AccessRule,
+    admission: Admission,
 ) -> Any:
     async def behavior(
         raw: bytes, context: grpc.aio.ServicerContext
@@ -255,6 +286,9 @@ def _server_stream(
             context.add_done_callback(trim_after)
         request_id = request_id_of(context)
         peer = context.peer()  # see _unary
+        if not admission.enter(context):
+            await _refuse(method, context, started, request_id, peer, admission)
+            return
         try:
             _admit(gate, rule, context)
             async for item in impl(_parse(request_type, raw), context):
@@ -272,7 +306,11 @@ def _server_stream(
 
 
 def _method_handler(
-    service: ServiceDescriptor, method: MethodDescriptor, servicer: object, gate: Gate
+    service: ServiceDescriptor,
+    method: MethodDescriptor,
+    servicer: object,
+    gate: Gate,
+    admission: Admission,
 ) -> Any:
     rule = access_rule(method)  # a method without a rule never serves (TypeError at start)
     impl = getattr(servicer, method.name, None)
@@ -283,17 +321,27 @@ def _method_handler(
     if method.client_streaming:
         raise TypeError(f"{method.full_name}: client streaming is not supported by the runtime")
     if method.server_streaming:
-        return _server_stream(path, request_type, impl, gate, rule)
-    return _unary(path, request_type, impl, gate, rule)
+        return _server_stream(path, request_type, impl, gate, rule, admission)
+    return _unary(path, request_type, impl, gate, rule, admission)
 
 
 class ServiceHandler(grpc.GenericRpcHandler):  # type: ignore[misc]
     """All of one service's methods, each wrapped as described in the module docstring."""
 
-    def __init__(self, service: ServiceDescriptor, servicer: object, gate: Gate = DEV_GATE) -> None:
+    def __init__(
+        self,
+        service: ServiceDescriptor,
+        servicer: object,
+        gate: Gate = DEV_GATE,
+        admission: Admission | None = None,
+    ) -> None:
+        """``admission``: the service's bound on calls at once (default: the default bound)."""
         self.service_name = service.full_name
+        self.admission = admission or Admission(service=service.full_name)
         self._handlers = {
-            f"/{service.full_name}/{m.name}": _method_handler(service, m, servicer, gate)
+            f"/{service.full_name}/{m.name}": _method_handler(
+                service, m, servicer, gate, self.admission
+            )
             for m in service.methods
         }
 
