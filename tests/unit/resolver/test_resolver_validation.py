@@ -260,3 +260,16 @@ class TestRequestFields:
         error = invalid(servicer()._Reconcile, pb.ReconcileRequest())
         assert error.reason == Reason.INVALID_FIELD
         assert fields(error) == ["proposals"]
+
+
+def test_long_string_values_are_not_cached() -> None:
+    """Only short values are remembered across requests: a large value (of a request that
+    may be rejected) must not stay in the process after its request."""
+    from assay.services.resolver import intake
+
+    long_value = "v" * (intake._MAX_CACHED_CHARS + 1)
+    short_value = "short-value-for-cache-test"
+    assert intake._string_key(long_value) == intake._string_key(long_value)
+    intake._string_key(short_value)
+    assert long_value not in intake._STRING_KEYS
+    assert short_value in intake._STRING_KEYS

@@ -38,12 +38,17 @@ _MAX_KIND = 3
 _STRING_KEYS: dict[str, str] = {}
 _NUMBER_KEYS: dict[float, str] = {}
 _CACHE_LIMIT = 65536
+# Longer strings are keyed each time they are seen, so no request's large value (a rejected
+# one included) stays cached: the cache is for the short values claims repeat.
+_MAX_CACHED_CHARS = 256
 
 _In = TypeVar("_In")
 _Out = TypeVar("_Out")
 
 
 def _string_key(value: str) -> str:
+    if len(value) > _MAX_CACHED_CHARS:
+        return vk.string_key(value)
     if len(_STRING_KEYS) > _CACHE_LIMIT:
         _STRING_KEYS.clear()
     key = _STRING_KEYS[value] = vk.string_key(value)
