@@ -68,7 +68,9 @@ class TestResolverDown:
         assert elapsed < 0.4
 
     async def test_planner_stays_serving_while_its_resolver_is_down(self) -> None:
-        """Health is about the planner itself: SERVING although the resolver is down."""
+        """The server as a whole (health name "") stays SERVING although the resolver is down:
+        the process is alive; only the planner's own service name follows its resolver
+        (tests/service/test_planner_health.py)."""
         spec = await _planner_spec(f"127.0.0.1:{free_port()}")
         async with (
             serving([spec], FAST_STOP) as running,
