@@ -79,6 +79,21 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     another tenant's records are NOT_FOUND instead, so nothing leaks).
     Code: PERMISSION_DENIED, with the field.
     """
+    ERROR_REASON_REQUEST_TOO_EXPENSIVE: _ErrorReason.ValueType  # 16
+    """The request would cause more work than its RPC's documented cap allows
+    (for example ResolveHypotheses' hypotheses x claims about the target).
+    Retrying the same request cannot succeed: split it, or send less. The
+    RPC's comment states the cap. Code: INVALID_ARGUMENT, with the field that
+    drives the cost and metadata `limit` and `requested`.
+    """
+    ERROR_REASON_RESPONSE_TOO_LARGE: _ErrorReason.ValueType  # 17
+    """The response would be larger than its RPC allows: at most 100 times the
+    request's size (responses up to 64 KiB always are), and never more than
+    the server's maximum message size. Retrying the same request cannot
+    succeed: ask for less detail or split the request. Code:
+    INVALID_ARGUMENT, with the field that drives the size and metadata
+    `limit_bytes`.
+    """
     ERROR_REASON_OVERLOADED: _ErrorReason.ValueType  # 18
     """The server is already running as many calls as it admits at once
     (`--max-concurrent-rpcs`) and refused this one without starting it, so
@@ -205,8 +220,8 @@ class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
 
     Numbering is grouped by owner so services can grow their own reasons
     without colliding: 1-19 shared runtime (7-12: authentication and
-    authorization; 18: load), 20-59 resolver, 60-99 planner,
-    100-159 adjudication.
+    authorization; 16-17: what one request may cost; 18: load), 20-59
+    resolver, 60-99 planner, 100-159 adjudication.
     """
 
 ERROR_REASON_UNSPECIFIED: ErrorReason.ValueType  # 0
@@ -265,6 +280,21 @@ ERROR_REASON_TENANT_NOT_PERMITTED: ErrorReason.ValueType  # 12
 """The request writes into a tenant the principal is not granted (reads of
 another tenant's records are NOT_FOUND instead, so nothing leaks).
 Code: PERMISSION_DENIED, with the field.
+"""
+ERROR_REASON_REQUEST_TOO_EXPENSIVE: ErrorReason.ValueType  # 16
+"""The request would cause more work than its RPC's documented cap allows
+(for example ResolveHypotheses' hypotheses x claims about the target).
+Retrying the same request cannot succeed: split it, or send less. The
+RPC's comment states the cap. Code: INVALID_ARGUMENT, with the field that
+drives the cost and metadata `limit` and `requested`.
+"""
+ERROR_REASON_RESPONSE_TOO_LARGE: ErrorReason.ValueType  # 17
+"""The response would be larger than its RPC allows: at most 100 times the
+request's size (responses up to 64 KiB always are), and never more than
+the server's maximum message size. Retrying the same request cannot
+succeed: ask for less detail or split the request. Code:
+INVALID_ARGUMENT, with the field that drives the size and metadata
+`limit_bytes`.
 """
 ERROR_REASON_OVERLOADED: ErrorReason.ValueType  # 18
 """The server is already running as many calls as it admits at once

@@ -88,6 +88,16 @@ class PlannerServiceServicer:
         when the resolver's reliability table lacks a probe's source kind;
         INTERNAL with ERROR_REASON_RESOLVER_FAILED when the resolver fails
         unexpectedly.
+
+        Cost: a plan repeats values of the target. Its one ResolveHypotheses
+        call carries the value each of up to 14 distinct outcomes asserts and
+        gets every value of the target back once per outcome, and each of up to
+        14 candidates names its outcome's value key. Evidence that would take
+        that call past the resolver's caps or the message size limit is
+        INVALID_ARGUMENT with ERROR_REASON_REQUEST_TOO_EXPENSIVE (`evidence`); a
+        response larger than 100 times the request (responses up to 64 KiB
+        always may be) or than the maximum message size is INVALID_ARGUMENT with
+        ERROR_REASON_RESPONSE_TOO_LARGE (`evidence`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -60,6 +60,16 @@ class PlannerServiceStub:
     when the resolver's reliability table lacks a probe's source kind;
     INTERNAL with ERROR_REASON_RESOLVER_FAILED when the resolver fails
     unexpectedly.
+
+    Cost: a plan repeats values of the target. Its one ResolveHypotheses
+    call carries the value each of up to 14 distinct outcomes asserts and
+    gets every value of the target back once per outcome, and each of up to
+    14 candidates names its outcome's value key. Evidence that would take
+    that call past the resolver's caps or the message size limit is
+    INVALID_ARGUMENT with ERROR_REASON_REQUEST_TOO_EXPENSIVE (`evidence`); a
+    response larger than 100 times the request (responses up to 64 KiB
+    always may be) or than the maximum message size is INVALID_ARGUMENT with
+    ERROR_REASON_RESPONSE_TOO_LARGE (`evidence`).
     """
     ListProbes: _grpc.UnaryUnaryMultiCallable[_planner_service_pb2.ListProbesRequest, _planner_service_pb2.ListProbesResponse]
     """Lists the probe catalogue, in ProbeKind order.
@@ -100,6 +110,16 @@ class PlannerServiceAsyncStub(PlannerServiceStub):
     when the resolver's reliability table lacks a probe's source kind;
     INTERNAL with ERROR_REASON_RESOLVER_FAILED when the resolver fails
     unexpectedly.
+
+    Cost: a plan repeats values of the target. Its one ResolveHypotheses
+    call carries the value each of up to 14 distinct outcomes asserts and
+    gets every value of the target back once per outcome, and each of up to
+    14 candidates names its outcome's value key. Evidence that would take
+    that call past the resolver's caps or the message size limit is
+    INVALID_ARGUMENT with ERROR_REASON_REQUEST_TOO_EXPENSIVE (`evidence`); a
+    response larger than 100 times the request (responses up to 64 KiB
+    always may be) or than the maximum message size is INVALID_ARGUMENT with
+    ERROR_REASON_RESPONSE_TOO_LARGE (`evidence`).
     """
     ListProbes: _aio.UnaryUnaryMultiCallable[_planner_service_pb2.ListProbesRequest, _planner_service_pb2.ListProbesResponse]  # type: ignore[assignment]
     """Lists the probe catalogue, in ProbeKind order.
@@ -143,6 +163,16 @@ class PlannerServiceServicer(metaclass=_abc_1.ABCMeta):
         when the resolver's reliability table lacks a probe's source kind;
         INTERNAL with ERROR_REASON_RESOLVER_FAILED when the resolver fails
         unexpectedly.
+
+        Cost: a plan repeats values of the target. Its one ResolveHypotheses
+        call carries the value each of up to 14 distinct outcomes asserts and
+        gets every value of the target back once per outcome, and each of up to
+        14 candidates names its outcome's value key. Evidence that would take
+        that call past the resolver's caps or the message size limit is
+        INVALID_ARGUMENT with ERROR_REASON_REQUEST_TOO_EXPENSIVE (`evidence`); a
+        response larger than 100 times the request (responses up to 64 KiB
+        always may be) or than the maximum message size is INVALID_ARGUMENT with
+        ERROR_REASON_RESPONSE_TOO_LARGE (`evidence`).
         """
 
     @_abc_1.abstractmethod

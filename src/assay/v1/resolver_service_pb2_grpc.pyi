@@ -36,6 +36,19 @@ class ResolverServiceStub:
     ErrorReason name, and a BadRequest naming each bad field path, e.g.
     `evidence.claims[3].confidence`. Responses are deterministic: the same
     request gives byte-identical deterministic serialization.
+
+    What one request may cost. No response is larger than 100 times its request
+    (responses up to 64 KiB always may be) or than the server's maximum message
+    size (`--max-message-bytes`, 64 MiB by default): a request whose response
+    would be is refused with INVALID_ARGUMENT and ERROR_REASON_RESPONSE_TOO_LARGE,
+    naming the field that drives the size, as soon as the response passes that
+    budget. ResolveHypotheses and Reconcile, which resolve a semantic once per
+    hypothesis or proposal, also cap the claim resolutions (one claim weighed in
+    one resolution) a request asks for at 2,000,000: more is INVALID_ARGUMENT
+    with ERROR_REASON_REQUEST_TOO_EXPENSIVE, before any resolution runs. Large
+    requests are resolved off the thread that serves calls (health checks keep
+    answering), and stop within moments of the caller cancelling or its
+    deadline passing.
     """
 
     @_typing.overload
@@ -48,12 +61,17 @@ class ResolverServiceStub:
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (subject,
     predicate, as_of, stale_after), ERROR_REASON_INVALID_CLAIM,
     ERROR_REASON_UNKNOWN_SOURCE, ERROR_REASON_DUPLICATE_CLAIM_ID,
-    ERROR_REASON_RELATION_WITHOUT_ID or ERROR_REASON_MALFORMED_REQUEST.
+    ERROR_REASON_RELATION_WITHOUT_ID or ERROR_REASON_MALFORMED_REQUEST;
+    INVALID_ARGUMENT with ERROR_REASON_RESPONSE_TOO_LARGE (`evidence.claims`)
+    when the target's resolution would exceed the response cap (see the
+    service comment).
     """
     ResolveEvidence: _grpc.UnaryUnaryMultiCallable[_resolver_service_pb2.ResolveEvidenceRequest, _resolver_service_pb2.ResolveEvidenceResponse]
-    """Resolves every (subject, predicate) present in the evidence.
+    """Resolves every (subject, predicate) present in the evidence. The
+    response is about twice the request for typical claims.
 
-    Errors: as ResolveSemantic.
+    Errors: as ResolveSemantic (ERROR_REASON_RESPONSE_TOO_LARGE names
+    `evidence.claims`: split the evidence across calls).
     """
     ResolveHypotheses: _grpc.UnaryUnaryMultiCallable[_resolver_service_pb2.ResolveHypothesesRequest, _resolver_service_pb2.ResolveHypothesesResponse]
     """Resolves "base evidence + these extra claims" for each hypothesis, in
@@ -64,9 +82,18 @@ class ResolverServiceStub:
     `detail` = RESOLUTION_DETAIL_SUMMARY leaves the per-claim detail out of
     every resolution in the response (see ResolutionDetail).
 
+    Cost: each hypothesis repeats the target's resolution, so a request is
+    charged (hypotheses + 1) x the claims about the target in `evidence`
+    (reviewed-out ones included) + the hypotheses' own claims, at most
+    2,000,000 claim resolutions; and its response, at the requested detail,
+    stays within the response cap (SUMMARY keeps it small).
+
     Errors: as ResolveSemantic; field paths name `hypotheses[i].claims[j]`;
     more than 1024 hypotheses is ERROR_REASON_INVALID_FIELD (`hypotheses`);
-    an unknown `detail` is ERROR_REASON_INVALID_FIELD (`detail`).
+    an unknown `detail` is ERROR_REASON_INVALID_FIELD (`detail`); more than
+    2,000,000 claim resolutions is ERROR_REASON_REQUEST_TOO_EXPENSIVE
+    (`hypotheses`, with metadata `limit` and `requested`); a response over
+    the cap is ERROR_REASON_RESPONSE_TOO_LARGE (`hypotheses`).
     """
     Reconcile: _grpc.UnaryUnaryMultiCallable[_resolver_service_pb2.ReconcileRequest, _resolver_service_pb2.ReconcileResponse]
     """Says, for each proposed claim, whether it may be applied automatically.
@@ -78,8 +105,15 @@ class ResolverServiceStub:
     show the proposal's own semantic. Ids must be unique within the evidence
     plus that proposal.
 
+    Cost: each proposal is charged 1 + the claims in `evidence` about every
+    semantic it is judged on, at most 2,000,000 claim resolutions in all; the
+    response (two resolutions per proposal) stays within the response cap.
+
     Errors: as ResolveSemantic; field paths name `proposals[i]`; no
-    proposals is ERROR_REASON_INVALID_FIELD (`proposals`).
+    proposals is ERROR_REASON_INVALID_FIELD (`proposals`); more than
+    2,000,000 claim resolutions is ERROR_REASON_REQUEST_TOO_EXPENSIVE
+    (`proposals`, with metadata `limit` and `requested`); a response over the
+    cap is ERROR_REASON_RESPONSE_TOO_LARGE (`proposals`).
     """
     GetResolverPolicy: _grpc.UnaryUnaryMultiCallable[_resolver_service_pb2.GetResolverPolicyRequest, _resolver_service_pb2.GetResolverPolicyResponse]
     """Returns the policy every computation uses: the reliability table, the
@@ -99,6 +133,19 @@ class ResolverServiceAsyncStub(ResolverServiceStub):
     ErrorReason name, and a BadRequest naming each bad field path, e.g.
     `evidence.claims[3].confidence`. Responses are deterministic: the same
     request gives byte-identical deterministic serialization.
+
+    What one request may cost. No response is larger than 100 times its request
+    (responses up to 64 KiB always may be) or than the server's maximum message
+    size (`--max-message-bytes`, 64 MiB by default): a request whose response
+    would be is refused with INVALID_ARGUMENT and ERROR_REASON_RESPONSE_TOO_LARGE,
+    naming the field that drives the size, as soon as the response passes that
+    budget. ResolveHypotheses and Reconcile, which resolve a semantic once per
+    hypothesis or proposal, also cap the claim resolutions (one claim weighed in
+    one resolution) a request asks for at 2,000,000: more is INVALID_ARGUMENT
+    with ERROR_REASON_REQUEST_TOO_EXPENSIVE, before any resolution runs. Large
+    requests are resolved off the thread that serves calls (health checks keep
+    answering), and stop within moments of the caller cancelling or its
+    deadline passing.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -108,12 +155,17 @@ class ResolverServiceAsyncStub(ResolverServiceStub):
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (subject,
     predicate, as_of, stale_after), ERROR_REASON_INVALID_CLAIM,
     ERROR_REASON_UNKNOWN_SOURCE, ERROR_REASON_DUPLICATE_CLAIM_ID,
-    ERROR_REASON_RELATION_WITHOUT_ID or ERROR_REASON_MALFORMED_REQUEST.
+    ERROR_REASON_RELATION_WITHOUT_ID or ERROR_REASON_MALFORMED_REQUEST;
+    INVALID_ARGUMENT with ERROR_REASON_RESPONSE_TOO_LARGE (`evidence.claims`)
+    when the target's resolution would exceed the response cap (see the
+    service comment).
     """
     ResolveEvidence: _aio.UnaryUnaryMultiCallable[_resolver_service_pb2.ResolveEvidenceRequest, _resolver_service_pb2.ResolveEvidenceResponse]  # type: ignore[assignment]
-    """Resolves every (subject, predicate) present in the evidence.
+    """Resolves every (subject, predicate) present in the evidence. The
+    response is about twice the request for typical claims.
 
-    Errors: as ResolveSemantic.
+    Errors: as ResolveSemantic (ERROR_REASON_RESPONSE_TOO_LARGE names
+    `evidence.claims`: split the evidence across calls).
     """
     ResolveHypotheses: _aio.UnaryUnaryMultiCallable[_resolver_service_pb2.ResolveHypothesesRequest, _resolver_service_pb2.ResolveHypothesesResponse]  # type: ignore[assignment]
     """Resolves "base evidence + these extra claims" for each hypothesis, in
@@ -124,9 +176,18 @@ class ResolverServiceAsyncStub(ResolverServiceStub):
     `detail` = RESOLUTION_DETAIL_SUMMARY leaves the per-claim detail out of
     every resolution in the response (see ResolutionDetail).
 
+    Cost: each hypothesis repeats the target's resolution, so a request is
+    charged (hypotheses + 1) x the claims about the target in `evidence`
+    (reviewed-out ones included) + the hypotheses' own claims, at most
+    2,000,000 claim resolutions; and its response, at the requested detail,
+    stays within the response cap (SUMMARY keeps it small).
+
     Errors: as ResolveSemantic; field paths name `hypotheses[i].claims[j]`;
     more than 1024 hypotheses is ERROR_REASON_INVALID_FIELD (`hypotheses`);
-    an unknown `detail` is ERROR_REASON_INVALID_FIELD (`detail`).
+    an unknown `detail` is ERROR_REASON_INVALID_FIELD (`detail`); more than
+    2,000,000 claim resolutions is ERROR_REASON_REQUEST_TOO_EXPENSIVE
+    (`hypotheses`, with metadata `limit` and `requested`); a response over
+    the cap is ERROR_REASON_RESPONSE_TOO_LARGE (`hypotheses`).
     """
     Reconcile: _aio.UnaryUnaryMultiCallable[_resolver_service_pb2.ReconcileRequest, _resolver_service_pb2.ReconcileResponse]  # type: ignore[assignment]
     """Says, for each proposed claim, whether it may be applied automatically.
@@ -138,8 +199,15 @@ class ResolverServiceAsyncStub(ResolverServiceStub):
     show the proposal's own semantic. Ids must be unique within the evidence
     plus that proposal.
 
+    Cost: each proposal is charged 1 + the claims in `evidence` about every
+    semantic it is judged on, at most 2,000,000 claim resolutions in all; the
+    response (two resolutions per proposal) stays within the response cap.
+
     Errors: as ResolveSemantic; field paths name `proposals[i]`; no
-    proposals is ERROR_REASON_INVALID_FIELD (`proposals`).
+    proposals is ERROR_REASON_INVALID_FIELD (`proposals`); more than
+    2,000,000 claim resolutions is ERROR_REASON_REQUEST_TOO_EXPENSIVE
+    (`proposals`, with metadata `limit` and `requested`); a response over the
+    cap is ERROR_REASON_RESPONSE_TOO_LARGE (`proposals`).
     """
     GetResolverPolicy: _aio.UnaryUnaryMultiCallable[_resolver_service_pb2.GetResolverPolicyRequest, _resolver_service_pb2.GetResolverPolicyResponse]  # type: ignore[assignment]
     """Returns the policy every computation uses: the reliability table, the
@@ -158,6 +226,19 @@ class ResolverServiceServicer(metaclass=_abc_1.ABCMeta):
     ErrorReason name, and a BadRequest naming each bad field path, e.g.
     `evidence.claims[3].confidence`. Responses are deterministic: the same
     request gives byte-identical deterministic serialization.
+
+    What one request may cost. No response is larger than 100 times its request
+    (responses up to 64 KiB always may be) or than the server's maximum message
+    size (`--max-message-bytes`, 64 MiB by default): a request whose response
+    would be is refused with INVALID_ARGUMENT and ERROR_REASON_RESPONSE_TOO_LARGE,
+    naming the field that drives the size, as soon as the response passes that
+    budget. ResolveHypotheses and Reconcile, which resolve a semantic once per
+    hypothesis or proposal, also cap the claim resolutions (one claim weighed in
+    one resolution) a request asks for at 2,000,000: more is INVALID_ARGUMENT
+    with ERROR_REASON_REQUEST_TOO_EXPENSIVE, before any resolution runs. Large
+    requests are resolved off the thread that serves calls (health checks keep
+    answering), and stop within moments of the caller cancelling or its
+    deadline passing.
     """
 
     @_abc_1.abstractmethod
@@ -171,7 +252,10 @@ class ResolverServiceServicer(metaclass=_abc_1.ABCMeta):
         Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (subject,
         predicate, as_of, stale_after), ERROR_REASON_INVALID_CLAIM,
         ERROR_REASON_UNKNOWN_SOURCE, ERROR_REASON_DUPLICATE_CLAIM_ID,
-        ERROR_REASON_RELATION_WITHOUT_ID or ERROR_REASON_MALFORMED_REQUEST.
+        ERROR_REASON_RELATION_WITHOUT_ID or ERROR_REASON_MALFORMED_REQUEST;
+        INVALID_ARGUMENT with ERROR_REASON_RESPONSE_TOO_LARGE (`evidence.claims`)
+        when the target's resolution would exceed the response cap (see the
+        service comment).
         """
 
     @_abc_1.abstractmethod
@@ -180,9 +264,11 @@ class ResolverServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _resolver_service_pb2.ResolveEvidenceRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_resolver_service_pb2.ResolveEvidenceResponse, _abc.Awaitable[_resolver_service_pb2.ResolveEvidenceResponse]]:
-        """Resolves every (subject, predicate) present in the evidence.
+        """Resolves every (subject, predicate) present in the evidence. The
+        response is about twice the request for typical claims.
 
-        Errors: as ResolveSemantic.
+        Errors: as ResolveSemantic (ERROR_REASON_RESPONSE_TOO_LARGE names
+        `evidence.claims`: split the evidence across calls).
         """
 
     @_abc_1.abstractmethod
@@ -199,9 +285,18 @@ class ResolverServiceServicer(metaclass=_abc_1.ABCMeta):
         `detail` = RESOLUTION_DETAIL_SUMMARY leaves the per-claim detail out of
         every resolution in the response (see ResolutionDetail).
 
+        Cost: each hypothesis repeats the target's resolution, so a request is
+        charged (hypotheses + 1) x the claims about the target in `evidence`
+        (reviewed-out ones included) + the hypotheses' own claims, at most
+        2,000,000 claim resolutions; and its response, at the requested detail,
+        stays within the response cap (SUMMARY keeps it small).
+
         Errors: as ResolveSemantic; field paths name `hypotheses[i].claims[j]`;
         more than 1024 hypotheses is ERROR_REASON_INVALID_FIELD (`hypotheses`);
-        an unknown `detail` is ERROR_REASON_INVALID_FIELD (`detail`).
+        an unknown `detail` is ERROR_REASON_INVALID_FIELD (`detail`); more than
+        2,000,000 claim resolutions is ERROR_REASON_REQUEST_TOO_EXPENSIVE
+        (`hypotheses`, with metadata `limit` and `requested`); a response over
+        the cap is ERROR_REASON_RESPONSE_TOO_LARGE (`hypotheses`).
         """
 
     @_abc_1.abstractmethod
@@ -219,8 +314,15 @@ class ResolverServiceServicer(metaclass=_abc_1.ABCMeta):
         show the proposal's own semantic. Ids must be unique within the evidence
         plus that proposal.
 
+        Cost: each proposal is charged 1 + the claims in `evidence` about every
+        semantic it is judged on, at most 2,000,000 claim resolutions in all; the
+        response (two resolutions per proposal) stays within the response cap.
+
         Errors: as ResolveSemantic; field paths name `proposals[i]`; no
-        proposals is ERROR_REASON_INVALID_FIELD (`proposals`).
+        proposals is ERROR_REASON_INVALID_FIELD (`proposals`); more than
+        2,000,000 claim resolutions is ERROR_REASON_REQUEST_TOO_EXPENSIVE
+        (`proposals`, with metadata `limit` and `requested`); a response over the
+        cap is ERROR_REASON_RESPONSE_TOO_LARGE (`proposals`).
         """
 
     @_abc_1.abstractmethod

@@ -12,6 +12,10 @@ used again within about a second.
 The resolver's errors are translated, not wrapped: bad evidence keeps its
 reason and field paths (the planner's request names the same fields), a
 deadline is a deadline, and only the truly unexpected becomes RESOLVER_FAILED.
+A call the resolver finds too expensive (a response over its cap, too many claim
+resolutions), or one over the channel's message limit in either direction, is the
+caller's evidence being too large to plan over: ERROR_REASON_REQUEST_TOO_EXPENSIVE
+on ``evidence``, never INTERNAL.
 One channel lives as long as the servicer; ``close`` is the ServiceSpec hook.
 """
 
@@ -106,6 +110,7 @@ class ResolverClient:
         token for the resolver (never the caller's: the planner calls as itself)."""
         self.target = target
         self._token = token
+        self.max_message_bytes = max_message_bytes
         options = [
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
@@ -245,6 +250,20 @@ def _reason(name: str, fallback: errors.Reason) -> errors.Reason:
         return fallback
 
 
+# The resolver's reasons for a call that would cost more than its caps allow.
+_TOO_EXPENSIVE = frozenset({errors.Reason.REQUEST_TOO_EXPENSIVE, errors.Reason.RESPONSE_TOO_LARGE})
+
+
+def too_expensive(method: str, detail: str) -> errors.InvalidArgument:
+    """The caller's evidence is too large to plan over: ``method`` would exceed a cap."""
+    why = f"planning over this evidence needs a resolver {method} call beyond its caps: {detail}"
+    return errors.InvalidArgument(
+        errors.Reason.REQUEST_TOO_EXPENSIVE,
+        f"evidence: {why}",
+        [errors.FieldViolation("evidence", why)],
+    )
+
+
 def translate(
     error: grpc.aio.AioRpcError, method: str, target: str, paths: PathMap
 ) -> errors.AssayError:
@@ -253,6 +272,14 @@ def translate(
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return _deadline_error(method, target)
     decoded = decode_rpc_error(error)
+    if decoded.reason in _TOO_EXPENSIVE:
+        return too_expensive(method, decoded.message)
+    if (
+        code == grpc.StatusCode.RESOURCE_EXHAUSTED
+        and not decoded.reason
+        and "larger than max" in decoded.message
+    ):  # grpc's own message-size limit, on the request or the response
+        return too_expensive(method, decoded.message)
     if code == grpc.StatusCode.INVALID_ARGUMENT:
         mapped = [(paths(v.field), v) for v in decoded.violations]
         if mapped and all(p is not None for p, _ in mapped):

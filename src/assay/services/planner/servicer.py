@@ -6,12 +6,21 @@ weigh) one ResolveHypotheses carrying one hypothesis per distinct candidate
 outcome, over only the claims that can affect the target semantic. The
 planner's request id travels with them, so one grep finds a plan in both
 services' logs.
+
+A plan repeats values of the target: the hypotheses carry the value each outcome
+asserts, the resolver answers with every value of the target once per hypothesis, and
+every candidate names its outcome's value key. Evidence whose values make any of that
+exceed a cap (the resolver's, or its message limit) is refused as
+ERROR_REASON_REQUEST_TOO_EXPENSIVE (``resolver_client.translate``); a plan response
+over ``assay.runtime.budget`` (100 times the request, within the message limit) as
+ERROR_REASON_RESPONSE_TOO_LARGE. Either names ``evidence``.
 """
 
 from __future__ import annotations
 
 import grpc
 
+from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
 from assay.runtime.handlers import REQUEST_ID_KEY, request_id_of
 from assay.runtime.logging import get_logger
 from assay.services.planner import convert
@@ -65,7 +74,16 @@ class PlannerServicer:
                 convert.resolution(h.resolution, with_counted=False) for h in answer.hypotheses
             ]
         plan = finish_plan(draft, hypothetical)
-        return pb.PlanEvidenceResponse(plan=convert.plan(plan), resolution=base.resolution)
+        response = pb.PlanEvidenceResponse(plan=convert.plan(plan), resolution=base.resolution)
+        ResponseBudget(
+            self.resolver.max_message_bytes,
+            MIN_CLAIM_WIRE_BYTES * len(request.evidence.claims),
+            request.ByteSize,
+            "evidence",
+            "every candidate repeats the value it would assert: send fewer or smaller "
+            "claims about the target",
+        ).add(response.ByteSize())
+        return response
 
     async def _hypotheses(
         self,

@@ -30,6 +30,10 @@ from assay.v1 import claim_pb2, resolution_pb2
 # Canonical Value messages by key, so equal values are emitted from one representative.
 _VALUES: dict[str, struct_pb2.Value] = {}
 _CACHE_LIMIT = 65536
+# Longer keys are cached per request only (``Emitter``): this cache is bounded in entries,
+# and a few large values (one request's 4 MiB string) would otherwise stay in memory until
+# 65,536 others came.
+MAX_CACHED_KEY_CHARS = 256
 
 ClaimList = Sequence[claim_pb2.Claim]
 
@@ -127,16 +131,22 @@ class Emitter:
 
     def __init__(self, claims: ClaimIndex) -> None:
         self._claims = claims
+        self._large: dict[str, struct_pb2.Value] = {}  # this request's long keys
 
-    @staticmethod
-    def value(key: str) -> struct_pb2.Value:
+    def value(self, key: str) -> struct_pb2.Value:
         """The canonical ``Value`` for a key (shared: callers copy it, never mutate it)."""
         cached = _VALUES.get(key)
         if cached is None:
-            if len(_VALUES) > _CACHE_LIMIT:
-                _VALUES.clear()
-            cached = _VALUES[key] = struct_pb2.Value()
-            json_to_value(vk.from_key(key), cached)
+            cached = self._large.get(key)
+            if cached is None:
+                cached = struct_pb2.Value()
+                json_to_value(vk.from_key(key), cached)
+                if len(key) > MAX_CACHED_KEY_CHARS:
+                    self._large[key] = cached
+                else:
+                    if len(_VALUES) > _CACHE_LIMIT:
+                        _VALUES.clear()
+                    _VALUES[key] = cached
         return cached
 
     def resolution(

@@ -10,7 +10,8 @@ semantic), not N × the whole evidence: that is what makes the planner's
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
 
 from assay.services.resolver.active import resolve_relations
@@ -112,10 +113,24 @@ class _Context:
         )
 
 
+def _carry_on() -> None:
+    """The ``check`` of work nobody can stop half-way."""
+
+
+# Semantics resolved between two calls of ``check``.
+CHECK_EVERY = 64
+
+
 def resolve_evidence(
-    intake: Intake, policy: Policy, staleness: Staleness | None = None
+    intake: Intake,
+    policy: Policy,
+    staleness: Staleness | None = None,
+    check: Callable[[], None] = _carry_on,
 ) -> list[Resolution]:
-    """One resolution per semantic present (even if all its claims are excluded), sorted."""
+    """One resolution per semantic present (even if all its claims are excluded), sorted.
+
+    ``check`` is called every ``CHECK_EVERY`` semantics and may raise to abandon the work
+    (its caller is gone)."""
     context = _Context((intake,))
     sems = set(intake.values)
     sems.update(context.excluded)
@@ -124,7 +139,9 @@ def resolve_evidence(
     active = context.active
     excluded = context.excluded
     warnings = context.warnings
-    for sem in sorted(sems):
+    for i, sem in enumerate(sorted(sems)):
+        if not i % CHECK_EVERY:
+            check()
         values = intake.values.get(sem, {})
         out.append(
             resolve(
@@ -162,6 +179,15 @@ class Layered:
         known = base.ids if base.relations else {}
         self.awaited = {r.target_id for r in base.relations if r.target_id not in known}
         self._supports: dict[SemKey, dict[str, ValueSupport]] = {}
+        self._rejected: Counter[SemKey] | None = None
+
+    def claims_about(self, sem: SemKey) -> int:
+        """How many base claims are about ``sem``, reviewed-out ones included: what one
+        resolution of ``sem`` weighs (and the unit of ``budget.charge``)."""
+        if self._rejected is None:
+            self._rejected = Counter(row[SEM] for row in self.base.rejected)
+        rows = self.base.values.get(sem)
+        return (sum(map(len, rows.values())) if rows else 0) + self._rejected[sem]
 
     def _base_supports(self, sem: SemKey) -> dict[str, ValueSupport]:
         """The base's support per value key of ``sem`` (active rows only), computed once."""

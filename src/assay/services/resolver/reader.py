@@ -7,11 +7,18 @@ validation, so that a bad request is answered with every problem of every
 list in one ``InvalidArgument`` and a good one never pays for explanations.
 Once ``MAX_VIOLATIONS`` are found, further failing lists are only noted, not
 explained, so a request of a thousand bad hypotheses costs a bounded error.
+
+Reading a million claims takes seconds, so a long list is handed to the intake in
+chunks of ``CHECK_EVERY_CLAIMS`` with the reader's ``check`` called between them: work
+whose caller is gone stops within a chunk (see ``offload``), at no measurable cost to
+the intake's loop (the chunks are ``islice``s of one iterator).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import chain, islice
+from typing import overload
 
 from assay.services.resolver.convert import ClaimIndex, ClaimList, violations
 from assay.services.resolver.intake import SourceTable, intake
@@ -25,18 +32,57 @@ from assay.services.resolver.validation import (
     check_times,
     raise_if_any,
 )
+from assay.v1 import claim_pb2
 
 # A Timestamp or Duration as read off the wire: (seconds, nanos).
 WireTime = tuple[int, int]
+
+# Claims the intake reads between two calls of the reader's ``check``.
+CHECK_EVERY_CLAIMS = 8192
+
+
+def _carry_on() -> None:
+    """The ``check`` of a reader whose work nobody can stop half-way."""
+
+
+class _Checked(Sequence[claim_pb2.Claim]):
+    """A claim list that calls ``check`` before each chunk it yields when iterated."""
+
+    def __init__(self, claims: ClaimList, check: Callable[[], None]) -> None:
+        self._claims = claims
+        self._check = check
+
+    def __len__(self) -> int:
+        return len(self._claims)
+
+    @overload
+    def __getitem__(self, index: int) -> claim_pb2.Claim: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[claim_pb2.Claim]: ...
+    def __getitem__(self, index: int | slice) -> claim_pb2.Claim | Sequence[claim_pb2.Claim]:
+        return self._claims[index]
+
+    def __iter__(self) -> Iterator[claim_pb2.Claim]:
+        return chain.from_iterable(self._chunks())
+
+    def _chunks(self) -> Iterator[Iterator[claim_pb2.Claim]]:
+        claims = iter(self._claims)
+        for _ in range(0, len(self._claims), CHECK_EVERY_CLAIMS):
+            self._check()
+            yield islice(claims, CHECK_EVERY_CLAIMS)
 
 
 class Reader:
     """Intakes for the lists of one request, and the violations found in them."""
 
-    def __init__(self, policy: Policy, sources: SourceTable) -> None:
-        """``sources`` is ``source_table(policy.reliability)``, built once per servicer."""
+    def __init__(
+        self, policy: Policy, sources: SourceTable, check: Callable[[], None] = _carry_on
+    ) -> None:
+        """``sources`` is ``source_table(policy.reliability)``, built once per servicer;
+        ``check`` may raise to abandon the reading (its caller is gone)."""
         self.table: Mapping[str, float] = policy.reliability
         self.sources = sources
+        self.check = check
         self.index = ClaimIndex()
         self.problems: list[Violation] = []
         self._base_paths: dict[str, str] | None = None
@@ -68,7 +114,7 @@ class Reader:
     def base(self, claims: ClaimList, path: str) -> Intake | None:
         """The base evidence; None (with violations recorded) if it is invalid."""
         start = self.index.add(claims)
-        got = intake(claims, self.sources, start)
+        got = intake(self._checked(claims), self.sources, start)
         self._base, self._base_path, self._base_start = got, path, start
         if got is None:
             seen: dict[str, str] = {}
@@ -83,7 +129,8 @@ class Reader:
         """
         start = self.index.add(claims)
         base = self._base
-        got = intake(claims, self.sources, start, base.ids if base is not None else None)
+        known = base.ids if base is not None else None
+        got = intake(self._checked(claims), self.sources, start, known)
         if got is None or base is None:
             if len(self.problems) >= MAX_VIOLATIONS:
                 # Enough is explained already (the error's count then says "at least").
@@ -92,6 +139,12 @@ class Reader:
                 seen = dict(self._paths_of_base())
                 self._fail(violations(claims, path, self.table, seen, offset), got is None)
         return got
+
+    def _checked(self, claims: ClaimList) -> ClaimList:
+        """``claims`` as the intake should read them: checked between chunks if long."""
+        if len(claims) <= CHECK_EVERY_CLAIMS or self.check is _carry_on:
+            return claims
+        return _Checked(claims, self.check)
 
     def done(self) -> None:
         """Raise one InvalidArgument for everything found so far, if anything was."""

@@ -22,11 +22,14 @@ def make_servicer(policy: Policy | None = None) -> ResolverServicer:
 
 async def build_spec(options: ServeOptions) -> ServiceSpec:
     """The resolver on ``options.port``; the table comes from ``options.reliability_table``,
-    else ``$ASSAY_RELIABILITY_TABLE``, else the builtin one. Raises ``PolicyError``."""
+    else ``$ASSAY_RELIABILITY_TABLE``, else the builtin one. No response may pass
+    ``options.max_message_bytes`` (the servers' own limit). Raises ``PolicyError``."""
     policy = load_policy(options.reliability_table)
+    servicer = ResolverServicer(policy, options.max_message_bytes)
     return ServiceSpec(
         name="resolver",
         descriptor=SERVICE_DESCRIPTOR,
-        servicer=ResolverServicer(policy),
+        servicer=servicer,
         port=options.port,
+        close=servicer.close,
     )

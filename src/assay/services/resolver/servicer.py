@@ -2,69 +2,154 @@
 
 Every RPC reads all of its claim lists through one ``Reader`` first, so a bad
 request is rejected as a whole, with every violation, before any fusion runs.
+Then it keeps within what one request may cost. ResolveHypotheses and Reconcile,
+which repeat a resolution per hypothesis or proposal, charge their claim resolutions
+before resolving anything (``budget.charge``) and count their response as they fill
+it in, so an oversized one is refused as soon as it passes its budget
+(``assay.runtime.budget``); ResolveSemantic and ResolveEvidence, whose responses only
+grow with their request, have theirs checked once, serialized. Work above
+``offload.INLINE_MAX_UNITS`` runs on a worker thread and stops at its next check once
+the caller is gone; smaller work runs on the loop with the cyclic collector paused
+(``without_gc``), as does a call made without a gRPC context (in-process, from tests
+and benchmarks: nothing is sent, so only the counting RPCs' budgets apply).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
+from typing import TypeVar
 
 import grpc
+from google.protobuf.message import Message
 
 from assay.errors import Reason
+from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
+from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.services.resolver import engine, reconcile
+from assay.services.resolver.budget import charge
 from assay.services.resolver.convert import Emitter, claim_ref
 from assay.services.resolver.intake import source_table, without_gc
 from assay.services.resolver.model import Intake, Resolution, SemKey
+from assay.services.resolver.offload import INLINE_MAX_UNITS, NEVER, Offload, Stop
 from assay.services.resolver.policy import Policy
 from assay.services.resolver.reader import Reader, WireTime
 from assay.services.resolver.validation import MAX_HYPOTHESES, Violation
 from assay.v1 import resolver_service_pb2 as pb
 
+_Request = TypeVar("_Request", bound=Message)
+_Response = TypeVar("_Response", bound=Message)
+_HasEvidence = pb.ResolveSemanticRequest | pb.ResolveEvidenceRequest
+
 
 class ResolverServicer:
     """Implements ``assay.v1.ResolverService`` over one policy."""
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: Policy, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+        """``max_message_bytes``: the server's message limit, which no response may pass."""
         self.policy = policy
+        self.max_message_bytes = max_message_bytes
         self._sources = source_table(policy.reliability)
+        self.offload = Offload()
 
-    def _reader(self) -> Reader:
-        return Reader(self.policy, self._sources)
+    async def close(self) -> None:
+        """The ServiceSpec hook: heavy work that has not started is dropped."""
+        self.offload.close()
+
+    def _reader(self, stop: Stop = NEVER) -> Reader:
+        if stop is NEVER:  # nothing to check: the reader skips the checks altogether
+            return Reader(self.policy, self._sources)
+        return Reader(self.policy, self._sources, stop.check)
+
+    def _budget(self, request: Message, at_least: int, field: str, advice: str) -> ResponseBudget:
+        return ResponseBudget(self.max_message_bytes, at_least, request.ByteSize, field, advice)
+
+    def _evidence_budget(self, advice: str) -> Callable[[_HasEvidence], ResponseBudget]:
+        """The budget of an RPC whose response grows with its evidence, checked once sent."""
+
+        def budget(request: _HasEvidence) -> ResponseBudget:
+            at_least = MIN_CLAIM_WIRE_BYTES * len(request.evidence.claims)
+            return self._budget(request, at_least, "evidence.claims", advice)
+
+        return budget
+
+    async def _serve(
+        self,
+        method: str,
+        work: Callable[[_Request, Stop], _Response],
+        request: _Request,
+        context: grpc.aio.ServicerContext | None,
+        units: int,
+        budget: Callable[[_Request], ResponseBudget] | None = None,
+    ) -> _Response | bytes:
+        """``work`` on the loop when it is small, else on a worker, and the response's size
+        checked against ``budget`` if given (RPCs that multiply count as they go instead).
+
+        Work on a worker serializes its response there too (the runtime sends bytes as
+        they are), so the loop never serializes a large response, and checking its size
+        is free. Without a context (an in-process call, no transport) nothing is sent,
+        so nothing is checked, and the work runs here."""
+        if context is None:
+            return without_gc(partial(_unstoppable, work), request)
+        if units <= INLINE_MAX_UNITS:
+            response = without_gc(partial(_unstoppable, work), request)
+            if budget is not None:
+                budget(request).add(response.ByteSize())
+            return response
+        serialized = partial(_serialized, work, budget)
+        return await self.offload.run(method, serialized, request, context.time_remaining())
 
     async def ResolveSemantic(
         self, request: pb.ResolveSemanticRequest, context: grpc.aio.ServicerContext
-    ) -> pb.ResolveSemanticResponse:
-        return without_gc(self._ResolveSemantic, request)
+    ) -> pb.ResolveSemanticResponse | bytes:
+        units = len(request.evidence.claims)
+        budget = self._evidence_budget("send fewer or smaller claims about the target")
+        return await self._serve(
+            "ResolveSemantic", self._ResolveSemantic, request, context, units, budget
+        )
 
-    def _ResolveSemantic(self, request: pb.ResolveSemanticRequest) -> pb.ResolveSemanticResponse:
-        reader = self._reader()
+    def _ResolveSemantic(
+        self, request: pb.ResolveSemanticRequest, stop: Stop = NEVER
+    ) -> pb.ResolveSemanticResponse:
+        reader = self._reader(stop)
         reader.semantic(request.subject, request.predicate)
         staleness = reader.staleness(*_staleness_fields(request))
         base = reader.base(request.evidence.claims, "evidence.claims")
         reader.done()
         assert base is not None
+        stop.check()
         sem = (request.subject, request.predicate)
         resolution = engine.Layered(base, self.policy, staleness).resolve(sem)
+        stop.check()
         response = pb.ResolveSemanticResponse()
         Emitter(reader.index).resolution(resolution, response.resolution)
         return response
 
     async def ResolveEvidence(
         self, request: pb.ResolveEvidenceRequest, context: grpc.aio.ServicerContext
-    ) -> pb.ResolveEvidenceResponse:
-        return without_gc(self._ResolveEvidence, request)
+    ) -> pb.ResolveEvidenceResponse | bytes:
+        units = len(request.evidence.claims)
+        budget = self._evidence_budget("split the evidence across calls")
+        return await self._serve(
+            "ResolveEvidence", self._ResolveEvidence, request, context, units, budget
+        )
 
-    def _ResolveEvidence(self, request: pb.ResolveEvidenceRequest) -> pb.ResolveEvidenceResponse:
-        reader = self._reader()
+    def _ResolveEvidence(
+        self, request: pb.ResolveEvidenceRequest, stop: Stop = NEVER
+    ) -> pb.ResolveEvidenceResponse:
+        reader = self._reader(stop)
         staleness = reader.staleness(*_staleness_fields(request))
         base = reader.base(request.evidence.claims, "evidence.claims")
         reader.done()
         assert base is not None
-        resolutions = engine.resolve_evidence(base, self.policy, staleness)
+        stop.check()
+        resolutions = engine.resolve_evidence(base, self.policy, staleness, stop.check)
         response = pb.ResolveEvidenceResponse()
         emitter = Emitter(reader.index)
         add = response.resolutions.add
-        for resolution in resolutions:
+        for i, resolution in enumerate(resolutions):
+            if not i % engine.CHECK_EVERY:
+                stop.check()
             emitter.resolution(resolution, add())
         for subject, predicate in engine.conflicted_safety(resolutions):
             response.conflicted_safety_predicates.add(subject=subject, predicate=predicate)
@@ -76,13 +161,19 @@ class ResolverServicer:
 
     async def ResolveHypotheses(
         self, request: pb.ResolveHypothesesRequest, context: grpc.aio.ServicerContext
-    ) -> pb.ResolveHypothesesResponse:
-        return without_gc(self._ResolveHypotheses, request)
+    ) -> pb.ResolveHypothesesResponse | bytes:
+        # At most this many claim resolutions (and each claim read once).
+        units = len(request.evidence.claims) * (len(request.hypotheses) + 1) + sum(
+            len(h.claims) for h in request.hypotheses
+        )
+        return await self._serve(
+            "ResolveHypotheses", self._ResolveHypotheses, request, context, units
+        )
 
     def _ResolveHypotheses(
-        self, request: pb.ResolveHypothesesRequest
+        self, request: pb.ResolveHypothesesRequest, stop: Stop = NEVER
     ) -> pb.ResolveHypothesesResponse:
-        reader = self._reader()
+        reader = self._reader(stop)
         reader.semantic(request.subject, request.predicate)
         if len(request.hypotheses) > MAX_HYPOTHESES:
             reader.problems.append(
@@ -97,36 +188,75 @@ class ResolverServicer:
         ]
         reader.done()
         assert base is not None
+        stop.check()
         sem = (request.subject, request.predicate)
+        layered = engine.Layered(base, self.policy, staleness)
+        about = layered.claims_about(sem)
+        extra_claims = sum(extra.count for extra in extras if extra is not None)
+        charge(
+            (len(extras) + 1) * about + extra_claims,
+            "hypotheses",
+            f"({len(extras)} hypotheses + 1) x {about:,} claims about the target "
+            f"+ {extra_claims:,} hypothesis claims",
+        )
+        budget = self._budget(
+            request,
+            MIN_CLAIM_WIRE_BYTES * (base.count + extra_claims) + 2 * len(extras),
+            "hypotheses",
+            "send fewer hypotheses"
+            + (", or ask for RESOLUTION_DETAIL_SUMMARY" if full else " per call"),
+        )
         response = pb.ResolveHypothesesResponse()
         emitter = Emitter(reader.index)
-        layered = engine.Layered(base, self.policy, staleness)
         emitter.resolution(layered.resolve(sem), response.base, full)
+        budget.element(response.base.ByteSize())
         for hypothesis, extra in zip(request.hypotheses, extras, strict=True):
             assert extra is not None
+            stop.check()
             out = response.hypotheses.add(label=hypothesis.label)
             emitter.resolution(layered.resolve_with(extra, sem), out.resolution, full)
+            budget.element(out.ByteSize())
         return response
 
     async def Reconcile(
         self, request: pb.ReconcileRequest, context: grpc.aio.ServicerContext
-    ) -> pb.ReconcileResponse:
-        return without_gc(self._Reconcile, request)
+    ) -> pb.ReconcileResponse | bytes:
+        # At most this many claim resolutions (and each claim read once).
+        units = (len(request.evidence.claims) + 1) * (len(request.proposals) + 1)
+        return await self._serve("Reconcile", self._Reconcile, request, context, units)
 
-    def _Reconcile(self, request: pb.ReconcileRequest) -> pb.ReconcileResponse:
-        reader = self._reader()
+    def _Reconcile(self, request: pb.ReconcileRequest, stop: Stop = NEVER) -> pb.ReconcileResponse:
+        reader = self._reader(stop)
         if not request.proposals:
             reader.problems.append(
                 Violation(Reason.INVALID_FIELD, "proposals", "required: at least one proposal")
             )
-        base = reader.base(request.evidence.claims, "evidence.claims")
+        claims = request.evidence.claims
+        base = reader.base(claims, "evidence.claims")
         extras = [
             reader.extra(request.proposals[i : i + 1], "proposals", offset=i)
             for i in range(len(request.proposals))
         ]
         reader.done()
         assert base is not None
+        stop.check()
         layered = engine.Layered(base, self.policy)
+        judged_on = [
+            reconcile.affected((proposal.subject, proposal.predicate), extra, base)
+            for proposal, extra in zip(request.proposals, extras, strict=True)
+            if extra is not None
+        ]
+        charge(
+            sum(1 + sum(map(layered.claims_about, sems)) for sems in judged_on),
+            "proposals",
+            f"{len(judged_on)} proposals x (1 + the claims about the semantics each is judged on)",
+        )
+        budget = self._budget(
+            request,
+            MIN_CLAIM_WIRE_BYTES * (len(claims) + len(extras)),
+            "proposals",
+            "send fewer proposals per call",
+        )
         before: dict[SemKey, Resolution] = {}
 
         def resolve_before(sem: SemKey) -> Resolution:
@@ -136,9 +266,9 @@ class ResolverServicer:
 
         response = pb.ReconcileResponse()
         emitter = Emitter(reader.index)
-        for proposal, extra in zip(request.proposals, extras, strict=True):
+        for proposal, extra, sems in zip(request.proposals, extras, judged_on, strict=True):
             assert extra is not None
-            sems = reconcile.affected((proposal.subject, proposal.predicate), extra, base)
+            stop.check()
             decision, reason, old, new = reconcile.judge(
                 sems, resolve_before, partial(_after, layered, extra)
             )
@@ -147,6 +277,7 @@ class ResolverServicer:
             )
             emitter.resolution(old, out.before)
             emitter.resolution(new, out.after)
+            budget.element(out.ByteSize())
         return response
 
     async def GetResolverPolicy(
@@ -162,6 +293,23 @@ class ResolverServicer:
         for source, reliability in policy.sorted_table():
             response.reliability_table.add(source=source, reliability=reliability)
         return response
+
+
+def _unstoppable(work: Callable[[_Request, Stop], _Response], request: _Request) -> _Response:
+    return work(request, NEVER)
+
+
+def _serialized(
+    work: Callable[[_Request, Stop], _Response],
+    budget: Callable[[_Request], ResponseBudget] | None,
+    request: _Request,
+    stop: Stop,
+) -> bytes:
+    """``work``'s response, serialized as the runtime would, within ``budget`` if given."""
+    data: bytes = work(request, stop).SerializeToString(deterministic=True)
+    if budget is not None:
+        budget(request).add(len(data))
+    return data
 
 
 def _after(layered: engine.Layered, extra: Intake, sem: SemKey) -> Resolution:

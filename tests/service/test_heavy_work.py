@@ -1,0 +1,185 @@
+"""Heavy resolution neither stalls the server nor outlives its caller.
+
+Issue 11: the resolver computed on the event loop, so during one large request 4 of
+10 health checks failed, and a caller that gave up after 1 s left the server busy for
+7.9 s more. Through a real resolver process: health checks sent every 100 ms while a
+heavy request is resolved are all answered SERVING; a heavy request whose deadline
+passes is stopped soon after, which the server logs (``resolver_work_stopped``, with
+how long the work lingered); and, in process, small requests never leave the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from assay.runtime.server import serving
+from assay.services.registry import ServeOptions
+from assay.services.resolver.offload import INLINE_MAX_UNITS
+from assay.services.resolver.service import build_spec
+from assay.services.resolver.servicer import ResolverServicer
+from assay.v1 import claim_pb2
+from assay.v1 import resolver_service_pb2 as rpb
+from tests.support.processes import AssayProcess, free_port, service_process
+
+BIG = 256 * 1024 * 1024
+OPTIONS = [("grpc.max_send_message_length", BIG), ("grpc.max_receive_message_length", BIG)]
+RESOLVE_SEMANTIC = "/assay.v1.ResolverService/ResolveSemantic"
+SERVING = health_pb2.HealthCheckResponse.SERVING
+CHECK_EVERY = 0.1
+# A health check's deadline: the issue's "answered within 1 s". Measured on two shared cores
+# while 700,000 claims are resolved (2.4 s): at most 0.15 s; on the loop as before, checks
+# waited for the whole request, and half of them failed.
+CHECK_TIMEOUT = 1.0
+# Generous bounds, for two shared cores: how long a stopped work may linger after its
+# caller's deadline (measured: under 10 ms), and how long to wait for the server to say so.
+LINGER_BOUND_MS = 2_000.0
+LOG_WAIT = 30.0
+
+
+def semantic_request(claims: int) -> bytes:
+    """ResolveSemantic of (s, p) over ``claims`` claims, all about other subjects, so the
+    work is reading and checking every claim and the answer is small. Built from one
+    1,000-claim request repeated: parsing concatenated messages merges them."""
+    part = rpb.ResolveSemanticRequest()
+    for i in range(1_000):
+        claim = part.evidence.claims.add(
+            subject=f"other-{i}", predicate="p", source="test_result", confidence=0.9
+        )
+        claim.value.string_value = "v"
+    target = rpb.ResolveSemanticRequest(subject="s", predicate="p")
+    return part.SerializeToString() * (claims // 1_000) + target.SerializeToString()
+
+
+@pytest.fixture(scope="module")
+def resolver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AssayProcess]:
+    port = free_port()
+    log = tmp_path_factory.mktemp("heavy") / "resolver.log"
+    with service_process(["serve", "resolver", "--port", str(port)], log, port) as running:
+        yield running
+
+
+async def wait_for_stop_line(resolver: AssayProcess, method: str) -> dict[str, Any]:
+    """The server's ``resolver_work_stopped`` line for ``method``, waiting up to LOG_WAIT."""
+    deadline = time.monotonic() + LOG_WAIT
+    while True:
+        for line in resolver.log_lines():
+            if line.get("event") == "resolver_work_stopped" and line.get("method") == method:
+                return line
+        assert time.monotonic() < deadline, "the server never said it stopped the work"
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.process
+class TestHeavyWork:
+    async def test_health_answers_throughout_a_heavy_resolve(self, resolver: AssayProcess) -> None:
+        """Every health check sent while 700,000 claims are resolved answers SERVING."""
+        raw = semantic_request(700_000)
+        async with grpc.aio.insecure_channel(resolver.target, options=OPTIONS) as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            heavy = asyncio.ensure_future(channel.unary_unary(RESOLVE_SEMANTIC)(raw, timeout=120))
+            answers: list[int | str] = []
+            while not heavy.done():
+                sent = time.monotonic()
+                try:
+                    reply = await health.Check(
+                        health_pb2.HealthCheckRequest(), timeout=CHECK_TIMEOUT
+                    )
+                    answers.append(reply.status)
+                except grpc.aio.AioRpcError as error:
+                    answers.append(error.code().name)
+                await asyncio.sleep(max(0.0, CHECK_EVERY - (time.monotonic() - sent)))
+            response = rpb.ResolveSemanticResponse.FromString(await heavy)
+        assert response.resolution.subject == "s"
+        assert len(answers) >= 5, "the heavy call ended too soon to check much"
+        assert answers == [SERVING] * len(answers)
+
+    async def test_work_stops_soon_after_the_callers_deadline(self, resolver: AssayProcess) -> None:
+        """A million claims with a 0.5 s deadline: the caller gets DEADLINE_EXCEEDED, the
+        server logs that it stopped the work shortly after, and answers the next call."""
+        raw = semantic_request(1_000_000)
+        async with grpc.aio.insecure_channel(resolver.target, options=OPTIONS) as channel:
+            call = channel.unary_unary(RESOLVE_SEMANTIC)
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await call(raw, timeout=0.5)
+            assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            stopped = await wait_for_stop_line(resolver, "ResolveSemantic")
+            assert stopped["why"] in ("deadline", "cancelled")
+            assert stopped["lingered_ms"] < LINGER_BOUND_MS, stopped
+            small = await call(semantic_request(1_000), timeout=30)
+        assert rpb.ResolveSemanticResponse.FromString(small).resolution.subject == "s"
+
+
+@pytest.fixture
+async def in_process() -> AsyncIterator[tuple[ResolverServicer, grpc.aio.Channel]]:
+    spec = await build_spec(ServeOptions(port=0))
+    assert isinstance(spec.servicer, ResolverServicer)
+    async with (
+        serving([spec]) as running,
+        grpc.aio.insecure_channel(running[0].address, options=OPTIONS) as channel,
+    ):
+        yield spec.servicer, channel
+
+
+class TestInProcess:
+    async def test_small_requests_stay_on_the_loop(
+        self, in_process: tuple[ResolverServicer, grpc.aio.Channel]
+    ) -> None:
+        """Ten claims are resolved on the loop; past the threshold, on a worker thread."""
+        servicer, channel = in_process
+        call = channel.unary_unary(RESOLVE_SEMANTIC)
+        await call(semantic_request(1_000), timeout=30)
+        await call(semantic_request(INLINE_MAX_UNITS), timeout=30)
+        assert servicer.offload.started == 0
+        await call(semantic_request(INLINE_MAX_UNITS + 1_000), timeout=30)
+        assert servicer.offload.started == 1
+
+    async def test_a_cancelled_heavy_call_stops_its_work(
+        self, in_process: tuple[ResolverServicer, grpc.aio.Channel]
+    ) -> None:
+        """Cancelling a heavy call stops its work, counted by the servicer."""
+        servicer, channel = in_process
+        heavy = channel.unary_unary(RESOLVE_SEMANTIC)(semantic_request(1_000_000), timeout=60)
+        deadline = time.monotonic() + LOG_WAIT
+        while servicer.offload.started == 0:  # the work is under way
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        heavy.cancel()
+        while servicer.offload.stopped == 0:
+            assert time.monotonic() < deadline, "the work was never stopped"
+            await asyncio.sleep(0.01)
+        assert servicer.offload.lingered[-1] * 1000 < LINGER_BOUND_MS
+
+    async def test_a_heavy_rejection_leaves_no_cycle(
+        self, in_process: tuple[ResolverServicer, grpc.aio.Channel]
+    ) -> None:
+        """A heavy request rejected on a worker is freed by reference counting: nothing of
+        it (request, reader, error) waits for the cyclic collector."""
+        _, channel = in_process
+        request = rpb.ResolveEvidenceRequest()
+        request.evidence.claims.extend(
+            claim_pb2.Claim(subject="s", predicate="p", source="no-such-kind", confidence=0.5)
+            for _ in range(INLINE_MAX_UNITS + 1)
+        )
+        call = channel.unary_unary("/assay.v1.ResolverService/ResolveEvidence")
+        gc.collect()
+        gc.disable()
+        try:
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await call(request.SerializeToString(), timeout=30)
+            assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            gc.set_debug(gc.DEBUG_SAVEALL)
+            gc.collect()
+            kept = {type(o).__name__ for o in gc.garbage}
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            gc.enable()
+        assert not kept & {"ResolveEvidenceRequest", "Reader", "InvalidArgument", "Future"}
