@@ -222,6 +222,7 @@ class TestPlanner:
             [f"evidence.claims[{i}].source" for i in range(MAX_VIOLATIONS)],
             "11 more violations not shown",
         )
+        assert "runtime_trace" in error.metadata["known_sources"].split(",")
 
     async def test_long_source_through_the_planner(
         self, planner: ppb_grpc.PlannerServiceStub

@@ -26,8 +26,9 @@ DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 DEFAULT_GRACE_SECONDS = 10.0
 DEFAULT_HOST = "127.0.0.1"
 # Calls one service runs at once; more are refused with RESOURCE_EXHAUSTED and a retry delay
-# (see ``admission``). 256 keeps a server busy (the resolver computes one call at a time, the
-# planner and adjudication mostly wait on I/O) while bounding the requests held in memory.
+# (see ``admission``). 256 keeps a server busy (the resolver computes small calls on the event
+# loop and heavy ones on two worker threads, the planner and adjudication mostly wait on I/O)
+# while bounding the requests held in memory.
 DEFAULT_MAX_CONCURRENT_RPCS = 256
 
 

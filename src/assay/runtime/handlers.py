@@ -169,7 +169,10 @@ async def _fail(
     (``gc_tuning``). Caught here and stripped of both (``_forget_where``), it is re-raised
     by grpc itself from its own frames when the handler returns, ending the call."""
     if isinstance(error, (asyncio.CancelledError, GeneratorExit)):
-        _log_rpc(method, grpc.StatusCode.CANCELLED, started, request_id, peer)
+        # Shutdown ends a call still running after the grace with UNAVAILABLE before it
+        # cancels its task: log the status the caller got, not the cancellation.
+        code = context.code() or grpc.StatusCode.CANCELLED
+        _log_rpc(method, code, started, request_id, peer)
         return True
     if isinstance(error, grpc.aio.AbortError):  # the servicer aborted: its status is sent
         _log_rpc(method, context.code() or grpc.StatusCode.UNKNOWN, started, request_id, peer)

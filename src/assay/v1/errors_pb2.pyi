@@ -106,7 +106,8 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """--- Resolver (20-59) ---
 
     A claim names a source kind that is not in the reliability table.
-    Code: INVALID_ARGUMENT, with the field `...claims[i].source`.
+    Code: INVALID_ARGUMENT, with the field `...claims[i].source`;
+    ErrorInfo.metadata `known_sources` lists the known kinds, comma-separated.
     """
     ERROR_REASON_INVALID_CLAIM: _ErrorReason.ValueType  # 21
     """A claim is invalid (confidence not a finite number in [0, 1],
@@ -308,7 +309,8 @@ ERROR_REASON_UNKNOWN_SOURCE: ErrorReason.ValueType  # 20
 """--- Resolver (20-59) ---
 
 A claim names a source kind that is not in the reliability table.
-Code: INVALID_ARGUMENT, with the field `...claims[i].source`.
+Code: INVALID_ARGUMENT, with the field `...claims[i].source`;
+ErrorInfo.metadata `known_sources` lists the known kinds, comma-separated.
 """
 ERROR_REASON_INVALID_CLAIM: ErrorReason.ValueType  # 21
 """A claim is invalid (confidence not a finite number in [0, 1],

@@ -286,8 +286,13 @@ def translate(
             violations = [
                 errors.FieldViolation(p, v.description) for p, v in mapped if p is not None
             ]
+            # The resolver's metadata (e.g. `known_sources`) reaches the planner's caller too.
+            metadata = {k: v for k, v in decoded.metadata.items() if k != "request_id"}
             return errors.InvalidArgument(
-                _reason(decoded.reason, errors.Reason.INVALID_FIELD), decoded.message, violations
+                _reason(decoded.reason, errors.Reason.INVALID_FIELD),
+                decoded.message,
+                violations,
+                metadata,
             )
         if decoded.reason == errors.Reason.UNKNOWN_SOURCE:
             # The planner's own hypothetical claim: the table lacks a probe's source kind.
