@@ -36,6 +36,7 @@ from assay.runtime.config import (
 from assay.runtime.gc_tuning import tune_for_serving
 from assay.runtime.logging import configure_logging
 from assay.runtime.loop import LOOPS, resolve_loop
+from assay.runtime.memory import fix_allocator_thresholds
 from assay.runtime.server import (
     RunningService,
     ServiceSpec,
@@ -204,6 +205,7 @@ def _run(
     async def main() -> None:
         specs = await _build(names, args, ports, resolver_target, serving)
         tune_for_serving()  # after start-up, so what it built is frozen out of collections
+        fix_allocator_thresholds()  # large blocks go back to the OS from the first request on
         await run_until_signalled(specs, config, on_started=_announce)
         _exit_now()
 
