@@ -16,7 +16,8 @@ everything it opened, started or not, and re-raises.
 3. in-flight calls get until the end of the grace period to finish, and the drain goes on
    until no call has arrived for ``QUIET_SECONDS`` (so none is left in grpc's queue, which
    the grpc server drops with a bare CANCELLED when it stops), at most as long;
-4. those still running then get UNAVAILABLE / SHUTTING_DOWN and their tasks are cancelled;
+4. those still running then get UNAVAILABLE / SHUTTING_DOWN and their tasks are cancelled,
+   and for at most ``FLUSH_SECONDS`` more the calls still queued are refused the same way;
 5. the grpc servers stop and the close hooks run.
 
 ``run_until_signalled`` serves until SIGTERM/SIGINT, then stops that way.
@@ -48,6 +49,8 @@ _log = get_logger("assay.server")
 HEALTH_SERVICE = "grpc.health.v1.Health"
 # How long no call must arrive before a draining server stops (see the module docstring).
 QUIET_SECONDS = 0.1
+# At most this long past the grace, calls still queued are refused before the server stops.
+FLUSH_SECONDS = 0.3
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 # grpc-core queues the calls its server has not taken yet, and past 1,000 of them it drops
@@ -235,6 +238,10 @@ async def stop(running: Sequence[RunningService], grace: float) -> None:
         if not idle:
             ended = await service.admission.abandon()
             _log.warning("grace_period_over", service=service.spec.name, calls_ended=ended)
+    # Calls that arrived while abandoned work held the process (a heavy resolve on worker
+    # threads) still wait in grpc's queue, and stopping would cancel them with a bare
+    # CANCELLED: give the loop, now free, a bounded moment to refuse them UNAVAILABLE.
+    await asyncio.gather(*(_flush(service.admission) for service in running))
     remaining = max(0.0, deadline - loop.time())
     await asyncio.gather(*(service.server.stop(remaining) for service in running))
     for service in running:
@@ -245,6 +252,12 @@ async def stop(running: Sequence[RunningService], grace: float) -> None:
             refused_overloaded=service.admission.refused_overloaded,
             refused_shutting_down=service.admission.refused_shutting_down,
         )
+
+
+async def _flush(admission: Admission) -> None:
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(FLUSH_SECONDS):
+            await admission.quiet(QUIET_SECONDS)
 
 
 async def _finished(admission: Admission, deadline: float) -> bool:
