@@ -48,6 +48,15 @@ class AdjudicationServiceStub:
     caller's authenticated subject (ERROR_REASON_IDENTITY_MISMATCH). Mutations
     record the caller as the audit event's `actor`, and request ids are scoped
     to the caller (another principal's id is a different key).
+
+    Limits on what one request may cause: a write stores at most what its
+    request carries (a case: at most 64 candidate values, 256 evidence
+    references of at most 1,024 characters, 4,096 characters of context) and
+    answers with it once; every listing is paginated (`page_size` at most 1,000,
+    ExportCorpus batches at most 5,000 records), so a read returns at most one
+    page of stored records; GetCase returns one case with the reviews and
+    resolutions of its rounds, each of which took its own calls to write. No
+    request's work grows faster than one pass over what it carries or returns.
     """
 
     def __init__(self, channel):
@@ -171,6 +180,15 @@ class AdjudicationServiceServicer:
     caller's authenticated subject (ERROR_REASON_IDENTITY_MISMATCH). Mutations
     record the caller as the audit event's `actor`, and request ids are scoped
     to the caller (another principal's id is a different key).
+
+    Limits on what one request may cause: a write stores at most what its
+    request carries (a case: at most 64 candidate values, 256 evidence
+    references of at most 1,024 characters, 4,096 characters of context) and
+    answers with it once; every listing is paginated (`page_size` at most 1,000,
+    ExportCorpus batches at most 5,000 records), so a read returns at most one
+    page of stored records; GetCase returns one case with the reviews and
+    resolutions of its rounds, each of which took its own calls to write. No
+    request's work grows faster than one pass over what it carries or returns.
     """
 
     def RegisterReviewer(self, request, context):
@@ -513,6 +531,15 @@ class AdjudicationService:
     caller's authenticated subject (ERROR_REASON_IDENTITY_MISMATCH). Mutations
     record the caller as the audit event's `actor`, and request ids are scoped
     to the caller (another principal's id is a different key).
+
+    Limits on what one request may cause: a write stores at most what its
+    request carries (a case: at most 64 candidate values, 256 evidence
+    references of at most 1,024 characters, 4,096 characters of context) and
+    answers with it once; every listing is paginated (`page_size` at most 1,000,
+    ExportCorpus batches at most 5,000 records), so a read returns at most one
+    page of stored records; GetCase returns one case with the reviews and
+    resolutions of its rounds, each of which took its own calls to write. No
+    request's work grows faster than one pass over what it carries or returns.
     """
 
     @staticmethod

@@ -49,6 +49,15 @@ class AdjudicationServiceStub:
     caller's authenticated subject (ERROR_REASON_IDENTITY_MISMATCH). Mutations
     record the caller as the audit event's `actor`, and request ids are scoped
     to the caller (another principal's id is a different key).
+
+    Limits on what one request may cause: a write stores at most what its
+    request carries (a case: at most 64 candidate values, 256 evidence
+    references of at most 1,024 characters, 4,096 characters of context) and
+    answers with it once; every listing is paginated (`page_size` at most 1,000,
+    ExportCorpus batches at most 5,000 records), so a read returns at most one
+    page of stored records; GetCase returns one case with the reviews and
+    resolutions of its rounds, each of which took its own calls to write. No
+    request's work grows faster than one pass over what it carries or returns.
     """
 
     @_typing.overload
@@ -224,6 +233,15 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
     caller's authenticated subject (ERROR_REASON_IDENTITY_MISMATCH). Mutations
     record the caller as the audit event's `actor`, and request ids are scoped
     to the caller (another principal's id is a different key).
+
+    Limits on what one request may cause: a write stores at most what its
+    request carries (a case: at most 64 candidate values, 256 evidence
+    references of at most 1,024 characters, 4,096 characters of context) and
+    answers with it once; every listing is paginated (`page_size` at most 1,000,
+    ExportCorpus batches at most 5,000 records), so a read returns at most one
+    page of stored records; GetCase returns one case with the reviews and
+    resolutions of its rounds, each of which took its own calls to write. No
+    request's work grows faster than one pass over what it carries or returns.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -395,6 +413,15 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
     caller's authenticated subject (ERROR_REASON_IDENTITY_MISMATCH). Mutations
     record the caller as the audit event's `actor`, and request ids are scoped
     to the caller (another principal's id is a different key).
+
+    Limits on what one request may cause: a write stores at most what its
+    request carries (a case: at most 64 candidate values, 256 evidence
+    references of at most 1,024 characters, 4,096 characters of context) and
+    answers with it once; every listing is paginated (`page_size` at most 1,000,
+    ExportCorpus batches at most 5,000 records), so a read returns at most one
+    page of stored records; GetCase returns one case with the reviews and
+    resolutions of its rounds, each of which took its own calls to write. No
+    request's work grows faster than one pass over what it carries or returns.
     """
 
     @_abc_1.abstractmethod
