@@ -53,7 +53,11 @@ class TestTrimmer:
         release.hold.clear()
         trimmer = Trimmer(release)
         trimmer.request()
-        await asyncio.sleep(0.05)
+        for _ in range(500):  # until the trim is running on its thread
+            if release.threads:
+                break
+            await asyncio.sleep(0.01)
+        assert release.threads, "the trim never started"
         for _ in range(10):
             trimmer.request()
         release.hold.set()
