@@ -23,6 +23,7 @@ import grpc
 from google.protobuf import json_format
 
 from assay.cli import adjudication_render as render
+from assay.cli import audit_log_cmds
 from assay.cli.common import (
     CliError,
     Remote,
@@ -129,7 +130,37 @@ def register(subparsers: Any) -> None:
 
     audit = subparsers.add_parser("audit", help="verify and list the audit ledger")
     sub = audit.add_subparsers(dest="audit_command", metavar="COMMAND", required=True)
-    _command(sub, "verify", "walk the hash chain and name the first bad event", _audit_verify)
+    verify = _command(
+        sub,
+        "verify",
+        "walk the hash chain and name the first bad event; with --since, prove instead that "
+        "the ledger extends a saved checkpoint",
+        _audit_verify,
+    )
+    verify.add_argument(
+        "--since", type=Path, metavar="FILE", help="a checkpoint saved by `assay audit checkpoint`"
+    )
+    verify.add_argument(
+        "--public-key",
+        type=Path,
+        metavar="PEM",
+        help="the pinned ledger public key (default: the one the server sends, which only "
+        "shows both checkpoints came from the same key)",
+    )
+    key = _command(sub, "public-key", "print the ledger's Ed25519 public key (PEM)", _public_key)
+    key.add_argument(
+        "--key", type=Path, metavar="FILE", help="read it offline from the ledger key file"
+    )
+    checkpoint = _command(sub, "checkpoint", "fetch the signed log checkpoint", _checkpoint)
+    checkpoint.add_argument("--out", type=Path, metavar="FILE", help="save the signed note here")
+    vexport = sub.add_parser(
+        "verify-export", help="check an export manifest's signed checkpoint, offline"
+    )
+    vexport.add_argument("corpus", type=Path, help="the exported corpus.jsonl")
+    vexport.add_argument("--public-key", type=Path, metavar="PEM", required=True)
+    vexport.add_argument("--manifest", type=Path, help="default: CORPUS.manifest.json")
+    add_json_argument(vexport)
+    vexport.set_defaults(handler=audit_log_cmds.verify_export)
     events = _command(sub, "events", "list audit events", _audit_events)
     events.add_argument("--limit", type=int, default=100)
 
@@ -392,7 +423,17 @@ def _agreement(args: argparse.Namespace) -> int:
     return _emit(args, reply, render.agreement)
 
 
+def _public_key(args: argparse.Namespace) -> int:
+    return audit_log_cmds.public_key(args, _rpc)
+
+
+def _checkpoint(args: argparse.Namespace) -> int:
+    return audit_log_cmds.checkpoint(args, _rpc)
+
+
 def _audit_verify(args: argparse.Namespace) -> int:
+    if args.since is not None:
+        return audit_log_cmds.verify_since(args, _rpc)
     reply = _rpc(args, "VerifyAuditChain", pb.VerifyAuditChainRequest())
     _emit(args, reply, render.verdict)
     return 0 if reply.ok else 2

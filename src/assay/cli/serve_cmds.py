@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from assay.cli.common import CliError
@@ -166,6 +167,7 @@ async def _build(
             reviewer_issuer=security.gate.reviewer_issuer,
             resolver_tls=security.peer_tls,
             resolver_token_file=security.peer_token,
+            ledger_signing_key=(Path(args.ledger_signing_key) if args.ledger_signing_key else None),
         )
         try:
             specs.append(await SERVICES[name].builder()(options))

@@ -64,6 +64,9 @@ _SERVER_FLAGS: tuple[_Flag, ...] = (
     ("--allow-fixture-reviewers", "ASSAY_ALLOW_FIXTURE_REVIEWERS", None,
      "with authentication on, let operators register MECHANISM_TEST_FIXTURE reviewers "
      "(always allowed in dev mode)"),
+    ("--ledger-signing-key", "ASSAY_LEDGER_SIGNING_KEY", "FILE",
+     "adjudication: the Ed25519 key (PKCS#8 PEM) that signs the audit log's checkpoints "
+     "(default: <db>.ledger-key.pem beside the database, created 0600 on first start)"),
     ("--insecure-plaintext", "ASSAY_INSECURE_PLAINTEXT", None,
      "allow serving, and calling the resolver, without TLS on a non-loopback address "
      "(warned at every start)"),

@@ -214,6 +214,51 @@ class AdjudicationClient(SyncClient):
             x_request_id,
         )
 
+    def get_checkpoint(
+        self,
+        request: adj.GetCheckpointRequest | None = None,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> adj.GetCheckpointResponse:
+        return self._unary(
+            "GetCheckpoint",
+            request or adj.GetCheckpointRequest(),
+            adj.GetCheckpointResponse,
+            timeout,
+            x_request_id,
+        )
+
+    def get_inclusion_proof(
+        self,
+        request: adj.GetInclusionProofRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> adj.GetInclusionProofResponse:
+        return self._unary(
+            "GetInclusionProof",
+            request,
+            adj.GetInclusionProofResponse,
+            timeout,
+            x_request_id,
+        )
+
+    def get_consistency_proof(
+        self,
+        request: adj.GetConsistencyProofRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> adj.GetConsistencyProofResponse:
+        return self._unary(
+            "GetConsistencyProof",
+            request,
+            adj.GetConsistencyProofResponse,
+            timeout,
+            x_request_id,
+        )
+
     def delete_tenant_records(
         self,
         request: adj.DeleteTenantRecordsRequest,

@@ -229,6 +229,51 @@ class AsyncAdjudicationClient(AsyncClient):
             x_request_id,
         )
 
+    async def get_checkpoint(
+        self,
+        request: adj.GetCheckpointRequest | None = None,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> adj.GetCheckpointResponse:
+        return await self._unary(
+            "GetCheckpoint",
+            request or adj.GetCheckpointRequest(),
+            adj.GetCheckpointResponse,
+            timeout,
+            x_request_id,
+        )
+
+    async def get_inclusion_proof(
+        self,
+        request: adj.GetInclusionProofRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> adj.GetInclusionProofResponse:
+        return await self._unary(
+            "GetInclusionProof",
+            request,
+            adj.GetInclusionProofResponse,
+            timeout,
+            x_request_id,
+        )
+
+    async def get_consistency_proof(
+        self,
+        request: adj.GetConsistencyProofRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> adj.GetConsistencyProofResponse:
+        return await self._unary(
+            "GetConsistencyProof",
+            request,
+            adj.GetConsistencyProofResponse,
+            timeout,
+            x_request_id,
+        )
+
     async def delete_tenant_records(
         self,
         request: adj.DeleteTenantRecordsRequest,

@@ -34,6 +34,9 @@ class ServeOptions:
     # The planner's channel to the resolver: TLS (None: plaintext) and its own token file.
     resolver_tls: ClientTls | None = None
     resolver_token_file: Path | None = None
+    # Adjudication: the Ed25519 key signing the audit log's checkpoints (None: the
+    # database's ``<db>.ledger-key.pem``, created on first start).
+    ledger_signing_key: Path | None = None
 
 
 @dataclass(frozen=True)

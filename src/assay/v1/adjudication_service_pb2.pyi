@@ -1472,6 +1472,7 @@ class ExportManifest(_message.Message):
     AUDIT_CHAIN_HEAD_FIELD_NUMBER: _builtins.int
     EXPORT_TIME_FIELD_NUMBER: _builtins.int
     TENANT_FIELD_NUMBER: _builtins.int
+    CHECKPOINT_FIELD_NUMBER: _builtins.int
     record_count: _builtins.int
     """Records exported."""
     human_adjudicated_count: _builtins.int
@@ -1482,6 +1483,11 @@ class ExportManifest(_message.Message):
     """True when any exported record is SYNTHETIC_MECHANISM_TEST."""
     tenant: _builtins.str
     """The tenant filter, echoed (empty: all tenants)."""
+    checkpoint: _builtins.str
+    """The transparency log's signed checkpoint (C2SP signed note) at
+    audit_chain_head: its tree size is audit_chain_head.sequence. Verify it
+    offline with the ledger's public key (`assay audit verify-export`).
+    """
     @_builtins.property
     def exclusions(self) -> _containers.RepeatedCompositeFieldContainer[Global___ExportExclusion]:
         """Labels left out, with why."""
@@ -1505,10 +1511,11 @@ class ExportManifest(_message.Message):
         audit_chain_head: Global___AuditChainHead | None = ...,
         export_time: _timestamp_pb2.Timestamp | None = ...,
         tenant: _builtins.str = ...,
+        checkpoint: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["audit_chain_head", b"audit_chain_head", "export_time", b"export_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit_chain_head", b"audit_chain_head", "contains_synthetic_labels", b"contains_synthetic_labels", "exclusions", b"exclusions", "export_time", b"export_time", "human_adjudicated_count", b"human_adjudicated_count", "record_count", b"record_count", "synthetic_count", b"synthetic_count", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit_chain_head", b"audit_chain_head", "checkpoint", b"checkpoint", "contains_synthetic_labels", b"contains_synthetic_labels", "exclusions", b"exclusions", "export_time", b"export_time", "human_adjudicated_count", b"human_adjudicated_count", "record_count", b"record_count", "synthetic_count", b"synthetic_count", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -2019,3 +2026,178 @@ class SweepExpiredRecordsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SweepExpiredRecordsResponse: _TypeAlias = SweepExpiredRecordsResponse  # noqa: Y015
+
+@_typing.final
+class GetCheckpointRequest(_message.Message):
+    """GetCheckpointRequest has no fields: the checkpoint is the current one."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetCheckpointRequest: _TypeAlias = GetCheckpointRequest  # noqa: Y015
+
+@_typing.final
+class GetCheckpointResponse(_message.Message):
+    """GetCheckpointResponse is the signed checkpoint and what it says."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SIGNED_NOTE_FIELD_NUMBER: _builtins.int
+    ORIGIN_FIELD_NUMBER: _builtins.int
+    TREE_SIZE_FIELD_NUMBER: _builtins.int
+    ROOT_HASH_FIELD_NUMBER: _builtins.int
+    PUBLIC_KEY_PEM_FIELD_NUMBER: _builtins.int
+    signed_note: _builtins.str
+    """The C2SP signed note: the checkpoint body, a blank line, and one
+    signature line by the ledger key.
+    """
+    origin: _builtins.str
+    """The log's origin line, "assay.v1/adjudication/<log id>" (the log id is
+    derived from the ledger key, so it is stable across restarts).
+    """
+    tree_size: _builtins.int
+    """Leaves in the tree: audit events committed."""
+    root_hash: _builtins.bytes
+    """The RFC 6962 root hash (32 bytes)."""
+    public_key_pem: _builtins.str
+    """The ledger's Ed25519 public key (SubjectPublicKeyInfo PEM). Convenience
+    only: an auditor pins the key from a trusted source, not from here.
+    """
+    def __init__(
+        self,
+        *,
+        signed_note: _builtins.str = ...,
+        origin: _builtins.str = ...,
+        tree_size: _builtins.int = ...,
+        root_hash: _builtins.bytes = ...,
+        public_key_pem: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["origin", b"origin", "public_key_pem", b"public_key_pem", "root_hash", b"root_hash", "signed_note", b"signed_note", "tree_size", b"tree_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetCheckpointResponse: _TypeAlias = GetCheckpointResponse  # noqa: Y015
+
+@_typing.final
+class GetInclusionProofRequest(_message.Message):
+    """GetInclusionProofRequest names an event and a tree size."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEQUENCE_FIELD_NUMBER: _builtins.int
+    TREE_SIZE_FIELD_NUMBER: _builtins.int
+    sequence: _builtins.int
+    """Required. The event's sequence, as ListAuditEvents numbers it (from 1)."""
+    tree_size: _builtins.int
+    """The tree size to prove against; 0 means the current size."""
+    def __init__(
+        self,
+        *,
+        sequence: _builtins.int = ...,
+        tree_size: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["sequence", b"sequence", "tree_size", b"tree_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetInclusionProofRequest: _TypeAlias = GetInclusionProofRequest  # noqa: Y015
+
+@_typing.final
+class GetInclusionProofResponse(_message.Message):
+    """GetInclusionProofResponse is the audit path."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEAF_INDEX_FIELD_NUMBER: _builtins.int
+    TREE_SIZE_FIELD_NUMBER: _builtins.int
+    HASHES_FIELD_NUMBER: _builtins.int
+    leaf_index: _builtins.int
+    """The event's 0-based leaf index (sequence - 1)."""
+    tree_size: _builtins.int
+    """The tree size the proof is for."""
+    @_builtins.property
+    def hashes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]:
+        """The RFC 6962 audit path, leaf to root (32 bytes each)."""
+
+    def __init__(
+        self,
+        *,
+        leaf_index: _builtins.int = ...,
+        tree_size: _builtins.int = ...,
+        hashes: _abc.Iterable[_builtins.bytes] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hashes", b"hashes", "leaf_index", b"leaf_index", "tree_size", b"tree_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetInclusionProofResponse: _TypeAlias = GetInclusionProofResponse  # noqa: Y015
+
+@_typing.final
+class GetConsistencyProofRequest(_message.Message):
+    """GetConsistencyProofRequest names two tree sizes."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FIRST_SIZE_FIELD_NUMBER: _builtins.int
+    SECOND_SIZE_FIELD_NUMBER: _builtins.int
+    first_size: _builtins.int
+    """Required. The older tree size (at least 0)."""
+    second_size: _builtins.int
+    """The newer tree size; 0 means the current size."""
+    def __init__(
+        self,
+        *,
+        first_size: _builtins.int = ...,
+        second_size: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["first_size", b"first_size", "second_size", b"second_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetConsistencyProofRequest: _TypeAlias = GetConsistencyProofRequest  # noqa: Y015
+
+@_typing.final
+class GetConsistencyProofResponse(_message.Message):
+    """GetConsistencyProofResponse is the consistency proof."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HASHES_FIELD_NUMBER: _builtins.int
+    SECOND_SIZE_FIELD_NUMBER: _builtins.int
+    second_size: _builtins.int
+    """The second tree size the proof is for (resolved when 0 was asked)."""
+    @_builtins.property
+    def hashes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]:
+        """The RFC 6962 consistency proof (32 bytes each); empty when the sizes are
+        equal or first_size is 0.
+        """
+
+    def __init__(
+        self,
+        *,
+        hashes: _abc.Iterable[_builtins.bytes] | None = ...,
+        second_size: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hashes", b"hashes", "second_size", b"second_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetConsistencyProofResponse: _TypeAlias = GetConsistencyProofResponse  # noqa: Y015

@@ -155,6 +155,21 @@ class AdjudicationServiceStub:
                 request_serializer=assay_dot_v1_dot_adjudication__service__pb2.SweepExpiredRecordsRequest.SerializeToString,
                 response_deserializer=assay_dot_v1_dot_adjudication__service__pb2.SweepExpiredRecordsResponse.FromString,
                 _registered_method=True)
+        self.GetCheckpoint = channel.unary_unary(
+                '/assay.v1.AdjudicationService/GetCheckpoint',
+                request_serializer=assay_dot_v1_dot_adjudication__service__pb2.GetCheckpointRequest.SerializeToString,
+                response_deserializer=assay_dot_v1_dot_adjudication__service__pb2.GetCheckpointResponse.FromString,
+                _registered_method=True)
+        self.GetInclusionProof = channel.unary_unary(
+                '/assay.v1.AdjudicationService/GetInclusionProof',
+                request_serializer=assay_dot_v1_dot_adjudication__service__pb2.GetInclusionProofRequest.SerializeToString,
+                response_deserializer=assay_dot_v1_dot_adjudication__service__pb2.GetInclusionProofResponse.FromString,
+                _registered_method=True)
+        self.GetConsistencyProof = channel.unary_unary(
+                '/assay.v1.AdjudicationService/GetConsistencyProof',
+                request_serializer=assay_dot_v1_dot_adjudication__service__pb2.GetConsistencyProofRequest.SerializeToString,
+                response_deserializer=assay_dot_v1_dot_adjudication__service__pb2.GetConsistencyProofResponse.FromString,
+                _registered_method=True)
 
 
 class AdjudicationServiceServicer:
@@ -407,6 +422,42 @@ class AdjudicationServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetCheckpoint(self, request, context):
+        """Returns the transparency log's current checkpoint: the C2SP signed note
+        (tlog-checkpoint body: origin, tree size, base64 RFC 6962 root) over the
+        audit ledger, signed by the server's Ed25519 ledger key. Leaf i of the
+        tree is the 32-byte chain hash of audit event i+1. Save it; a later
+        GetConsistencyProof from its size proves the ledger only grew.
+
+        Errors: only the common ones.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetInclusionProof(self, request, context):
+        """Returns the RFC 6962 inclusion proof of one audit event in the tree of
+        a given size.
+
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (sequence: not
+        in 1..tree_size; tree_size: negative or larger than the log).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetConsistencyProof(self, request, context):
+        """Returns the RFC 6962 consistency proof between two tree sizes: the
+        smaller tree is a prefix of the larger one.
+
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (first_size:
+        negative or larger than second_size; second_size: negative or larger
+        than the log).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdjudicationServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -499,6 +550,21 @@ def add_AdjudicationServiceServicer_to_server(servicer, server):
                     servicer.SweepExpiredRecords,
                     request_deserializer=assay_dot_v1_dot_adjudication__service__pb2.SweepExpiredRecordsRequest.FromString,
                     response_serializer=assay_dot_v1_dot_adjudication__service__pb2.SweepExpiredRecordsResponse.SerializeToString,
+            ),
+            'GetCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCheckpoint,
+                    request_deserializer=assay_dot_v1_dot_adjudication__service__pb2.GetCheckpointRequest.FromString,
+                    response_serializer=assay_dot_v1_dot_adjudication__service__pb2.GetCheckpointResponse.SerializeToString,
+            ),
+            'GetInclusionProof': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetInclusionProof,
+                    request_deserializer=assay_dot_v1_dot_adjudication__service__pb2.GetInclusionProofRequest.FromString,
+                    response_serializer=assay_dot_v1_dot_adjudication__service__pb2.GetInclusionProofResponse.SerializeToString,
+            ),
+            'GetConsistencyProof': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetConsistencyProof,
+                    request_deserializer=assay_dot_v1_dot_adjudication__service__pb2.GetConsistencyProofRequest.FromString,
+                    response_serializer=assay_dot_v1_dot_adjudication__service__pb2.GetConsistencyProofResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1018,6 +1084,87 @@ class AdjudicationService:
             '/assay.v1.AdjudicationService/SweepExpiredRecords',
             assay_dot_v1_dot_adjudication__service__pb2.SweepExpiredRecordsRequest.SerializeToString,
             assay_dot_v1_dot_adjudication__service__pb2.SweepExpiredRecordsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/assay.v1.AdjudicationService/GetCheckpoint',
+            assay_dot_v1_dot_adjudication__service__pb2.GetCheckpointRequest.SerializeToString,
+            assay_dot_v1_dot_adjudication__service__pb2.GetCheckpointResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetInclusionProof(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/assay.v1.AdjudicationService/GetInclusionProof',
+            assay_dot_v1_dot_adjudication__service__pb2.GetInclusionProofRequest.SerializeToString,
+            assay_dot_v1_dot_adjudication__service__pb2.GetInclusionProofResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetConsistencyProof(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/assay.v1.AdjudicationService/GetConsistencyProof',
+            assay_dot_v1_dot_adjudication__service__pb2.GetConsistencyProofRequest.SerializeToString,
+            assay_dot_v1_dot_adjudication__service__pb2.GetConsistencyProofResponse.FromString,
             options,
             channel_credentials,
             insecure,

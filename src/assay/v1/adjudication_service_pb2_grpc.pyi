@@ -208,6 +208,30 @@ class AdjudicationServiceStub:
 
     Errors: only the common ones.
     """
+    GetCheckpoint: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetCheckpointRequest, _adjudication_service_pb2.GetCheckpointResponse]
+    """Returns the transparency log's current checkpoint: the C2SP signed note
+    (tlog-checkpoint body: origin, tree size, base64 RFC 6962 root) over the
+    audit ledger, signed by the server's Ed25519 ledger key. Leaf i of the
+    tree is the 32-byte chain hash of audit event i+1. Save it; a later
+    GetConsistencyProof from its size proves the ledger only grew.
+
+    Errors: only the common ones.
+    """
+    GetInclusionProof: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetInclusionProofRequest, _adjudication_service_pb2.GetInclusionProofResponse]
+    """Returns the RFC 6962 inclusion proof of one audit event in the tree of
+    a given size.
+
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (sequence: not
+    in 1..tree_size; tree_size: negative or larger than the log).
+    """
+    GetConsistencyProof: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetConsistencyProofRequest, _adjudication_service_pb2.GetConsistencyProofResponse]
+    """Returns the RFC 6962 consistency proof between two tree sizes: the
+    smaller tree is a prefix of the larger one.
+
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (first_size:
+    negative or larger than second_size; second_size: negative or larger
+    than the log).
+    """
 
 @_typing.type_check_only
 class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
@@ -388,6 +412,30 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
     sweep is itself an audit event.
 
     Errors: only the common ones.
+    """
+    GetCheckpoint: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetCheckpointRequest, _adjudication_service_pb2.GetCheckpointResponse]  # type: ignore[assignment]
+    """Returns the transparency log's current checkpoint: the C2SP signed note
+    (tlog-checkpoint body: origin, tree size, base64 RFC 6962 root) over the
+    audit ledger, signed by the server's Ed25519 ledger key. Leaf i of the
+    tree is the 32-byte chain hash of audit event i+1. Save it; a later
+    GetConsistencyProof from its size proves the ledger only grew.
+
+    Errors: only the common ones.
+    """
+    GetInclusionProof: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetInclusionProofRequest, _adjudication_service_pb2.GetInclusionProofResponse]  # type: ignore[assignment]
+    """Returns the RFC 6962 inclusion proof of one audit event in the tree of
+    a given size.
+
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (sequence: not
+    in 1..tree_size; tree_size: negative or larger than the log).
+    """
+    GetConsistencyProof: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetConsistencyProofRequest, _adjudication_service_pb2.GetConsistencyProofResponse]  # type: ignore[assignment]
+    """Returns the RFC 6962 consistency proof between two tree sizes: the
+    smaller tree is a prefix of the larger one.
+
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (first_size:
+    negative or larger than second_size; second_size: negative or larger
+    than the log).
     """
 
 class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -674,6 +722,48 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         sweep is itself an audit event.
 
         Errors: only the common ones.
+        """
+
+    @_abc_1.abstractmethod
+    def GetCheckpoint(
+        self,
+        request: _adjudication_service_pb2.GetCheckpointRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_adjudication_service_pb2.GetCheckpointResponse, _abc.Awaitable[_adjudication_service_pb2.GetCheckpointResponse]]:
+        """Returns the transparency log's current checkpoint: the C2SP signed note
+        (tlog-checkpoint body: origin, tree size, base64 RFC 6962 root) over the
+        audit ledger, signed by the server's Ed25519 ledger key. Leaf i of the
+        tree is the 32-byte chain hash of audit event i+1. Save it; a later
+        GetConsistencyProof from its size proves the ledger only grew.
+
+        Errors: only the common ones.
+        """
+
+    @_abc_1.abstractmethod
+    def GetInclusionProof(
+        self,
+        request: _adjudication_service_pb2.GetInclusionProofRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_adjudication_service_pb2.GetInclusionProofResponse, _abc.Awaitable[_adjudication_service_pb2.GetInclusionProofResponse]]:
+        """Returns the RFC 6962 inclusion proof of one audit event in the tree of
+        a given size.
+
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (sequence: not
+        in 1..tree_size; tree_size: negative or larger than the log).
+        """
+
+    @_abc_1.abstractmethod
+    def GetConsistencyProof(
+        self,
+        request: _adjudication_service_pb2.GetConsistencyProofRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_adjudication_service_pb2.GetConsistencyProofResponse, _abc.Awaitable[_adjudication_service_pb2.GetConsistencyProofResponse]]:
+        """Returns the RFC 6962 consistency proof between two tree sizes: the
+        smaller tree is a prefix of the larger one.
+
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (first_size:
+        negative or larger than second_size; second_size: negative or larger
+        than the log).
         """
 
 def add_AdjudicationServiceServicer_to_server(servicer: AdjudicationServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

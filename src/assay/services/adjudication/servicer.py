@@ -26,6 +26,7 @@ from assay.services.adjudication.operations import Adjudication
 from assay.services.adjudication.retries import RequestKey
 from assay.services.adjudication.state import derive_state
 from assay.services.adjudication.storage import ExportBatch
+from assay.services.adjudication.transparency import TransparencyLog
 from assay.v1 import adjudication_service_pb2 as pb
 
 
@@ -45,9 +46,10 @@ def _caller() -> Caller:
 class AdjudicationServicer:
     """Implements ``assay.v1.AdjudicationService``."""
 
-    def __init__(self, adjudication: Adjudication, lookups: Lookups) -> None:
+    def __init__(self, adjudication: Adjudication, lookups: Lookups, log: TransparencyLog) -> None:
         self.adjudication = adjudication
         self.lookups = lookups
+        self.log = log
 
     # --- reviewers ---------------------------------------------------------
 
@@ -192,6 +194,7 @@ class AdjudicationServicer:
                 continue
             yield self._batch(item, tally)
         manifest = convert.manifest(tally, head, started, request.tenant)
+        manifest.checkpoint = (await self.log.checkpoint(head.sequence)).note
         yield pb.ExportCorpusResponse(manifest=manifest)
 
     @staticmethod
@@ -247,3 +250,29 @@ class AdjudicationServicer:
             _caller(),
         )
         return raw
+
+    # --- the transparency log -----------------------------------------------
+
+    async def GetCheckpoint(
+        self, request: pb.GetCheckpointRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetCheckpointResponse:
+        signed = await self.log.checkpoint()
+        return pb.GetCheckpointResponse(
+            signed_note=signed.note,
+            origin=signed.checkpoint.origin,
+            tree_size=signed.checkpoint.size,
+            root_hash=signed.checkpoint.root,
+            public_key_pem=self.log.public_key_pem(),
+        )
+
+    async def GetInclusionProof(
+        self, request: pb.GetInclusionProofRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetInclusionProofResponse:
+        index, size, hashes = await self.log.inclusion(request.sequence, request.tree_size)
+        return pb.GetInclusionProofResponse(leaf_index=index, tree_size=size, hashes=hashes)
+
+    async def GetConsistencyProof(
+        self, request: pb.GetConsistencyProofRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetConsistencyProofResponse:
+        size, hashes = await self.log.consistency(request.first_size, request.second_size)
+        return pb.GetConsistencyProofResponse(hashes=hashes, second_size=size)

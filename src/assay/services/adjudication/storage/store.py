@@ -192,6 +192,14 @@ class Store:
     async def audit_events(self, after: int, limit: int, scope: TenantScope) -> list[AuditEvent]:
         return await self._read(lambda db: queries.audit_events(db, after, limit, scope))
 
+    async def chain_hashes(self, after: int) -> list[tuple[int, str]]:
+        """(sequence, hash) of every committed audit event after ``after``, in order: the
+        transparency log's leaves."""
+        sql = "SELECT sequence, hash FROM audit_events WHERE sequence > ? ORDER BY sequence"
+        return await self._read(
+            lambda db: [(int(row[0]), str(row[1])) for row in db.execute(sql, (after,))]
+        )
+
     async def rated_pairs(self, scope: TenantScope) -> list[RatedPair]:
         return await self._read(lambda db: queries.rated_pairs(db, scope))
 

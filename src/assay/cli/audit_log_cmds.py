@@ -1,0 +1,191 @@
+"""``assay audit public-key``, ``checkpoint``, ``verify --since`` and ``verify-export``: the
+transparency log seen from an auditor's side.
+
+An auditor saves a signed checkpoint now (``checkpoint --out``) and later asks the server to
+prove that today's ledger extends it (``verify --since``); both checkpoints' signatures and
+the RFC 6962 consistency proof are checked here, locally, against a public key the auditor
+pinned (``--public-key``; ``public-key --key`` prints it from the key file, offline). An
+export's manifest carries the checkpoint of the ledger head it was read at;
+``verify-export`` checks that signature offline.
+
+The checking uses ``merkle`` and ``checkpoint``: pure modules (hashing, Ed25519, parsing —
+no server, storage or grpc code), shared so the verifier is the algorithm the log uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+)
+
+from assay.cli.common import CliError, print_json
+from assay.services.adjudication.checkpoint import Checkpoint, parse_signed_checkpoint
+from assay.services.adjudication.merkle import verify_consistency
+from assay.v1 import adjudication_service_pb2 as pb
+
+# A verification that fails: exit 2 like `assay audit verify` on a broken chain.
+FAILED = 2
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise CliError(f"{path}: cannot read {what}: {error.strerror}") from None
+
+
+def public_key_pem_of(key_file: Path) -> str:
+    """The public half, as PEM, of a ledger key file (PKCS#8 private key, or a public key)."""
+    data = _read(key_file, "the ledger key")
+    try:
+        if b"PRIVATE KEY" in data:
+            private = serialization.load_pem_private_key(data, password=None)
+            if not isinstance(private, Ed25519PrivateKey):
+                raise ValueError("not an Ed25519 key")
+            public: Any = private.public_key()
+        else:
+            public = serialization.load_pem_public_key(data)
+    except ValueError as error:
+        raise CliError(f"{key_file}: not an Ed25519 PEM key: {error}") from None
+    if not isinstance(public, Ed25519PublicKey):
+        raise CliError(f"{key_file}: not an Ed25519 key")
+    pem = public.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return pem.decode("ascii")
+
+
+def load_public_key(path: Path) -> Ed25519PublicKey:
+    """The pinned ledger public key (a private key file works too)."""
+    pem = public_key_pem_of(path)
+    key = serialization.load_pem_public_key(pem.encode("ascii"))
+    assert isinstance(key, Ed25519PublicKey)
+    return key
+
+
+def origin_of(note: str) -> str:
+    """The note's first line: the log's origin, which is also its signer's key name."""
+    return note.split("\n", 1)[0]
+
+
+def check_note(note: str, key: Ed25519PublicKey, what: str) -> Checkpoint:
+    """The checkpoint in ``note`` if ``key`` signed it; ``CliError`` (exit 2) otherwise."""
+    try:
+        return parse_signed_checkpoint(note, key, origin_of(note))
+    except ValueError as error:
+        raise CliError(f"{what}: {error}", exit_code=FAILED) from None
+
+
+def check_consistency(old: Checkpoint, new: Checkpoint, proof: list[bytes]) -> None:
+    """``CliError`` (exit 2) unless ``new`` provably extends ``old``."""
+    if old.origin != new.origin:
+        raise CliError(
+            f"the saved checkpoint is of log {old.origin}, the server's of {new.origin}",
+            exit_code=FAILED,
+        )
+    if new.size < old.size:
+        raise CliError(
+            f"the log shrank: {old.size} event(s) saved, {new.size} now", exit_code=FAILED
+        )
+    try:
+        ok = verify_consistency(old.size, new.size, old.root, new.root, proof)
+    except ValueError as error:
+        raise CliError(f"consistency proof is malformed: {error}", exit_code=FAILED) from None
+    if not ok:
+        raise CliError(
+            f"the ledger was rewritten: the log at {new.size} event(s) does not extend the "
+            f"saved checkpoint of {old.size}",
+            exit_code=FAILED,
+        )
+
+
+# --- commands -------------------------------------------------------------------
+
+
+def public_key(args: argparse.Namespace, rpc: Any) -> int:
+    if args.key is not None:
+        print(public_key_pem_of(args.key), end="")
+        return 0
+    reply: pb.GetCheckpointResponse = rpc(args, "GetCheckpoint", pb.GetCheckpointRequest())
+    print(reply.public_key_pem, end="")
+    return 0
+
+
+def checkpoint(args: argparse.Namespace, rpc: Any) -> int:
+    reply: pb.GetCheckpointResponse = rpc(args, "GetCheckpoint", pb.GetCheckpointRequest())
+    if args.out is not None:
+        try:
+            args.out.write_text(reply.signed_note, encoding="utf-8")
+        except OSError as error:
+            raise CliError(f"{args.out}: cannot write: {error.strerror}") from None
+    if args.json:
+        print_json(reply)
+    elif args.out is None:
+        print(reply.signed_note, end="")
+    else:
+        print(f"checkpoint of {reply.tree_size} event(s) ({reply.origin}) saved to {args.out}")
+    return 0
+
+
+def verify_since(args: argparse.Namespace, rpc: Any) -> int:
+    saved = _read(args.since, "the saved checkpoint").decode("utf-8", "replace")
+    reply: pb.GetCheckpointResponse = rpc(args, "GetCheckpoint", pb.GetCheckpointRequest())
+    if args.public_key is not None:
+        key = load_public_key(args.public_key)
+    else:
+        # Without a pinned key the signatures only show both notes came from the same key.
+        served = serialization.load_pem_public_key(reply.public_key_pem.encode("ascii"))
+        if not isinstance(served, Ed25519PublicKey):
+            raise CliError("the server's ledger key is not Ed25519", exit_code=FAILED)
+        key = served
+    old = check_note(saved, key, str(args.since))
+    new = check_note(reply.signed_note, key, "the server's checkpoint")
+    proof: list[bytes] = []
+    if 0 < old.size <= new.size:
+        request = pb.GetConsistencyProofRequest(first_size=old.size, second_size=new.size)
+        found: pb.GetConsistencyProofResponse = rpc(args, "GetConsistencyProof", request)
+        proof = list(found.hashes)
+    check_consistency(old, new, proof)
+    result = {"ok": True, "origin": new.origin, "from_size": old.size, "to_size": new.size}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"audit log consistent: {old.size} -> {new.size} event(s) ({new.origin})")
+    return 0
+
+
+def verify_export(args: argparse.Namespace) -> int:
+    corpus: Path = args.corpus
+    manifest_path: Path = args.manifest or corpus.with_name(corpus.name + ".manifest.json")
+    try:
+        manifest = json.loads(_read(manifest_path, "the export manifest"))
+    except json.JSONDecodeError as error:
+        raise CliError(f"{manifest_path}: not JSON: {error}", exit_code=FAILED) from None
+    note = manifest.get("checkpoint") if isinstance(manifest, dict) else None
+    if not isinstance(note, str) or not note:
+        raise CliError(f"{manifest_path}: the manifest carries no checkpoint", exit_code=FAILED)
+    found = check_note(note, load_public_key(args.public_key), str(manifest_path))
+    head = manifest.get("auditChainHead") or {}
+    sequence = int(head.get("sequence", 0))
+    if found.size != sequence:
+        raise CliError(
+            f"{manifest_path}: the checkpoint covers {found.size} event(s) but the manifest's "
+            f"audit chain head is #{sequence}",
+            exit_code=FAILED,
+        )
+    result = {"ok": True, "origin": found.origin, "size": found.size, "root": found.root.hex()}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(
+            f"export checkpoint verified: {found.size} event(s) ({found.origin}), "
+            f"root {found.root.hex()[:16]}…"
+        )
+    return 0

@@ -1,0 +1,245 @@
+"""The audit ledger as a transparency log, through a real server: signed checkpoints, inclusion
+and consistency proofs that verify with the RFC 6962 verifiers, a key that survives restarts,
+a rewritten history that does not verify, and bad sizes refused with the field named."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import stat
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from assay.runtime.server import serving
+from assay.services.adjudication.checkpoint import (
+    Checkpoint,
+    load_or_create_signing_key,
+    parse_signed_checkpoint,
+)
+from assay.services.adjudication.merkle import verify_consistency, verify_inclusion
+from assay.services.adjudication.service import build_spec
+from assay.services.adjudication.transparency import default_key_path, origin_for
+from assay.services.registry import ServeOptions
+from assay.v1 import adjudication_service_pb2 as pb
+from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
+from tests.service.adjudication_support import TIMEOUT, failure, register
+
+
+@contextlib.asynccontextmanager
+async def server(
+    db: Path, key: Path | None = None
+) -> AsyncIterator[pb_grpc.AdjudicationServiceStub]:
+    spec = await build_spec(ServeOptions(port=0, db_path=str(db), ledger_signing_key=key))
+    async with (
+        serving([spec]) as running,
+        grpc.aio.insecure_channel(running[0].address) as channel,
+    ):
+        yield pb_grpc.AdjudicationServiceStub(channel)
+
+
+async def checkpoint(stub: pb_grpc.AdjudicationServiceStub, key_file: Path) -> Checkpoint:
+    """The server's checkpoint, verified with the public half of ``key_file``."""
+    reply = await stub.GetCheckpoint(pb.GetCheckpointRequest(), timeout=TIMEOUT)
+    public = load_or_create_signing_key(key_file).public_key()
+    found = parse_signed_checkpoint(reply.signed_note, public, origin_for(public))
+    assert (found.origin, found.size, found.root) == (
+        reply.origin,
+        reply.tree_size,
+        reply.root_hash,
+    )
+    return found
+
+
+async def events(stub: pb_grpc.AdjudicationServiceStub) -> list[pb.AuditEvent]:
+    reply = await stub.ListAuditEvents(pb.ListAuditEventsRequest(page_size=1000), timeout=TIMEOUT)
+    return list(reply.events)
+
+
+def leaf(event: pb.AuditEvent) -> bytes:
+    return bytes.fromhex(event.hash.removeprefix("sha256:"))
+
+
+class TestCheckpoints:
+    async def test_signed_with_the_key_created_beside_the_database(self, tmp_path: Path) -> None:
+        """The first start creates <db>.ledger-key.pem (0600); its key verifies the checkpoint."""
+        db = tmp_path / "assay.db"
+        async with server(db) as stub:
+            for n in range(3):
+                await register(stub, f"fx-{n}")
+            found = await checkpoint(stub, default_key_path(db))
+            assert found.size == len(await events(stub)) >= 3
+        mode = stat.S_IMODE(default_key_path(db).stat().st_mode)
+        assert mode == 0o600
+
+    async def test_a_restart_rebuilds_the_same_tree_under_the_same_origin(
+        self, tmp_path: Path
+    ) -> None:
+        """The tree is rebuilt from the stored events: same key, origin, size and root."""
+        db = tmp_path / "assay.db"
+        async with server(db) as stub:
+            await register(stub, "fx-a")
+            before = await checkpoint(stub, default_key_path(db))
+        async with server(db) as stub:
+            after = await checkpoint(stub, default_key_path(db))
+        assert after == before
+
+    async def test_another_key_does_not_verify(self, tmp_path: Path) -> None:
+        """A checkpoint checked against a different key is refused."""
+        async with server(tmp_path / "assay.db") as stub:
+            await register(stub, "fx-a")
+            reply = await stub.GetCheckpoint(pb.GetCheckpointRequest(), timeout=TIMEOUT)
+        other = load_or_create_signing_key(tmp_path / "other.pem").public_key()
+        with pytest.raises(ValueError, match="no signature"):
+            parse_signed_checkpoint(reply.signed_note, other, reply.origin)
+
+
+class TestProofs:
+    async def test_every_event_is_included_in_the_checkpoint(self, tmp_path: Path) -> None:
+        """Each event's inclusion proof verifies against the signed root; a wrong leaf fails."""
+        db = tmp_path / "assay.db"
+        async with server(db) as stub:
+            for n in range(6):
+                await register(stub, f"fx-{n}")
+            found = await checkpoint(stub, default_key_path(db))
+            listed = await events(stub)
+            assert len(listed) == found.size
+            for event in listed:
+                request = pb.GetInclusionProofRequest(sequence=event.sequence)
+                proof = await stub.GetInclusionProof(request, timeout=TIMEOUT)
+                assert (proof.leaf_index, proof.tree_size) == (event.sequence - 1, found.size)
+                args = (proof.leaf_index, proof.tree_size, list(proof.hashes), found.root)
+                assert verify_inclusion(leaf(event), *args)
+                assert not verify_inclusion(b"\x00" * 32, *args)
+
+    async def test_an_old_checkpoint_is_consistent_with_a_later_one(self, tmp_path: Path) -> None:
+        """A saved checkpoint and a later one are linked by the consistency proof, and an old
+        tree size's inclusion proofs verify against the old root."""
+        db = tmp_path / "assay.db"
+        async with server(db) as stub:
+            await register(stub, "fx-a")
+            await register(stub, "fx-b")
+            old = await checkpoint(stub, default_key_path(db))
+            for n in range(5):
+                await register(stub, f"fx-late-{n}")
+            new = await checkpoint(stub, default_key_path(db))
+            request = pb.GetConsistencyProofRequest(first_size=old.size)
+            proof = await stub.GetConsistencyProof(request, timeout=TIMEOUT)
+            first = (await events(stub))[0]
+            path = await stub.GetInclusionProof(
+                pb.GetInclusionProofRequest(sequence=1, tree_size=old.size), timeout=TIMEOUT
+            )
+        assert new.size > old.size
+        assert proof.second_size == new.size
+        assert verify_consistency(old.size, new.size, old.root, new.root, list(proof.hashes))
+        assert verify_inclusion(leaf(first), 0, old.size, list(path.hashes), old.root)
+
+    async def test_a_rewritten_history_is_not_consistent(self, tmp_path: Path) -> None:
+        """A log with the same key but other events cannot prove it extends the saved one."""
+        key = tmp_path / "ledger.pem"
+        async with server(tmp_path / "a.db", key) as stub:
+            await register(stub, "fx-a")
+            await register(stub, "fx-b")
+            old = await checkpoint(stub, key)
+        async with server(tmp_path / "b.db", key) as stub:
+            for n in range(4):
+                await register(stub, f"fx-other-{n}")
+            new = await checkpoint(stub, key)
+            request = pb.GetConsistencyProofRequest(first_size=old.size, second_size=new.size)
+            proof = await stub.GetConsistencyProof(request, timeout=TIMEOUT)
+        assert old.origin == new.origin, "same key, same log name"
+        assert not verify_consistency(old.size, new.size, old.root, new.root, list(proof.hashes))
+
+
+class TestDamagedLedger:
+    async def test_a_gap_stops_the_tree_and_the_server_still_starts(self, tmp_path: Path) -> None:
+        """With event 3 deleted the log serves the two before it and never skips ahead."""
+        db = tmp_path / "assay.db"
+        async with server(db) as stub:
+            for n in range(5):
+                await register(stub, f"fx-{n}")
+            whole = await checkpoint(stub, default_key_path(db))
+        raw = sqlite3.connect(db, isolation_level=None)
+        raw.execute("DROP TRIGGER audit_events_no_delete")
+        raw.execute("DELETE FROM audit_events WHERE sequence = 3")
+        raw.close()
+        async with server(db) as stub:
+            await register(stub, "fx-late")
+            found = await checkpoint(stub, default_key_path(db))
+            verdict = await stub.VerifyAuditChain(pb.VerifyAuditChainRequest(), timeout=TIMEOUT)
+            request = pb.GetConsistencyProofRequest(first_size=2)
+            proof = await stub.GetConsistencyProof(request, timeout=TIMEOUT)
+        assert whole.size == 5
+        assert found.size == 2
+        assert not verdict.ok
+        assert proof.hashes == []
+        assert proof.second_size == 2
+
+
+class TestExport:
+    async def test_the_manifest_carries_the_checkpoint_of_its_head(self, tmp_path: Path) -> None:
+        """The export manifest's signed checkpoint covers exactly the head the export read."""
+        db = tmp_path / "assay.db"
+        async with server(db) as stub:
+            await register(stub, "fx-a")
+            manifest = None
+            async for message in stub.ExportCorpus(pb.ExportCorpusRequest(), timeout=TIMEOUT):
+                if message.WhichOneof("item") == "manifest":
+                    manifest = message.manifest
+            current = await checkpoint(stub, default_key_path(db))
+        assert manifest is not None
+        public = load_or_create_signing_key(default_key_path(db)).public_key()
+        found = parse_signed_checkpoint(manifest.checkpoint, public, origin_for(public))
+        assert found.size == manifest.audit_chain_head.sequence
+        assert found == current
+
+
+class TestBadSizes:
+    @pytest.mark.parametrize(
+        ("rpc", "request_", "field"),
+        [
+            ("GetInclusionProof", pb.GetInclusionProofRequest(sequence=0), "sequence"),
+            ("GetInclusionProof", pb.GetInclusionProofRequest(sequence=99), "sequence"),
+            ("GetInclusionProof", pb.GetInclusionProofRequest(sequence=-1), "sequence"),
+            (
+                "GetInclusionProof",
+                pb.GetInclusionProofRequest(sequence=1, tree_size=99),
+                "tree_size",
+            ),
+            (
+                "GetInclusionProof",
+                pb.GetInclusionProofRequest(sequence=1, tree_size=-1),
+                "tree_size",
+            ),
+            (
+                "GetInclusionProof",
+                pb.GetInclusionProofRequest(sequence=2, tree_size=1),
+                "sequence",
+            ),
+            ("GetConsistencyProof", pb.GetConsistencyProofRequest(first_size=-1), "first_size"),
+            ("GetConsistencyProof", pb.GetConsistencyProofRequest(first_size=99), "first_size"),
+            (
+                "GetConsistencyProof",
+                pb.GetConsistencyProofRequest(first_size=2, second_size=1),
+                "first_size",
+            ),
+            (
+                "GetConsistencyProof",
+                pb.GetConsistencyProofRequest(first_size=1, second_size=99),
+                "second_size",
+            ),
+        ],
+    )
+    async def test_refused_with_the_field(
+        self, tmp_path: Path, rpc: str, request_: object, field: str
+    ) -> None:
+        """Sizes outside the log are INVALID_ARGUMENT naming the field."""
+        async with server(tmp_path / "assay.db") as stub:
+            await register(stub, "fx-a")
+            await register(stub, "fx-b")
+            error = await failure(getattr(stub, rpc)(request_, timeout=TIMEOUT))
+        assert error.code is grpc.StatusCode.INVALID_ARGUMENT
+        assert error.reason == "ERROR_REASON_INVALID_FIELD"
+        assert [v.field for v in error.violations] == [field]
