@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.services.adjudication.checkpoint import load_or_create_signing_key
+from assay.tlog.checkpoint import load_or_create_signing_key
 from tests.support.processes import assay_command, assay_process, free_port
 
 pytestmark = pytest.mark.process

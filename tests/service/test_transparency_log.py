@@ -14,15 +14,15 @@ import grpc
 import pytest
 
 from assay.runtime.server import serving
-from assay.services.adjudication.checkpoint import (
+from assay.services.adjudication.service import build_spec
+from assay.services.adjudication.transparency import default_key_path, origin_for
+from assay.services.registry import ServeOptions
+from assay.tlog.checkpoint import (
     Checkpoint,
     load_or_create_signing_key,
     parse_signed_checkpoint,
 )
-from assay.services.adjudication.merkle import verify_consistency, verify_inclusion
-from assay.services.adjudication.service import build_spec
-from assay.services.adjudication.transparency import default_key_path, origin_for
-from assay.services.registry import ServeOptions
+from assay.tlog.merkle import verify_consistency, verify_inclusion
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
 from tests.service.adjudication_support import TIMEOUT, failure, register

@@ -26,8 +26,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 
 from assay.cli.common import CliError, print_json
-from assay.services.adjudication.checkpoint import Checkpoint, parse_signed_checkpoint
-from assay.services.adjudication.merkle import verify_consistency
+from assay.tlog.checkpoint import Checkpoint, parse_signed_checkpoint
+from assay.tlog.merkle import verify_consistency
 from assay.v1 import adjudication_service_pb2 as pb
 
 # A verification that fails: exit 2 like `assay audit verify` on a broken chain.

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ec import SECP256R1, generate_private_key
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from assay.services.adjudication.checkpoint import (
+from assay.tlog.checkpoint import (
     Checkpoint,
     NoteSigner,
     load_or_create_signing_key,

@@ -22,8 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.services.adjudication import merkle
-from assay.services.adjudication.merkle import (
+from assay.tlog import merkle
+from assay.tlog.merkle import (
     MerkleTree,
     verify_consistency,
     verify_inclusion,

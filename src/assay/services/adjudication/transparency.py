@@ -32,12 +32,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from assay.errors import Reason, invalid_field
 from assay.runtime.logging import get_logger
 from assay.services.adjudication.canonical import DIGEST_PREFIX
-from assay.services.adjudication.checkpoint import (
+from assay.tlog.checkpoint import (
     Checkpoint,
     NoteSigner,
     load_or_create_signing_key,
 )
-from assay.services.adjudication.merkle import MerkleTree
+from assay.tlog.merkle import MerkleTree
 
 ORIGIN_PREFIX = "assay.v1/adjudication/"
 KEY_SUFFIX = ".ledger-key.pem"
