@@ -17,7 +17,11 @@ Not a test: a script (``python bench/adjudication.py``) that prints, from one ru
 5. ``ExportCorpus`` throughput for 100,000 gold labels (seeded directly through the storage
    layer), in records/s as the client receives them (target: at least 20,000/s);
 6. what the target leaves per review beyond the no-op RPC, next to what the use case costs,
-   and the disk's fsync time, which is what bounds the raw rate.
+   and the disk's fsync time, which is what bounds the raw rate;
+7. the transparency log over 100,000 audit events (``--tlog-events``), in-process: building the
+   RFC 6962 tree, inclusion and consistency proofs generated and verified, checkpoints signed
+   and verified, and recomputing the root from every leaf ("verify-all"), each next to hashing
+   the leaves once with hashlib. ``--only-tlog`` runs this section alone.
 
 Reviews arrive as in real use: every case is reviewed twice, each client by its own pair.
 The machine may be shared: each figure is the best of a few repeats.
@@ -27,17 +31,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import os
+import random
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import aiosqlite
 import grpc
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from assay.runtime import loop
 from assay.services.adjudication import cases, gold
@@ -59,6 +67,8 @@ from assay.services.adjudication.retries import RequestKey
 from assay.services.adjudication.reviews import ReviewSubmission
 from assay.services.adjudication.storage import Store, WriteTx
 from assay.services.adjudication.storage.schema import PRAGMAS
+from assay.tlog.checkpoint import Checkpoint, NoteSigner, parse_signed_checkpoint
+from assay.tlog.merkle import MerkleTree, verify_consistency, verify_inclusion
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
 from assay.v1 import gold_pb2
@@ -326,6 +336,119 @@ async def export_rate(target: str, expected: int) -> float:
     return received / elapsed
 
 
+# --- 3. transparency log -------------------------------------------------------
+
+
+def best_seconds(repeats: int, work: Callable[[], object]) -> float:
+    """The fastest of ``repeats`` timed runs of ``work``."""
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def tlog_section(events: int, proofs: int, signatures: int, repeats: int) -> None:
+    """Tree build, proofs, checkpoints and verify-all over ``events`` 32-byte leaves."""
+    rng = random.Random(12)
+    leaves = [rng.randbytes(32) for _ in range(events)]
+
+    def hash_once() -> None:
+        for data in leaves:
+            hashlib.sha256(b"\x00" + data).digest()
+
+    def build() -> MerkleTree:
+        tree = MerkleTree()
+        for data in leaves:
+            tree.append(data)
+        return tree
+
+    baseline = best_seconds(repeats, hash_once)
+    build_time = best_seconds(repeats, build)
+    tree = build()
+    root = tree.root()
+    # verify-all: what an auditor holding every leaf does -- rebuild, compare with the root.
+    verify_all = best_seconds(repeats, lambda: build().root() == root or sys.exit("bad root"))
+
+    indexes = [rng.randrange(events) for _ in range(proofs)]
+    made: list[list[bytes]] = []
+    generate = best_seconds(
+        repeats,
+        lambda: made.__setitem__(slice(None), [tree.inclusion_proof(i, events) for i in indexes]),
+    )
+
+    def check_inclusion() -> None:
+        for i, proof in zip(indexes, made, strict=True):
+            if not verify_inclusion(leaves[i], i, events, proof, root):
+                raise RuntimeError(f"inclusion proof for leaf {i} failed")
+
+    verify_inc = best_seconds(repeats, check_inclusion)
+    sizes = [rng.randrange(1, events) for _ in range(proofs)]
+    roots = {m: tree.root(m) for m in sizes}
+    consistency: list[list[bytes]] = []
+    generate_con = best_seconds(
+        repeats,
+        lambda: consistency.__setitem__(
+            slice(None), [tree.consistency_proof(m, events) for m in sizes]
+        ),
+    )
+
+    def check_consistency() -> None:
+        for m, proof in zip(sizes, consistency, strict=True):
+            if not verify_consistency(m, events, roots[m], root, proof):
+                raise RuntimeError(f"consistency proof from {m} failed")
+
+    verify_con = best_seconds(repeats, check_consistency)
+
+    key = Ed25519PrivateKey.generate()
+    signer = NoteSigner(key, "assay.v1/adjudication/bench")
+    checkpoint = Checkpoint(signer.name, events, root)
+    notes: list[str] = []
+    sign = best_seconds(
+        repeats,
+        lambda: notes.__setitem__(
+            slice(None), [signer.sign(checkpoint) for _ in range(signatures)]
+        ),
+    )
+    public = key.public_key()
+
+    def check_notes() -> None:
+        for note in notes:
+            if parse_signed_checkpoint(note, public, signer.name) != checkpoint:
+                raise RuntimeError("checkpoint did not verify")
+
+    verify_sig = best_seconds(repeats, check_notes)
+    average = sum(len(p) for p in made) / len(made)
+
+    print(f"transparency log over {events:,} audit events (32-byte leaves, in-process, "
+          f"best of {repeats})")  # fmt: skip
+    print(f"  baseline: SHA-256 of every leaf once (hashlib)        : {baseline * 1e3:8.1f} ms")
+    print(f"  build the RFC 6962 tree (append every leaf)           : {build_time * 1e3:8.1f} ms"
+          f" = {build_time / baseline:.1f}x baseline"
+          f" ({events / build_time:,.0f} leaves/s)")  # fmt: skip
+    print(f"  verify-all: rebuild from every leaf, compare the root : {verify_all * 1e3:8.1f} ms"
+          f" = {verify_all / baseline:.1f}x baseline")  # fmt: skip
+    print(f"  inclusion proofs, {proofs:,} random leaves (avg {average:.1f} hashes):")
+    print(f"    generate                                            : "
+          f"{proofs / generate:10,.0f} proofs/s")  # fmt: skip
+    print(f"    verify                                              : "
+          f"{proofs / verify_inc:10,.0f} proofs/s")  # fmt: skip
+    print(f"  consistency proofs to {events:,} from {proofs:,} random sizes:")
+    print(f"    generate                                            : "
+          f"{proofs / generate_con:10,.0f} proofs/s")  # fmt: skip
+    print(f"    verify                                              : "
+          f"{proofs / verify_con:10,.0f} proofs/s")  # fmt: skip
+    print(f"  checkpoints (C2SP signed note, Ed25519), {signatures:,} each:")
+    print(f"    sign                                                : "
+          f"{signatures / sign:10,.0f} checkpoints/s")  # fmt: skip
+    print(f"    parse + verify                                      : "
+          f"{signatures / verify_sig:10,.0f} checkpoints/s")  # fmt: skip
+    print(f"  one inclusion check (verify, {average:.0f} hashes) costs "
+          f"{verify_inc / proofs / (baseline / events):.0f} leaf hashes; verify-all costs "
+          f"{verify_all / (baseline / events):,.0f}")  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reviewers", type=int, default=50, help="concurrent review clients")
@@ -335,7 +458,20 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--event-loop", choices=loop.LOOPS, default="auto",
                         help="the server's event loop (as assay serve --event-loop)")  # fmt: skip
+    parser.add_argument("--tlog-events", type=int, default=100_000,
+                        help="audit events (leaves) in the transparency-log section")  # fmt: skip
+    parser.add_argument("--tlog-proofs", type=int, default=10_000,
+                        help="random inclusion and consistency proofs")  # fmt: skip
+    parser.add_argument("--tlog-signatures", type=int, default=2_000,
+                        help="checkpoints signed and verified")  # fmt: skip
+    parser.add_argument("--only-tlog", action="store_true",
+                        help="only the transparency-log section (no server, no disk)")  # fmt: skip
     args = parser.parse_args()
+    if args.tlog_events < 2:
+        parser.error("--tlog-events must be at least 2")
+    if args.only_tlog:
+        tlog_section(args.tlog_events, args.tlog_proofs, args.tlog_signatures, args.repeats)
+        return 0
     if args.reviewers < 2 or args.reviewers % 2:
         parser.error("--reviewers must be an even number >= 2 (reviewers work in pairs)")
     case_count = args.reviewers * args.cases // 2
@@ -412,6 +548,7 @@ def main() -> int:
         print(f"export of {args.gold:,} gold labels (seeded in {seeded:.1f}s)")
         print(f"  ExportCorpus, records received by the client   : {best:10,.0f} records/s"
               "  (target >= 20,000/s)")  # fmt: skip
+    tlog_section(args.tlog_events, args.tlog_proofs, args.tlog_signatures, args.repeats)
     return 0
 
 
