@@ -27,7 +27,7 @@ from google.protobuf import timestamp_pb2
 
 from assay.runtime.auth.dev_credentials import DEV_ISSUER, EXAMPLE_PRINCIPALS, Grantee
 from assay.runtime.status import DecodedError, decode_rpc_error
-from assay.services.adjudication import ledger, reviews
+from assay.services.adjudication import cases, ledger, reviews
 from assay.services.adjudication.canonical import digest
 from assay.services.adjudication.model import AuditEventType, ChainHead
 from assay.services.adjudication.storage import Store, rows
@@ -687,11 +687,29 @@ class TestMigrationToV2:
         db.executescript(f"BEGIN;\n{MIGRATIONS[0]}\nPRAGMA user_version = 1;\nCOMMIT;")
         at = datetime(2026, 1, 1, tzinfo=UTC)
         head = ChainHead(0, ledger.EMPTY_HEAD.hash)
+        c2_row = ("c2", "acme", "s", "p", '["key"]', "[]", "", '"key"', "o", "", 0, 10**16 - 1)
+        c2_digest = cases.case_digest(rows.case((*c2_row, ""), check=False))
+        r2_answer = digest(["LABEL", '"key"', ""])
         v1_events = [
             (AuditEventType.REVIEWER_REGISTERED, {"reviewer_id": "ann", "kind": "HUMAN"}),
             (AuditEventType.CASE_ENQUEUED, {"case_id": "c1", "tenant": "acme", "content": "x"}),
             (AuditEventType.REVIEW_SUBMITTED, {"case_id": "c1", "review_id": "r1"}),
             (AuditEventType.TENANT_RECORDS_DELETED, {"tenant": "acme", "cases": "1"}),
+            # The surviving case and review, recorded as V1 recorded them.
+            (
+                AuditEventType.CASE_ENQUEUED,
+                {"case_id": "c2", "tenant": "acme", "content": c2_digest},
+            ),
+            (
+                AuditEventType.REVIEW_SUBMITTED,
+                {
+                    "review_id": "r2",
+                    "case_id": "c2",
+                    "reviewer_id": "ann",
+                    "round": "1",
+                    "answer": r2_answer,
+                },
+            ),
         ]
         for event_type, payload in v1_events:
             event, payload_json = ledger.extend(head, event_type, payload, at)
@@ -702,8 +720,7 @@ class TestMigrationToV2:
             head = ChainHead(event.sequence, event.hash)
         db.execute("INSERT INTO reviewers VALUES ('ann', 'HUMAN', 'lead', 0)")
         db.execute(
-            "INSERT INTO cases VALUES ('c2', 'acme', 's', 'p', '[\"key\"]', '[]', '', '\"key\"', "
-            "'o', '', 0, 9999999999999999, 'd')"
+            "INSERT INTO cases VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (*c2_row, c2_digest)
         )
         db.execute("INSERT INTO reviews VALUES ('r2', 'c2', 'ann', 1, 'LABEL', '\"key\"', '', 0)")
         db.execute("INSERT INTO idempotency VALUES ('old-id', 'M', 'dg', x'01', 'acme', 'c2', 0)")
@@ -731,7 +748,7 @@ class TestMigrationToV2:
             tenants = db.execute("SELECT tenant FROM audit_events ORDER BY sequence").fetchall()
         finally:
             db.close()
-        assert [t for (t,) in tenants] == ["", "acme", "acme", "acme"]
+        assert [t for (t,) in tenants] == ["", "acme", "acme", "acme", "acme", "acme"]
 
 
 # --- helpers -----------------------------------------------------------------------------

@@ -202,6 +202,15 @@ class _AuditProblemEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_AuditPro
     """A gold-label row has no GOLD_LABEL_FROZEN event."""
     AUDIT_PROBLEM_UNREADABLE: _AuditProblem.ValueType  # 6
     """The stored event cannot be decoded."""
+    AUDIT_PROBLEM_RECORD_MISMATCH: _AuditProblem.ValueType  # 7
+    """A stored record (reviewer, case, review or resolution) differs from the
+    commitment its ledger event recorded, or cannot be read; see
+    `bad_record_kind` and `bad_record_id`.
+    """
+    AUDIT_PROBLEM_UNRECORDED_RECORD: _AuditProblem.ValueType  # 8
+    """A stored record (reviewer, case, review or resolution) has no ledger
+    event that recorded it.
+    """
 
 class AuditProblem(_AuditProblem, metaclass=_AuditProblemEnumTypeWrapper):
     """AuditProblem is what is wrong with an audit event."""
@@ -222,7 +231,52 @@ AUDIT_PROBLEM_UNRECORDED_GOLD_LABEL: AuditProblem.ValueType  # 5
 """A gold-label row has no GOLD_LABEL_FROZEN event."""
 AUDIT_PROBLEM_UNREADABLE: AuditProblem.ValueType  # 6
 """The stored event cannot be decoded."""
+AUDIT_PROBLEM_RECORD_MISMATCH: AuditProblem.ValueType  # 7
+"""A stored record (reviewer, case, review or resolution) differs from the
+commitment its ledger event recorded, or cannot be read; see
+`bad_record_kind` and `bad_record_id`.
+"""
+AUDIT_PROBLEM_UNRECORDED_RECORD: AuditProblem.ValueType  # 8
+"""A stored record (reviewer, case, review or resolution) has no ledger
+event that recorded it.
+"""
 Global___AuditProblem: _TypeAlias = AuditProblem  # noqa: Y015
+
+class _RecordKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _RecordKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RecordKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    RECORD_KIND_UNSPECIFIED: _RecordKind.ValueType  # 0
+    """No record named."""
+    RECORD_KIND_REVIEWER: _RecordKind.ValueType  # 1
+    """A reviewer registration (id: the reviewer id)."""
+    RECORD_KIND_CASE: _RecordKind.ValueType  # 2
+    """A case (id: the case id)."""
+    RECORD_KIND_REVIEW: _RecordKind.ValueType  # 3
+    """A review (id: the review id)."""
+    RECORD_KIND_RESOLUTION: _RecordKind.ValueType  # 4
+    """A round's resolution (id: "<case id>#<round>")."""
+    RECORD_KIND_GOLD_LABEL: _RecordKind.ValueType  # 5
+    """A gold-label revision (id: "<case id>#<revision>")."""
+
+class RecordKind(_RecordKind, metaclass=_RecordKindEnumTypeWrapper):
+    """RecordKind is the kind of stored record a verification names."""
+
+RECORD_KIND_UNSPECIFIED: RecordKind.ValueType  # 0
+"""No record named."""
+RECORD_KIND_REVIEWER: RecordKind.ValueType  # 1
+"""A reviewer registration (id: the reviewer id)."""
+RECORD_KIND_CASE: RecordKind.ValueType  # 2
+"""A case (id: the case id)."""
+RECORD_KIND_REVIEW: RecordKind.ValueType  # 3
+"""A review (id: the review id)."""
+RECORD_KIND_RESOLUTION: RecordKind.ValueType  # 4
+"""A round's resolution (id: "<case id>#<round>")."""
+RECORD_KIND_GOLD_LABEL: RecordKind.ValueType  # 5
+"""A gold-label revision (id: "<case id>#<revision>")."""
+Global___RecordKind: _TypeAlias = RecordKind  # noqa: Y015
 
 class _AuditEventType:
     ValueType = _typing.NewType("ValueType", _builtins.int)
@@ -1701,6 +1755,8 @@ class VerifyAuditChainResponse(_message.Message):
     FIRST_BAD_SEQUENCE_FIELD_NUMBER: _builtins.int
     PROBLEM_FIELD_NUMBER: _builtins.int
     DETAIL_FIELD_NUMBER: _builtins.int
+    BAD_RECORD_KIND_FIELD_NUMBER: _builtins.int
+    BAD_RECORD_ID_FIELD_NUMBER: _builtins.int
     ok: _builtins.bool
     """True when every event and every gold label checks out."""
     events_checked: _builtins.int
@@ -1713,6 +1769,12 @@ class VerifyAuditChainResponse(_message.Message):
     """What is wrong with it."""
     detail: _builtins.str
     """A human-readable explanation. Not for machines: switch on `problem`."""
+    bad_record_kind: Global___RecordKind.ValueType
+    """The kind of the first stored record that disagrees with the ledger
+    (unspecified when the problem is not about a record).
+    """
+    bad_record_id: _builtins.str
+    """That record's id (see RecordKind for how each kind is named)."""
     @_builtins.property
     def head(self) -> Global___AuditChainHead:
         """The last event that verified: the ledger's head when ok."""
@@ -1726,10 +1788,12 @@ class VerifyAuditChainResponse(_message.Message):
         first_bad_sequence: _builtins.int = ...,
         problem: Global___AuditProblem.ValueType = ...,
         detail: _builtins.str = ...,
+        bad_record_kind: Global___RecordKind.ValueType = ...,
+        bad_record_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["head", b"head"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["detail", b"detail", "events_checked", b"events_checked", "first_bad_sequence", b"first_bad_sequence", "head", b"head", "ok", b"ok", "problem", b"problem"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bad_record_id", b"bad_record_id", "bad_record_kind", b"bad_record_kind", "detail", b"detail", "events_checked", b"events_checked", "first_bad_sequence", b"first_bad_sequence", "head", b"head", "ok", b"ok", "problem", b"problem"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -121,3 +121,19 @@ def is_expired(case: Case, now: datetime) -> bool:
 def case_not_found(case_id: str) -> NotFound:
     """The one answer for a case that does not exist and for one in a tenant not granted."""
     return NotFound(Reason.CASE_NOT_FOUND, f"no case {case_id}", metadata={"case_id": case_id})
+
+
+def case_digest(case: Case) -> str:
+    """The content digest a stored case really has (``content_digest`` recomputed)."""
+    data = CaseInput(
+        tenant=case.tenant,
+        subject=case.subject,
+        predicate=case.predicate,
+        candidate_values=case.candidate_values,
+        evidence_refs=case.evidence_refs,
+        context=case.context,
+        local_verdict=case.local_verdict,
+        lineage=case.lineage,
+        expire_time=case.expire_time,
+    )
+    return content_digest(case.case_id, data, case.create_time, case.expire_time)

@@ -273,6 +273,12 @@ def verdict(value: ChainVerdict) -> pb.VerifyAuditChainResponse:
             else pb.AUDIT_PROBLEM_UNSPECIFIED
         ),
         detail=value.detail,
+        bad_record_kind=(
+            to_proto_enum(pb.RecordKind, "RECORD_KIND_", value.bad_record_kind)
+            if value.bad_record_kind is not None
+            else pb.RECORD_KIND_UNSPECIFIED
+        ),
+        bad_record_id=value.bad_record_id,
     )
 
 

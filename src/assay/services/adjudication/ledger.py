@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from assay.services.adjudication import records
 from assay.services.adjudication.canonical import (
     DIGEST_PREFIX,
     GENESIS_HASH,
@@ -33,6 +34,7 @@ from assay.services.adjudication.model import (
     AuditProblem,
     ChainHead,
     ChainVerdict,
+    RecordKind,
 )
 
 EMPTY_HEAD = ChainHead(0, GENESIS_HASH)
@@ -127,9 +129,15 @@ class ChainVerifier:
     checked: int = 0
     verdict: ChainVerdict | None = None
     frozen: dict[tuple[str, int], tuple[int, str]] = field(default_factory=dict)
+    recorded: dict[tuple[RecordKind, str], tuple[int, Mapping[str, str]]] = field(
+        default_factory=dict
+    )
 
-    def _bad(self, sequence: int, problem: AuditProblem, detail: str) -> bool:
-        self.verdict = ChainVerdict(False, self.checked, self.head, sequence, problem, detail)
+    def _bad(self, sequence: int, problem: AuditProblem, detail: str, gold: str = "") -> bool:
+        kind = RecordKind.GOLD_LABEL if gold else None
+        self.verdict = ChainVerdict(
+            False, self.checked, self.head, sequence, problem, detail, kind, gold
+        )
         return False
 
     def check(self, event: AuditEvent) -> bool:
@@ -165,6 +173,9 @@ class ChainVerifier:
                 return self._bad(
                     event.sequence, AuditProblem.UNREADABLE, "GOLD_LABEL_FROZEN payload incomplete"
                 )
+        record = records.record_key(event.event_type.value, event.payload)
+        if record is not None:
+            self.recorded.setdefault(record, (event.sequence, event.payload))
         self.head = ChainHead(event.sequence, event.hash)
         return True
 
@@ -172,10 +183,58 @@ class ChainVerifier:
         self.checked += 1
         return self._bad(sequence, AuditProblem.UNREADABLE, detail)
 
-    def finish(self, gold_rows: Iterable[tuple[str, int, str, str]]) -> ChainVerdict:
-        """Cross-check (case_id, revision, stored digest, recomputed digest) of every gold row."""
+    def finish(
+        self,
+        gold_rows: Iterable[tuple[str, int, str, str]],
+        stored: Iterable[tuple[RecordKind, str, records.Commitment | None]] = (),
+    ) -> ChainVerdict:
+        """Cross-check (case_id, revision, stored digest, recomputed digest) of every gold row,
+        then every ``stored`` record (kind, id, the commitment recomputed from its row — None
+        when the row cannot be read or fails its own digest) against the event that recorded
+        it. A record whose event exists but whose row does not was deleted (tenant deletion,
+        sweep) and is not a problem; the first disagreeing record (by its event's sequence)
+        is named."""
         if self.verdict is not None:
             return self.verdict
+        gold = self._finish_gold(gold_rows)
+        if not gold.ok:
+            return gold
+        worst: tuple[float, RecordKind, str, AuditProblem, str] | None = None
+        for kind, record_id, expected in stored:
+            found = self.recorded.get((kind, record_id))
+            if found is None:
+                problem = (
+                    0.0,
+                    kind,
+                    record_id,
+                    AuditProblem.UNRECORDED_RECORD,
+                    "no ledger event recorded it",
+                )
+            else:
+                why = records.disagreement(expected, found[1])
+                if not why:
+                    continue
+                problem = (float(found[0]), kind, record_id, AuditProblem.RECORD_MISMATCH, why)
+            order = (problem[0] or float("inf"), problem[1].value, problem[2])
+            if worst is None or order < (worst[0] or float("inf"), worst[1].value, worst[2]):
+                worst = problem
+        if worst is None:
+            return gold
+        sequence, kind, record_id, what, why = worst
+        name = kind.value.lower().replace("_", " ")
+        self.verdict = ChainVerdict(
+            False,
+            self.checked,
+            self.head,
+            int(sequence),
+            what,
+            f"{name} {record_id}: {why}",
+            kind,
+            record_id,
+        )
+        return self.verdict
+
+    def _finish_gold(self, gold_rows: Iterable[tuple[str, int, str, str]]) -> ChainVerdict:
         seen: set[tuple[str, int]] = set()
         for case_id, revision, stored, recomputed in gold_rows:
             key = (case_id, revision)
@@ -186,6 +245,7 @@ class ChainVerifier:
                     0,
                     AuditProblem.UNRECORDED_GOLD_LABEL,
                     f"gold label {case_id}#{revision} has no GOLD_LABEL_FROZEN event",
+                    f"{case_id}#{revision}",
                 )
                 return self._final()
             sequence, recorded_digest = recorded
@@ -194,6 +254,7 @@ class ChainVerifier:
                     sequence,
                     AuditProblem.GOLD_LABEL_MISMATCH,
                     f"gold label {case_id}#{revision} differs from what event {sequence} recorded",
+                    f"{case_id}#{revision}",
                 )
                 return self._final()
         for key, (sequence, _) in sorted(self.frozen.items(), key=lambda kv: kv[1][0]):
@@ -202,6 +263,7 @@ class ChainVerifier:
                     sequence,
                     AuditProblem.GOLD_LABEL_MISMATCH,
                     f"gold label {key[0]}#{key[1]} recorded by event {sequence} is missing",
+                    f"{key[0]}#{key[1]}",
                 )
                 return self._final()
         return ChainVerdict(True, self.checked, self.head)

@@ -75,6 +75,18 @@ class AuditProblem(Enum):
     GOLD_LABEL_MISMATCH = "GOLD_LABEL_MISMATCH"
     UNRECORDED_GOLD_LABEL = "UNRECORDED_GOLD_LABEL"
     UNREADABLE = "UNREADABLE"
+    RECORD_MISMATCH = "RECORD_MISMATCH"
+    UNRECORDED_RECORD = "UNRECORDED_RECORD"
+
+
+class RecordKind(Enum):
+    """The kind of stored record a verification names."""
+
+    REVIEWER = "REVIEWER"
+    CASE = "CASE"
+    REVIEW = "REVIEW"
+    RESOLUTION = "RESOLUTION"
+    GOLD_LABEL = "GOLD_LABEL"
 
 
 @dataclass(frozen=True)
@@ -239,6 +251,8 @@ class ChainVerdict:
     first_bad_sequence: int = 0
     problem: AuditProblem | None = None
     detail: str = ""
+    bad_record_kind: RecordKind | None = None
+    bad_record_id: str = ""
 
 
 @dataclass(frozen=True)

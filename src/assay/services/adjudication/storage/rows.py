@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from assay.errors import DataLoss, Reason
-from assay.services.adjudication import gold
+from assay.services.adjudication import cases, gold
 from assay.services.adjudication.canonical import canonical_json, from_micros, rfc3339, to_micros
 from assay.services.adjudication.model import (
     Actor,
@@ -86,9 +86,11 @@ def reviewer_params(value: Reviewer) -> tuple[Any, ...]:
     )
 
 
-def case(row: Row) -> Case:
+def case(row: Row, check: bool = True) -> Case:
+    """A stored case; ``check``: its content re-digested against its stored
+    ``content_digest`` (DataLoss when they differ — the row was edited)."""
     try:
-        return Case(
+        value = Case(
             case_id=row[0],
             tenant=row[1],
             subject=row[2],
@@ -104,6 +106,9 @@ def case(row: Row) -> Case:
         )
     except (ValueError, TypeError) as error:
         raise _corrupt("case", row[0], error) from None
+    if check and cases.case_digest(value) != value.content_digest:
+        raise _corrupt("case", row[0], ValueError("its content does not match content_digest"))
+    return value
 
 
 def case_params(value: Case) -> tuple[Any, ...]:

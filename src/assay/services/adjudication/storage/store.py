@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from assay.errors import DataLoss
-from assay.services.adjudication import ledger
+from assay.services.adjudication import ledger, records
 from assay.services.adjudication.agreement import RatedPair
 from assay.services.adjudication.blinding import blind
 from assay.services.adjudication.model import (
@@ -34,6 +34,7 @@ from assay.services.adjudication.model import (
     ExportExclusion,
     ExportRecord,
     GoldLabelRevision,
+    RecordKind,
     Resolution,
     Review,
     Reviewer,
@@ -263,9 +264,55 @@ def _verify(raw: sqlite3.Connection) -> ChainVerdict:
                 break
         gold_sql = f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels ORDER BY case_id, revision"
         gold_rows = [] if verifier.verdict else [_digest_check(r) for r in raw.execute(gold_sql)]
-        return verifier.finish(gold_rows)
+        return verifier.finish(gold_rows, [] if verifier.verdict else _stored_records(raw))
     finally:
         raw.execute("COMMIT")
+
+
+def _stored_records(
+    raw: sqlite3.Connection,
+) -> Iterator[tuple[RecordKind, str, records.Commitment | None]]:
+    """(kind, id, the commitment recomputed from the row, or None if unreadable) of every
+    reviewer, case, review and resolution row."""
+    tables: tuple[tuple[RecordKind, str, Callable[[Any], tuple[str, Any]]], ...] = (
+        (RecordKind.REVIEWER, f"SELECT {rows.REVIEWER_COLUMNS} FROM reviewers", _reviewer),
+        (RecordKind.CASE, f"SELECT {rows.CASE_COLUMNS} FROM cases", _case),
+        (RecordKind.REVIEW, f"SELECT {rows.REVIEW_COLUMNS} FROM reviews", _review),
+        (RecordKind.RESOLUTION, f"SELECT {rows.RESOLUTION_COLUMNS} FROM resolutions", _resolution),
+    )
+    for kind, sql, check in tables:
+        for row in raw.execute(sql):
+            record_id, commitment = check(row)
+            yield kind, record_id, commitment
+
+
+def _reviewer(row: Any) -> tuple[str, records.Commitment | None]:
+    try:
+        return str(row[0]), records.reviewer_commitment(rows.reviewer(row))
+    except DataLoss:
+        return str(row[0]), None
+
+
+def _case(row: Any) -> tuple[str, records.Commitment | None]:
+    try:
+        return str(row[0]), records.case_commitment(rows.case(row, check=False))
+    except DataLoss:
+        return str(row[0]), None
+
+
+def _review(row: Any) -> tuple[str, records.Commitment | None]:
+    try:
+        return str(row[0]), records.review_commitment(rows.review(row))
+    except DataLoss:
+        return str(row[0]), None
+
+
+def _resolution(row: Any) -> tuple[str, records.Commitment | None]:
+    key = f"{row[0]}#{row[1]}"
+    try:
+        return key, records.resolution_commitment(rows.resolution(row))
+    except DataLoss:
+        return key, None
 
 
 def _digest_check(row: Any) -> tuple[str, int, str, str]:
@@ -299,6 +346,6 @@ def _export_batch(chunk: list[Any]) -> ExportBatch:
             0,
             "",
         )
-        case = rows.case(case_row)
+        case = rows.case(case_row, check=False)
         batch.records.append(ExportRecord(blind(case, revision.round), revision))
     return batch
