@@ -203,3 +203,27 @@ class TestEditedCase:
             assert not reply.ok
             assert reply.problem == pb.AUDIT_PROBLEM_RECORD_MISMATCH
             assert (reply.bad_record_kind, reply.bad_record_id) == (pb.RECORD_KIND_CASE, case_id)
+
+
+class TestFreezeRefuses:
+    async def test_edited_review_resolution_or_reviewer(self, tmp_path: Path) -> None:
+        """A freeze over an edited review, resolution or reviewer kind is DATA_LOSS, and
+        an untouched case still freezes."""
+        edits = {
+            "review": "UPDATE reviews SET label_key = '\"none\"' WHERE reviewer_id = 'bob'",
+            "resolution": "UPDATE resolutions SET basis = 'ADJUDICATOR_DECISION'",
+            "reviewer": "UPDATE reviewers SET kind = 'HUMAN', attested_by = 'x' "
+            "WHERE reviewer_id = 'bob'",
+        }
+        for name, sql in edits.items():
+            path = tmp_path / f"{name}.db"
+            async with adjudication_server(path) as server:
+                case_id = await resolved_case(server)
+            edit(path, sql)
+            async with adjudication_server(path) as server:
+                await freeze_refused(server, case_id)
+        async with adjudication_server(tmp_path / "clean.db") as server:
+            case_id = await resolved_case(server)
+            await server.stub.FreezeGoldLabel(
+                pb.FreezeGoldLabelRequest(request_id=rid(), case_id=case_id)
+            )

@@ -21,8 +21,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
 
-from assay.errors import AlreadyExists, FailedPrecondition, Reason, invalid_field
-from assay.services.adjudication import cases, gold, permissions, resolution, reviews
+from assay.errors import AlreadyExists, DataLoss, FailedPrecondition, Reason, invalid_field
+from assay.services.adjudication import cases, gold, permissions, records, resolution, reviews
 from assay.services.adjudication.canonical import digest, now, to_micros
 from assay.services.adjudication.fields import require_id, require_tenant
 from assay.services.adjudication.model import (
@@ -284,7 +284,9 @@ class Adjudication:
             people = {r.reviewer_id for r in snap.round_reviews}
             if decided.adjudicator_reviewer_id:
                 people.add(decided.adjudicator_reviewer_id)
-            kinds = {rid: r.kind for rid, r in (tx.reviewers(people)).items()}
+            found = tx.reviewers(people)
+            _check_recorded(tx, snap, decided, found)
+            kinds = {rid: r.kind for rid, r in found.items()}
             revision = gold.new_revision(snap, decided, kinds, at)
             tx.insert_gold_label(revision)
             tx.append_event(
@@ -353,6 +355,56 @@ class Adjudication:
             return counts, event.sequence
 
         return await self._idempotent(key, caller, job, render, lambda _: ("", ""), small=False)
+
+
+def _check_recorded(
+    tx: WriteTx, snap: CaseSnapshot, decided: Resolution, found: dict[str, Reviewer]
+) -> None:
+    """DATA_LOSS unless the round's reviews, its resolution and the reviewers involved
+    match what their ledger events recorded: a freeze never builds on an edited row."""
+    tenant = snap.case.tenant
+    reviewed = {r.review_id: r for r in snap.round_reviews}
+    expected: list[tuple[str, records.Commitment, list[dict[str, str]]]] = []
+    review_events = tx.recorded(AuditEventType.REVIEW_SUBMITTED, "review_id", reviewed, tenant)
+    by_id = {p.get("review_id", ""): p for p in review_events}
+    for review_id, value in reviewed.items():
+        expected.append(
+            (f"review {review_id}", records.review_commitment(value), _one(by_id, review_id))
+        )
+    resolved = [
+        p
+        for p in tx.recorded(AuditEventType.CASE_RESOLVED, "case_id", [decided.case_id], tenant)
+        if p.get("round") == str(decided.round)
+    ]
+    expected.append(
+        (
+            f"resolution {records.resolution_id(decided)}",
+            records.resolution_commitment(decided),
+            resolved[:1],
+        )
+    )
+    registered = tx.recorded(AuditEventType.REVIEWER_REGISTERED, "reviewer_id", found, "")
+    by_reviewer = {p.get("reviewer_id", ""): p for p in registered}
+    for reviewer_id, reviewer in found.items():
+        expected.append(
+            (
+                f"reviewer {reviewer_id}",
+                records.reviewer_commitment(reviewer),
+                _one(by_reviewer, reviewer_id),
+            )
+        )
+    for name, commitment, events in expected:
+        why = records.disagreement(commitment, events[0]) if events else "has no ledger event"
+        if why:
+            raise DataLoss(
+                Reason.STORED_RECORD_INVALID,
+                f"stored {name} does not match the ledger ({why}); refusing to freeze on it",
+                metadata={"record": name.split(" ")[0], "key": name.split(" ", 1)[1]},
+            )
+
+
+def _one(found: dict[str, dict[str, str]], key: str) -> list[dict[str, str]]:
+    return [found[key]] if key in found else []
 
 
 def _counted(counts: DeletedCounts) -> dict[str, str]:

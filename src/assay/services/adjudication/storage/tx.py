@@ -9,6 +9,7 @@ the job's view of the open transaction, plus the writer's in-memory state
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -105,6 +106,22 @@ class WriteTx:
 
     def reviewers(self, reviewer_ids: Iterable[str]) -> dict[str, Reviewer]:
         return queries.reviewers(self._db, reviewer_ids)
+
+    def recorded(
+        self, event_type: AuditEventType, key: str, values: Iterable[str], tenant: str
+    ) -> list[dict[str, str]]:
+        """The payloads of ``tenant``'s ``event_type`` events whose ``key`` field is one of
+        ``values``: what the ledger committed to for those records."""
+        ids = sorted(set(values))
+        if not ids:
+            return []
+        marks = ", ".join("?" * len(ids))
+        sql = (
+            "SELECT payload FROM audit_events WHERE tenant = ? AND event_type = ? "
+            f"AND json_extract(payload, '$.{key}') IN ({marks})"
+        )
+        found = self._db.execute(sql, (tenant, event_type.value, *ids))
+        return [json.loads(row[0]) for row in found]
 
     def snapshot(self, case_id: str) -> CaseSnapshot | None:
         # Only this writer changes a case's round (reviews, resolutions, gold labels are
