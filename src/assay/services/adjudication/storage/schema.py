@@ -169,7 +169,19 @@ CREATE INDEX idempotency_by_tenant ON idempotency (tenant);
 CREATE INDEX idempotency_by_case ON idempotency (case_id);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+# What a freeze looks up in the ledger (``WriteTx.recorded``): the events of the round's
+# reviews, its resolution and its reviewers, by record id, so the check costs a few index
+# probes however long the ledger grows. Partial, so other events pay nothing to write.
+_V3 = """
+CREATE INDEX audit_review_events ON audit_events (json_extract(payload, '$.review_id'))
+    WHERE event_type = 'REVIEW_SUBMITTED';
+CREATE INDEX audit_resolution_events ON audit_events (json_extract(payload, '$.case_id'))
+    WHERE event_type = 'CASE_RESOLVED';
+CREATE INDEX audit_reviewer_events ON audit_events (json_extract(payload, '$.reviewer_id'))
+    WHERE event_type = 'REVIEWER_REGISTERED';
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 PRAGMAS = (
