@@ -34,18 +34,17 @@ import asyncio
 import hashlib
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import aiosqlite
 import grpc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from harness import best_of, free_port
 
 from assay.runtime import loop
 from assay.services.adjudication import cases, gold
@@ -77,13 +76,6 @@ FIXTURE = gold_pb2.REVIEWER_KIND_MECHANISM_TEST_FIXTURE
 SUBMIT = "/assay.v1.AdjudicationService/SubmitReview"
 HEALTH = "/grpc.health.v1.Health/Check"
 HEALTH_CHECK = b""  # an empty HealthCheckRequest: the overall server status
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class Server:
@@ -339,16 +331,6 @@ async def export_rate(target: str, expected: int) -> float:
 # --- 3. transparency log -------------------------------------------------------
 
 
-def best_seconds(repeats: int, work: Callable[[], object]) -> float:
-    """The fastest of ``repeats`` timed runs of ``work``."""
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - started)
-    return best
-
-
 def tlog_section(events: int, proofs: int, signatures: int, repeats: int) -> None:
     """Tree build, proofs, checkpoints and verify-all over ``events`` 32-byte leaves."""
     rng = random.Random(12)
@@ -364,18 +346,20 @@ def tlog_section(events: int, proofs: int, signatures: int, repeats: int) -> Non
             tree.append(data)
         return tree
 
-    baseline = best_seconds(repeats, hash_once)
-    build_time = best_seconds(repeats, build)
+    baseline = best_of(repeats=repeats, fn=hash_once)
+    build_time = best_of(repeats=repeats, fn=build)
     tree = build()
     root = tree.root()
     # verify-all: what an auditor holding every leaf does -- rebuild, compare with the root.
-    verify_all = best_seconds(repeats, lambda: build().root() == root or sys.exit("bad root"))
+    verify_all = best_of(repeats=repeats, fn=lambda: build().root() == root or sys.exit("bad root"))
 
     indexes = [rng.randrange(events) for _ in range(proofs)]
     made: list[list[bytes]] = []
-    generate = best_seconds(
-        repeats,
-        lambda: made.__setitem__(slice(None), [tree.inclusion_proof(i, events) for i in indexes]),
+    generate = best_of(
+        repeats=repeats,
+        fn=lambda: made.__setitem__(
+            slice(None), [tree.inclusion_proof(i, events) for i in indexes]
+        ),
     )
 
     def check_inclusion() -> None:
@@ -383,13 +367,13 @@ def tlog_section(events: int, proofs: int, signatures: int, repeats: int) -> Non
             if not verify_inclusion(leaves[i], i, events, proof, root):
                 raise RuntimeError(f"inclusion proof for leaf {i} failed")
 
-    verify_inc = best_seconds(repeats, check_inclusion)
+    verify_inc = best_of(repeats=repeats, fn=check_inclusion)
     sizes = [rng.randrange(1, events) for _ in range(proofs)]
     roots = {m: tree.root(m) for m in sizes}
     consistency: list[list[bytes]] = []
-    generate_con = best_seconds(
-        repeats,
-        lambda: consistency.__setitem__(
+    generate_con = best_of(
+        repeats=repeats,
+        fn=lambda: consistency.__setitem__(
             slice(None), [tree.consistency_proof(m, events) for m in sizes]
         ),
     )
@@ -399,15 +383,15 @@ def tlog_section(events: int, proofs: int, signatures: int, repeats: int) -> Non
             if not verify_consistency(m, events, roots[m], root, proof):
                 raise RuntimeError(f"consistency proof from {m} failed")
 
-    verify_con = best_seconds(repeats, check_consistency)
+    verify_con = best_of(repeats=repeats, fn=check_consistency)
 
     key = Ed25519PrivateKey.generate()
     signer = NoteSigner(key, "assay.v1/adjudication/bench")
     checkpoint = Checkpoint(signer.name, events, root)
     notes: list[str] = []
-    sign = best_seconds(
-        repeats,
-        lambda: notes.__setitem__(
+    sign = best_of(
+        repeats=repeats,
+        fn=lambda: notes.__setitem__(
             slice(None), [signer.sign(checkpoint) for _ in range(signatures)]
         ),
     )
@@ -418,7 +402,7 @@ def tlog_section(events: int, proofs: int, signatures: int, repeats: int) -> Non
             if parse_signed_checkpoint(note, public, signer.name) != checkpoint:
                 raise RuntimeError("checkpoint did not verify")
 
-    verify_sig = best_seconds(repeats, check_notes)
+    verify_sig = best_of(repeats=repeats, fn=check_notes)
     average = sum(len(p) for p in made) / len(made)
 
     print(f"transparency log over {events:,} audit events (32-byte leaves, in-process, "

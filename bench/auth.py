@@ -20,13 +20,12 @@ import asyncio
 import multiprocessing
 import os
 import tempfile
-import time
 from collections.abc import Awaitable, Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 import grpc
-from rates import best_rates
+from harness import best_of, best_rates
 
 from assay.runtime.auth import access_rule
 from assay.runtime.auth.dev_credentials import DevCredentials, write_dev_credentials
@@ -38,23 +37,13 @@ METHOD = resolver_service_pb2.DESCRIPTOR.services_by_name["ResolverService"].met
 ]
 
 
-def best_rate(fn: Callable[[], object], repeats: int, inner: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        best = min(best, (time.perf_counter() - started) / inner)
-    return best
-
-
 def bench_gate(creds: DevCredentials, quick: bool) -> None:
     rule = access_rule(METHOD)
     gate = Gate.from_files(creds.policy, creds.jwks, client_certificates=False)
     metadata = [("authorization", f"Bearer {creds.token('alice')}")]
     inner = 300 if quick else 2000
-    dev = best_rate(lambda: DEV_GATE.admit(rule, metadata, {}), 5, inner)
-    cached = best_rate(lambda: gate.admit(rule, metadata, {}), 5, inner)
+    dev = best_of(lambda: DEV_GATE.admit(rule, metadata, {}), 5, inner)
+    cached = best_of(lambda: gate.admit(rule, metadata, {}), 5, inner)
     verifier = gate.verifier
     assert verifier is not None
 
@@ -62,7 +51,7 @@ def bench_gate(creds: DevCredentials, quick: bool) -> None:
         verifier.forget_verified()
         return gate.admit(rule, metadata, {})
 
-    full = best_rate(forgetting, 5, inner)
+    full = best_of(forgetting, 5, inner)
     print("Admission of one call, in-process (best of 5)")
     print(f"  dev mode (nothing to check)           {dev * 1e6:>8.2f} us")
     print(f"  bearer ES256 JWT, remembered          {cached * 1e6:>8.2f} us")

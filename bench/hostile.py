@@ -45,7 +45,6 @@ import functools
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -60,6 +59,7 @@ import grpc
 from google.protobuf import struct_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health_pb2
+from harness import free_port
 
 from assay.v1 import (
     adjudication_service_pb2,
@@ -230,13 +230,6 @@ def serve_flags() -> frozenset[str]:
         check=True,
     )
     return frozenset(re.findall(r"--[a-z][a-z0-9-]*", done.stdout))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def proc_kib(pid: int, key: str) -> int:

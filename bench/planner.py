@@ -25,7 +25,6 @@ import argparse
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from contextlib import contextmanager
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from harness import free_port
 
 from assay.v1 import (
     plan_pb2,
@@ -55,13 +55,6 @@ OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def plan_request(

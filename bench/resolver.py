@@ -24,14 +24,13 @@ import multiprocessing
 import os
 import random
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from rates import best_rates
+from harness import best_of, best_rates
 
 from assay.services.resolver.intake import without_gc
 from assay.services.resolver.service import make_servicer
@@ -149,17 +148,6 @@ def end_to_end(servicer: ResolverServicer, raw: bytes) -> bytes:
 def _resolve_semantic_bytes(servicer: ResolverServicer, raw: bytes) -> bytes:
     request = resolver_service_pb2.ResolveSemanticRequest.FromString(raw)
     return _serialized_reply(servicer.ResolveSemantic(request, None))
-
-
-def best_of(fn: Callable[[], object], repeats: int, inner: int = 1) -> float:
-    """The fastest of ``repeats`` timings of ``inner`` calls, per call, in seconds."""
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        best = min(best, (time.perf_counter() - started) / inner)
-    return best
 
 
 def bench_in_process(sizes: tuple[int, ...], quick: bool) -> None:

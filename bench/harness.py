@@ -1,14 +1,36 @@
-"""Call-rate measurement the RPC benchmarks share: concurrent asyncio callers for a fixed
-time, every path warmed up first, repeats interleaved so drift in machine load hits all
-alike, and the best rate of each kept (the least noisy estimate on a shared machine)."""
+"""What the benchmarks share: best-of timings, call rates, and a free loopback port.
+
+Call rates come from concurrent asyncio callers for a fixed time, every path warmed up
+first, repeats interleaved so drift in machine load hits all alike; timings and rates keep
+the best of their repeats (the least noisy estimate on a shared machine)."""
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import Awaitable, Callable, Mapping
 
 Call = Callable[[], Awaitable[object]]
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on now (for a server the benchmark starts)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def best_of(fn: Callable[[], object], repeats: int, inner: int = 1) -> float:
+    """The fastest of ``repeats`` timings of ``inner`` calls, per call, in seconds."""
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        best = min(best, (time.perf_counter() - started) / inner)
+    return best
 
 
 async def throughput(call: Call, concurrency: int, seconds: float) -> float:
