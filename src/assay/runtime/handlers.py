@@ -227,6 +227,21 @@ async def _refuse(
         aborted.__traceback__ = None
 
 
+def _open(
+    raw: bytes, context: grpc.aio.ServicerContext, admission: Admission
+) -> tuple[float, str, str, bool]:
+    """What every call starts with: its clock, request id and peer, and whether admission
+    let it in (if not, the caller answers it with ``_refuse``)."""
+    started = time.perf_counter()
+    if len(raw) >= LARGE_REQUEST_BYTES:  # give its memory back once the call is over
+        context.add_done_callback(trim_after)
+    request_id = request_id_of(context)
+    # Read the peer now: after a client cancels a server stream, context.peer() can crash
+    # grpcio's aio core (seen with 1.85), and the log line is written exactly then.
+    peer = context.peer()
+    return started, request_id, peer, admission.enter(context)
+
+
 def _admit(gate: Gate, rule: AccessRule, context: grpc.aio.ServicerContext) -> None:
     """Authenticate and authorize the call, and bind its principal for the servicer."""
     if not gate.enabled:
@@ -247,14 +262,8 @@ def _unary(
     async def behavior(
         raw: bytes, context: grpc.aio.ServicerContext
     ) -> pb_message.Message | bytes | None:
-        started = time.perf_counter()
-        if len(raw) >= LARGE_REQUEST_BYTES:  # give its memory back once the call is over
-            context.add_done_callback(trim_after)
-        request_id = request_id_of(context)
-        # Read the peer now: after a client cancels a server stream, context.peer() can crash
-        # grpcio's aio core (seen with 1.85), and the log line is written exactly then.
-        peer = context.peer()
-        if not admission.enter(context):
+        started, request_id, peer, admitted = _open(raw, context, admission)
+        if not admitted:
             await _refuse(method, context, started, request_id, peer, admission)
             return None
         try:
@@ -284,12 +293,8 @@ def _server_stream(
     async def behavior(
         raw: bytes, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb_message.Message]:
-        started = time.perf_counter()
-        if len(raw) >= LARGE_REQUEST_BYTES:  # see _unary
-            context.add_done_callback(trim_after)
-        request_id = request_id_of(context)
-        peer = context.peer()  # see _unary
-        if not admission.enter(context):
+        started, request_id, peer, admitted = _open(raw, context, admission)
+        if not admitted:
             await _refuse(method, context, started, request_id, peer, admission)
             return
         try:
