@@ -28,7 +28,6 @@ from assay.client import AsyncResolverClient, ResolverClient
 from assay.client.errors import AssayCallError
 from assay.runtime.admission import MAX_RETRY_SECONDS, PUSHBACK_KEY, retry_delay
 from assay.runtime.config import ServerConfig
-from assay.runtime.logging import configure_logging
 from assay.runtime.server import RunningService, ServiceSpec, serving
 from assay.services.registry import ServeOptions
 from assay.services.resolver.service import build_spec
@@ -58,13 +57,6 @@ class HeldServicer:
             raise AssertionError(f"{name} is not part of this test")
 
         return unused
-
-
-@pytest.fixture
-def log_stream() -> io.StringIO:
-    stream = io.StringIO()
-    configure_logging("info", stream)
-    return stream
 
 
 @pytest.fixture

@@ -16,10 +16,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import grpc
-import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from assay.runtime.logging import configure_logging
 from assay.runtime.server import RunningService, serving
 from assay.services.planner.service import build_spec
 from assay.services.registry import ServeOptions
@@ -31,13 +29,6 @@ SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 # The probe retries a failing resolver within 2 s and checks a healthy one every second.
 WITHIN_SECONDS = 10.0
-
-
-@pytest.fixture
-def log_stream() -> io.StringIO:
-    stream = io.StringIO()
-    configure_logging("info", stream)
-    return stream
 
 
 @asynccontextmanager

@@ -20,7 +20,6 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from assay import errors
 from assay.runtime.config import ServerConfig
-from assay.runtime.logging import configure_logging
 from assay.runtime.server import RunningService, ServiceSpec, serving, start, stop
 from assay.runtime.status import decode_rpc_error
 from assay.v1 import resolver_service_pb2 as rs
@@ -55,13 +54,6 @@ class ScriptedServicer:
 
     async def GetResolverPolicy(self, request: Any, context: Any) -> Any:
         return rs.GetResolverPolicyResponse(conflict_margin=0.2, reliability_table_origin="test")
-
-
-@pytest.fixture
-def log_stream() -> io.StringIO:
-    stream = io.StringIO()
-    configure_logging("info", stream)
-    return stream
 
 
 @pytest.fixture

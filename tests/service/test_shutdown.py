@@ -21,7 +21,6 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from assay.runtime.config import ServerConfig
-from assay.runtime.logging import configure_logging
 from assay.runtime.server import RunningService, ServiceSpec, start, stop
 from assay.v1 import resolver_service_pb2 as rs
 from tests.service.test_admission import HeldServicer, details_of, until
@@ -31,13 +30,6 @@ SERVICE = rs.DESCRIPTOR.services_by_name["ResolverService"]
 POLICY = "/assay.v1.ResolverService/GetResolverPolicy"
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 SERVING = health_pb2.HealthCheckResponse.SERVING
-
-
-@pytest.fixture
-def log_stream() -> io.StringIO:
-    stream = io.StringIO()
-    configure_logging("info", stream)
-    return stream
 
 
 @pytest.fixture
