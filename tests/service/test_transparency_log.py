@@ -4,6 +4,7 @@ a rewritten history that does not verify, and bad sizes refused with the field n
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sqlite3
 import stat
@@ -13,6 +14,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from assay.client import AdjudicationClient, AsyncAdjudicationClient
 from assay.runtime.server import serving
 from assay.services.adjudication.service import build_spec
 from assay.services.adjudication.transparency import default_key_path, origin_for
@@ -243,3 +245,45 @@ class TestBadSizes:
         assert error.code is grpc.StatusCode.INVALID_ARGUMENT
         assert error.reason == "ERROR_REASON_INVALID_FIELD"
         assert [v.field for v in error.violations] == [field]
+
+
+class TestClients:
+    async def test_sync_and_async_clients_fetch_verifiable_proofs(self, tmp_path: Path) -> None:
+        """The Python clients' checkpoint and proof methods return what verifies locally."""
+        db = tmp_path / "assay.db"
+        spec = await build_spec(ServeOptions(port=0, db_path=str(db)))
+        async with (
+            serving([spec]) as running,
+            grpc.aio.insecure_channel(running[0].address) as channel,
+        ):
+            stub = pb_grpc.AdjudicationServiceStub(channel)
+            await register(stub, "fx-first")
+            early = await checkpoint(stub, default_key_path(db))
+            for n in range(4):
+                await register(stub, f"fx-{n}")
+            logged = await events(stub)
+            target = running[0].address
+            async with AsyncAdjudicationClient(target) as client:
+                now = await client.get_checkpoint()
+                included = await client.get_inclusion_proof(
+                    pb.GetInclusionProofRequest(sequence=logged[2].sequence)
+                )
+            assert verify_inclusion(
+                leaf(logged[2]),
+                included.leaf_index,
+                included.tree_size,
+                list(included.hashes),
+                now.root_hash,
+            )
+
+            def consistency() -> pb.GetConsistencyProofResponse:
+                with AdjudicationClient(target) as blocking:  # its own thread: the loop serves
+                    return blocking.get_consistency_proof(
+                        pb.GetConsistencyProofRequest(first_size=early.size)
+                    )
+
+            extended = await asyncio.to_thread(consistency)
+        assert now.tree_size == len(logged) > early.size
+        assert verify_consistency(
+            early.size, now.tree_size, early.root, now.root_hash, list(extended.hashes)
+        )
