@@ -101,6 +101,7 @@ class Health:
             if status != last:
                 await context.write(health_pb2.HealthCheckResponse(status=status))
                 last = status
+                continue  # the status may have changed (a drain begun) while that was sent
             if self._draining:
                 return  # the stream ends with OK once NOT_SERVING is sent
             await changed.wait()
