@@ -423,6 +423,7 @@ class Case(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     EXPIRE_TIME_FIELD_NUMBER: _builtins.int
     CONTENT_DIGEST_FIELD_NUMBER: _builtins.int
+    CONTENT_DIGEST_VERSION_FIELD_NUMBER: _builtins.int
     case_id: _builtins.str
     """Output only. Assigned by EnqueueCase."""
     tenant: _builtins.str
@@ -438,6 +439,12 @@ class Case(_message.Message):
     content_digest: _builtins.str
     """Output only. "sha256:" digest of the case content, as recorded in the
     audit ledger.
+    """
+    content_digest_version: _builtins.str
+    """Output only. Which canonical form `content_digest` was computed in:
+    "assay.case.v2" (RFC 8785, JCS, with `"v": "assay.case.v2"` in the
+    digested object) for cases enqueued since, "assay.case.v1" (Assay's
+    earlier canonical JSON, no `v` member) for older ones.
     """
     @_builtins.property
     def candidate_values(self) -> _containers.RepeatedCompositeFieldContainer[_struct_pb2.Value]:
@@ -484,10 +491,11 @@ class Case(_message.Message):
         create_time: _timestamp_pb2.Timestamp | None = ...,
         expire_time: _timestamp_pb2.Timestamp | None = ...,
         content_digest: _builtins.str = ...,
+        content_digest_version: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "expire_time", b"expire_time", "lineage", b"lineage", "local_verdict", b"local_verdict"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidate_values", b"candidate_values", "case_id", b"case_id", "content_digest", b"content_digest", "context", b"context", "create_time", b"create_time", "evidence_refs", b"evidence_refs", "expire_time", b"expire_time", "lineage", b"lineage", "local_verdict", b"local_verdict", "predicate", b"predicate", "subject", b"subject", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidate_values", b"candidate_values", "case_id", b"case_id", "content_digest", b"content_digest", "content_digest_version", b"content_digest_version", "context", b"context", "create_time", b"create_time", "evidence_refs", b"evidence_refs", "expire_time", b"expire_time", "lineage", b"lineage", "local_verdict", b"local_verdict", "predicate", b"predicate", "subject", b"subject", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1408,6 +1416,7 @@ class CorpusRecord(_message.Message):
 
     CASE_FIELD_NUMBER: _builtins.int
     REVISION_FIELD_NUMBER: _builtins.int
+    INCLUSION_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def case(self) -> Global___BlindedCase:
         """The blinded case."""
@@ -1416,19 +1425,68 @@ class CorpusRecord(_message.Message):
     def revision(self) -> _gold_pb2.GoldLabelRevision:
         """The latest revision of its gold label (digest re-checked)."""
 
+    @_builtins.property
+    def inclusion(self) -> Global___GoldLabelInclusion:
+        """The ledger's proof of `revision`: its GOLD_LABEL_FROZEN event and that
+        event's inclusion proof in the tree the manifest's checkpoint signs.
+        """
+
     def __init__(
         self,
         *,
         case: Global___BlindedCase | None = ...,
         revision: _gold_pb2.GoldLabelRevision | None = ...,
+        inclusion: Global___GoldLabelInclusion | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "revision", b"revision"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "inclusion", b"inclusion", "revision", b"revision"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "revision", b"revision"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "inclusion", b"inclusion", "revision", b"revision"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CorpusRecord: _TypeAlias = CorpusRecord  # noqa: Y015
+
+@_typing.final
+class GoldLabelInclusion(_message.Message):
+    """GoldLabelInclusion ties one exported gold label to the signed checkpoint of
+    its export, so it can be checked offline with only the ledger's public
+    key: the event's payload names the revision and its digest, the event's
+    hash is recomputed from its fields, and that hash is leaf `leaf_index` of
+    the tree of the manifest's checkpoint.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENT_FIELD_NUMBER: _builtins.int
+    LEAF_INDEX_FIELD_NUMBER: _builtins.int
+    INCLUSION_PATH_FIELD_NUMBER: _builtins.int
+    leaf_index: _builtins.int
+    """The event's leaf index in the tree (its sequence - 1)."""
+    @_builtins.property
+    def event(self) -> Global___AuditEvent:
+        """The GOLD_LABEL_FROZEN event that recorded the revision."""
+
+    @_builtins.property
+    def inclusion_path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]:
+        """The RFC 6962 / RFC 9162 inclusion proof of that leaf in the tree of
+        ExportManifest.checkpoint (tree size audit_chain_head.sequence): raw
+        32-byte hashes, leaf to root.
+        """
+
+    def __init__(
+        self,
+        *,
+        event: Global___AuditEvent | None = ...,
+        leaf_index: _builtins.int = ...,
+        inclusion_path: _abc.Iterable[_builtins.bytes] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "inclusion_path", b"inclusion_path", "leaf_index", b"leaf_index"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GoldLabelInclusion: _TypeAlias = GoldLabelInclusion  # noqa: Y015
 
 @_typing.final
 class CorpusRecordBatch(_message.Message):

@@ -26,7 +26,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13\x61ssay/v1/gold.proto\x12\x08\x61ssay.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xac\x03\n\x11GoldLabelRevision\x12\x0f\n\x07\x63\x61se_id\x18\x01 \x01(\t\x12\x10\n\x08revision\x18\x02 \x01(\x05\x12\x19\n\x11previous_revision\x18\x03 \x01(\x05\x12\r\n\x05round\x18\x04 \x01(\x05\x12\x0e\n\x06tenant\x18\x05 \x01(\t\x12(\n\x05\x62\x61sis\x18\x06 \x01(\x0e\x32\x19.assay.v1.ResolutionBasis\x12%\n\x05label\x18\x07 \x01(\x0b\x32\x16.google.protobuf.Value\x12\x11\n\tlabel_key\x18\x08 \x01(\t\x12\x1f\n\x17\x63ontributing_review_ids\x18\t \x03(\t\x12!\n\x19\x63ontributing_reviewer_ids\x18\n \x03(\t\x12\x1f\n\x17\x61\x64judicator_reviewer_id\x18\x0b \x01(\t\x12\x30\n\nprovenance\x18\x0c \x01(\x0e\x32\x1c.assay.v1.LabelingProvenance\x12/\n\x0b\x66reeze_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06\x64igest\x18\x0e \x01(\t*p\n\x0cReviewerKind\x12\x1d\n\x19REVIEWER_KIND_UNSPECIFIED\x10\x00\x12\x17\n\x13REVIEWER_KIND_HUMAN\x10\x01\x12(\n$REVIEWER_KIND_MECHANISM_TEST_FIXTURE\x10\x02*\x96\x01\n\x12LabelingProvenance\x12#\n\x1fLABELING_PROVENANCE_UNSPECIFIED\x10\x00\x12)\n%LABELING_PROVENANCE_HUMAN_ADJUDICATED\x10\x01\x12\x30\n,LABELING_PROVENANCE_SYNTHETIC_MECHANISM_TEST\x10\x02*\xcd\x01\n\x0fResolutionBasis\x12 \n\x1cRESOLUTION_BASIS_UNSPECIFIED\x10\x00\x12(\n$RESOLUTION_BASIS_UNANIMOUS_AGREEMENT\x10\x01\x12)\n%RESOLUTION_BASIS_ADJUDICATOR_DECISION\x10\x02\x12\x1f\n\x1bRESOLUTION_BASIS_UNRESOLVED\x10\x03\x12\"\n\x1eRESOLUTION_BASIS_NOT_EVALUABLE\x10\x04\x42@\n\x0c\x64\x65v.assay.v1P\x01Z.github.com/assay/assay/gen/go/assay/v1;assayv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13\x61ssay/v1/gold.proto\x12\x08\x61ssay.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc4\x03\n\x11GoldLabelRevision\x12\x0f\n\x07\x63\x61se_id\x18\x01 \x01(\t\x12\x10\n\x08revision\x18\x02 \x01(\x05\x12\x19\n\x11previous_revision\x18\x03 \x01(\x05\x12\r\n\x05round\x18\x04 \x01(\x05\x12\x0e\n\x06tenant\x18\x05 \x01(\t\x12(\n\x05\x62\x61sis\x18\x06 \x01(\x0e\x32\x19.assay.v1.ResolutionBasis\x12%\n\x05label\x18\x07 \x01(\x0b\x32\x16.google.protobuf.Value\x12\x11\n\tlabel_key\x18\x08 \x01(\t\x12\x1f\n\x17\x63ontributing_review_ids\x18\t \x03(\t\x12!\n\x19\x63ontributing_reviewer_ids\x18\n \x03(\t\x12\x1f\n\x17\x61\x64judicator_reviewer_id\x18\x0b \x01(\t\x12\x30\n\nprovenance\x18\x0c \x01(\x0e\x32\x1c.assay.v1.LabelingProvenance\x12/\n\x0b\x66reeze_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06\x64igest\x18\x0e \x01(\t\x12\x16\n\x0e\x64igest_version\x18\x0f \x01(\t*p\n\x0cReviewerKind\x12\x1d\n\x19REVIEWER_KIND_UNSPECIFIED\x10\x00\x12\x17\n\x13REVIEWER_KIND_HUMAN\x10\x01\x12(\n$REVIEWER_KIND_MECHANISM_TEST_FIXTURE\x10\x02*\x96\x01\n\x12LabelingProvenance\x12#\n\x1fLABELING_PROVENANCE_UNSPECIFIED\x10\x00\x12)\n%LABELING_PROVENANCE_HUMAN_ADJUDICATED\x10\x01\x12\x30\n,LABELING_PROVENANCE_SYNTHETIC_MECHANISM_TEST\x10\x02*\xcd\x01\n\x0fResolutionBasis\x12 \n\x1cRESOLUTION_BASIS_UNSPECIFIED\x10\x00\x12(\n$RESOLUTION_BASIS_UNANIMOUS_AGREEMENT\x10\x01\x12)\n%RESOLUTION_BASIS_ADJUDICATOR_DECISION\x10\x02\x12\x1f\n\x1bRESOLUTION_BASIS_UNRESOLVED\x10\x03\x12\"\n\x1eRESOLUTION_BASIS_NOT_EVALUABLE\x10\x04\x42@\n\x0c\x64\x65v.assay.v1P\x01Z.github.com/assay/assay/gen/go/assay/v1;assayv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,12 +34,12 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'assay.v1.gold_pb2', _global
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\014dev.assay.v1P\001Z.github.com/assay/assay/gen/go/assay/v1;assayv1'
-  _globals['_REVIEWERKIND']._serialized_start=527
-  _globals['_REVIEWERKIND']._serialized_end=639
-  _globals['_LABELINGPROVENANCE']._serialized_start=642
-  _globals['_LABELINGPROVENANCE']._serialized_end=792
-  _globals['_RESOLUTIONBASIS']._serialized_start=795
-  _globals['_RESOLUTIONBASIS']._serialized_end=1000
+  _globals['_REVIEWERKIND']._serialized_start=551
+  _globals['_REVIEWERKIND']._serialized_end=663
+  _globals['_LABELINGPROVENANCE']._serialized_start=666
+  _globals['_LABELINGPROVENANCE']._serialized_end=816
+  _globals['_RESOLUTIONBASIS']._serialized_start=819
+  _globals['_RESOLUTIONBASIS']._serialized_end=1024
   _globals['_GOLDLABELREVISION']._serialized_start=97
-  _globals['_GOLDLABELREVISION']._serialized_end=525
+  _globals['_GOLDLABELREVISION']._serialized_end=549
 # @@protoc_insertion_point(module_scope)

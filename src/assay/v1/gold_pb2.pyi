@@ -158,6 +158,7 @@ class GoldLabelRevision(_message.Message):
     PROVENANCE_FIELD_NUMBER: _builtins.int
     FREEZE_TIME_FIELD_NUMBER: _builtins.int
     DIGEST_FIELD_NUMBER: _builtins.int
+    DIGEST_VERSION_FIELD_NUMBER: _builtins.int
     case_id: _builtins.str
     """Output only. The case this label belongs to."""
     revision: _builtins.int
@@ -189,7 +190,14 @@ class GoldLabelRevision(_message.Message):
     """Output only. HUMAN_ADJUDICATED only when every contributor is HUMAN."""
     digest: _builtins.str
     """Output only. "sha256:" + hex SHA-256 of the canonical JSON of every field
-    above (see docs/adjudication.md). Re-checked on every read.
+    above plus `"v": digest_version` (see docs/adjudication.md). Re-checked
+    on every read.
+    """
+    digest_version: _builtins.str
+    """Output only. Which canonical form `digest` was computed in, and the `v`
+    member of the digested object: "assay.gold.v2" is RFC 8785 (JCS), used
+    for every revision frozen since; "assay.gold.v1" is Assay's earlier
+    canonical JSON, kept so older revisions still verify.
     """
     @_builtins.property
     def label(self) -> _struct_pb2.Value:
@@ -226,10 +234,11 @@ class GoldLabelRevision(_message.Message):
         provenance: Global___LabelingProvenance.ValueType = ...,
         freeze_time: _timestamp_pb2.Timestamp | None = ...,
         digest: _builtins.str = ...,
+        digest_version: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["freeze_time", b"freeze_time", "label", b"label"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["adjudicator_reviewer_id", b"adjudicator_reviewer_id", "basis", b"basis", "case_id", b"case_id", "contributing_review_ids", b"contributing_review_ids", "contributing_reviewer_ids", b"contributing_reviewer_ids", "digest", b"digest", "freeze_time", b"freeze_time", "label", b"label", "label_key", b"label_key", "previous_revision", b"previous_revision", "provenance", b"provenance", "revision", b"revision", "round", b"round", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["adjudicator_reviewer_id", b"adjudicator_reviewer_id", "basis", b"basis", "case_id", b"case_id", "contributing_review_ids", b"contributing_review_ids", "contributing_reviewer_ids", b"contributing_reviewer_ids", "digest", b"digest", "digest_version", b"digest_version", "freeze_time", b"freeze_time", "label", b"label", "label_key", b"label_key", "previous_revision", b"previous_revision", "provenance", b"provenance", "revision", b"revision", "round", b"round", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

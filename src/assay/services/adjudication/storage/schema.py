@@ -181,7 +181,16 @@ CREATE INDEX audit_reviewer_events ON audit_events (json_extract(payload, '$.rev
     WHERE event_type = 'REVIEWER_REGISTERED';
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+# V4, every record checked against the ledger on read: a gold label's GOLD_LABEL_FROZEN event
+# and a case's CASE_ENQUEUED event by case id (the other kinds are indexed by V3).
+_V4 = """
+CREATE INDEX audit_gold_events ON audit_events (json_extract(payload, '$.case_id'))
+    WHERE event_type = 'GOLD_LABEL_FROZEN';
+CREATE INDEX audit_case_events ON audit_events (json_extract(payload, '$.case_id'))
+    WHERE event_type = 'CASE_ENQUEUED';
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 PRAGMAS = (
