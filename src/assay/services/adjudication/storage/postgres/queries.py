@@ -1,0 +1,254 @@
+"""The read queries on PostgreSQL, as coroutines of an ``asyncpg`` connection.
+
+The same reads as ``storage.queries`` (same names, same domain values), in
+PostgreSQL's dialect: ``$n`` parameters, ``= ANY($n::text[])`` where SQLite
+reads a JSON array with ``json_each``, and the reviews' ``position`` identity
+where SQLite orders by ``rowid``. Rows are selected by the column names
+``storage.rows`` lists, in its order, and decoded there (an ``asyncpg.Record``
+is addressable by name and by position), so a corrupt row is ``DataLoss`` on
+both engines alike. Callers that read more than once wrap the calls in one
+transaction for one snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
+
+import asyncpg
+
+from assay.services.adjudication import ledger
+from assay.services.adjudication.agreement import RatedPair, category_of
+from assay.services.adjudication.canonical import to_micros
+from assay.services.adjudication.model import (
+    EVERY_TENANT,
+    AuditEvent,
+    Case,
+    CaseSnapshot,
+    ChainHead,
+    GoldLabelRevision,
+    Outcome,
+    Resolution,
+    Review,
+    Reviewer,
+    ReviewerKind,
+    TenantScope,
+)
+from assay.services.adjudication.storage import rows
+
+if TYPE_CHECKING:
+    from asyncpg.pool import PoolConnectionProxy
+
+    # A connection, or the pool's proxy of one: the queries run on either.
+    Db: TypeAlias = asyncpg.Connection[asyncpg.Record] | PoolConnectionProxy[asyncpg.Record]
+else:
+    Db = Any
+
+
+def row(record: asyncpg.Record) -> rows.Row:
+    """``record`` for ``rows``' decoders: a Record is addressable by position like the
+    sequence they take (and by name, which they may come to use)."""
+    return cast(rows.Row, record)
+
+
+def in_scope(column: str, parameter: int) -> str:
+    """``column`` is one of the tenants in parameter ``$parameter`` (NULL: every tenant)."""
+    return f"(${parameter}::text[] IS NULL OR {column} = ANY(${parameter}::text[]))"
+
+
+def tenants_param(scope: TenantScope) -> list[str] | None:
+    return None if scope.tenants is None else sorted(scope.tenants)
+
+
+async def reviewer(db: Db, reviewer_id: str) -> Reviewer | None:
+    found = await db.fetchrow(
+        f"SELECT {rows.REVIEWER_COLUMNS} FROM reviewers WHERE reviewer_id = $1", reviewer_id
+    )
+    return rows.reviewer(row(found)) if found is not None else None
+
+
+async def reviewers(db: Db, reviewer_ids: Iterable[str]) -> dict[str, Reviewer]:
+    ids = sorted(set(reviewer_ids))
+    if not ids:
+        return {}
+    found = await db.fetch(
+        f"SELECT {rows.REVIEWER_COLUMNS} FROM reviewers WHERE reviewer_id = ANY($1::text[])", ids
+    )
+    return {r.reviewer_id: r for r in (rows.reviewer(row(r)) for r in found)}
+
+
+async def list_reviewers(db: Db, after: str, limit: int) -> list[Reviewer]:
+    found = await db.fetch(
+        f"SELECT {rows.REVIEWER_COLUMNS} FROM reviewers WHERE reviewer_id > $1 "
+        "ORDER BY reviewer_id LIMIT $2",
+        after,
+        limit,
+    )
+    return [rows.reviewer(row(r)) for r in found]
+
+
+async def snapshot(db: Db, case_id: str) -> CaseSnapshot | None:
+    """The case, its revision count, and its current round's reviews and resolution."""
+    found = await db.fetchrow(
+        f"SELECT {rows.CASE_COLUMNS}, "
+        "(SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = cases.case_id) AS revisions "
+        "FROM cases WHERE case_id = $1",
+        case_id,
+    )
+    if found is None:
+        return None
+    case = rows.case(row(found))
+    revisions = int(found["revisions"])
+    current = revisions + 1
+    reviews = await db.fetch(
+        f"SELECT {rows.REVIEW_COLUMNS} FROM reviews WHERE case_id = $1 AND round = $2 "
+        "ORDER BY position",
+        case_id,
+        current,
+    )
+    resolution = await db.fetchrow(
+        f"SELECT {rows.RESOLUTION_COLUMNS} FROM resolutions WHERE case_id = $1 AND round = $2",
+        case_id,
+        current,
+    )
+    return CaseSnapshot(
+        case,
+        revisions,
+        tuple(rows.review(row(r)) for r in reviews),
+        rows.resolution(row(resolution)) if resolution is not None else None,
+    )
+
+
+async def case_history(db: Db, case_id: str) -> tuple[list[Review], list[Resolution]]:
+    reviews = await db.fetch(
+        f"SELECT {rows.REVIEW_COLUMNS} FROM reviews WHERE case_id = $1 ORDER BY round, position",
+        case_id,
+    )
+    resolutions = await db.fetch(
+        f"SELECT {rows.RESOLUTION_COLUMNS} FROM resolutions WHERE case_id = $1 ORDER BY round",
+        case_id,
+    )
+    return [rows.review(row(r)) for r in reviews], [rows.resolution(row(r)) for r in resolutions]
+
+
+_CASE_C = ", ".join(f"c.{column.strip()}" for column in rows.CASE_COLUMNS.split(","))
+
+# $1 now, $2 after, $3 tenants, $4 reviewer, $5 limit.
+_QUEUE = f"""
+WITH candidates AS (
+    SELECT {_CASE_C},
+           (SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = c.case_id) + 1 AS current_round
+    FROM cases c
+    WHERE c.expire_time > $1 AND c.case_id > $2 AND {in_scope("c.tenant", 3)}
+), counted AS (
+    SELECT candidates.*,
+           (SELECT COUNT(*) FROM reviews r
+             WHERE r.case_id = candidates.case_id AND r.round = candidates.current_round)
+             AS review_count
+    FROM candidates
+)
+SELECT * FROM counted
+WHERE review_count < 2
+  AND (current_round = 1 OR review_count >= 1)
+  AND NOT EXISTS (SELECT 1 FROM resolutions x
+                   WHERE x.case_id = counted.case_id AND x.round = counted.current_round)
+  AND NOT EXISTS (SELECT 1 FROM reviews r
+                   WHERE r.case_id = counted.case_id AND r.round = counted.current_round
+                     AND r.reviewer_id = $4)
+ORDER BY case_id
+LIMIT $5
+"""
+
+
+async def queue(
+    db: Db,
+    reviewer_id: str,
+    scope: TenantScope,
+    after: str,
+    limit: int,
+    at: datetime,
+) -> list[tuple[Case, int]]:
+    """Cases awaiting a first or second review that this reviewer has not reviewed."""
+    found = await db.fetch(_QUEUE, to_micros(at), after, tenants_param(scope), reviewer_id, limit)
+    return [(rows.case(row(r)), int(r["current_round"])) for r in found]
+
+
+async def gold_labels(
+    db: Db,
+    case_id: str,
+    after: tuple[str, int] | None,
+    limit: int,
+    scope: TenantScope = EVERY_TENANT,
+) -> list[GoldLabelRevision]:
+    after_case, after_rev = after if after else ("", 0)
+    found = await db.fetch(
+        f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels "
+        "WHERE ($1 = '' OR case_id = $1) "
+        "AND (case_id > $2 OR (case_id = $2 AND revision > $3)) "
+        f"AND {in_scope('tenant', 4)} "
+        "ORDER BY case_id, revision LIMIT $5",
+        case_id,
+        after_case,
+        after_rev,
+        tenants_param(scope),
+        limit,
+    )
+    return [rows.gold_label(row(r)) for r in found]
+
+
+async def chain_head(db: Db) -> ChainHead:
+    found = await db.fetchrow(
+        "SELECT sequence, hash FROM audit_events ORDER BY sequence DESC LIMIT 1"
+    )
+    if found is None:
+        return ledger.EMPTY_HEAD
+    return ChainHead(int(found["sequence"]), str(found["hash"]))
+
+
+async def audit_events(
+    db: Db, after: int, limit: int, scope: TenantScope = EVERY_TENANT
+) -> list[AuditEvent]:
+    """Events after ``after``; for a scope short of every tenant, only its tenants' events."""
+    found = await db.fetch(
+        f"SELECT {rows.AUDIT_COLUMNS} FROM audit_events WHERE sequence > $1 "
+        f"AND {in_scope('tenant', 2)} ORDER BY sequence LIMIT $3",
+        after,
+        tenants_param(scope),
+        limit,
+    )
+    return [rows.audit_event(row(r)) for r in found]
+
+
+async def chain_hashes(db: Db, after: int) -> list[tuple[int, str]]:
+    found = await db.fetch(
+        "SELECT sequence, hash FROM audit_events WHERE sequence > $1 ORDER BY sequence", after
+    )
+    return [(int(r["sequence"]), str(r["hash"])) for r in found]
+
+
+_PAIRS = f"""
+SELECT r.case_id, r.round, r.outcome, r.label_key, v.kind
+FROM reviews r
+JOIN reviewers v ON v.reviewer_id = r.reviewer_id
+JOIN cases c ON c.case_id = r.case_id
+WHERE {in_scope("c.tenant", 1)}
+ORDER BY r.case_id, r.round, r.position
+"""
+
+
+async def rated_pairs(db: Db, scope: TenantScope) -> list[RatedPair]:
+    """The first two reviews of every case round that has at least two."""
+    pairs: list[RatedPair] = []
+    key: tuple[str, int] | None = None
+    held: list[tuple[str, bool]] = []
+    for found in await db.fetch(_PAIRS, tenants_param(scope)):
+        if (found["case_id"], found["round"]) != key:
+            key, held = (found["case_id"], found["round"]), []
+        if len(held) >= 2:
+            continue
+        category = category_of(Outcome(found["outcome"]), found["label_key"])
+        held.append((category, found["kind"] != ReviewerKind.HUMAN.value))
+        if len(held) == 2:
+            pairs.append(RatedPair(held[0][0], held[1][0], held[0][1] or held[1][1]))
+    return pairs

@@ -1,0 +1,231 @@
+"""The adjudication schema on PostgreSQL, versioned like the SQLite one (``storage.schema``).
+
+Version N here holds what SQLite's version N holds, so one number names the
+same schema on both engines. What SQLite spells as triggers raising ABORT is a
+PL/pgSQL trigger function here; timestamps stored as microseconds are BIGINT;
+the audit payload is ``jsonb`` (the chain hash covers its canonical JSON, which
+is recomputed from the decoded payload, so jsonb's normal form loses nothing);
+reviews get an identity column that stands in for SQLite's ``rowid`` (the
+order reviews were written in). V2's back-fill of pre-V2 rows is left out:
+there were never pre-V2 PostgreSQL databases.
+
+The applied version lives in ``schema_version`` (one row). Migrating runs under
+a session advisory lock, so replicas starting together apply each version once;
+a database newer than the code is refused.
+"""
+
+from __future__ import annotations
+
+from assay.services.adjudication.storage.postgres import queries
+
+# The key of the advisory lock held while migrating (any constant unique to Assay).
+MIGRATION_LOCK = 0x4153534159000001  # "ASSAY" + 1
+
+_V1 = """
+CREATE FUNCTION assay_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION '%', TG_ARGV[0] USING ERRCODE = 'integrity_constraint_violation';
+END $$;
+
+CREATE TABLE reviewers (
+    reviewer_id   TEXT PRIMARY KEY,
+    kind          TEXT NOT NULL CHECK (kind IN ('HUMAN', 'MECHANISM_TEST_FIXTURE')),
+    attested_by   TEXT NOT NULL,
+    register_time BIGINT NOT NULL,
+    CHECK (kind <> 'HUMAN' OR length(trim(attested_by)) > 0)
+);
+CREATE TRIGGER reviewers_no_delete BEFORE DELETE ON reviewers
+    FOR EACH ROW EXECUTE FUNCTION assay_refuse('reviewers are never deleted');
+
+CREATE TABLE cases (
+    case_id          TEXT PRIMARY KEY,
+    tenant           TEXT NOT NULL CHECK (length(tenant) > 0),
+    subject          TEXT NOT NULL,
+    predicate        TEXT NOT NULL,
+    candidate_values TEXT NOT NULL,
+    evidence_refs    TEXT NOT NULL,
+    context          TEXT NOT NULL,
+    local_verdict    TEXT NOT NULL,
+    lineage_origin   TEXT NOT NULL,
+    lineage_ref      TEXT NOT NULL,
+    create_time      BIGINT NOT NULL,
+    expire_time      BIGINT NOT NULL,
+    content_digest   TEXT NOT NULL
+);
+CREATE INDEX cases_by_tenant ON cases (tenant, case_id);
+CREATE INDEX cases_by_expiry ON cases (expire_time);
+
+CREATE TABLE reviews (
+    review_id   TEXT PRIMARY KEY,
+    case_id     TEXT NOT NULL REFERENCES cases (case_id) ON DELETE CASCADE,
+    reviewer_id TEXT NOT NULL REFERENCES reviewers (reviewer_id),
+    round       INTEGER NOT NULL CHECK (round >= 1),
+    outcome     TEXT NOT NULL CHECK (outcome IN ('LABEL', 'UNRESOLVED', 'NOT_EVALUABLE')),
+    label_key   TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    submit_time BIGINT NOT NULL,
+    position    BIGINT GENERATED ALWAYS AS IDENTITY,
+    UNIQUE (case_id, round, reviewer_id),
+    CHECK ((outcome = 'LABEL') = (label_key <> ''))
+);
+CREATE INDEX reviews_by_case ON reviews (case_id, round, position);
+
+CREATE TABLE resolutions (
+    case_id                 TEXT NOT NULL REFERENCES cases (case_id) ON DELETE CASCADE,
+    round                   INTEGER NOT NULL CHECK (round >= 1),
+    basis                   TEXT NOT NULL CHECK (basis IN
+        ('UNANIMOUS_AGREEMENT', 'ADJUDICATOR_DECISION', 'UNRESOLVED', 'NOT_EVALUABLE')),
+    label_key               TEXT NOT NULL,
+    adjudicator_reviewer_id TEXT NOT NULL,
+    review_ids              TEXT NOT NULL CHECK (review_ids <> '[]'),
+    resolve_time            BIGINT NOT NULL,
+    PRIMARY KEY (case_id, round)
+);
+
+-- No foreign key to cases: a gold label outlives its case (tenant deletion).
+CREATE TABLE gold_labels (
+    case_id                   TEXT NOT NULL,
+    revision                  INTEGER NOT NULL CHECK (revision >= 1),
+    previous_revision         INTEGER NOT NULL CHECK (previous_revision = revision - 1),
+    round                     INTEGER NOT NULL,
+    tenant                    TEXT NOT NULL,
+    basis                     TEXT NOT NULL,
+    label_key                 TEXT NOT NULL,
+    contributing_review_ids   TEXT NOT NULL CHECK (contributing_review_ids <> '[]'),
+    contributing_reviewer_ids TEXT NOT NULL,
+    adjudicator_reviewer_id   TEXT NOT NULL,
+    provenance                TEXT NOT NULL
+        CHECK (provenance IN ('HUMAN_ADJUDICATED', 'SYNTHETIC_MECHANISM_TEST')),
+    freeze_time               TEXT NOT NULL,
+    digest                    TEXT NOT NULL,
+    PRIMARY KEY (case_id, revision)
+);
+CREATE TRIGGER gold_labels_insert_only BEFORE UPDATE OR DELETE ON gold_labels
+    FOR EACH ROW EXECUTE FUNCTION assay_refuse('gold labels are insert-only');
+CREATE TRIGGER gold_labels_no_truncate BEFORE TRUNCATE ON gold_labels
+    FOR EACH STATEMENT EXECUTE FUNCTION assay_refuse('gold labels are insert-only');
+
+CREATE TABLE audit_events (
+    sequence      BIGINT PRIMARY KEY CHECK (sequence >= 1),
+    event_type    TEXT NOT NULL,
+    occur_time    TEXT NOT NULL,
+    payload       JSONB NOT NULL,
+    previous_hash TEXT NOT NULL,
+    hash          TEXT NOT NULL
+);
+CREATE TRIGGER audit_events_append_only BEFORE UPDATE OR DELETE ON audit_events
+    FOR EACH ROW EXECUTE FUNCTION assay_refuse('the audit ledger is append-only');
+CREATE TRIGGER audit_events_no_truncate BEFORE TRUNCATE ON audit_events
+    FOR EACH STATEMENT EXECUTE FUNCTION assay_refuse('the audit ledger is append-only');
+
+CREATE TABLE idempotency (
+    request_id     TEXT PRIMARY KEY,
+    method         TEXT NOT NULL,
+    request_digest TEXT NOT NULL,
+    response       BYTEA NOT NULL,
+    tenant         TEXT NOT NULL,
+    case_id        TEXT NOT NULL,
+    create_time    BIGINT NOT NULL
+);
+CREATE INDEX idempotency_by_tenant ON idempotency (tenant);
+CREATE INDEX idempotency_by_case ON idempotency (case_id);
+"""
+
+_V2 = """
+ALTER TABLE reviewers ADD COLUMN identity_issuer TEXT NOT NULL DEFAULT '';
+ALTER TABLE reviewers ADD COLUMN identity_subject TEXT NOT NULL DEFAULT '';
+CREATE TRIGGER reviewers_no_update BEFORE UPDATE ON reviewers
+    FOR EACH ROW EXECUTE FUNCTION assay_refuse('reviewers are never changed');
+CREATE TRIGGER reviewers_no_truncate BEFORE TRUNCATE ON reviewers
+    FOR EACH STATEMENT EXECUTE FUNCTION assay_refuse('reviewers are never deleted');
+
+ALTER TABLE reviews ADD COLUMN salt TEXT NOT NULL DEFAULT '';
+
+ALTER TABLE audit_events ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+ALTER TABLE audit_events ADD COLUMN actor_issuer TEXT;
+ALTER TABLE audit_events ADD COLUMN actor_subject TEXT;
+CREATE INDEX audit_events_by_tenant ON audit_events (tenant, sequence);
+
+DROP TABLE idempotency;
+CREATE TABLE idempotency (
+    caller_issuer  TEXT NOT NULL,
+    caller_subject TEXT NOT NULL,
+    request_id     TEXT NOT NULL,
+    method         TEXT NOT NULL,
+    request_digest TEXT NOT NULL,
+    response       BYTEA NOT NULL,
+    tenant         TEXT NOT NULL,
+    case_id        TEXT NOT NULL,
+    create_time    BIGINT NOT NULL,
+    PRIMARY KEY (caller_issuer, caller_subject, request_id)
+);
+CREATE INDEX idempotency_by_tenant ON idempotency (tenant);
+CREATE INDEX idempotency_by_case ON idempotency (case_id);
+"""
+
+_V3 = """
+CREATE INDEX audit_review_events ON audit_events ((payload ->> 'review_id'))
+    WHERE event_type = 'REVIEW_SUBMITTED';
+CREATE INDEX audit_resolution_events ON audit_events ((payload ->> 'case_id'))
+    WHERE event_type = 'CASE_RESOLVED';
+CREATE INDEX audit_reviewer_events ON audit_events ((payload ->> 'reviewer_id'))
+    WHERE event_type = 'REVIEWER_REGISTERED';
+"""
+
+_V4 = """
+CREATE INDEX audit_gold_events ON audit_events ((payload ->> 'case_id'))
+    WHERE event_type = 'GOLD_LABEL_FROZEN';
+CREATE INDEX audit_case_events ON audit_events ((payload ->> 'case_id'))
+    WHERE event_type = 'CASE_ENQUEUED';
+"""
+
+# V5: which canonical form each stored digest was computed with (rows before it: v1).
+_V5 = """
+ALTER TABLE cases ADD COLUMN digest_version TEXT NOT NULL DEFAULT 'assay.case.v1';
+ALTER TABLE gold_labels ADD COLUMN digest_version TEXT NOT NULL DEFAULT 'assay.gold.v1';
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_VERSION_TABLE = """
+CREATE TABLE IF NOT EXISTS schema_version (
+    only_row BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (only_row),
+    version  INTEGER NOT NULL
+);
+INSERT INTO schema_version (version) VALUES (0) ON CONFLICT DO NOTHING;
+"""
+
+
+class SchemaTooNew(RuntimeError):
+    """The database was written by a newer Assay; running on it could corrupt it."""
+
+
+async def version(db: queries.Db) -> int:
+    """The applied schema version (0 for an empty database)."""
+    exists = await db.fetchval("SELECT to_regclass('schema_version') IS NOT NULL")
+    if not exists:
+        return 0
+    found = await db.fetchval("SELECT version FROM schema_version")
+    return int(found or 0)
+
+
+async def migrate(db: queries.Db, where: str = "the database") -> int:
+    """Apply every pending version, each in its own transaction; return the version now.
+
+    Raises ``SchemaTooNew`` for a database newer than ``SCHEMA_VERSION``."""
+    await db.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
+    try:
+        await db.execute(_VERSION_TABLE)
+        current = await version(db)
+        if current > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"{where} has schema version {current}; this assay knows up to {SCHEMA_VERSION}"
+            )
+        for target in range(current + 1, SCHEMA_VERSION + 1):
+            async with db.transaction():
+                await db.execute(MIGRATIONS[target - 1])
+                await db.execute("UPDATE schema_version SET version = $1", target)
+        return SCHEMA_VERSION
+    finally:
+        await db.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK)

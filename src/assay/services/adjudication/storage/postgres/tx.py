@@ -1,0 +1,261 @@
+"""The PostgreSQL ``WriteTx``: what a writer job may do inside the writer's transaction.
+
+The same methods, arguments and results as ``storage.tx.WriteTx``, so the
+service's jobs (``operations``, ``retries``) run unchanged on either engine.
+The job runs on the writer's worker thread; each method runs its SQL as one
+coroutine on the event loop through the ``Bridge`` and waits for it.
+
+Unlike SQLite's single writer, nothing is remembered between jobs: another
+replica may write at any time, so every read goes to the database. The
+transaction holds the chain lock (``writer``) from its first statement, so
+every replica's earlier commits are visible to those reads and nothing else
+writes until this transaction ends: what a job reads is what it writes on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Coroutine, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+import asyncpg
+
+from assay.errors import AlreadyExists, Reason
+from assay.services.adjudication import ledger
+from assay.services.adjudication.canonical import now, to_micros
+from assay.services.adjudication.model import (
+    Actor,
+    AuditEvent,
+    AuditEventType,
+    Case,
+    CaseSnapshot,
+    ChainHead,
+    DeletedCounts,
+    GoldLabelRevision,
+    Resolution,
+    Review,
+    Reviewer,
+    TenantScope,
+)
+from assay.services.adjudication.storage import rows
+from assay.services.adjudication.storage.postgres import queries
+from assay.services.adjudication.storage.postgres.bridge import Bridge
+from assay.services.adjudication.storage.tx import StoredResponse
+
+T = TypeVar("T")
+
+
+@dataclass
+class BatchState:
+    """What the jobs of one batch share: the chain head as the batch has extended it."""
+
+    head: ChainHead
+
+
+def marks(count: int, start: int = 1) -> str:
+    """``$start, …`` for ``count`` parameters."""
+    return ", ".join(f"${i}" for i in range(start, start + count))
+
+
+def numbered(where: str) -> str:
+    """A SQLite-style ``?`` condition with PostgreSQL's ``$n`` parameters instead."""
+    counter = iter(range(1, where.count("?") + 1))
+    return re.sub(r"\?", lambda _: f"${next(counter)}", where)
+
+
+def recorded_sql(event_type: AuditEventType, key: str) -> str:
+    """``WriteTx.recorded``'s query. The event type and key are spelled out (our own enum and
+    code, never a request) so that the planner matches the partial expression index."""
+    return (
+        f"SELECT payload FROM audit_events WHERE event_type = '{event_type.value}' "
+        f"AND payload ->> '{key}' = ANY($1::text[]) AND tenant = $2"
+    )
+
+
+def _insert(table: str, columns: str, count: int) -> str:
+    return f"INSERT INTO {table} ({columns}) VALUES ({marks(count)})"
+
+
+class PostgresWriteTx:
+    """What a job may do inside the writer's transaction (runs on the writer's job thread)."""
+
+    def __init__(self, bridge: Bridge, db: queries.Db, state: BatchState) -> None:
+        self._bridge = bridge
+        self._db = db
+        self._state = state
+        self._at: datetime | None = None
+
+    def _run(self, work: Coroutine[Any, Any, T]) -> T:
+        return self._bridge.run(work)
+
+    def _execute(self, sql: str, *args: Any) -> str:
+        return self._run(self._db.execute(sql, *args))
+
+    def _now(self) -> datetime:
+        """One clock reading per job for the rows it stamps (the audit event, the retry record)."""
+        if self._at is None:
+            self._at = now()
+        return self._at
+
+    def recall(self, owner: tuple[str, str], request_id: str) -> StoredResponse | None:
+        """The response stored for ``owner``'s (issuer, subject) ``request_id``, whichever
+        replica stored it (its commit came before this transaction took the chain lock)."""
+        found = self._run(
+            self._db.fetchrow(
+                "SELECT method, request_digest, response FROM idempotency "
+                "WHERE caller_issuer = $1 AND caller_subject = $2 AND request_id = $3",
+                *owner,
+                request_id,
+            )
+        )
+        if found is None:
+            return None
+        return StoredResponse(found["method"], found["request_digest"], bytes(found["response"]))
+
+    def remember(
+        self,
+        owner: tuple[str, str],
+        request_id: str,
+        stored: StoredResponse,
+        tenant: str,
+        case_id: str,
+    ) -> None:
+        # A plain INSERT: under the chain lock ``recall`` saw every committed response, so a
+        # conflict here would be a bug, which the primary key reports instead of hiding.
+        self._execute(
+            "INSERT INTO idempotency (caller_issuer, caller_subject, request_id, method, "
+            f"request_digest, response, tenant, case_id, create_time) VALUES ({marks(9)})",
+            *owner,
+            request_id,
+            stored.method,
+            stored.request_digest,
+            stored.response,
+            tenant,
+            case_id,
+            to_micros(self._now()),
+        )
+
+    def reviewer(self, reviewer_id: str) -> Reviewer | None:
+        return self._run(queries.reviewer(self._db, reviewer_id))
+
+    def reviewers(self, reviewer_ids: Iterable[str]) -> dict[str, Reviewer]:
+        return self._run(queries.reviewers(self._db, list(reviewer_ids)))
+
+    def recorded(
+        self, event_type: AuditEventType, key: str, values: Iterable[str], tenant: str
+    ) -> list[dict[str, str]]:
+        """The payloads of ``tenant``'s ``event_type`` events whose ``key`` field is one of
+        ``values``: what the ledger committed to for those records."""
+        ids = sorted(set(values))
+        if not ids:
+            return []
+        found = self._run(self._db.fetch(recorded_sql(event_type, key), ids, tenant))
+        return [json.loads(row["payload"]) for row in found]
+
+    def snapshot(self, case_id: str) -> CaseSnapshot | None:
+        return self._run(queries.snapshot(self._db, case_id))
+
+    def remember_snapshot(self, value: CaseSnapshot) -> None:
+        """Nothing is remembered on PostgreSQL: another replica may change the case."""
+
+    def _insert_row(self, table: str, columns: str, params: Sequence[Any]) -> None:
+        self._execute(_insert(table, columns, len(params)), *params)
+
+    def insert_reviewer(self, value: Reviewer) -> None:
+        try:
+            self._insert_row("reviewers", rows.REVIEWER_COLUMNS, rows.reviewer_params(value))
+        except asyncpg.UniqueViolationError:
+            raise AlreadyExists(
+                Reason.REVIEWER_ALREADY_EXISTS, f"reviewer {value.reviewer_id} exists already"
+            ) from None
+
+    def insert_case(self, value: Case) -> None:
+        self._insert_row("cases", rows.CASE_COLUMNS, rows.case_params(value))
+
+    def insert_review(self, value: Review) -> None:
+        try:
+            self._insert_row("reviews", rows.REVIEW_COLUMNS, rows.review_params(value))
+        except asyncpg.UniqueViolationError:
+            raise AlreadyExists(
+                Reason.REVIEW_ALREADY_SUBMITTED,
+                f"{value.reviewer_id} already reviewed case {value.case_id} in round {value.round}",
+            ) from None
+
+    def insert_resolution(self, value: Resolution) -> None:
+        self._insert_row("resolutions", rows.RESOLUTION_COLUMNS, rows.resolution_params(value))
+
+    def insert_gold_label(self, value: GoldLabelRevision) -> None:
+        try:
+            self._insert_row("gold_labels", rows.GOLD_COLUMNS, rows.gold_params(value))
+        except asyncpg.UniqueViolationError:
+            raise AlreadyExists(
+                Reason.GOLD_LABEL_REVISION_EXISTS,
+                f"gold label {value.case_id} revision {value.revision} exists already",
+                metadata={"case_id": value.case_id, "revision": str(value.revision)},
+            ) from None
+
+    def bulk_insert(self, cases: Iterable[Case], gold_labels: Iterable[GoldLabelRevision]) -> None:
+        """Seed many rows at once (benchmarks, imports): no audit events, no retry records."""
+        case_rows = [rows.case_params(c) for c in cases]
+        gold_rows = [rows.gold_params(g) for g in gold_labels]
+
+        async def work() -> None:
+            if case_rows:
+                sql = _insert("cases", rows.CASE_COLUMNS, len(case_rows[0]))
+                await self._db.executemany(sql, case_rows)
+            if gold_rows:
+                sql = _insert("gold_labels", rows.GOLD_COLUMNS, len(gold_rows[0]))
+                await self._db.executemany(sql, gold_rows)
+
+        self._run(work())
+
+    def delete_cases(self, where: str, params: tuple[Any, ...]) -> DeletedCounts:
+        """Delete the matching cases with their reviews, resolutions and stored responses.
+        ``where`` is written for SQLite (``?`` parameters), as ``operations`` passes it."""
+        return self._run(self._delete(numbered(where), params))
+
+    async def _delete(self, where: str, params: Sequence[Any]) -> DeletedCounts:
+        found = await self._db.fetch(f"SELECT case_id FROM cases WHERE {where}", *params)
+        ids = [row["case_id"] for row in found]
+        if not ids:
+            return DeletedCounts(0, 0, 0)
+        reviews = await self._db.fetchval(
+            "SELECT COUNT(*) FROM reviews WHERE case_id = ANY($1::text[])", ids
+        )
+        resolutions = await self._db.fetchval(
+            "SELECT COUNT(*) FROM resolutions WHERE case_id = ANY($1::text[])", ids
+        )
+        await self._db.execute("DELETE FROM idempotency WHERE case_id = ANY($1::text[])", ids)
+        # Reviews and resolutions go with their case (ON DELETE CASCADE).
+        await self._db.execute("DELETE FROM cases WHERE case_id = ANY($1::text[])", ids)
+        return DeletedCounts(len(ids), int(reviews), int(resolutions))
+
+    def delete_expired(self, at: datetime, scope: TenantScope) -> DeletedCounts:
+        """Delete the cases of ``scope``'s tenants that expired by ``at``."""
+        where = f"expire_time <= $1 AND {queries.in_scope('tenant', 2)}"
+        return self._run(self._delete(where, (to_micros(at), queries.tenants_param(scope))))
+
+    def delete_tenant_responses(self, tenant: str) -> None:
+        self._execute("DELETE FROM idempotency WHERE tenant = $1", tenant)
+
+    def append_event(
+        self,
+        event_type: AuditEventType,
+        payload: dict[str, str],
+        tenant: str = "",
+        actor: Actor | None = None,
+    ) -> AuditEvent:
+        """Extend the chain from the head read under the chain lock (see ``writer``)."""
+        event, payload_json = ledger.extend(
+            self._state.head, event_type, payload, self._now(), actor
+        )
+        self._insert_row(
+            "audit_events",
+            rows.AUDIT_INSERT_COLUMNS,
+            rows.audit_params(event, payload_json, tenant),
+        )
+        self._state.head = ChainHead(event.sequence, event.hash)
+        return event

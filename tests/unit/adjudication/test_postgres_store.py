@@ -1,0 +1,307 @@
+"""The PostgreSQL engine on a real server: migrations, insert-only rules, two replicas.
+
+The writes are the service's own use cases (``operations.Adjudication``) over a
+``PostgresStore``, so the synchronous jobs run exactly as on SQLite; two
+stores on one database are two replicas (two pools, two writers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+import asyncpg
+import pytest
+
+from assay.errors import AlreadyExists
+from assay.services.adjudication import ledger
+from assay.services.adjudication.model import (
+    EVERY_TENANT,
+    AuditEventType,
+    Basis,
+    ChainHead,
+    Outcome,
+    ReviewerKind,
+    TenantScope,
+)
+from assay.services.adjudication.operations import Adjudication
+from assay.services.adjudication.resolution import ResolveRequest
+from assay.services.adjudication.retries import RequestKey
+from assay.services.adjudication.reviews import ReviewSubmission
+from assay.services.adjudication.storage import Store
+from assay.services.adjudication.storage.postgres import PostgresStore, SchemaTooNew, schema
+from assay.services.adjudication.storage.store import ExportBatch
+from tests.unit.adjudication.factories import case_input
+
+
+@pytest.fixture
+async def store(postgres_dsn: str) -> AsyncIterator[PostgresStore]:
+    opened = await PostgresStore.open(postgres_dsn)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+@pytest.fixture
+async def replicas(postgres_dsn: str) -> AsyncIterator[tuple[PostgresStore, PostgresStore]]:
+    """Two stores on one database: two pools, two writers, as two processes would have."""
+    first, second = await asyncio.gather(
+        PostgresStore.open(postgres_dsn), PostgresStore.open(postgres_dsn)
+    )
+    try:
+        yield first, second
+    finally:
+        await asyncio.gather(first.close(), second.close())
+
+
+def service(store: PostgresStore) -> Adjudication:
+    # The use cases are typed against the SQLite store until the storage interface is
+    # extracted; PostgresStore has the same methods.
+    return Adjudication(cast(Store, store))
+
+
+def key(method: str, request_id: str = "", digest: str = "d") -> RequestKey:
+    return RequestKey(request_id, method, digest)
+
+
+async def enqueue(app: Adjudication, request_id: str = "", tenant: str = "tenant-a") -> str:
+    data = case_input(tenant=tenant, expire_time=datetime.now(UTC) + timedelta(days=1))
+    raw = await app.enqueue_case(key("Enqueue", request_id), data, lambda c: c.case_id.encode())
+    return raw.decode()
+
+
+async def register(app: Adjudication, reviewer_id: str) -> None:
+    await app.register_reviewer(
+        key("Register"),
+        reviewer_id,
+        ReviewerKind.MECHANISM_TEST_FIXTURE,
+        "",
+        lambda r: r.reviewer_id.encode(),
+    )
+
+
+async def review(app: Adjudication, case_id: str, reviewer_id: str, label: str = "key") -> None:
+    sub = ReviewSubmission(case_id, reviewer_id, 0, Outcome.LABEL, label, "")
+    await app.submit_review(key("Review"), sub, lambda r: r[0].review_id.encode())
+
+
+async def gold_case(app: Adjudication) -> str:
+    """A case reviewed twice in agreement, resolved and frozen: a row in every table."""
+    case_id = await enqueue(app)
+    for reviewer_id in ("alice", "bob"):
+        if await app.store.reviewer(reviewer_id) is None:
+            await register(app, reviewer_id)
+        await review(app, case_id, reviewer_id)
+    request = ResolveRequest(case_id, Basis.UNANIMOUS_AGREEMENT, None, "")
+    await app.resolve_case(key("Resolve"), request, lambda r: r[0].case_id.encode())
+    await app.freeze(key("Freeze"), case_id, 1, lambda g: g.digest.encode())
+    return case_id
+
+
+class TestMigrations:
+    async def test_a_fresh_database_reaches_the_current_version_once(
+        self, postgres_dsn: str
+    ) -> None:
+        """Migrating twice applies every version once and leaves the version current."""
+        db = await asyncpg.connect(postgres_dsn)
+        try:
+            assert await schema.version(db) == 0
+            assert await schema.migrate(db) == schema.SCHEMA_VERSION
+            assert await schema.migrate(db) == schema.SCHEMA_VERSION
+            assert await schema.version(db) == schema.SCHEMA_VERSION
+            columns = await db.fetch(
+                "SELECT table_name FROM information_schema.columns "
+                "WHERE column_name = 'digest_version' ORDER BY table_name"
+            )
+            assert [r["table_name"] for r in columns] == ["cases", "gold_labels"]
+            indexes = {
+                r["indexname"]
+                for r in await db.fetch(
+                    "SELECT indexname FROM pg_indexes WHERE tablename = 'audit_events'"
+                )
+            }
+            assert {"audit_gold_events", "audit_case_events", "audit_review_events"} <= indexes
+        finally:
+            await db.close()
+
+    async def test_replicas_starting_together_migrate_once(self, postgres_dsn: str) -> None:
+        """Several stores opening one empty database at once all start, on one schema."""
+        opened = await asyncio.gather(*(PostgresStore.open(postgres_dsn) for _ in range(3)))
+        try:
+            async with opened[0].pool.acquire() as db:
+                assert await schema.version(db) == schema.SCHEMA_VERSION
+        finally:
+            await asyncio.gather(*(s.close() for s in opened))
+
+    async def test_a_newer_schema_is_refused(self, postgres_dsn: str) -> None:
+        """A database written by a newer Assay is not opened."""
+        db = await asyncpg.connect(postgres_dsn)
+        try:
+            await schema.migrate(db)
+            await db.execute("UPDATE schema_version SET version = $1", schema.SCHEMA_VERSION + 1)
+        finally:
+            await db.close()
+        with pytest.raises(SchemaTooNew, match=f"knows up to {schema.SCHEMA_VERSION}"):
+            await PostgresStore.open(postgres_dsn)
+
+
+class TestInsertOnly:
+    @pytest.mark.parametrize(
+        "statement",
+        [
+            "UPDATE gold_labels SET label_key = '\"none\"'",
+            "DELETE FROM gold_labels",
+            "TRUNCATE gold_labels",
+            "UPDATE audit_events SET hash = 'x'",
+            "DELETE FROM audit_events",
+            "TRUNCATE audit_events CASCADE",
+            "UPDATE reviewers SET attested_by = 'mallory'",
+            "DELETE FROM reviewers",
+        ],
+    )
+    async def test_the_database_refuses_changes(self, store: PostgresStore, statement: str) -> None:
+        """Gold labels, audit events and reviewers cannot be changed or removed, even by SQL."""
+        await gold_case(service(store))
+        async with store.pool.acquire() as db:
+            with pytest.raises(asyncpg.IntegrityConstraintViolationError):
+                await db.execute(statement)
+        assert (await store.verify_chain()).ok
+
+
+class TestReplicas:
+    async def test_concurrent_appends_form_one_gap_free_chain(
+        self, replicas: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """Writes spread over two replicas at once give one total order with no gap or fork."""
+        apps = [service(s) for s in replicas]
+        per_replica = 40
+        await asyncio.gather(*(enqueue(apps[i % 2]) for i in range(2 * per_replica)))
+        events = await replicas[1].audit_events(0, 1000, EVERY_TENANT)
+        assert [e.sequence for e in events] == list(range(1, 2 * per_replica + 1))
+        head = ledger.EMPTY_HEAD
+        for event in events:
+            assert event.previous_hash == head.hash
+            head = ChainHead(event.sequence, event.hash)
+        verdict = await replicas[0].verify_chain()
+        assert verdict.ok, verdict
+        assert verdict.events_checked == 2 * per_replica
+
+    async def test_a_retry_on_the_other_replica_returns_the_first_response(
+        self, replicas: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """A request id answered by one replica is answered the same by the other, once."""
+        first, second = (service(s) for s in replicas)
+        answered = await enqueue(first, request_id="req-1")
+        assert await enqueue(second, request_id="req-1") == answered
+        events = await replicas[0].audit_events(0, 100, EVERY_TENANT)
+        assert [e.event_type for e in events] == [AuditEventType.CASE_ENQUEUED]
+
+    async def test_a_request_sent_to_both_replicas_at_once_is_done_once(
+        self, replicas: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """The same request id racing on both replicas: one case, one answer for both."""
+        apps = [service(s) for s in replicas]
+        answers = await asyncio.gather(
+            *(enqueue(apps[i % 2], request_id=f"race-{i // 2}") for i in range(20))
+        )
+        assert all(answers[i] == answers[i + 1] for i in range(0, 20, 2))
+        assert len(set(answers)) == 10
+        events = await replicas[1].audit_events(0, 100, EVERY_TENANT)
+        assert len(events) == 10
+
+    async def test_a_review_written_by_one_replica_is_seen_by_the_other(
+        self, replicas: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """No replica works from a stale copy: the second review's round counts the first."""
+        first, second = (service(s) for s in replicas)
+        case_id = await enqueue(first)
+        await register(first, "alice")
+        await register(second, "bob")
+        await review(first, case_id, "alice")
+        await review(second, case_id, "bob")
+        with pytest.raises(AlreadyExists):
+            await review(second, case_id, "alice")
+        snap = await replicas[0].snapshot(case_id)
+        assert snap is not None
+        assert [r.reviewer_id for r in snap.round_reviews] == ["alice", "bob"]
+
+    async def test_a_failing_job_rolls_back_alone(
+        self, replicas: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """The same reviewer registered on both replicas at once: one wins, the chain holds."""
+        apps = [service(s) for s in replicas]
+        outcomes = await asyncio.gather(
+            *(register(apps[i % 2], "carol") for i in range(4)),
+            *(enqueue(apps[i % 2]) for i in range(4)),
+            return_exceptions=True,
+        )
+        failed = [o for o in outcomes if isinstance(o, BaseException)]
+        assert len(failed) == 3
+        assert all(isinstance(o, AlreadyExists) for o in failed)
+        assert (await replicas[0].verify_chain()).ok
+        assert len(await replicas[0].audit_events(0, 100, EVERY_TENANT)) == 5
+
+
+class TestReads:
+    async def test_reads_return_what_was_written(self, store: PostgresStore) -> None:
+        """Every read of the store returns the rows the use cases wrote."""
+        app = service(store)
+        case_id = await gold_case(app)
+        other = await enqueue(app, tenant="tenant-b")
+
+        alice = await store.reviewer("alice")
+        assert alice is not None
+        assert alice.kind is ReviewerKind.MECHANISM_TEST_FIXTURE
+        assert [r.reviewer_id for r in await store.reviewers("", 10)] == ["alice", "bob"]
+        assert await store.reviewer("nobody") is None
+
+        detail = await store.case_detail(case_id)
+        assert detail is not None
+        snap, reviews, resolutions = detail
+        assert snap.revision_count == 1
+        assert [r.reviewer_id for r in reviews] == ["alice", "bob"]
+        assert [r.basis for r in resolutions] == [Basis.UNANIMOUS_AGREEMENT]
+
+        labels = await store.gold_labels(case_id, None, 10, EVERY_TENANT)
+        assert [(g.case_id, g.revision, g.label_key) for g in labels] == [(case_id, 1, '"key"')]
+        assert await store.gold_labels("", None, 10, TenantScope(frozenset({"tenant-b"}))) == []
+
+        now = datetime.now(UTC)
+        queued = await store.queue("alice", EVERY_TENANT, "", 10, now)
+        assert [(c.case_id, r) for c, r in queued] == [(other, 1)]
+        scoped = await store.queue("alice", TenantScope(frozenset({"tenant-a"})), "", 10, now)
+        assert scoped == []
+
+        events = await store.audit_events(0, 100, EVERY_TENANT)
+        kinds = [e.event_type for e in events]
+        assert kinds.count(AuditEventType.REVIEW_SUBMITTED) == 2
+        assert kinds[-1] is AuditEventType.CASE_ENQUEUED
+        tenant_b = await store.audit_events(0, 100, TenantScope(frozenset({"tenant-b"})))
+        assert [e.payload["case_id"] for e in tenant_b] == [other]
+        hashes = await store.chain_hashes(0)
+        assert hashes == [(e.sequence, e.hash) for e in events]
+
+        pairs = await store.rated_pairs(EVERY_TENANT)
+        assert len(pairs) == 1
+
+        exported: list[Any] = [item async for item in store.export(EVERY_TENANT, 10)]
+        assert exported[0] == ChainHead(events[-1].sequence, events[-1].hash)
+        batch = exported[1]
+        assert isinstance(batch, ExportBatch)
+        assert [r.revision.case_id for r in batch.records] == [case_id]
+
+        verdict = await store.verify_chain()
+        assert verdict.ok, verdict
+        assert verdict.events_checked == len(events)
+
+    async def test_verification_finds_an_edited_record(self, store: PostgresStore) -> None:
+        """A case row changed behind the service's back fails verification."""
+        case_id = await gold_case(service(store))
+        async with store.pool.acquire() as db:
+            await db.execute("UPDATE cases SET subject = 'forged' WHERE case_id = $1", case_id)
+        verdict = await store.verify_chain()
+        assert not verdict.ok
+        assert case_id in verdict.detail
