@@ -1,0 +1,246 @@
+"""The tamper matrix's vocabulary: the read RPCs a scenario checks, the scenario record,
+and the attacker's edits (single statements, forged copies, swaps, renumberings, deleted
+events, and the full rewrite through ``reforge``), each a function of the open file and the
+pristine database's ids so the table in ``test_tamper_matrix`` reads as data.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from assay.services.adjudication.storage import rows
+from assay.v1 import adjudication_service_pb2 as pb
+from tests.service.adjudication_support import TIMEOUT
+from tests.service.tamper_support import (
+    Ids,
+    Stub,
+    copy_row,
+    event_sequence,
+    gold_digest,
+    reforge,
+    swap,
+)
+
+REVIEWER = pb.RECORD_KIND_REVIEWER
+CASE = pb.RECORD_KIND_CASE
+REVIEW = pb.RECORD_KIND_REVIEW
+RESOLUTION = pb.RECORD_KIND_RESOLUTION
+GOLD = pb.RECORD_KIND_GOLD_LABEL
+
+Named = set[tuple[int, str]]
+Db = sqlite3.Connection
+
+# --- reads: (rpc, argument) -> the call; a case argument is a role in Ids.cases or an id ---
+
+
+def call(stub: Stub, ids: Ids, read: tuple[str, str]) -> Any:
+    rpc, arg = read
+    case_id = ids.cases.get(arg, arg)
+    t = TIMEOUT
+    calls: dict[str, Callable[[], Any]] = {
+        "GetReviewer": lambda: stub.GetReviewer(pb.GetReviewerRequest(reviewer_id=arg), timeout=t),
+        "ListReviewers": lambda: stub.ListReviewers(
+            pb.ListReviewersRequest(page_size=100), timeout=t
+        ),
+        "ListQueue": lambda: stub.ListQueue(pb.ListQueueRequest(reviewer_id=arg), timeout=t),
+        "GetCase": lambda: stub.GetCase(pb.GetCaseRequest(case_id=case_id), timeout=t),
+        "GetCaseState": lambda: stub.GetCaseState(
+            pb.GetCaseStateRequest(case_id=case_id), timeout=t
+        ),
+        "GetBlindedCase": lambda: stub.GetBlindedCase(
+            pb.GetBlindedCaseRequest(case_id=case_id), timeout=t
+        ),
+        "ListGoldLabelRevisions": lambda: stub.ListGoldLabelRevisions(
+            pb.ListGoldLabelRevisionsRequest(case_id=case_id, page_size=100), timeout=t
+        ),
+        "ExportCorpus": lambda: stub.ExportCorpus(pb.ExportCorpusRequest(), timeout=t),
+        "ListAuditEvents": lambda: stub.ListAuditEvents(
+            pb.ListAuditEventsRequest(page_size=1000), timeout=t
+        ),
+    }
+    return calls[rpc]()
+
+
+def label(read: tuple[str, str]) -> str:
+    return f"{read[0]}({read[1]})" if read[1] else read[0]
+
+
+# --- the scenarios ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str  # table/column class/tamper
+    tamper: Callable[[Db, Ids], None]
+    named: Callable[[Ids], Named] | None = None  # the record(s) the verdict may name
+    sequence: Callable[[Db, Ids], int] | None = None  # the first bad event, for the ledger
+    reads: tuple[tuple[str, str], ...] = ()  # each must be DATA_LOSS
+    gone: tuple[tuple[str, str], ...] = ()  # each must not serve the deleted record
+    rewritten: bool = False  # the checkpoint check applies (and, for a rewrite, only it)
+    verdict: bool = True
+
+
+def sql(statement: str, *params: Callable[[Ids], object]) -> Callable[[Db, Ids], None]:
+    """An attacker's single statement; it must change at least one row."""
+
+    def tamper(db: Db, ids: Ids) -> None:
+        assert db.execute(statement, tuple(p(ids) for p in params)).rowcount >= 1, statement
+
+    return tamper
+
+
+def forged_copy(
+    table: str, where: str, *params: Callable[[Ids], object], **new: object
+) -> Callable[[Db, Ids], None]:
+    """A row copied from the one matching ``where``, with ``new`` values (callables take
+    the ids)."""
+
+    def tamper(db: Db, ids: Ids) -> None:
+        values = {k: v(ids) if callable(v) else v for k, v in new.items()}
+        copy_row(db, table, where, *(p(ids) for p in params), **values)
+
+    return tamper
+
+
+def then_reforge(*steps: Callable[[Db, Ids], None]) -> Callable[[Db, Ids], None]:
+    def tamper(db: Db, ids: Ids) -> None:
+        for step in steps:
+            step(db, ids)
+        assert reforge(db) > 0, "the forger changed no event"
+
+    return tamper
+
+
+def case(role: str) -> Callable[[Ids], str]:
+    return lambda ids: ids.cases[role]
+
+
+def rev(key: str) -> Callable[[Ids], str]:
+    return lambda ids: ids.reviews[key]
+
+
+def gold_named(role: str, revision: int) -> Callable[[Ids], Named]:
+    return lambda ids: {(GOLD, f"{ids.cases[role]}#{revision}")}
+
+
+def resolution_named(role: str, round_: int) -> Callable[[Ids], Named]:
+    return lambda ids: {(RESOLUTION, f"{ids.cases[role]}#{round_}")}
+
+
+def review_named(key: str) -> Callable[[Ids], Named]:
+    return lambda ids: {(REVIEW, ids.reviews[key])}
+
+
+def reviewers_named(*names: str) -> Callable[[Ids], Named]:
+    return lambda ids: {(REVIEWER, name) for name in names}
+
+
+def event_at(event_type: str, **payload: Callable[[Ids], str] | str) -> Callable[[Db, Ids], int]:
+    def find(db: Db, ids: Ids) -> int:
+        found = {k: v if isinstance(v, str) else v(ids) for k, v in payload.items()}
+        return event_sequence(db, event_type, **found)
+
+    return find
+
+
+def edit_payload(find: Callable[[Db, Ids], int], key: str, value: str) -> Callable[[Db, Ids], None]:
+    def tamper(db: Db, ids: Ids) -> None:
+        sequence = find(db, ids)
+        db.execute(
+            "UPDATE audit_events SET payload = json_set(payload, ?, ?) WHERE sequence = ?",
+            (f"$.{key}", value, sequence),
+        )
+
+    return tamper
+
+
+def next_after(find: Callable[[Db, Ids], int]) -> Callable[[Db, Ids], int]:
+    return lambda db, ids: find(db, ids) + 1
+
+
+def last_event(db: Db, _: Ids) -> int:
+    return int(db.execute("SELECT max(sequence) FROM audit_events").fetchone()[0])
+
+
+def append_copy_of_last(db: Db, ids: Ids) -> None:
+    last = last_event(db, ids)
+    copy_row(db, "audit_events", "sequence = ?", last, sequence=last + 1)
+
+
+def swap_events(a: int, b: int) -> Callable[[Db, Ids], None]:
+    cols = "event_type, occur_time, payload, previous_hash, hash, tenant"
+    return lambda db, _: swap(db, "audit_events", "sequence", a, b, cols)
+
+
+def swap_reviewers(db: Db, _: Ids) -> None:
+    cols = "kind, attested_by, register_time, identity_issuer, identity_subject"
+    swap(db, "reviewers", "reviewer_id", "fx-ann", "hu-hana", cols)
+
+
+def swap_cases(db: Db, ids: Ids) -> None:
+    cols = (
+        "subject, predicate, candidate_values, evidence_refs, context, local_verdict, "
+        "lineage_origin, lineage_ref, create_time, expire_time, content_digest"
+    )
+    swap(db, "cases", "case_id", ids.cases["open"], ids.cases["split"], cols)
+
+
+def swap_reviews(db: Db, ids: Ids) -> None:
+    a, b = ids.reviews["split/hu-hana"], ids.reviews["split/hu-hugo"]
+    swap(db, "reviews", "review_id", a, b, "outcome, label_key, reason, salt")
+
+
+def renumber_resolutions(db: Db, ids: Ids) -> None:
+    agree = ids.cases["agree"]
+    for old, new in ((1, 3), (2, 1), (3, 2)):
+        db.execute(
+            "UPDATE resolutions SET round = ? WHERE case_id = ? AND round = ?", (new, agree, old)
+        )
+
+
+def renumber_gold(db: Db, ids: Ids) -> None:
+    cols = "basis, label_key, contributing_review_ids, contributing_reviewer_ids, freeze_time"
+    key = "case_id = ? AND revision"
+    agree = ids.cases["agree"]
+    first = db.execute(f"SELECT {cols} FROM gold_labels WHERE {key} = 1", (agree,)).fetchone()
+    second = db.execute(f"SELECT {cols} FROM gold_labels WHERE {key} = 2", (agree,)).fetchone()
+    sets = ", ".join(f"{c.strip()} = ?" for c in cols.split(","))
+    db.execute(f"UPDATE gold_labels SET {sets} WHERE {key} = 1", (*second, agree))
+    db.execute(f"UPDATE gold_labels SET {sets} WHERE {key} = 2", (*first, agree))
+
+
+def forged_gold(db: Db, ids: Ids) -> None:
+    """A gold row for the open case copied from the split case's, with its digest recomputed
+    by the service's own function, so the row passes its own check."""
+    copy_row(db, "gold_labels", "case_id = ?", ids.cases["split"], case_id=ids.cases["open"])
+    sel = f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels WHERE case_id = ?"
+    row = db.execute(sel, (ids.cases["open"],)).fetchone()
+    db.execute(
+        "UPDATE gold_labels SET digest = ? WHERE case_id = ?",
+        (gold_digest(rows.gold_fields(row)), ids.cases["open"]),
+    )
+
+
+def delete_open_case(db: Db, ids: Ids) -> None:
+    """The open case gone with its review, and no TENANT_RECORDS_DELETED to say why."""
+    db.execute("DELETE FROM reviews WHERE case_id = ?", (ids.cases["open"],))
+    db.execute("DELETE FROM cases WHERE case_id = ?", (ids.cases["open"],))
+
+
+def delete_event(find: Callable[[Db, Ids], int]) -> Callable[[Db, Ids], None]:
+    def tamper(db: Db, ids: Ids) -> None:
+        db.execute("DELETE FROM audit_events WHERE sequence = ?", (find(db, ids),))
+
+    return tamper
+
+
+def delete_event_and_record(db: Db, ids: Ids) -> None:
+    """History rewritten to hide a review: its row and its event gone, later events
+    renumbered (the forger re-chains them)."""
+    review_id = ids.reviews["open/fx-ann"]
+    db.execute("DELETE FROM reviews WHERE review_id = ?", (review_id,))
+    sequence = event_sequence(db, "REVIEW_SUBMITTED", review_id=review_id)
+    db.execute("DELETE FROM audit_events WHERE sequence = ?", (sequence,))

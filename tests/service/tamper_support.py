@@ -1,0 +1,311 @@
+"""The tamper matrix's fixtures: one database populated through a real server, copied per
+scenario, edited the way an attacker holding the file would edit it, and served again.
+
+The pristine file is built once (reviewers of both kinds, agreeing and split rounds, an
+adjudicator's decision, two revisions of one case, an open case in a queue, a second tenant)
+and a signed checkpoint of its ledger is saved before anything is touched, as an auditor
+would save one. A scenario copies the file, edits the copy with a raw ``sqlite3``
+connection (the guarding triggers dropped, then recreated so the file looks untouched), and
+starts a fresh server on it with the same ledger key, so nothing cached hides the edit.
+
+``reforge`` is the strongest attacker: after editing rows it recomputes every content and
+gold-label digest and every ledger event from the rows with the service's own functions and
+re-chains the whole ledger, so the file is self-consistent and only a checkpoint saved
+before the edit can tell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from assay.runtime.server import serving
+from assay.services.adjudication import cases, ledger, records
+from assay.services.adjudication.canonical import canonical_json
+from assay.services.adjudication.model import AuditEventType, ChainHead, RecordKind
+from assay.services.adjudication.service import build_spec
+from assay.services.adjudication.storage import rows
+from assay.services.adjudication.transparency import origin_for
+from assay.services.registry import ServeOptions
+from assay.tlog.checkpoint import load_or_create_signing_key, parse_signed_checkpoint
+from assay.tlog.merkle import verify_consistency
+from assay.v1 import adjudication_service_pb2 as pb
+from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
+from assay.v1 import gold_pb2
+from tests.service.adjudication_support import FIXTURE, HUMAN, TIMEOUT, enqueue, register, review
+
+Stub = pb_grpc.AdjudicationServiceStub
+
+FIXTURES = ("fx-ann", "fx-bob")
+HUMANS = ("hu-hana", "hu-hugo", "hu-ada")
+
+
+@dataclass(frozen=True)
+class Served:
+    stub: Stub
+    target: str
+
+
+@contextlib.asynccontextmanager
+async def serve(db: Path, key: Path) -> AsyncIterator[Served]:
+    """A real server on 127.0.0.1:0 over ``db``, its ledger signed with ``key``."""
+    spec = await build_spec(ServeOptions(port=0, db_path=str(db), ledger_signing_key=key))
+    async with (
+        serving([spec]) as running,
+        grpc.aio.insecure_channel(running[0].address) as channel,
+    ):
+        yield Served(pb_grpc.AdjudicationServiceStub(channel), running[0].address)
+
+
+@dataclass
+class Ids:
+    """The records of the pristine database, by the role they play in the scenarios."""
+
+    cases: dict[str, str] = field(default_factory=dict)  # agree, split, open, other
+    reviews: dict[str, str] = field(default_factory=dict)  # "<case>/<reviewer>[/2]"
+
+
+@dataclass(frozen=True)
+class Pristine:
+    db: Path
+    key: Path
+    note: str  # the signed checkpoint saved before any tampering
+    ids: Ids
+    events: int
+
+
+async def _resolve(stub: Stub, case_id: str, **fields: Any) -> None:
+    request = pb.ResolveCaseRequest(case_id=case_id, **fields)
+    await stub.ResolveCase(request, timeout=TIMEOUT)
+
+
+async def _freeze(stub: Stub, case_id: str) -> None:
+    await stub.FreezeGoldLabel(pb.FreezeGoldLabelRequest(case_id=case_id), timeout=TIMEOUT)
+
+
+async def populate(stub: Stub) -> Ids:
+    ids = Ids()
+    for name in FIXTURES:
+        await register(stub, name, FIXTURE)
+    for name in HUMANS:
+        await register(stub, name, HUMAN)
+    unanimous = gold_pb2.RESOLUTION_BASIS_UNANIMOUS_AGREEMENT
+
+    async def reviewed(role: str, labels: dict[str, str], round_: int = 0, **kw: Any) -> None:
+        for reviewer_id, label in labels.items():
+            reply = await review(stub, ids.cases[role], reviewer_id, label, round_=round_)
+            suffix = f"/{round_}" if round_ > 1 else ""
+            ids.reviews[f"{role}/{reviewer_id}{suffix}"] = reply.review.review_id
+
+    ids.cases["agree"] = (await enqueue(stub)).case_id
+    await reviewed("agree", {"fx-ann": "key", "fx-bob": "key"})
+    await _resolve(stub, ids.cases["agree"], basis=unanimous)
+    await _freeze(stub, ids.cases["agree"])
+    await reviewed("agree", {"fx-ann": "none", "fx-bob": "none"}, round_=2)
+    await _resolve(stub, ids.cases["agree"], basis=unanimous)
+    await _freeze(stub, ids.cases["agree"])
+
+    ids.cases["split"] = (await enqueue(stub)).case_id
+    await reviewed("split", {"hu-hana": "key", "hu-hugo": "none"})
+    decision = pb.ResolveCaseRequest(
+        case_id=ids.cases["split"],
+        basis=gold_pb2.RESOLUTION_BASIS_ADJUDICATOR_DECISION,
+        adjudicator_reviewer_id="hu-ada",
+    )
+    decision.label.string_value = "key"
+    await stub.ResolveCase(decision, timeout=TIMEOUT)
+    await _freeze(stub, ids.cases["split"])
+
+    ids.cases["open"] = (await enqueue(stub)).case_id
+    await reviewed("open", {"fx-ann": "key"})
+
+    ids.cases["other"] = (await enqueue(stub, tenant="tenant-b")).case_id
+    await reviewed("other", {"fx-ann": "key", "fx-bob": "key"})
+    await _resolve(stub, ids.cases["other"], basis=unanimous)
+    await _freeze(stub, ids.cases["other"])
+    return ids
+
+
+async def build(directory: Path) -> Pristine:
+    """Populate a database through a real server and save its checkpoint."""
+    db, key = directory / "pristine.db", directory / "ledger-key.pem"
+    async with serve(db, key) as served:
+        ids = await populate(served.stub)
+        reply = await served.stub.GetCheckpoint(pb.GetCheckpointRequest(), timeout=TIMEOUT)
+    raw = sqlite3.connect(db)
+    try:
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        raw.close()
+    return Pristine(db, key, reply.signed_note, ids, reply.tree_size)
+
+
+def copy_of(pristine: Pristine, directory: Path) -> Path:
+    """A private copy of the pristine file (its WAL was checkpointed into it)."""
+    target = directory / "tampered.db"
+    shutil.copyfile(pristine.db, target)
+    return target
+
+
+@contextlib.contextmanager
+def attacker(path: Path) -> Iterator[sqlite3.Connection]:
+    """A raw connection with every guarding trigger dropped, recreated on the way out."""
+    db = sqlite3.connect(path, isolation_level=None)
+    triggers = db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'").fetchall()
+    try:
+        for name, _ in triggers:
+            db.execute(f"DROP TRIGGER {name}")
+        yield db
+        for _, sql in triggers:
+            db.execute(sql)
+    finally:
+        db.close()
+
+
+def event_sequence(db: sqlite3.Connection, event_type: str, **payload: str) -> int:
+    """The sequence of the one event of ``event_type`` whose payload holds ``payload``."""
+    where = " AND ".join(f"json_extract(payload, '$.{k}') = ?" for k in payload)
+    found = db.execute(
+        f"SELECT sequence FROM audit_events WHERE event_type = ? AND {where}",
+        (event_type, *payload.values()),
+    ).fetchall()
+    assert len(found) == 1, (event_type, payload, found)
+    return int(found[0][0])
+
+
+def swap(db: sqlite3.Connection, table: str, key: str, a: object, b: object, cols: str) -> None:
+    """Exchange ``cols`` between the rows whose ``key`` is ``a`` and ``b``."""
+    names = [c.strip() for c in cols.split(",")]
+    first = db.execute(f"SELECT {cols} FROM {table} WHERE {key} = ?", (a,)).fetchone()
+    second = db.execute(f"SELECT {cols} FROM {table} WHERE {key} = ?", (b,)).fetchone()
+    sets = ", ".join(f"{n} = ?" for n in names)
+    db.execute(f"UPDATE {table} SET {sets} WHERE {key} = ?", (*second, a))
+    db.execute(f"UPDATE {table} SET {sets} WHERE {key} = ?", (*first, b))
+
+
+def copy_row(
+    db: sqlite3.Connection, table: str, where: str, *params: object, **new: object
+) -> None:
+    """Insert a copy of the one row matching ``where``, with the ``new`` column values (every
+    column copied by name, so the forgery follows the schema whatever its version)."""
+    columns = [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
+    assert set(new) <= set(columns), (table, new)
+    picked = ", ".join("?" if c in new else c for c in columns)
+    values = [new[c] for c in columns if c in new]
+    done = db.execute(
+        f"INSERT INTO {table} ({', '.join(columns)}) SELECT {picked} FROM {table} WHERE {where}",
+        (*values, *params),
+    )
+    assert done.rowcount == 1, (table, where)
+
+
+# --- the forger: every digest and the whole chain recomputed from the rows ------------
+
+
+def gold_digest(fields: dict[str, Any]) -> str:
+    """The digest a gold row with ``fields`` (``rows.gold_fields``, its version in ``v``)
+    should carry, by the service's own function."""
+    from assay.services.adjudication import gold
+
+    return gold.versioned_digest(fields)
+
+
+def _commitments(db: sqlite3.Connection) -> dict[tuple[RecordKind, str], records.Commitment]:
+    found: dict[tuple[RecordKind, str], records.Commitment] = {}
+    for row in db.execute(f"SELECT {rows.REVIEWER_COLUMNS} FROM reviewers"):
+        found[RecordKind.REVIEWER, row[0]] = records.reviewer_commitment(rows.reviewer(row))
+    for row in db.execute(f"SELECT {rows.CASE_COLUMNS} FROM cases"):
+        commitment = records.case_commitment(rows.case(row))
+        assert commitment is not None
+        found[RecordKind.CASE, row[0]] = commitment
+    for row in db.execute(f"SELECT {rows.REVIEW_COLUMNS} FROM reviews"):
+        found[RecordKind.REVIEW, row[0]] = records.review_commitment(rows.review(row))
+    for row in db.execute(f"SELECT {rows.RESOLUTION_COLUMNS} FROM resolutions"):
+        value = rows.resolution(row)
+        found[RecordKind.RESOLUTION, records.resolution_id(value)] = records.resolution_commitment(
+            value
+        )
+    return found
+
+
+def reforge(db: sqlite3.Connection) -> int:
+    """Make the edited file self-consistent: content and gold digests recomputed from the
+    rows, every record event's payload rewritten to commit to its (edited) row, every
+    GOLD_LABEL_FROZEN to its row's digest, and the chain re-hashed from the first event that
+    changed. Returns that event's sequence (0 when no event had to change)."""
+    for row in db.execute(f"SELECT {rows.CASE_COLUMNS} FROM cases").fetchall():
+        real = cases.case_digest(rows.case(row, check=False))
+        db.execute("UPDATE cases SET content_digest = ? WHERE case_id = ?", (real, row[0]))
+    golds: dict[tuple[str, str], tuple[str, str]] = {}
+    for row in db.execute(f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels").fetchall():
+        real = gold_digest(rows.gold_fields(row))
+        db.execute(
+            "UPDATE gold_labels SET digest = ? WHERE case_id = ? AND revision = ?",
+            (real, row[0], row[1]),
+        )
+        golds[str(row[0]), str(row[1])] = (real, str(row[10]))
+    committed = _commitments(db)
+    head = ledger.EMPTY_HEAD
+    first_changed = 0
+    sql = f"SELECT {rows.AUDIT_COLUMNS} FROM audit_events ORDER BY sequence"
+    for row in db.execute(sql).fetchall():
+        event = rows.audit_event(row)
+        payload = dict(event.payload)
+        key = records.record_key(event.event_type.value, payload)
+        if key is not None and key in committed:
+            payload.update({k: v for k, v in committed[key].items() if k in payload or v != ""})
+        if event.event_type is AuditEventType.GOLD_LABEL_FROZEN:
+            gold_key = (payload["case_id"], payload["revision"])
+            if gold_key in golds:
+                payload["digest"], payload["provenance"] = golds[gold_key]
+        sequence = head.sequence + 1
+        hashed = ledger.event_hash(
+            sequence, event.event_type, event.occur_time, payload, head.hash, event.actor
+        )
+        if hashed != event.hash or sequence != event.sequence:
+            first_changed = first_changed or sequence
+            db.execute(
+                "UPDATE audit_events SET sequence = ?, payload = ?, previous_hash = ?, hash = ? "
+                "WHERE sequence = ?",
+                (sequence, canonical_json(payload), head.hash, hashed, event.sequence),
+            )
+        head = ChainHead(sequence, hashed)
+    return first_changed
+
+
+# --- what the tampered server says ------------------------------------------------------
+
+
+async def extends_checkpoint(stub: Stub, pristine: Pristine) -> bool:
+    """Whether the server's signed log provably extends the checkpoint saved before
+    tampering (both notes verified with the ledger key; RFC 6962 consistency)."""
+    public = load_or_create_signing_key(pristine.key).public_key()
+    origin = origin_for(public)
+    old = parse_signed_checkpoint(pristine.note, public, origin)
+    reply = await stub.GetCheckpoint(pb.GetCheckpointRequest(), timeout=TIMEOUT)
+    new = parse_signed_checkpoint(reply.signed_note, public, origin)
+    if new.size < old.size:
+        return False
+    request = pb.GetConsistencyProofRequest(first_size=old.size, second_size=new.size)
+    proof = await stub.GetConsistencyProof(request, timeout=TIMEOUT)
+    return verify_consistency(old.size, new.size, old.root, new.root, list(proof.hashes))
+
+
+async def status_of(call: Any) -> grpc.StatusCode:
+    """OK, or the code the call failed with (a stream is drained to its end)."""
+    try:
+        if hasattr(call, "__aiter__"):
+            async for _ in call:
+                pass
+        else:
+            await call
+    except grpc.aio.AioRpcError as error:
+        return error.code()
+    return grpc.StatusCode.OK
