@@ -103,6 +103,11 @@ def add_credential_arguments(parser: argparse.ArgumentParser) -> None:
         help="TLS trusting the system's CA roots (implied by --ca and --client-cert; "
         "env ASSAY_TLS=1)",
     )
+    group.add_argument(
+        "--server-name",
+        help="with TLS, the name the server's certificate must carry when the target lists "
+        "addresses of several hosts (ipv4:A:PORT,B:PORT) (env ASSAY_SERVER_NAME)",
+    )
 
 
 def _env(name: str) -> str | None:
@@ -137,6 +142,7 @@ def credentials_from_args(args: argparse.Namespace) -> Credentials | None:
     client_key = path("client_key", "ASSAY_CLIENT_KEY")
     flag_tls = getattr(args, "tls", None)
     tls = bool(flag_tls) if flag_tls is not None else env_bool("ASSAY_TLS")
+    server_name: str | None = getattr(args, "server_name", None) or _env("ASSAY_SERVER_NAME")
     if not (token or token_file or ca or client_cert or client_key or tls):
         return None
     try:
@@ -147,6 +153,7 @@ def credentials_from_args(args: argparse.Namespace) -> Credentials | None:
             client_cert=client_cert,
             client_key=client_key,
             tls=tls,
+            server_name=server_name,
         )
     except ValueError as error:
         raise CliError(f"credentials: {error}") from None

@@ -110,7 +110,9 @@ def register(subparsers: Any) -> None:
     serve.add_argument(
         "--resolver",
         default=env_str("ASSAY_RESOLVER_TARGET", "127.0.0.1:50051"),
-        help="where the planner finds the resolver (env ASSAY_RESOLVER_TARGET)",
+        help="where the planner finds the resolver: any gRPC target, one address or several "
+        "replicas balanced round_robin (dns:///resolver:50051, "
+        "ipv4:10.0.0.5:50051,10.0.0.6:50051) (env ASSAY_RESOLVER_TARGET)",
     )
     _add_runtime_arguments(serve)
     add_security_arguments(serve, up=False)

@@ -27,7 +27,7 @@ from assay.runtime.tls import (
     plaintext_refusal,
     resolver_plaintext_refusal,
 )
-from assay.transport import read_token
+from assay.transport import authority_options, read_token
 
 # The exit code of a configuration a server cannot start with (argparse uses it for usage).
 CONFIG_EXIT_CODE = 2
@@ -94,6 +94,10 @@ def _resolver_flags(up: bool) -> tuple[_Flag, ...]:
          "the planner's client certificate, for a resolver requiring mutual TLS"),
         ("--resolver-client-key", "ASSAY_RESOLVER_CLIENT_KEY", "FILE",
          "the key of --resolver-client-cert"),
+        ("--resolver-server-name", "ASSAY_RESOLVER_SERVER_NAME", "NAME",
+         "with TLS, the name every resolver replica's certificate carries, checked on each; "
+         "needed when --resolver lists addresses of several hosts (ipv4:A:PORT,B:PORT), "
+         "which have no one name to verify (default: the target's own name)"),
     )  # fmt: skip
 
 
@@ -185,7 +189,7 @@ def _resolver_tls(
         return None
     else:
         ca = None
-    return ClientTls(ca, cert, key)
+    return ClientTls(ca, cert, key, server_name=args.resolver_server_name or None)
 
 
 def _planner_credentials(
@@ -208,6 +212,23 @@ def _planner_credentials(
             "resolver: --resolver-token-file FILE (a token whose principal holds the service role)"
         )
     return peer_tls, token
+
+
+def _check_resolver_name(
+    args: argparse.Namespace, resolver_target: str, peer_tls: ClientTls | None
+) -> None:
+    """A resolver target listing several hosts needs the name TLS verifies; a name without
+    TLS would verify nothing, so it is refused rather than silently ignored."""
+    if args.resolver_server_name and peer_tls is None:
+        raise ValueError(
+            "--resolver-server-name needs TLS to the resolver (--resolver-ca or --credentials)"
+        )
+    try:
+        authority_options(
+            resolver_target, peer_tls is not None, peer_tls.server_name if peer_tls else None
+        )
+    except ValueError as error:
+        raise ValueError(f"--resolver: {error}; give --resolver-server-name NAME") from None
 
 
 def _resolve(
@@ -240,6 +261,7 @@ def _resolve(
         refusal = resolver_plaintext_refusal(resolver_target, peer_tls, args.insecure_plaintext)
         if refusal:
             raise ValueError(refusal)
+        _check_resolver_name(args, resolver_target, peer_tls)
     warnings = []
     if not gate.enabled:
         warnings.append(DEV_MODE_WARNING)

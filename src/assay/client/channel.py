@@ -15,6 +15,10 @@ server's ``RetryInfo`` delay: the service config could only retry every
 ``RESOURCE_EXHAUSTED``, including messages too large to ever pass
 (``assay.client.overload``).
 
+The target may name several replicas (``dns:///adjudication:50053``, an
+``ipv4:``/``ipv6:`` address list): the service config balances calls over
+them ``round_robin``, so a retried call goes to the next ready replica.
+
 TLS and the bearer token come from ``assay.client.credentials.Credentials``:
 both live in the channel (gRPC channel and call credentials), so every stub
 made on it, the typed clients' or a caller's own, carries them.
@@ -33,6 +37,7 @@ from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from assay.client.credentials import Credentials
 from assay.client.overload import AioOverloadRetry, OverloadRetry
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
+from assay.transport import LOAD_BALANCING_CONFIG
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 RETRY_POLICY = {
@@ -68,14 +73,18 @@ def retry_safe_paths(services: Iterable[ServiceDescriptor]) -> list[str]:
 
 
 def service_config(services: Iterable[ServiceDescriptor]) -> dict[str, Any]:
-    """The gRPC service config that retries exactly the retry-safe methods of ``services``."""
+    """The gRPC service config that balances calls round_robin over the target's addresses
+    and retries exactly the retry-safe methods of ``services``."""
     names = [
         {"service": service.full_name, "method": method.name}
         for service in services
         for method in service.methods
         if is_retry_safe(method)
     ]
-    return {"methodConfig": [{"name": names, "retryPolicy": RETRY_POLICY}]} if names else {}
+    config: dict[str, Any] = {"loadBalancingConfig": LOAD_BALANCING_CONFIG}
+    if names:
+        config["methodConfig"] = [{"name": names, "retryPolicy": RETRY_POLICY}]
+    return config
 
 
 def channel_options(
@@ -90,6 +99,16 @@ def channel_options(
     ]
 
 
+def _options(
+    target: str,
+    services: list[ServiceDescriptor],
+    credentials: Credentials | None,
+    max_message_bytes: int,
+) -> list[tuple[str, Any]]:
+    options = channel_options(services, max_message_bytes)
+    return options + (credentials.channel_options(target) if credentials is not None else [])
+
+
 def sync_channel(
     target: str,
     services: Iterable[ServiceDescriptor],
@@ -100,7 +119,7 @@ def sync_channel(
     ``credentials`` say so, plaintext otherwise (ValueError: a token in plaintext off
     loopback)."""
     services = list(services)
-    options = channel_options(services, max_message_bytes)
+    options = _options(target, services, credentials, max_message_bytes)
     secure = credentials.channel_credentials(target) if credentials is not None else None
     if secure is None:
         channel = grpc.insecure_channel(target, options=options)
@@ -117,7 +136,7 @@ def aio_channel(
 ) -> grpc.aio.Channel:
     """The asyncio twin of ``sync_channel``."""
     services = list(services)
-    options = channel_options(services, max_message_bytes)
+    options = _options(target, services, credentials, max_message_bytes)
     interceptors = [AioOverloadRetry(retry_safe_paths(services))]
     secure = credentials.channel_credentials(target) if credentials is not None else None
     if secure is None:

@@ -16,6 +16,10 @@
   TLS, or plaintext to this machine (loopback or a Unix socket) for local
   development. A token over plaintext to any other host is refused with
   ``ValueError`` before a connection is made.
+- **Several replicas** behind one target (``dns:///assay:50053``, or
+  ``ipv4:10.0.0.5:50053,10.0.0.6:50053``): the channel balances calls over
+  them. An address list spanning several hosts has no name for TLS to verify,
+  so ``server_name`` names the one every replica's certificate carries.
 
 The token never appears in a ``repr``, a log line or an error message.
 """
@@ -28,7 +32,13 @@ from typing import Any, Protocol
 
 import grpc
 
-from assay.transport import TokenFile, bearer_metadata, check_token, is_local_target
+from assay.transport import (
+    TokenFile,
+    authority_options,
+    bearer_metadata,
+    check_token,
+    is_local_target,
+)
 
 PathLike = str | Path
 
@@ -55,6 +65,7 @@ class Credentials:
     client_cert: Path | None = None
     client_key: Path | None = None
     tls: bool = False
+    server_name: str | None = None
 
     def __init__(
         self,
@@ -65,6 +76,7 @@ class Credentials:
         client_cert: PathLike | None = None,
         client_key: PathLike | None = None,
         tls: bool = False,
+        server_name: str | None = None,
     ) -> None:
         # Paths as str or Path, "" meaning unset (as an empty environment variable does).
         if token is not None and token_file:
@@ -78,6 +90,7 @@ class Credentials:
         set_(self, "client_cert", _path(client_cert))
         set_(self, "client_key", _path(client_key))
         set_(self, "tls", tls)
+        set_(self, "server_name", server_name or None)
 
     @classmethod
     def from_folder(cls, directory: PathLike, name: str) -> Credentials:
@@ -101,6 +114,8 @@ class Credentials:
             parts.insert(0, "token=<hidden>")
         if self.tls:
             parts.append("tls=True")
+        if self.server_name:
+            parts.append(f"server_name={self.server_name!r}")
         return f"Credentials({', '.join(parts)})"
 
     @property
@@ -129,6 +144,12 @@ class Credentials:
                 "machine (loopback or a Unix socket); use TLS (a CA to trust: ca= / --ca, "
                 "or the system roots: tls=True / --tls)"
             )
+
+    def channel_options(self, target: str) -> list[tuple[str, str]]:
+        """Channel options for ``target``: with TLS, the name each server's certificate is
+        verified against when the target lists addresses (ValueError: it lists several
+        hosts and no ``server_name`` was given)."""
+        return authority_options(target, self.uses_tls, self.server_name)
 
     def channel_credentials(self, target: str) -> grpc.ChannelCredentials | None:
         """The gRPC channel credentials for ``target``, or None for a plain insecure channel.

@@ -84,11 +84,14 @@ class ServerTls:
 @dataclass(frozen=True)
 class ClientTls:
     """How a client trusts a server (``ca``; None: the system roots) and, for mutual TLS,
-    the client's own certificate and key."""
+    the client's own certificate and key. ``server_name``: the name to verify the server's
+    certificate against when the target itself has none (an ``ipv4:`` list of replicas;
+    ``assay.transport.authority_options``)."""
 
     ca: Path | None = None
     cert: Path | None = None
     key: Path | None = None
+    server_name: str | None = None
 
     def check(self) -> None:
         """Read and parse every file once (see ``ServerTls.check``)."""

@@ -9,6 +9,14 @@ hang until the caller gives up. Calls do not use ``wait_for_ready``, and the
 channel's reconnect backoff is capped low, so a resolver that comes back is
 used again within about a second.
 
+The target may name several resolver replicas (``dns:///resolver-headless:50051``,
+``ipv4:10.0.0.5:50051,10.0.0.6:50051``): the channel balances calls over them
+``round_robin``, and a call that finds one dead (``UNAVAILABLE``: refused, reset
+mid-call) is retried by the loop above, which the picker sends to the next ready
+replica. Both resolver RPCs are pure reads, so repeating one is always safe. TLS
+to an address list verifies ``ClientTls.server_name`` (``--resolver-server-name``)
+on every replica's certificate (``assay.transport.authority_options``).
+
 The resolver's errors are translated, not wrapped: bad evidence keeps its
 reason and field paths (the planner's request names the same fields), a
 deadline is a deadline, and only the truly unexpected becomes RESOLVER_FAILED.
@@ -22,6 +30,7 @@ One channel lives as long as the servicer; ``close`` is the ServiceSpec hook.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -33,7 +42,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from assay import errors
 from assay.runtime.status import decode_rpc_error
 from assay.runtime.tls import ClientTls
-from assay.transport import TokenFile
+from assay.transport import LOAD_BALANCING_CONFIG, TokenFile, authority_options
 from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as rpb
 from assay.v1 import resolver_service_pb2_grpc as rgrpc
@@ -111,10 +120,12 @@ class ResolverClient:
         self.target = target
         self._token = token
         self.max_message_bytes = max_message_bytes
-        options = [
+        options: list[tuple[str, Any]] = [
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.service_config", json.dumps({"loadBalancingConfig": LOAD_BALANCING_CONFIG})),
             *_RECONNECT_OPTIONS,
+            *authority_options(target, tls is not None, tls.server_name if tls else None),
         ]
         if tls is None:
             self._channel = grpc.aio.insecure_channel(target, options=options)

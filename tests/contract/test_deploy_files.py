@@ -1,0 +1,328 @@
+"""The deploy artifacts agree with the code: no container engine runs here, so the Dockerfile,
+compose.yaml and deploy/k8s/ are checked statically against what ``assay`` really accepts.
+
+Every container command is parsed by the real ``assay`` argument parser (an unknown flag
+fails it), ports and probes are compared with the services' default ports and health names,
+every ``ASSAY_*`` variable must be one a flag documents, and every file a flag names must
+sit on a mounted volume. The health-check script the image ships is run against a real
+server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from assay.cli.main import build_parser
+from assay.runtime.config import ServerConfig
+from assay.runtime.server import ServiceSpec, serving
+from assay.services.registry import SERVICES
+from assay.transport import target_addresses
+from assay.v1 import adjudication_service_pb2, planner_service_pb2, resolver_service_pb2
+from tests.support.processes import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+K8S = ROOT / "deploy" / "k8s"
+ASSAY_SERVICES = ("resolver", "planner", "adjudication")
+# The name each service reports in grpc.health.v1 besides "" (the server as a whole).
+HEALTH_NAMES = {
+    "resolver": resolver_service_pb2.DESCRIPTOR.services_by_name["ResolverService"].full_name,
+    "planner": planner_service_pb2.DESCRIPTOR.services_by_name["PlannerService"].full_name,
+    "adjudication": adjudication_service_pb2.DESCRIPTOR.services_by_name[
+        "AdjudicationService"
+    ].full_name,
+}
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    subparsers = next(
+        a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
+    )
+    serve: argparse.ArgumentParser = subparsers.choices["serve"]
+    return serve
+
+
+def serve_args(command: list[str]) -> argparse.Namespace:
+    """``command`` as ``assay`` parses it (SystemExit, failing the test, on an unknown flag;
+    every flag spelled out in full, as argparse would accept an abbreviation)."""
+    words = [str(part) for part in command]
+    flags = {option for action in serve_parser()._actions for option in action.option_strings}
+    for word in words:
+        if word.startswith("--"):
+            assert word.split("=", 1)[0] in flags, f"{word} is not an `assay serve` flag"
+    args = build_parser().parse_args(words)
+    assert args.handler.__name__ == "_serve", command
+    return args
+
+
+def port_of(args: argparse.Namespace) -> int:
+    port: int = args.port if args.port is not None else SERVICES[args.service].default_port
+    return port
+
+
+def documented_env_names() -> set[str]:
+    """Every ``ASSAY_*`` variable the ``serve`` flags name in their help, ``(env NAME …``."""
+    names: set[str] = set()
+    for action in serve_parser()._actions:
+        names.update(re.findall(r"env (ASSAY_[A-Z_]+)", action.help or ""))
+    return names
+
+
+def files_named(args: argparse.Namespace) -> list[str]:
+    """The absolute paths the parsed flags point at (certificates, policies, tokens, keys)."""
+    return [v for v in vars(args).values() if isinstance(v, str) and v.startswith("/")]
+
+
+# --- Dockerfile -------------------------------------------------------------------------
+
+
+class TestDockerfile:
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+
+    def _final_stage(self) -> str:
+        return self.text.rsplit("\nFROM ", 1)[1]
+
+    def test_multi_stage(self) -> None:
+        """A build stage and a runtime stage that copies only the built environment."""
+        assert len(re.findall(r"^FROM ", self.text, re.MULTILINE)) >= 2
+        assert "COPY --from=build" in self._final_stage()
+
+    def test_runs_as_a_numeric_non_root_user(self) -> None:
+        """The last USER is a numeric uid other than 0 (runAsNonRoot can verify it)."""
+        users = re.findall(r"^USER (\S+)", self._final_stage(), re.MULTILINE)
+        assert users, "no USER in the final stage"
+        uid = users[-1].split(":")[0]
+        assert uid.isdigit()
+        assert int(uid) != 0
+
+    def test_entry_point_is_assay(self) -> None:
+        """``docker run IMAGE serve resolver`` runs ``assay serve resolver``."""
+        assert re.search(r'^ENTRYPOINT \["assay"\]$', self.text, re.MULTILINE)
+
+    def test_installs_the_project_as_ci_does(self) -> None:
+        """pip installs the project from pyproject.toml's pins, not a list of its own."""
+        assert "COPY pyproject.toml" in self.text
+        assert re.search(r"pip install [^\n]*\.\s", self.text)
+
+    def test_exposes_the_default_ports(self) -> None:
+        exposed = re.search(r"^EXPOSE (.+)$", self.text, re.MULTILINE)
+        assert exposed is not None
+        assert {int(p) for p in exposed.group(1).split()} == {
+            entry.default_port for entry in SERVICES.values()
+        }
+
+    def test_the_image_uid_is_the_one_kubernetes_runs_as(self) -> None:
+        users = re.findall(r"^USER (\d+)", self.text, re.MULTILINE)
+        for deployment in deployments().values():
+            context = deployment["spec"]["template"]["spec"]["securityContext"]
+            assert str(context["runAsUser"]) == users[-1]
+
+    def test_dockerignore_lets_in_what_the_build_copies(self) -> None:
+        """Each COPY source from the context is re-included by .dockerignore."""
+        ignore = (ROOT / ".dockerignore").read_text(encoding="utf-8")
+        for line in re.findall(r"^COPY (?!--from)(.+)$", self.text, re.MULTILINE):
+            for source in line.split()[:-1]:
+                assert f"!{source.rstrip('/')}" in ignore.replace("/\n", "\n"), source
+
+
+# --- compose.yaml -----------------------------------------------------------------------
+
+
+def compose() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((ROOT / "compose.yaml").read_text(encoding="utf-8"))
+    return loaded
+
+
+class TestCompose:
+    def test_the_three_services_and_postgres(self) -> None:
+        assert {*ASSAY_SERVICES, "postgres"} <= set(compose()["services"])
+
+    @pytest.mark.parametrize("name", ASSAY_SERVICES)
+    def test_command_ports_and_health_check(self, name: str) -> None:
+        """The command parses, serves this service on its default port, and the health
+        check asks that port."""
+        service = compose()["services"][name]
+        args = serve_args(service["command"])
+        assert args.service == name
+        port = port_of(args)
+        assert port == SERVICES[name].default_port
+        published = [str(p).split(":")[-1] for p in service.get("ports", [])]
+        assert str(port) in published + [str(p) for p in service.get("expose", [])]
+        test = service["healthcheck"]["test"]
+        assert test[:3] == ["CMD", "assay-healthcheck", f"127.0.0.1:{port}"]
+        ca = test[test.index("--ca") + 1]
+        mounts = [v.split(":")[1] for v in service["volumes"]]
+        assert any(ca.startswith(m + "/") for m in mounts)
+        for path in files_named(args):
+            assert any(path == m or path.startswith(m + "/") for m in mounts), path
+
+    def test_the_planner_balances_over_the_resolver_service(self) -> None:
+        """``--resolver dns:///resolver:PORT``: every resolver replica, on its port."""
+        planner = compose()["services"]["planner"]
+        args = serve_args(planner["command"])
+        assert args.resolver.startswith("dns:///")
+        (address,) = target_addresses(args.resolver)
+        assert address == f"resolver:{SERVICES['resolver'].default_port}"
+        assert planner["depends_on"]["resolver"]["condition"] == "service_healthy"
+
+    def test_adjudication_takes_its_postgresql_url_from_the_environment(self) -> None:
+        adjudication = compose()["services"]["adjudication"]
+        url = adjudication["environment"]["ASSAY_DB"]
+        assert url.startswith("${ASSAY_DB:-postgresql://")
+        assert "@postgres:5432/" in url
+        assert "ASSAY_DB" in documented_env_names()
+        assert adjudication["depends_on"]["postgres"]["condition"] == "service_healthy"
+
+    def test_environment_names_are_real(self) -> None:
+        known = documented_env_names()
+        for name in ASSAY_SERVICES:
+            for key in compose()["services"][name]["environment"]:
+                assert key in known, f"{name}: {key} is not an ASSAY_* variable a flag reads"
+
+
+# --- deploy/k8s -------------------------------------------------------------------------
+
+
+def manifests() -> list[dict[str, Any]]:
+    documents: list[dict[str, Any]] = []
+    for path in sorted(K8S.glob("*.yaml")):
+        documents.extend(d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d)
+    return documents
+
+
+def deployments() -> dict[str, dict[str, Any]]:
+    return {
+        d["metadata"]["name"].removeprefix("assay-"): d
+        for d in manifests()
+        if d["kind"] == "Deployment"
+    }
+
+
+def of_kind(kind: str) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in manifests() if d["kind"] == kind}
+
+
+def container(name: str) -> dict[str, Any]:
+    (only,) = deployments()[name]["spec"]["template"]["spec"]["containers"]
+    found: dict[str, Any] = only
+    return found
+
+
+class TestKubernetes:
+    def test_a_deployment_per_service(self) -> None:
+        assert set(deployments()) == set(ASSAY_SERVICES)
+
+    @pytest.mark.parametrize("name", ASSAY_SERVICES)
+    def test_args_ports_and_grpc_probes(self, name: str) -> None:
+        """Args parse; the container port and every probe are the service's default port;
+        readiness asks the service's own health name, liveness the server's."""
+        spec = container(name)
+        args = serve_args(spec["args"])
+        assert args.service == name
+        port = port_of(args)
+        assert port == SERVICES[name].default_port
+        assert [p["containerPort"] for p in spec["ports"]] == [port]
+        assert spec["readinessProbe"]["grpc"] == {"port": port, "service": HEALTH_NAMES[name]}
+        assert spec["livenessProbe"]["grpc"] == {"port": port, "service": ""}
+        if "startupProbe" in spec:
+            assert spec["startupProbe"]["grpc"]["port"] == port
+
+    @pytest.mark.parametrize("name", ASSAY_SERVICES)
+    def test_non_root_and_locked_down(self, name: str) -> None:
+        pod = deployments()[name]["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["runAsUser"] != 0
+        own = container(name)["securityContext"]
+        assert own["allowPrivilegeEscalation"] is False
+        assert own["capabilities"]["drop"] == ["ALL"]
+
+    @pytest.mark.parametrize("name", ASSAY_SERVICES)
+    def test_files_and_secrets_exist(self, name: str) -> None:
+        """Each file a flag names is on a mounted volume; each Secret used is defined, with
+        the keys used; every ASSAY_* variable is one a flag reads."""
+        pod = deployments()[name]["spec"]["template"]["spec"]
+        spec = container(name)
+        mounts = {m["name"]: m["mountPath"] for m in spec["volumeMounts"]}
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        secrets = of_kind("Secret")
+        for path in files_named(serve_args(spec["args"])):
+            holder = [n for n, m in mounts.items() if path.startswith(m + "/")]
+            assert holder, f"{name}: {path} is on no volume"
+            volume = volumes[holder[0]]
+            key = path.rsplit("/", 1)[1]
+            if "secret" in volume:
+                secret = secrets[volume["secret"]["secretName"]]
+                assert key in secret["stringData"], f"{name}: {key} not in the Secret"
+                items = volume["secret"].get("items")
+                assert items is None or key in [i["path"] for i in items]
+        known = documented_env_names()
+        for variable in spec["env"]:
+            assert variable["name"] in known, variable["name"]
+            ref = variable.get("valueFrom", {}).get("secretKeyRef")
+            if ref:
+                assert ref["key"] in secrets[ref["name"]]["stringData"]
+
+    def test_the_database_url_comes_from_a_secret(self) -> None:
+        (db,) = [e for e in container("adjudication")["env"] if e["name"] == "ASSAY_DB"]
+        ref = db["valueFrom"]["secretKeyRef"]
+        url = of_kind("Secret")[ref["name"]]["stringData"][ref["key"]]
+        assert url.startswith("postgresql://")
+
+    def test_the_planner_sees_every_resolver_pod(self) -> None:
+        """A headless Service selects the resolver pods, and the planner's ``--resolver`` is
+        its DNS name, so round_robin balances over every pod."""
+        headless = [s for s in of_kind("Service").values() if s["spec"].get("clusterIP") == "None"]
+        (service,) = headless
+        resolver = deployments()["resolver"]
+        labels = resolver["spec"]["template"]["metadata"]["labels"]
+        assert service["spec"]["selector"].items() <= labels.items()
+        port = SERVICES["resolver"].default_port
+        assert [p["port"] for p in service["spec"]["ports"]] == [port]
+        meta = service["metadata"]
+        args = serve_args(container("planner")["args"])
+        assert args.resolver == (
+            f"dns:///{meta['name']}.{meta['namespace']}.svc.cluster.local:{port}"
+        )
+
+    def test_services_point_at_the_named_container_port(self) -> None:
+        for service in of_kind("Service").values():
+            for port in service["spec"]["ports"]:
+                assert port["targetPort"] == "grpc"
+
+
+# --- the image's health check -----------------------------------------------------------
+
+
+class TestHealthCheckScript:
+    async def test_serving_is_exit_zero_and_unreachable_is_one(self) -> None:
+        """Against a real resolver: SERVING exits 0; a port nobody listens on exits 1."""
+        import asyncio
+
+        from assay.services.resolver import service as resolver_service
+
+        spec = ServiceSpec(
+            name="resolver",
+            descriptor=resolver_service.SERVICE_DESCRIPTOR,
+            servicer=resolver_service.make_servicer(),
+            port=0,
+        )
+        script = str(ROOT / "deploy" / "healthcheck.py")
+
+        def run(*argv: str) -> int:
+            done = subprocess.run(
+                [sys.executable, script, *argv], capture_output=True, timeout=30, check=False
+            )
+            return done.returncode
+
+        async with serving([spec], ServerConfig(grace_seconds=0)) as running:
+            address = running[0].address
+            assert await asyncio.to_thread(run, address) == 0
+            assert await asyncio.to_thread(run, address, "--service", HEALTH_NAMES["resolver"]) == 0
+        assert await asyncio.to_thread(run, f"127.0.0.1:{free_port()}", "--timeout", "1") == 1
