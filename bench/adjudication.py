@@ -18,10 +18,16 @@ Not a test: a script (``python bench/adjudication.py``) that prints, from one ru
    layer), in records/s as the client receives them (target: at least 20,000/s);
 6. what the target leaves per review beyond the no-op RPC, next to what the use case costs,
    and the disk's fsync time, which is what bounds the raw rate;
-7. the transparency log over 100,000 audit events (``--tlog-events``), in-process: building the
-   RFC 6962 tree, inclusion and consistency proofs generated and verified, checkpoints signed
-   and verified, and recomputing the root from every leaf ("verify-all"), each next to hashing
-   the leaves once with hashlib. ``--only-tlog`` runs this section alone.
+7. the transparency log over a ledger of 100,000 real audit events (``--tlog-events``),
+   written through the service's use cases (every case enqueued, reviewed twice, resolved and
+   frozen): in-process, building the RFC 6962 tree, inclusion and consistency proofs generated
+   and verified, checkpoints signed and verified, and recomputing the root from every leaf
+   ("verify-all"), each next to hashing the leaves once with hashlib; then through a real
+   server, ``GetInclusionProof`` throughput (against a no-op RPC on the same server),
+   ``VerifyAuditChain`` over every event (against reading and hashing every event row once),
+   and the offline check of the proofs the server returned against its signed checkpoint
+   (against hashing as many nodes with hashlib). ``--only-tlog`` runs this section alone;
+   ``--only-reviews`` runs section 1 alone (for before/after comparisons).
 
 Reviews arrive as in real use: every case is reviewed twice, each client by its own pair.
 The machine may be shared: each figure is the best of a few repeats.
@@ -31,9 +37,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import os
 import random
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -43,7 +51,8 @@ from pathlib import Path
 
 import aiosqlite
 import grpc
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from harness import best_of, free_port
 
 from assay.runtime import loop
@@ -62,10 +71,12 @@ from assay.services.adjudication.model import (
 )
 from assay.services.adjudication.model import GoldLabelRevision as Gold
 from assay.services.adjudication.operations import Adjudication
+from assay.services.adjudication.resolution import ResolveRequest
 from assay.services.adjudication.retries import RequestKey
 from assay.services.adjudication.reviews import ReviewSubmission
 from assay.services.adjudication.storage import Store, WriteTx
 from assay.services.adjudication.storage.schema import PRAGMAS
+from assay.services.adjudication.transparency import leaf_data
 from assay.tlog.checkpoint import Checkpoint, NoteSigner, parse_signed_checkpoint
 from assay.tlog.merkle import MerkleTree, verify_consistency, verify_inclusion
 from assay.v1 import adjudication_service_pb2 as pb
@@ -330,11 +341,70 @@ async def export_rate(target: str, expected: int) -> float:
 
 # --- 3. transparency log -------------------------------------------------------
 
+GET_INCLUSION = "/assay.v1.AdjudicationService/GetInclusionProof"
+REVIEWERS = 5  # ledger seeding: r0 and r1 review every case; five registrations in all
 
-def tlog_section(events: int, proofs: int, signatures: int, repeats: int) -> None:
-    """Tree build, proofs, checkpoints and verify-all over ``events`` 32-byte leaves."""
+
+async def seed_ledger(path: Path, events: int, workers: int = 100) -> int:
+    """A ledger of ``events`` real events: every case goes through its whole life (enqueue,
+    two reviews, resolve, freeze: five events) through the service's own use cases and
+    writer, group-committed, so the chain, the records and their cross-checks are exactly
+    what the service writes. Returns the number of cases."""
+    store = await Store.open(path)
+    adjudication = Adjudication(store)
+    case_count = (events - REVIEWERS) // 5
+    try:
+        for i in range(REVIEWERS + (events - REVIEWERS) % 5):
+            await adjudication.register_reviewer(
+                RequestKey("", "RegisterReviewer", ""),
+                f"r{i}", ReviewerKind.MECHANISM_TEST_FIXTURE, "", lambda _: b"",
+            )  # fmt: skip
+        data = CaseInput("bench", "api:x", "retries.mode", ("safe", "unsafe"), (), "", "safe",
+                         Lineage("bench"), None)  # fmt: skip
+        todo = iter(range(case_count))
+
+        def key(method: str) -> RequestKey:
+            return RequestKey(uuid.uuid4().hex, method, uuid.uuid4().hex)
+
+        async def worker() -> None:
+            for _ in todo:
+                raw = await adjudication.enqueue_case(
+                    key("EnqueueCase"), data, lambda c: c.case_id.encode()
+                )
+                case_id = raw.decode()
+                for reviewer in ("r0", "r1"):
+                    submission = ReviewSubmission(case_id, reviewer, 0, Outcome.LABEL, "safe", "")
+                    await adjudication.submit_review(key("SubmitReview"), submission, lambda _: b"")
+                decision = ResolveRequest(case_id, Basis.UNANIMOUS_AGREEMENT, None, "")
+                await adjudication.resolve_case(key("ResolveCase"), decision, lambda _: b"")
+                await adjudication.freeze(key("FreezeGoldLabel"), case_id, 0, lambda _: b"")
+
+        await asyncio.gather(*(worker() for _ in range(workers)))
+        return case_count
+    finally:
+        await store.close()
+
+
+def read_events(path: Path) -> list[tuple[bytes, ...]]:
+    """Every audit event row, in sequence order, read with plain sqlite3."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        found: list[tuple[bytes, ...]] = db.execute(
+            "SELECT * FROM audit_events ORDER BY sequence"
+        ).fetchall()
+        return found
+
+
+def read_leaves(path: Path) -> list[bytes]:
+    """The transparency log's leaves: each event's 32-byte chain hash, in sequence order."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        rows = db.execute("SELECT sequence, hash FROM audit_events ORDER BY sequence")
+        return [leaf_data(int(sequence), str(chain)) for sequence, chain in rows]
+
+
+def in_memory(leaves: list[bytes], proofs: int, signatures: int, repeats: int) -> None:
+    """Tree build, verify-all, proofs and checkpoints in-process, over the ledger's leaves."""
+    events = len(leaves)
     rng = random.Random(12)
-    leaves = [rng.randbytes(32) for _ in range(events)]
 
     def hash_once() -> None:
         for data in leaves:
@@ -405,32 +475,159 @@ def tlog_section(events: int, proofs: int, signatures: int, repeats: int) -> Non
     verify_sig = best_of(repeats=repeats, fn=check_notes)
     average = sum(len(p) for p in made) / len(made)
 
-    print(f"transparency log over {events:,} audit events (32-byte leaves, in-process, "
-          f"best of {repeats})")  # fmt: skip
-    print(f"  baseline: SHA-256 of every leaf once (hashlib)        : {baseline * 1e3:8.1f} ms")
-    print(f"  build the RFC 6962 tree (append every leaf)           : {build_time * 1e3:8.1f} ms"
+    print(f"  in memory (assay.tlog, in-process, best of {repeats}):")
+    print(f"    baseline: SHA-256 of every leaf once (hashlib)      : {baseline * 1e3:8.1f} ms")
+    print(f"    build the RFC 6962 tree (append every leaf)         : {build_time * 1e3:8.1f} ms"
           f" = {build_time / baseline:.1f}x baseline"
           f" ({events / build_time:,.0f} leaves/s)")  # fmt: skip
-    print(f"  verify-all: rebuild from every leaf, compare the root : {verify_all * 1e3:8.1f} ms"
+    print(f"    verify-all: rebuild from every leaf, compare root   : {verify_all * 1e3:8.1f} ms"
           f" = {verify_all / baseline:.1f}x baseline")  # fmt: skip
-    print(f"  inclusion proofs, {proofs:,} random leaves (avg {average:.1f} hashes):")
-    print(f"    generate                                            : "
+    print(f"    inclusion proofs, {proofs:,} random leaves (avg {average:.1f} hashes):")
+    print(f"      generate (MerkleTree.inclusion_proof)             : "
           f"{proofs / generate:10,.0f} proofs/s")  # fmt: skip
-    print(f"    verify                                              : "
+    print(f"      verify (merkle.verify_inclusion)                  : "
           f"{proofs / verify_inc:10,.0f} proofs/s")  # fmt: skip
-    print(f"  consistency proofs to {events:,} from {proofs:,} random sizes:")
-    print(f"    generate                                            : "
+    print(f"    consistency proofs to {events:,} from {proofs:,} random sizes:")
+    print(f"      generate                                          : "
           f"{proofs / generate_con:10,.0f} proofs/s")  # fmt: skip
-    print(f"    verify                                              : "
+    print(f"      verify                                            : "
           f"{proofs / verify_con:10,.0f} proofs/s")  # fmt: skip
-    print(f"  checkpoints (C2SP signed note, Ed25519), {signatures:,} each:")
-    print(f"    sign                                                : "
+    print(f"    checkpoints (C2SP signed note, Ed25519), {signatures:,} each:")
+    print(f"      sign                                              : "
           f"{signatures / sign:10,.0f} checkpoints/s")  # fmt: skip
-    print(f"    parse + verify                                      : "
+    print(f"      parse + verify                                    : "
           f"{signatures / verify_sig:10,.0f} checkpoints/s")  # fmt: skip
-    print(f"  one inclusion check (verify, {average:.0f} hashes) costs "
+    print(f"    one inclusion check ({average:.0f} hashes) costs "
           f"{verify_inc / proofs / (baseline / events):.0f} leaf hashes; verify-all costs "
           f"{verify_all / (baseline / events):,.0f}")  # fmt: skip
+
+
+async def fetch_proofs(
+    target: str, sequences: list[int]
+) -> tuple[pb.GetCheckpointResponse, list[pb.GetInclusionProofResponse]]:
+    """The server's checkpoint, then the audit path of each sequence at its tree size."""
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = pb_grpc.AdjudicationServiceStub(channel)
+        head = await stub.GetCheckpoint(pb.GetCheckpointRequest(), timeout=60)
+        found = []
+        for start in range(0, len(sequences), 100):
+            found += await asyncio.gather(
+                *(
+                    stub.GetInclusionProof(
+                        pb.GetInclusionProofRequest(sequence=s, tree_size=head.tree_size),
+                        timeout=60,
+                    )
+                    for s in sequences[start : start + 100]
+                )
+            )
+        return head, found
+
+
+def through_server(
+    path: Path, leaves: list[bytes], proofs: int, clients: int, repeats: int, event_loop: str
+) -> None:
+    """GetInclusionProof and VerifyAuditChain on a real server over the seeded ledger, and an
+    auditor's offline check of the proofs it returned."""
+    events = len(leaves)
+    rng = random.Random(13)
+    sequences = [rng.randrange(1, events + 1) for _ in range(proofs)]
+    started = time.perf_counter()
+    server = Server(path, event_loop)
+    try:
+        server.wait_ready()
+        ready = time.perf_counter() - started
+        per_client = -(-proofs // clients)
+        plan = [
+            [pb.GetInclusionProofRequest(sequence=s).SerializeToString()
+             for s in sequences[c * per_client : (c + 1) * per_client]]
+            for c in range(clients)
+        ]  # fmt: skip
+        noop = [[HEALTH_CHECK] * len(mine) for mine in plan]
+        asyncio.run(drive(server.target, GET_INCLUSION, plan))  # warm-up
+        rpc = health = 0.0
+        for _ in range(repeats):  # interleaved, so machine load hits both alike
+            rpc = max(rpc, asyncio.run(drive(server.target, GET_INCLUSION, plan)))
+            health = max(health, asyncio.run(drive(server.target, HEALTH, noop)))
+        head, replies = asyncio.run(fetch_proofs(server.target, sequences))
+
+        with grpc.insecure_channel(server.target) as channel:
+            stub = pb_grpc.AdjudicationServiceStub(channel)
+            verdicts: list[pb.VerifyAuditChainResponse] = []
+
+            def verify_chain() -> None:
+                verdicts.append(stub.VerifyAuditChain(pb.VerifyAuditChainRequest(), timeout=600))
+
+            chain = best_of(repeats=repeats, fn=verify_chain)
+    finally:
+        server.stop()
+    bad = [v for v in verdicts if not v.ok or v.events_checked != events]
+    if bad:
+        raise RuntimeError(f"VerifyAuditChain over the seeded ledger failed: {bad[0]}")
+
+    rows = read_events(path)
+
+    def read_and_hash() -> None:
+        for row in read_events(path):
+            hashlib.sha256(repr(row).encode()).digest()
+
+    floor = best_of(repeats=repeats, fn=read_and_hash)
+
+    # Offline, as `assay audit` would: the note's signature with the public key, then each
+    # proof from the event's own chain hash up to the signed root.
+    public = serialization.load_pem_public_key(head.public_key_pem.encode("ascii"))
+    assert isinstance(public, Ed25519PublicKey)
+    signed = parse_signed_checkpoint(head.signed_note, public, head.origin)
+
+    def check_offline() -> None:
+        for s, reply in zip(sequences, replies, strict=True):
+            if not verify_inclusion(
+                leaves[s - 1], reply.leaf_index, signed.size, list(reply.hashes), signed.root
+            ):
+                raise RuntimeError(f"inclusion proof of event {s} failed offline")
+
+    offline = best_of(repeats=repeats, fn=check_offline)
+    hashes = sum(len(r.hashes) for r in replies) + len(replies)  # the leaf's own hash too
+
+    def hash_as_many() -> None:
+        for _ in range(hashes):
+            hashlib.sha256(b"\x01" + leaves[0] + leaves[-1]).digest()
+
+    hash_floor = best_of(repeats=repeats, fn=hash_as_many)
+
+    print(f"  through a real server (assay serve adjudication, {loop.resolve_loop(event_loop)}"
+          f" loop), best of {repeats}:")  # fmt: skip
+    print(f"    server ready in {ready:.1f} s (rebuilds the tree from {events:,} stored events)")
+    print(
+        f"    GetInclusionProof, {proofs:,} random events, {clients} clients: "
+        f"{rpc:10,.0f} proofs/s = {rpc / health:.2f}x a no-op RPC ({health:,.0f} calls/s)"
+    )
+    print(f"    VerifyAuditChain over {events:,} events (chain + record cross-checks): "
+          f"{chain:6.2f} s = {events / chain:,.0f} events/s")  # fmt: skip
+    print(f"      = {chain / floor:.1f}x reading every event row with sqlite3 and hashing it"
+          f" once ({floor:.2f} s for {len(rows):,} rows)")  # fmt: skip
+    print(f"    offline: the RPC's {proofs:,} proofs against the signed checkpoint"
+          f" (merkle.verify_inclusion): {proofs / offline:10,.0f} proofs/s")  # fmt: skip
+    print(f"      = {offline / hash_floor:.1f}x hashing the same {hashes:,} nodes with hashlib"
+          f" ({hashes / proofs:.1f} per proof)")  # fmt: skip
+
+
+def tlog_section(
+    events: int, proofs: int, signatures: int, clients: int, repeats: int, event_loop: str
+) -> None:
+    """The transparency log over a ledger of ``events`` real events."""
+    with tempfile.TemporaryDirectory(prefix="assay-bench-tlog-") as tmp:
+        path = Path(tmp) / "ledger.db"
+        started = time.perf_counter()
+        case_count = loop.run(seed_ledger(path, events), event_loop)
+        seeded = time.perf_counter() - started
+        leaves = read_leaves(path)
+        if len(leaves) != events:
+            raise RuntimeError(f"seeded {len(leaves)} events, expected {events}")
+        print(f"transparency log over {events:,} audit events ({case_count:,} cases, each"
+              f" enqueued, reviewed twice, resolved and frozen through the service's use"
+              f" cases; seeded in {seeded:.1f} s)")  # fmt: skip
+        in_memory(leaves, proofs, signatures, repeats)
+        through_server(path, leaves, proofs, clients, repeats, event_loop)
 
 
 def main() -> int:
@@ -448,13 +645,20 @@ def main() -> int:
                         help="random inclusion and consistency proofs")  # fmt: skip
     parser.add_argument("--tlog-signatures", type=int, default=2_000,
                         help="checkpoints signed and verified")  # fmt: skip
-    parser.add_argument("--only-tlog", action="store_true",
-                        help="only the transparency-log section (no server, no disk)")  # fmt: skip
+    parser.add_argument("--tlog-clients", type=int, default=50,
+                        help="concurrent GetInclusionProof clients")  # fmt: skip
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--only-tlog", action="store_true",
+                      help="only the transparency-log section")  # fmt: skip
+    only.add_argument("--only-reviews", action="store_true",
+                      help="only the durable-writes section (reviews vs raw commits)")  # fmt: skip
     args = parser.parse_args()
-    if args.tlog_events < 2:
-        parser.error("--tlog-events must be at least 2")
+    if args.tlog_events < REVIEWERS + 5:
+        parser.error(f"--tlog-events must be at least {REVIEWERS + 5}")
+    tlog = (args.tlog_events, args.tlog_proofs, args.tlog_signatures, args.tlog_clients,
+            args.repeats, args.event_loop)  # fmt: skip
     if args.only_tlog:
-        tlog_section(args.tlog_events, args.tlog_proofs, args.tlog_signatures, args.repeats)
+        tlog_section(*tlog)
         return 0
     if args.reviewers < 2 or args.reviewers % 2:
         parser.error("--reviewers must be an even number >= 2 (reviewers work in pairs)")
@@ -516,6 +720,8 @@ def main() -> int:
               f" the use case alone (in-process) takes {1e6 / inproc_best:,.0f} us")  # fmt: skip
         print(f"  write 4 KiB + fsync on this disk: {sync:,.0f} us -- what bounds the raw rate;"
               " where fsync costs 1 ms, raw drops to ~1,000/s")  # fmt: skip
+        if args.only_reviews:
+            return 0
 
         gold_db = root / "gold.db"
         started = time.perf_counter()
@@ -532,7 +738,7 @@ def main() -> int:
         print(f"export of {args.gold:,} gold labels (seeded in {seeded:.1f}s)")
         print(f"  ExportCorpus, records received by the client   : {best:10,.0f} records/s"
               "  (target >= 20,000/s)")  # fmt: skip
-    tlog_section(args.tlog_events, args.tlog_proofs, args.tlog_signatures, args.repeats)
+    tlog_section(*tlog)
     return 0
 
 
