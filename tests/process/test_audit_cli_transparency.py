@@ -71,7 +71,7 @@ class TestAuditorWorkflow:
 
             corpus = tmp_path / "corpus.jsonl"
             ok("export", "--out", str(corpus), "--target", target)
-            assert "export checkpoint verified" in ok(
+            assert "export verified" in ok(
                 "audit", "verify-export", str(corpus), "--public-key", str(pub)
             )
 

@@ -178,8 +178,15 @@ class TestTampering:
         )
         db.close()
         async with adjudication_server(path) as server:
-            listed = await server.stub.ListGoldLabelRevisions(pb.ListGoldLabelRevisionsRequest())
-            assert listed.revisions[0].label.string_value == "none", "the row itself verifies"
+            # The row verifies against its own digest; the read's ledger check refuses it.
+            error = await failure(
+                server.stub.ListGoldLabelRevisions(pb.ListGoldLabelRevisionsRequest())
+            )
+            assert error.code == grpc.StatusCode.DATA_LOSS
+            assert (error.metadata["record"], error.metadata["key"]) == (
+                "gold label",
+                f"{case_id}#1",
+            )
             verdict = await server.stub.VerifyAuditChain(pb.VerifyAuditChainRequest())
             assert not verdict.ok
             assert verdict.problem == pb.AUDIT_PROBLEM_GOLD_LABEL_MISMATCH

@@ -6,7 +6,8 @@ prove that today's ledger extends it (``verify --since``); both checkpoints' sig
 the RFC 6962 consistency proof are checked here, locally, against a public key the auditor
 pinned (``--public-key``; ``public-key --key`` prints it from the key file, offline). An
 export's manifest carries the checkpoint of the ledger head it was read at;
-``verify-export`` checks that signature offline.
+``verify-export`` checks that signature offline, then every record's label and inclusion
+proof against it (``export_proofs``).
 
 The checking uses ``merkle`` and ``checkpoint``: pure modules (hashing, Ed25519, parsing —
 no server, storage or grpc code), shared so the verifier is the algorithm the log uses.
@@ -24,7 +25,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
 )
+from google.protobuf import json_format
 
+from assay.cli import export_proofs
 from assay.cli.common import CliError, print_json
 from assay.tlog.checkpoint import Checkpoint, parse_signed_checkpoint
 from assay.tlog.merkle import verify_consistency
@@ -177,12 +180,50 @@ def verify_export(args: argparse.Namespace) -> int:
             f"audit chain head is #{sequence}",
             exit_code=FAILED,
         )
-    result = {"ok": True, "origin": found.origin, "size": found.size, "root": found.root.hex()}
+    records = check_records(corpus, found)
+    declared = int(manifest.get("recordCount", 0))
+    if records != declared:
+        raise CliError(
+            f"{corpus}: {records} record(s), but the manifest declares {declared}",
+            exit_code=FAILED,
+        )
+    result = {
+        "ok": True,
+        "origin": found.origin,
+        "size": found.size,
+        "root": found.root.hex(),
+        "records": records,
+    }
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print(
-            f"export checkpoint verified: {found.size} event(s) ({found.origin}), "
-            f"root {found.root.hex()[:16]}…"
+            f"export verified: {records} record(s) proven in the signed checkpoint of "
+            f"{found.size} event(s) ({found.origin}), root {found.root.hex()[:16]}…"
         )
     return 0
+
+
+def check_records(corpus: Path, signed: Checkpoint) -> int:
+    """How many records ``corpus`` holds, each proven in ``signed``; ``CliError`` (exit 2)
+    naming the first that is not."""
+    count = 0
+    text = _read(corpus, "the exported corpus").decode("utf-8", "replace")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        record = pb.CorpusRecord()
+        try:
+            json_format.Parse(line, record)
+        except json_format.ParseError as error:
+            raise CliError(f"{corpus}:{number}: not a corpus record: {error}", FAILED) from None
+        try:
+            export_proofs.check_record(record, signed)
+        except export_proofs.BadRecord as error:
+            revision = record.revision
+            raise CliError(
+                f"{corpus}:{number}: case {revision.case_id} revision {revision.revision}: {error}",
+                exit_code=FAILED,
+            ) from None
+        count += 1
+    return count

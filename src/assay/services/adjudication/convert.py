@@ -312,8 +312,21 @@ def agreement(value: agreement_rules.Agreement) -> pb.ComputeAgreementResponse:
     return message
 
 
-def corpus_record(value: ExportRecord) -> pb.CorpusRecord:
-    return pb.CorpusRecord(case=blinded(value.case), revision=gold_label(value.revision))
+def corpus_record(value: ExportRecord, inclusion_path: list[bytes]) -> pb.CorpusRecord:
+    """The record with its label's GOLD_LABEL_FROZEN event (leaf ``sequence - 1``) and that
+    leaf's inclusion proof in the export's tree."""
+    message = pb.CorpusRecord(case=blinded(value.case), revision=gold_label(value.revision))
+    if value.event is not None:
+        message.inclusion.CopyFrom(
+            pb.GoldLabelInclusion(
+                event=audit_event(value.event),
+                leaf_index=value.event.sequence - 1,
+                inclusion_path=inclusion_path,
+            )
+        )
+    return message
+
+
 
 
 def exclusion(value: ExportExclusion) -> pb.ExportExclusion:

@@ -319,6 +319,8 @@ class DeletedCounts:
 class ExportRecord:
     case: BlindedCase
     revision: GoldLabelRevision
+    # The GOLD_LABEL_FROZEN event that recorded ``revision`` (set once checked against it).
+    event: AuditEvent | None = None
 
 
 @dataclass(frozen=True)

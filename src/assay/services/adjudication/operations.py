@@ -21,7 +21,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
 
-from assay.errors import AlreadyExists, DataLoss, FailedPrecondition, Reason, invalid_field
+from assay.errors import AlreadyExists, FailedPrecondition, Reason, invalid_field
 from assay.services.adjudication import cases, gold, permissions, records, resolution, reviews
 from assay.services.adjudication.canonical import digest, now, to_micros
 from assay.services.adjudication.fields import require_id, require_tenant
@@ -35,6 +35,7 @@ from assay.services.adjudication.model import (
     CaseState,
     DeletedCounts,
     GoldLabelRevision,
+    RecordKind,
     Resolution,
     Review,
     Reviewer,
@@ -364,12 +365,12 @@ def _check_recorded(
     match what their ledger events recorded: a freeze never builds on an edited row."""
     tenant = snap.case.tenant
     reviewed = {r.review_id: r for r in snap.round_reviews}
-    expected: list[tuple[str, records.Commitment, list[dict[str, str]]]] = []
+    expected: list[tuple[RecordKind, str, records.Commitment, dict[str, str] | None]] = []
     review_events = tx.recorded(AuditEventType.REVIEW_SUBMITTED, "review_id", reviewed, tenant)
     by_id = {p.get("review_id", ""): p for p in review_events}
     for review_id, value in reviewed.items():
         expected.append(
-            (f"review {review_id}", records.review_commitment(value), _one(by_id, review_id))
+            (RecordKind.REVIEW, review_id, records.review_commitment(value), by_id.get(review_id))
         )
     resolved = [
         p
@@ -378,9 +379,10 @@ def _check_recorded(
     ]
     expected.append(
         (
-            f"resolution {records.resolution_id(decided)}",
+            RecordKind.RESOLUTION,
+            records.resolution_id(decided),
             records.resolution_commitment(decided),
-            resolved[:1],
+            resolved[0] if resolved else None,
         )
     )
     registered = tx.recorded(AuditEventType.REVIEWER_REGISTERED, "reviewer_id", found, "")
@@ -388,23 +390,16 @@ def _check_recorded(
     for reviewer_id, reviewer in found.items():
         expected.append(
             (
-                f"reviewer {reviewer_id}",
+                RecordKind.REVIEWER,
+                reviewer_id,
                 records.reviewer_commitment(reviewer),
-                _one(by_reviewer, reviewer_id),
+                by_reviewer.get(reviewer_id),
             )
         )
-    for name, commitment, events in expected:
-        why = records.disagreement(commitment, events[0]) if events else "has no ledger event"
+    for kind, record_id, commitment, event in expected:
+        why = records.mismatch(commitment, event)
         if why:
-            raise DataLoss(
-                Reason.STORED_RECORD_INVALID,
-                f"stored {name} does not match the ledger ({why}); refusing to freeze on it",
-                metadata={"record": name.split(" ")[0], "key": name.split(" ", 1)[1]},
-            )
-
-
-def _one(found: dict[str, dict[str, str]], key: str) -> list[dict[str, str]]:
-    return [found[key]] if key in found else []
+            raise records.record_loss(kind, record_id, why, "refusing to freeze on it")
 
 
 def _counted(counts: DeletedCounts) -> dict[str, str]:

@@ -2,19 +2,30 @@
 
 Each function gives the payload fields the record's ledger event must hold (a
 reviewer's REVIEWER_REGISTERED, a case's CASE_ENQUEUED, a review's
-REVIEW_SUBMITTED, a resolution's CASE_RESOLVED), so a row edited in the file —
-a review's label, a resolution's basis, a reviewer's kind — disagrees with the
-event written when it was stored. A payload field missing from an event counts
-as "" (a reviewer registered without an identity binding records none).
+REVIEW_SUBMITTED, a resolution's CASE_RESOLVED, a gold label's GOLD_LABEL_FROZEN),
+so a row edited in the file — a review's label, a resolution's basis, a
+reviewer's kind, a gold label forged with a recomputed digest — disagrees with
+the event written when it was stored. A payload field missing from an event
+counts as "" (a reviewer registered without an identity binding records none).
+The freeze, every read and ``VerifyAuditChain`` compare through ``mismatch`` and
+report through ``record_loss``, so they agree on what counts as tampering.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from assay.errors import DataLoss, Reason
 from assay.services.adjudication import cases, reviews
 from assay.services.adjudication.canonical import digest
-from assay.services.adjudication.model import Case, RecordKind, Resolution, Review, Reviewer
+from assay.services.adjudication.model import (
+    Case,
+    GoldLabelRevision,
+    RecordKind,
+    Resolution,
+    Review,
+    Reviewer,
+)
 
 Commitment = dict[str, str]
 
@@ -23,6 +34,7 @@ EVENT_KEYS = {
     "CASE_ENQUEUED": (RecordKind.CASE, ("case_id",)),
     "REVIEW_SUBMITTED": (RecordKind.REVIEW, ("review_id",)),
     "CASE_RESOLVED": (RecordKind.RESOLUTION, ("case_id", "round")),
+    "GOLD_LABEL_FROZEN": (RecordKind.GOLD_LABEL, ("case_id", "revision")),
 }
 
 
@@ -76,9 +88,46 @@ def resolution_id(value: Resolution) -> str:
     return f"{value.case_id}#{value.round}"
 
 
+def gold_commitment(value: GoldLabelRevision) -> Commitment:
+    """The revision's digest (already re-checked against its fields when the row was read)
+    and provenance: a row forged with a recomputed digest differs from the frozen one."""
+    return {
+        "case_id": value.case_id,
+        "revision": str(value.revision),
+        "digest": value.digest,
+        "provenance": value.provenance.value,
+    }
+
+
+def gold_id(value: GoldLabelRevision) -> str:
+    return f"{value.case_id}#{value.revision}"
+
+
+def kind_name(kind: RecordKind) -> str:
+    """How messages and ``ErrorInfo`` metadata name a kind: "gold label", "review"."""
+    return kind.value.lower().replace("_", " ")
+
+
 def disagreement(expected: Commitment | None, recorded: Mapping[str, str]) -> str:
     """ "" when ``recorded`` holds every field of ``expected``, else what differs."""
     if expected is None:
         return "its content does not match its stored digest"
     wrong = sorted(k for k, v in expected.items() if str(recorded.get(k, "")) != v)
     return f"{', '.join(wrong)} differ(s) from the ledger" if wrong else ""
+
+
+def mismatch(expected: Commitment | None, recorded: Mapping[str, str] | None) -> str:
+    """``disagreement``, or "has no ledger event" when nothing recorded the record."""
+    return "has no ledger event" if recorded is None else disagreement(expected, recorded)
+
+
+def record_loss(kind: RecordKind, key: str, why: str, doing: str = "") -> DataLoss:
+    """DATA_LOSS naming the record (``ErrorInfo`` metadata ``record`` and ``key``) whose row
+    disagrees with its ledger event; ``doing``: what is refused because of it."""
+    name = kind_name(kind)
+    tail = f"; {doing}" if doing else ""
+    return DataLoss(
+        Reason.STORED_RECORD_INVALID,
+        f"stored {name} {key} does not match the ledger ({why}){tail}",
+        metadata={"record": name, "key": key},
+    )

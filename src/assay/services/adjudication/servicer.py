@@ -192,17 +192,27 @@ class AdjudicationServicer:
             if isinstance(item, ChainHead):
                 head = item
                 continue
-            yield self._batch(item, tally)
+            yield await self._batch(item, tally, head.sequence)
         manifest = convert.manifest(tally, head, started, request.tenant)
         manifest.checkpoint = (await self.log.checkpoint(head.sequence)).note
         yield pb.ExportCorpusResponse(manifest=manifest)
 
-    @staticmethod
-    def _batch(item: ExportBatch, tally: ExportTally) -> pb.ExportCorpusResponse:
+    async def _batch(
+        self, item: ExportBatch, tally: ExportTally, size: int
+    ) -> pb.ExportCorpusResponse:
+        """The batch, each record with its label's inclusion proof in the tree of ``size``
+        events: the export's head, whose checkpoint the manifest signs."""
         tally.exclusions.extend(item.exclusions)
         for record in item.records:
             tally.add(record.revision)
-        batch = pb.CorpusRecordBatch(records=[convert.corpus_record(r) for r in item.records])
+        sequences = [r.event.sequence for r in item.records if r.event is not None]
+        proofs = iter(await self.log.inclusions(sequences, size))
+        batch = pb.CorpusRecordBatch(
+            records=[
+                convert.corpus_record(r, next(proofs) if r.event is not None else [])
+                for r in item.records
+            ]
+        )
         return pb.ExportCorpusResponse(batch=batch)
 
     async def ComputeAgreement(

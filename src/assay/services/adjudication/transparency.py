@@ -142,6 +142,14 @@ class TransparencyLog:
             )
         return sequence - 1, size, self._tree.inclusion_proof(sequence - 1, size)
 
+    async def inclusions(self, sequences: list[int], size: int) -> list[list[bytes]]:
+        """The audit paths of events ``sequences`` in the tree of ``size`` leaves (an export's
+        head), synced once for the whole batch."""
+        current = await self.sync()
+        if size > current:
+            raise ValueError(f"proofs at {size} events asked; the log has {current}")
+        return [self._tree.inclusion_proof(sequence - 1, size) for sequence in sequences]
+
     async def consistency(self, first: int, second: int) -> tuple[int, list[bytes]]:
         """(second size, proof) that the first ``first`` leaves are a prefix; ``second`` 0: now."""
         size = await self._size("second_size", second)

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,7 +40,7 @@ from assay.services.adjudication.model import (
     Reviewer,
     TenantScope,
 )
-from assay.services.adjudication.storage import connection, files, queries, rows
+from assay.services.adjudication.storage import connection, files, ledger_checks, queries, rows
 from assay.services.adjudication.storage.schema import MIGRATIONS, PRAGMAS, SCHEMA_VERSION
 from assay.services.adjudication.storage.tx import WriteTx
 from assay.services.adjudication.storage.writer import Writer
@@ -157,14 +157,32 @@ class Store:
 
     # --- reads -------------------------------------------------------------
 
+    # Each read that returns records checks them against their ledger events in the same
+    # read transaction (``ledger_checks``): DATA_LOSS names the first that disagrees.
+
     async def reviewer(self, reviewer_id: str) -> Reviewer | None:
-        return await self._read(lambda db: queries.reviewer(db, reviewer_id))
+        def work(db: sqlite3.Connection) -> Reviewer | None:
+            found = queries.reviewer(db, reviewer_id)
+            ledger_checks.check_reviewers(db, [found] if found else [])
+            return found
+
+        return await self._read(work)
 
     async def reviewers(self, after: str, limit: int) -> list[Reviewer]:
-        return await self._read(lambda db: queries.list_reviewers(db, after, limit))
+        def work(db: sqlite3.Connection) -> list[Reviewer]:
+            found = queries.list_reviewers(db, after, limit)
+            ledger_checks.check_reviewers(db, found)
+            return found
+
+        return await self._read(work)
 
     async def snapshot(self, case_id: str) -> CaseSnapshot | None:
-        return await self._read(lambda db: queries.snapshot(db, case_id))
+        def work(db: sqlite3.Connection) -> CaseSnapshot | None:
+            snap = queries.snapshot(db, case_id)
+            ledger_checks.check_snapshot(db, snap)
+            return snap
+
+        return await self._read(work)
 
     async def case_detail(
         self, case_id: str
@@ -176,6 +194,10 @@ class Store:
             if snap is None:
                 return None
             reviews, resolutions = queries.case_history(db, case_id)
+            # The round's reviews and resolution are among the case's: checked once.
+            ledger_checks.check_cases(db, [snap.case])
+            ledger_checks.check_reviews(db, reviews)
+            ledger_checks.check_resolutions(db, resolutions)
             return snap, reviews, resolutions
 
         return await self._read(work)
@@ -183,12 +205,22 @@ class Store:
     async def queue(
         self, reviewer_id: str, scope: TenantScope, after: str, limit: int, at: datetime
     ) -> list[tuple[Case, int]]:
-        return await self._read(lambda db: queries.queue(db, reviewer_id, scope, after, limit, at))
+        def work(db: sqlite3.Connection) -> list[tuple[Case, int]]:
+            found = queries.queue(db, reviewer_id, scope, after, limit, at)
+            ledger_checks.check_cases(db, [case for case, _ in found])
+            return found
+
+        return await self._read(work)
 
     async def gold_labels(
         self, case_id: str, after: tuple[str, int] | None, limit: int, scope: TenantScope
     ) -> list[GoldLabelRevision]:
-        return await self._read(lambda db: queries.gold_labels(db, case_id, after, limit, scope))
+        def work(db: sqlite3.Connection) -> list[GoldLabelRevision]:
+            found = queries.gold_labels(db, case_id, after, limit, scope)
+            ledger_checks.check_gold_labels(db, found)
+            return found
+
+        return await self._read(work)
 
     async def audit_events(self, after: int, limit: int, scope: TenantScope) -> list[AuditEvent]:
         return await self._read(lambda db: queries.audit_events(db, after, limit, scope))
@@ -208,7 +240,9 @@ class Store:
         self, scope: TenantScope, batch_size: int
     ) -> AsyncIterator[ChainHead | ExportBatch]:
         """The chain head first, then batches: one consistent snapshot on its own connection.
-        Only labels of ``scope``'s tenants, so the manifest counts only those too."""
+        Only labels of ``scope``'s tenants, so the manifest counts only those too. Each
+        batch's labels and cases are checked against the ledger in that snapshot (DATA_LOSS
+        ends the stream naming the record) and carry their GOLD_LABEL_FROZEN events."""
         db = await _connect(self.path, read_only=True)
         sql = (
             f"SELECT {', '.join('g.' + c.strip() for c in rows.GOLD_COLUMNS.split(','))}, "
@@ -228,7 +262,7 @@ class Store:
 
         def next_batch(raw: sqlite3.Connection) -> ExportBatch | None:
             found = cursor[0].fetchmany(batch_size)
-            return _export_batch(found) if found else None
+            return _checked(raw, _export_batch(found)) if found else None
 
         try:
             yield await connection.run(db, begin)
@@ -322,6 +356,15 @@ def _digest_check(row: Any) -> tuple[str, int, str, str]:
     except DataLoss:
         recomputed = ""
     return str(row[0]), int(row[1]), str(row[12]), recomputed
+
+
+def _checked(raw: sqlite3.Connection, batch: ExportBatch) -> ExportBatch:
+    """``batch`` with every label checked against its GOLD_LABEL_FROZEN event and every
+    case's content against its CASE_ENQUEUED event; each record carries its label's event."""
+    frozen = ledger_checks.check_gold_labels(raw, [r.revision for r in batch.records])
+    ledger_checks.check_case_ids(raw, [r.revision.case_id for r in batch.records])
+    batch.records = [replace(r, event=frozen[records.gold_id(r.revision)]) for r in batch.records]
+    return batch
 
 
 def _export_batch(chunk: list[Any]) -> ExportBatch:

@@ -34,6 +34,7 @@ from assay.services.adjudication.model import (
     TenantScope,
 )
 from assay.services.adjudication.storage import queries, rows
+from assay.services.adjudication.storage.ledger_checks import recorded_sql
 
 if TYPE_CHECKING:
     from assay.services.adjudication.storage.writer import Writer
@@ -44,20 +45,6 @@ class StoredResponse:
     method: str
     request_digest: str
     response: bytes
-
-
-def recorded_sql(event_type: AuditEventType, key: str, count: int) -> str:
-    """The query for ``WriteTx.recorded``: ``count`` record ids, then the tenant.
-
-    The event type and key are spelled out (they come from our own enum and code, never from
-    a request) so that SQLite uses the partial index of that event type (schema ``_V3``): a
-    bound parameter would hide which index applies, and ``+tenant`` keeps the planner off the
-    tenant index, which would scan every event of the tenant."""
-    marks = ", ".join("?" * count)
-    return (
-        f"SELECT payload FROM audit_events WHERE event_type = '{event_type.value}' "
-        f"AND json_extract(payload, '$.{key}') IN ({marks}) AND +tenant = ?"
-    )
 
 
 class WriteTx:
