@@ -71,6 +71,8 @@ class PostgresServer:
     port: int
     password: str
     run_as: str | None
+    # False for the tests (faster); the benchmarks want a commit's real cost.
+    durable: bool = False
 
     def dsn(self, database: str = "postgres") -> str:
         return f"postgresql://{SUPERUSER}:{self.password}@127.0.0.1:{self.port}/{database}"
@@ -113,17 +115,16 @@ class PostgresServer:
             "--no-sync",
         )
         pwfile.unlink()
-        options = " ".join(
-            (
-                f"-p {self.port}",
-                "-c listen_addresses=127.0.0.1",
-                "-c unix_socket_directories=''",
-                "-c max_connections=200",
-                # A test server: durability is the tests' concern only through commit ordering.
-                "-c fsync=off",
-                "-c full_page_writes=off",
-            )
-        )
+        settings = [
+            f"-p {self.port}",
+            "-c listen_addresses=127.0.0.1",
+            "-c unix_socket_directories=''",
+            "-c max_connections=200",
+        ]
+        if not self.durable:
+            # No test needs a commit to survive a power cut: only its ordering and visibility.
+            settings += ["-c fsync=off", "-c full_page_writes=off"]
+        options = " ".join(settings)
         self._run(
             "pg_ctl",
             "-D",
@@ -180,8 +181,9 @@ def _run_as() -> str | None:
 
 
 @contextmanager
-def running_server() -> Iterator[PostgresServer]:
-    """A started server, stopped and deleted on exit (skips or fails when there is none)."""
+def running_server(durable: bool = False) -> Iterator[PostgresServer]:
+    """A started server, stopped and deleted on exit (skips or fails when there is none).
+    ``durable``: commits are fsynced, as in production (for benchmarks)."""
     bin_dir = binaries()
     if bin_dir is None:
         unavailable("no initdb/pg_ctl on PATH or in /usr/lib/postgresql/*/bin")
@@ -190,7 +192,9 @@ def running_server() -> Iterator[PostgresServer]:
     # Not under pytest's tmp_path: its parents are root-only, and the server's user must
     # reach its directory. mkdtemp makes it 0700.
     home = Path(tempfile.mkdtemp(prefix="assay-pg-"))
-    server = PostgresServer(bin_dir, home / "data", free_port(), secrets.token_urlsafe(24), run_as)
+    server = PostgresServer(
+        bin_dir, home / "data", free_port(), secrets.token_urlsafe(24), run_as, durable
+    )
     try:
         server._own(home)
         server.start()

@@ -8,14 +8,14 @@ stores on one database are two replicas (two pools, two writers).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import asyncpg
 import pytest
 
-from assay.errors import AlreadyExists
+from assay.errors import AlreadyExists, Reason
 from assay.services.adjudication import ledger
 from assay.services.adjudication.model import (
     EVERY_TENANT,
@@ -23,15 +23,22 @@ from assay.services.adjudication.model import (
     Basis,
     ChainHead,
     Outcome,
+    Reviewer,
     ReviewerKind,
     TenantScope,
 )
 from assay.services.adjudication.operations import Adjudication
 from assay.services.adjudication.resolution import ResolveRequest
 from assay.services.adjudication.retries import RequestKey
+from assay.services.adjudication.reviewers import new_reviewer
 from assay.services.adjudication.reviews import ReviewSubmission
 from assay.services.adjudication.storage import Store
-from assay.services.adjudication.storage.postgres import PostgresStore, SchemaTooNew, schema
+from assay.services.adjudication.storage.postgres import (
+    PostgresStore,
+    PostgresWriteTx,
+    SchemaTooNew,
+    schema,
+)
 from assay.services.adjudication.storage.store import ExportBatch
 from tests.unit.adjudication.factories import case_input
 
@@ -243,6 +250,66 @@ class TestReplicas:
         assert all(isinstance(o, AlreadyExists) for o in failed)
         assert (await replicas[0].verify_chain()).ok
         assert len(await replicas[0].audit_events(0, 100, EVERY_TENANT)) == 5
+
+
+def fixture_reviewer(reviewer_id: str) -> Reviewer:
+    return new_reviewer(reviewer_id, ReviewerKind.MECHANISM_TEST_FIXTURE, "", datetime.now(UTC))
+
+
+class TestWriteTx:
+    async def test_a_job_reads_its_own_writes(self, store: PostgresStore) -> None:
+        """A row queued by a job is sent before the job's next read."""
+
+        def job(tx: PostgresWriteTx) -> Reviewer | None:
+            tx.insert_reviewer(fixture_reviewer("dave"))
+            return tx.reviewer("dave")
+
+        found = await store.write(job)
+        assert found is not None
+        assert found.reviewer_id == "dave"
+
+    async def test_a_duplicate_row_is_refused_as_already_exists(self, store: PostgresStore) -> None:
+        """A duplicate key found when the job's rows are sent fails the job with its reason,
+        and nothing of the job stays."""
+
+        def job(tx: PostgresWriteTx) -> None:
+            tx.insert_reviewer(fixture_reviewer("erin"))
+            tx.append_event(AuditEventType.REVIEWER_REGISTERED, {"reviewer_id": "erin"})
+            tx.insert_reviewer(fixture_reviewer("erin"))
+
+        with pytest.raises(AlreadyExists) as refused:
+            await store.write(job)
+        assert refused.value.reason is Reason.REVIEWER_ALREADY_EXISTS
+        assert await store.reviewer("erin") is None
+        assert await store.audit_events(0, 10, EVERY_TENANT) == []
+
+    async def test_a_failing_job_leaves_the_others_of_its_batch(self, store: PostgresStore) -> None:
+        """Jobs before and after a failing one in the same batch commit, in one chain."""
+
+        def register(reviewer_id: str) -> Callable[[PostgresWriteTx], int]:
+            def job(tx: PostgresWriteTx) -> int:
+                tx.insert_reviewer(fixture_reviewer(reviewer_id))
+                payload = {"reviewer_id": reviewer_id, "kind": "MECHANISM_TEST_FIXTURE"}
+                return tx.append_event(AuditEventType.REVIEWER_REGISTERED, payload).sequence
+
+            return job
+
+        def failing(tx: PostgresWriteTx) -> int:
+            tx.append_event(AuditEventType.REVIEWER_REGISTERED, {"reviewer_id": "ghost"})
+            raise AlreadyExists(Reason.REVIEWER_ALREADY_EXISTS, "refused after writing")
+
+        outcomes = await asyncio.gather(
+            store.write(register("fay")),
+            store.write(failing),
+            store.write(register("gus")),
+            return_exceptions=True,
+        )
+        assert outcomes[0] == 1
+        assert isinstance(outcomes[1], AlreadyExists)
+        assert outcomes[2] == 2
+        events = await store.audit_events(0, 10, EVERY_TENANT)
+        assert [e.payload["reviewer_id"] for e in events] == ["fay", "gus"]
+        assert (await store.verify_chain()).ok
 
 
 class TestReads:

@@ -2,8 +2,8 @@
 
 The same methods, arguments and results as ``storage.tx.WriteTx``, so the
 service's jobs (``operations``, ``retries``) run unchanged on either engine.
-The job runs on the writer's worker thread; each method runs its SQL as one
-coroutine on the event loop through the ``Bridge`` and waits for it.
+The job runs in the writer's greenlet; each method runs its SQL as one
+coroutine, awaited by the writer's task through the ``Bridge``.
 
 Unlike SQLite's single writer, nothing is remembered between jobs: another
 replica may write at any time, so every read goes to the database. The
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -75,21 +75,74 @@ def recorded_sql(event_type: AuditEventType, key: str) -> str:
     )
 
 
-def _insert(table: str, columns: str, count: int) -> str:
-    return f"INSERT INTO {table} ({columns}) VALUES ({marks(count)})"
+@dataclass(frozen=True)
+class PendingInsert:
+    """A row a job wrote, not yet sent; ``refused``: the error a duplicate key means."""
+
+    table: str
+    columns: str
+    params: Sequence[Any]
+    refused: Callable[[], Exception] | None = None
+
+
+def insert_sql(table: str, columns: str, width: int, start: int = 1) -> str:
+    return f"INSERT INTO {table} ({columns}) VALUES ({marks(width, start)})"
+
+
+def combined_insert(writes: Sequence[PendingInsert]) -> tuple[str, list[Any]]:
+    """One statement inserting every row of ``writes`` (data-modifying WITH clauses), so a
+    job's writes cost one round trip together."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for write in writes:
+        parts.append(insert_sql(write.table, write.columns, len(write.params), len(params) + 1))
+        params.extend(write.params)
+    if len(parts) == 1:
+        return parts[0], params
+    clauses = ", ".join(f"w{i} AS ({part})" for i, part in enumerate(parts[:-1]))
+    return f"WITH {clauses} {parts[-1]}", params
 
 
 class PostgresWriteTx:
-    """What a job may do inside the writer's transaction (runs on the writer's job thread)."""
+    """What a job may do inside the writer's transaction (runs in the writer's greenlet)."""
 
     def __init__(self, bridge: Bridge, db: queries.Db, state: BatchState) -> None:
         self._bridge = bridge
         self._db = db
         self._state = state
         self._at: datetime | None = None
+        self._pending: list[PendingInsert] = []
 
     def _run(self, work: Coroutine[Any, Any, T]) -> T:
-        return self._bridge.run(work)
+        """``work``'s result, after the rows written so far: reads see the job's own writes."""
+        return self._bridge.run(self._after_writes(work))
+
+    async def _after_writes(self, work: Coroutine[Any, Any, T]) -> T:
+        try:
+            await self._send_pending()
+        except BaseException:
+            work.close()
+            raise
+        return await work
+
+    def flush(self) -> None:
+        """Send the rows the job wrote since its last read (the writer calls this when the
+        job returns, so a refused row fails the job as if refused on the spot)."""
+        if self._pending:
+            self._bridge.run(self._send_pending())
+
+    async def _send_pending(self) -> None:
+        writes, self._pending = self._pending, []
+        if not writes:
+            return
+        sql, params = combined_insert(writes)
+        try:
+            await self._db.execute(sql, *params)
+        except asyncpg.UniqueViolationError as error:
+            for write in writes:
+                if write.table == error.table_name and write.refused is not None:
+                    raise write.refused() from None
+            raise
 
     def _execute(self, sql: str, *args: Any) -> str:
         return self._run(self._db.execute(sql, *args))
@@ -125,17 +178,20 @@ class PostgresWriteTx:
     ) -> None:
         # A plain INSERT: under the chain lock ``recall`` saw every committed response, so a
         # conflict here would be a bug, which the primary key reports instead of hiding.
-        self._execute(
-            "INSERT INTO idempotency (caller_issuer, caller_subject, request_id, method, "
-            f"request_digest, response, tenant, case_id, create_time) VALUES ({marks(9)})",
-            *owner,
-            request_id,
-            stored.method,
-            stored.request_digest,
-            stored.response,
-            tenant,
-            case_id,
-            to_micros(self._now()),
+        self._insert_row(
+            "idempotency",
+            "caller_issuer, caller_subject, request_id, method, request_digest, response, "
+            "tenant, case_id, create_time",
+            (
+                *owner,
+                request_id,
+                stored.method,
+                stored.request_digest,
+                stored.response,
+                tenant,
+                case_id,
+                to_micros(self._now()),
+            ),
         )
 
     def reviewer(self, reviewer_id: str) -> Reviewer | None:
@@ -161,41 +217,54 @@ class PostgresWriteTx:
     def remember_snapshot(self, value: CaseSnapshot) -> None:
         """Nothing is remembered on PostgreSQL: another replica may change the case."""
 
-    def _insert_row(self, table: str, columns: str, params: Sequence[Any]) -> None:
-        self._execute(_insert(table, columns, len(params)), *params)
+    def _insert_row(
+        self,
+        table: str,
+        columns: str,
+        params: Sequence[Any],
+        refused: Callable[[], Exception] | None = None,
+    ) -> None:
+        """Queue a row: it is sent with the job's next read or when the job returns."""
+        self._pending.append(PendingInsert(table, columns, params, refused))
 
     def insert_reviewer(self, value: Reviewer) -> None:
-        try:
-            self._insert_row("reviewers", rows.REVIEWER_COLUMNS, rows.reviewer_params(value))
-        except asyncpg.UniqueViolationError:
-            raise AlreadyExists(
+        self._insert_row(
+            "reviewers",
+            rows.REVIEWER_COLUMNS,
+            rows.reviewer_params(value),
+            lambda: AlreadyExists(
                 Reason.REVIEWER_ALREADY_EXISTS, f"reviewer {value.reviewer_id} exists already"
-            ) from None
+            ),
+        )
 
     def insert_case(self, value: Case) -> None:
         self._insert_row("cases", rows.CASE_COLUMNS, rows.case_params(value))
 
     def insert_review(self, value: Review) -> None:
-        try:
-            self._insert_row("reviews", rows.REVIEW_COLUMNS, rows.review_params(value))
-        except asyncpg.UniqueViolationError:
-            raise AlreadyExists(
+        self._insert_row(
+            "reviews",
+            rows.REVIEW_COLUMNS,
+            rows.review_params(value),
+            lambda: AlreadyExists(
                 Reason.REVIEW_ALREADY_SUBMITTED,
                 f"{value.reviewer_id} already reviewed case {value.case_id} in round {value.round}",
-            ) from None
+            ),
+        )
 
     def insert_resolution(self, value: Resolution) -> None:
         self._insert_row("resolutions", rows.RESOLUTION_COLUMNS, rows.resolution_params(value))
 
     def insert_gold_label(self, value: GoldLabelRevision) -> None:
-        try:
-            self._insert_row("gold_labels", rows.GOLD_COLUMNS, rows.gold_params(value))
-        except asyncpg.UniqueViolationError:
-            raise AlreadyExists(
+        self._insert_row(
+            "gold_labels",
+            rows.GOLD_COLUMNS,
+            rows.gold_params(value),
+            lambda: AlreadyExists(
                 Reason.GOLD_LABEL_REVISION_EXISTS,
                 f"gold label {value.case_id} revision {value.revision} exists already",
                 metadata={"case_id": value.case_id, "revision": str(value.revision)},
-            ) from None
+            ),
+        )
 
     def bulk_insert(self, cases: Iterable[Case], gold_labels: Iterable[GoldLabelRevision]) -> None:
         """Seed many rows at once (benchmarks, imports): no audit events, no retry records."""
@@ -204,10 +273,10 @@ class PostgresWriteTx:
 
         async def work() -> None:
             if case_rows:
-                sql = _insert("cases", rows.CASE_COLUMNS, len(case_rows[0]))
+                sql = insert_sql("cases", rows.CASE_COLUMNS, len(case_rows[0]))
                 await self._db.executemany(sql, case_rows)
             if gold_rows:
-                sql = _insert("gold_labels", rows.GOLD_COLUMNS, len(gold_rows[0]))
+                sql = insert_sql("gold_labels", rows.GOLD_COLUMNS, len(gold_rows[0]))
                 await self._db.executemany(sql, gold_rows)
 
         self._run(work())

@@ -1,9 +1,12 @@
 """The PostgreSQL writer: group commit, with the chain serialized across replicas.
 
 Like SQLite's writer (``storage.writer``), a writer task takes every job
-waiting in the queue and runs them in order inside one transaction, each in
-its own SAVEPOINT, and commits once, so the commit's WAL flush is shared by
-the batch; no caller is answered before the commit returned.
+waiting in the queue and runs them in order inside one transaction and commits
+once, so the commit's WAL flush is shared by the batch; no caller is answered
+before the commit returned. A job that fails is undone alone: the batch is
+rolled back and run again with each job in its own SAVEPOINT (see
+``_run_jobs``). A job's rows are sent together, in one statement, with its
+next read or when it returns (``tx``), so a review costs a few round trips.
 
 Several replicas may write to one database. Each batch's transaction first
 takes a transaction-scoped advisory lock (``CHAIN_LOCK``), then reads the
@@ -17,21 +20,20 @@ a second review finds the first, and derived state is computed from committed
 rows. Writes are thus serialized as SQLite's are; replicas add availability,
 and reads scale with them.
 
-The jobs are synchronous functions of a ``WriteTx``; they run on a worker
-thread of this writer, and their SQL runs on the event loop (``bridge``).
+The jobs are synchronous functions of a ``WriteTx``; they run in a greenlet on
+the loop's thread and their SQL is awaited by the writer's task (``bridge``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import asyncpg
 
 from assay.services.adjudication.storage.postgres import queries
-from assay.services.adjudication.storage.postgres.bridge import Bridge
+from assay.services.adjudication.storage.postgres.bridge import Bridge, run_sync
 from assay.services.adjudication.storage.postgres.tx import BatchState, PostgresWriteTx
 
 T = TypeVar("T")
@@ -50,7 +52,6 @@ class PostgresWriter:
         self._pool = pool
         self._queue: asyncio.Queue[Queued | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
-        self._jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="adjudication-pg-jobs")
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(
@@ -59,7 +60,7 @@ class PostgresWriter:
 
     async def submit(self, job: Callable[[PostgresWriteTx], T], small: bool = False) -> T:
         """Run ``job`` in the next batch (``small`` is accepted for the SQLite writer's sake:
-        here every job runs on the job thread)."""
+        here every job runs on the loop, yielding it while its SQL runs)."""
         if self._task is None or self._task.done():
             raise RuntimeError("the adjudication writer is not running")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -74,7 +75,6 @@ class PostgresWriter:
             self._queue.put_nowait(None)
             await self._task
             self._task = None
-        self._jobs.shutdown(wait=True)
 
     async def _run(self) -> None:
         while True:
@@ -95,15 +95,12 @@ class PostgresWriter:
 
     async def _commit_batch(self, batch: list[Queued]) -> None:
         jobs = [job for job, _ in batch]
-        loop = asyncio.get_running_loop()
         try:
-            async with self._pool.acquire() as db, db.transaction():
-                await db.execute("SELECT pg_advisory_xact_lock($1)", CHAIN_LOCK)
-                state = BatchState(await queries.chain_head(db))
-                bridge = Bridge(loop)
-                outcomes = await loop.run_in_executor(
-                    self._jobs, self._run_jobs, bridge, db, state, jobs
-                )
+            async with self._pool.acquire() as db:
+                try:
+                    outcomes = await self._attempt(db, jobs, isolated=False)
+                except _JobFailed:  # rolled back: again, each job in its savepoint
+                    outcomes = await self._attempt(db, jobs, isolated=True)
         except Exception as error:  # the transaction failed: nothing of the batch is stored
             outcomes = [(False, error)] * len(batch)
         for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
@@ -114,22 +111,45 @@ class PostgresWriter:
             else:
                 future.set_exception(value)
 
+    async def _attempt(self, db: queries.Db, jobs: list[Job], isolated: bool) -> Outcomes:
+        """The batch in one transaction under the chain lock, committed (rolled back if it
+        raises, e.g. ``_JobFailed`` when a job failed and jobs were not ``isolated``)."""
+        async with db.transaction():
+            await db.execute("SELECT pg_advisory_xact_lock($1)", CHAIN_LOCK)
+            state = BatchState(await queries.chain_head(db))
+            return await run_sync(self._run_jobs, Bridge(), db, state, jobs, isolated)
+
     @staticmethod
-    def _run_jobs(bridge: Bridge, db: queries.Db, state: BatchState, jobs: list[Job]) -> Outcomes:
-        """On the job thread, inside the open transaction: each job in its savepoint."""
+    def _run_jobs(
+        bridge: Bridge, db: queries.Db, state: BatchState, jobs: list[Job], isolated: bool
+    ) -> Outcomes:
+        """In the batch's greenlet, inside the open transaction. Not ``isolated``: the first
+        job that fails fails the attempt (``_JobFailed``); ``isolated``: each job runs in a
+        savepoint, and one that fails is rolled back to it alone. Jobs rarely fail, so the
+        first attempt saves two round trips per job; a failure costs running the batch again
+        (the jobs are functions of the transaction: nothing of the first attempt remains)."""
         outcomes: Outcomes = []
-        for job in jobs:
+        for position, job in enumerate(jobs):
             head = state.head
-            bridge.run(db.execute("SAVEPOINT job"))
+            if isolated:
+                mark = "RELEASE SAVEPOINT job; SAVEPOINT job" if position else "SAVEPOINT job"
+                bridge.run(db.execute(mark))
+            tx = PostgresWriteTx(bridge, db, state)
             try:
-                value = job(PostgresWriteTx(bridge, db, state))
+                value = job(tx)
+                tx.flush()
             except Exception as error:
+                if not isolated:
+                    raise _JobFailed from error
                 # If this fails too, the whole batch fails with it: committing a transaction
                 # PostgreSQL has marked failed would silently roll back the jobs before.
                 bridge.run(db.execute("ROLLBACK TO SAVEPOINT job"))
                 state.head = head
                 outcomes.append((False, error))
                 continue
-            bridge.run(db.execute("RELEASE SAVEPOINT job"))
             outcomes.append((True, value))
         return outcomes
+
+
+class _JobFailed(Exception):
+    """A job failed in a batch run without savepoints: roll back, run it again isolated."""
