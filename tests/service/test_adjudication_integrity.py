@@ -85,10 +85,10 @@ class TestSqlConstraints:
         try:
             row = db.execute("SELECT * FROM gold_labels").fetchone()
             with pytest.raises(sqlite3.IntegrityError, match=r"UNIQUE|PRIMARY"):
-                db.execute(f"INSERT INTO gold_labels VALUES ({', '.join('?' * 13)})", row)
+                db.execute(f"INSERT INTO gold_labels VALUES ({', '.join('?' * len(row))})", row)
             zero = (row[0], 0, -1, *row[3:])
             with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
-                db.execute(f"INSERT INTO gold_labels VALUES ({', '.join('?' * 13)})", zero)
+                db.execute(f"INSERT INTO gold_labels VALUES ({', '.join('?' * len(row))})", zero)
             review_row = db.execute("SELECT * FROM reviews").fetchone()
             with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
                 db.execute(
@@ -162,7 +162,6 @@ class TestTampering:
     async def test_forged_digest_is_caught_by_the_ledger(self, tmp_path: Path) -> None:
         """An attacker who recomputes the row's digest still fails the ledger cross-check."""
         from assay.services.adjudication import gold
-        from assay.services.adjudication.canonical import digest
         from assay.services.adjudication.storage import rows
 
         path = tmp_path / "a.db"
@@ -171,7 +170,7 @@ class TestTampering:
         db = attacker(path)
         row = db.execute(f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels").fetchone()
         fields = rows.gold_fields(row) | {"label_key": '"none"'}
-        forged = digest({"v": gold.DIGEST_VERSION, **fields})
+        forged = gold.versioned_digest(fields)
         db.execute(
             "UPDATE gold_labels SET label_key = '\"none\"', digest = ? WHERE case_id = ?",
             (forged, case_id),

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
+from assay.services.adjudication.canonical import same_label_key
 from assay.services.adjudication.model import Outcome, Review
 
 MIN_KAPPA_CASES = 20
@@ -61,9 +62,10 @@ class Agreement:
 
 
 def category_of(outcome: Outcome, label_key: str) -> str:
-    """Labels by canonical key; unresolved and not-evaluable are categories of their own."""
+    """Labels by their JCS key (so a review keyed ``1e-07`` before JCS and one keyed ``1e-7``
+    after agree); unresolved and not-evaluable are categories of their own."""
     if outcome is Outcome.LABEL:
-        return f"label:{label_key}"
+        return f"label:{same_label_key(label_key)}"
     return f"outcome:{outcome.value}"
 
 

@@ -38,6 +38,7 @@ FIELD_VISIBILITY: dict[str, Visibility] = {
     "create_time": Visibility.HIDDEN,
     "expire_time": Visibility.HIDDEN,
     "content_digest": Visibility.HIDDEN,
+    "content_digest_version": Visibility.HIDDEN,
 }
 
 

@@ -1,11 +1,28 @@
-"""Canonical JSON and digests: the one definition every hash in adjudication uses.
+"""Canonical JSON and digests: the two definitions every hash in adjudication uses.
 
 Gold-label digests, audit-event hashes and case content digests must be
 reproducible by anyone holding the rows (an auditor with ``sqlite3`` and a
-SHA-256 tool), so they are computed over a documented canonical form: JSON
-with sorted keys, no spaces, UTF-8, integral floats written as integers
-(``google.protobuf.Value`` carries every number as a double, so ``1`` and
-``1.0`` must hash alike), and times as RFC 3339 UTC with microseconds.
+SHA-256 tool), so they are computed over a documented canonical form. There are
+two, and each record says which one its digest used:
+
+- **v2, RFC 8785 (JCS)** (``jcs``, ``jcs_digest``), through the ``rfc8785``
+  package: what every record written since uses (label keys, case content
+  digests ``assay.case.v2``, gold-label digests ``assay.gold.v2``), so an
+  auditor with any standard JCS library gets the same bytes.
+- **v1, Assay's legacy form** (``canonical_json``, ``digest``): JSON with keys
+  sorted by code point, no spaces, UTF-8, integral floats below 2**53 written as
+  integers, other floats as Python's ``repr`` (``1e-07``, ``1e+22``). Kept only so
+  rows written before JCS (``assay.case.v1``, ``assay.gold.v1``, label keys like
+  ``1e-07``) still verify. It differs from JCS in number spelling and in the order
+  of keys outside the BMP (JCS sorts by UTF-16 code unit).
+
+Audit-event hashes, answer and resolution commitments and the idempotency
+digests keep calling ``digest``: they only ever digest strings, safe integers
+and objects with ASCII keys, where v1 and JCS are byte for byte the same (a
+property test against ``rfc8785`` holds them equal), so those hashes are already
+JCS and need no version.
+
+Times are RFC 3339 UTC with microseconds in both.
 """
 
 from __future__ import annotations
@@ -16,6 +33,8 @@ import json
 import math
 from datetime import UTC, datetime
 from typing import Any
+
+import rfc8785
 
 DIGEST_PREFIX = "sha256:"
 GENESIS_HASH = DIGEST_PREFIX + "0" * 64
@@ -55,20 +74,68 @@ def _normalized(value: Any) -> Any:
 
 
 def encode_json(value: str) -> str:
-    """One JSON string, spelled as ``canonical_json`` spells it."""
+    """One JSON string, spelled as ``canonical_json`` (and JCS) spell it."""
     return _ENCODE(value)
 
 
 def canonical_json(value: Any) -> str:
-    """Sorted keys, no spaces, integral floats as integers."""
+    """The legacy v1 form: sorted keys, no spaces, integral floats as integers."""
     if type(value) is str:
         return _ENCODE(value)
     return _ENCODE(_normalized(value))
 
 
 def digest(value: Any) -> str:
-    """``sha256:`` + hex SHA-256 of the canonical JSON of ``value``."""
+    """``sha256:`` + hex SHA-256 of the v1 canonical JSON of ``value`` (equal to
+    ``jcs_digest`` for strings, safe integers and objects with ASCII keys)."""
     return DIGEST_PREFIX + hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+# The doubles JCS spells as integers without loss; a parsed key may hold a larger integer
+# (``123456789012345680000`` is how JCS spells a double), which is that double.
+_SAFE_INTEGER = 2**53 - 1
+
+
+def _as_doubles(value: Any) -> Any:
+    if type(value) in (str, bool, float) or value is None:
+        return value
+    if type(value) is int:
+        return value if -_SAFE_INTEGER <= value <= _SAFE_INTEGER else float(value)
+    if isinstance(value, dict):
+        return {k: _as_doubles(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_doubles(v) for v in value]
+    return value  # rfc8785 names what it cannot encode
+
+
+def jcs(value: Any) -> str:
+    """RFC 8785 canonical JSON of ``value`` (every number a double, as ``google.protobuf.Value``
+    carries it). ValueError for NaN, infinities and anything that is not JSON."""
+    if type(value) is str:
+        return _ENCODE(value)  # a JSON string is spelled alike in both forms (property-tested)
+    try:
+        return rfc8785.dumps(_as_doubles(value)).decode("utf-8")
+    except rfc8785.CanonicalizationError as error:
+        raise ValueError(str(error)) from None
+
+
+def jcs_digest(value: Any) -> str:
+    """``sha256:`` + hex SHA-256 of the RFC 8785 form of ``value``."""
+    return DIGEST_PREFIX + hashlib.sha256(jcs(value).encode("utf-8")).hexdigest()
+
+
+def label_key(label: Any) -> str:
+    """The key a new review, resolution or gold label stores for ``label``: its JCS form."""
+    return jcs(label)
+
+
+@functools.lru_cache(maxsize=4096)  # agreement compares many reviews of few distinct labels
+def same_label_key(key: str) -> str:
+    """A stored label key (v1 or JCS spelling) as JCS, for comparing labels: a review stored
+    before JCS (``1e-07``) and one after (``1e-7``) carry the same label. "" stays ""."""
+    if not key or key[0] == '"':
+        return key  # no label, or a JSON string: both forms spell it alike
+    return jcs(json.loads(key))
 
 
 @functools.lru_cache(maxsize=1024)  # a job stamps its rows with one instant, spelled twice

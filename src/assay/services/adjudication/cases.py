@@ -4,14 +4,21 @@ A case is the unit reviewers judge. Its candidate values bound what a label
 may be (so a gold label can never be a value nobody proposed), and its content
 digest is what the audit ledger records instead of the content itself, so
 deleting the case later leaves the ledger intact.
+
+The content digest is versioned per case (``Case.content_digest_version``): new
+cases get ``assay.case.v2``, RFC 8785 over the documented object with a
+``"v": "assay.case.v2"`` member; cases enqueued before keep ``assay.case.v1``, the
+legacy canonical JSON of the same object without ``v``. A case is checked in its
+own version's form, and an unknown version is an unreadable row.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from assay.errors import NotFound, Reason
-from assay.services.adjudication.canonical import canonical_json, digest, rfc3339
+from assay.services.adjudication.canonical import digest, jcs, jcs_digest, rfc3339
 from assay.services.adjudication.fields import bad, bounded_text, require_tenant, require_text
 from assay.services.adjudication.model import Case, CaseInput, JsonValue
 
@@ -22,11 +29,14 @@ MAX_EVIDENCE_REFS = 256
 MAX_TEXT = 512
 MAX_REF = 1024
 MAX_CONTEXT = 4096
+DIGEST_V1 = "assay.case.v1"
+DIGEST_V2 = "assay.case.v2"
+DIGEST_VERSION = DIGEST_V2  # what new cases get
 
 
 def _check_json(value: JsonValue, path: str) -> str:
     try:
-        return canonical_json(value)
+        return jcs(value)
     except (TypeError, ValueError) as error:
         raise bad(path, f"is not a representable JSON value ({error})") from None
 
@@ -67,22 +77,35 @@ def validate_case(data: CaseInput, now: datetime, prefix: str = "case") -> None:
             raise bad(f"{prefix}.expire_time", "must be within 10 years")
 
 
-def content_digest(case_id: str, data: CaseInput, create: datetime, expire: datetime) -> str:
-    return digest(
-        {
-            "case_id": case_id,
-            "tenant": data.tenant,
-            "subject": data.subject,
-            "predicate": data.predicate,
-            "candidate_values": list(data.candidate_values),
-            "evidence_refs": list(data.evidence_refs),
-            "context": data.context,
-            "local_verdict": data.local_verdict,
-            "lineage": {"origin": data.lineage.origin, "origin_ref": data.lineage.origin_ref},
-            "create_time": rfc3339(create),
-            "expire_time": rfc3339(expire),
-        }
-    )
+def content_digest(
+    case_id: str,
+    data: CaseInput,
+    create: datetime,
+    expire: datetime,
+    version: str,
+) -> str:
+    """The content digest in ``version``'s form (ValueError for a version not known here).
+
+    v2: sha256 of the JCS form of the object below plus ``"v": "assay.case.v2"``;
+    v1: sha256 of the legacy canonical JSON of the object below (no ``v``)."""
+    fields: dict[str, Any] = {
+        "case_id": case_id,
+        "tenant": data.tenant,
+        "subject": data.subject,
+        "predicate": data.predicate,
+        "candidate_values": list(data.candidate_values),
+        "evidence_refs": list(data.evidence_refs),
+        "context": data.context,
+        "local_verdict": data.local_verdict,
+        "lineage": {"origin": data.lineage.origin, "origin_ref": data.lineage.origin_ref},
+        "create_time": rfc3339(create),
+        "expire_time": rfc3339(expire),
+    }
+    if version == DIGEST_V2:
+        return jcs_digest({"v": DIGEST_V2, **fields})
+    if version == DIGEST_V1:
+        return digest(fields)
+    raise ValueError(f"unknown case digest version {version!r}")
 
 
 def new_case(case_id: str, data: CaseInput, now: datetime) -> Case:
@@ -101,17 +124,18 @@ def new_case(case_id: str, data: CaseInput, now: datetime) -> Case:
         lineage=data.lineage,
         create_time=now,
         expire_time=expire,
-        content_digest=content_digest(case_id, data, now, expire),
+        content_digest=content_digest(case_id, data, now, expire, DIGEST_VERSION),
+        content_digest_version=DIGEST_VERSION,
     )
 
 
 def candidate_key(case: Case, label: JsonValue) -> str | None:
-    """The label's canonical key when it is one of the case's candidates, else None."""
+    """The label's key (its JCS form) when it is one of the case's candidates, else None."""
     try:
-        key = canonical_json(label)
+        key = jcs(label)
     except (TypeError, ValueError):
         return None
-    return key if key in {canonical_json(v) for v in case.candidate_values} else None
+    return key if key in {jcs(v) for v in case.candidate_values} else None
 
 
 def is_expired(case: Case, now: datetime) -> bool:
@@ -124,7 +148,8 @@ def case_not_found(case_id: str) -> NotFound:
 
 
 def case_digest(case: Case) -> str:
-    """The content digest a stored case really has (``content_digest`` recomputed)."""
+    """The content digest a stored case really has (``content_digest`` recomputed in the
+    case's own ``content_digest_version``); ValueError for an unknown version."""
     data = CaseInput(
         tenant=case.tenant,
         subject=case.subject,
@@ -136,4 +161,6 @@ def case_digest(case: Case) -> str:
         lineage=case.lineage,
         expire_time=case.expire_time,
     )
-    return content_digest(case.case_id, data, case.create_time, case.expire_time)
+    return content_digest(
+        case.case_id, data, case.create_time, case.expire_time, case.content_digest_version
+    )

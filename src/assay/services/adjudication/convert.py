@@ -150,6 +150,7 @@ def case(value: Case, with_verdict: bool = True) -> pb.Case:
         create_time=timestamp(value.create_time),
         expire_time=timestamp(value.expire_time),
         content_digest=value.content_digest,
+        content_digest_version=value.content_digest_version,
     )
     for candidate in value.candidate_values:
         json_to_value(candidate, message.candidate_values.add())
@@ -235,6 +236,7 @@ def gold_label(value: GoldLabelRevision) -> gold_pb2.GoldLabelRevision:
         ),
         freeze_time=timestamp(value.freeze_time),
         digest=value.digest,
+        digest_version=value.digest_version,
     )
     if value.label_key:
         json_to_value(value.label, message.label)
@@ -325,8 +327,6 @@ def corpus_record(value: ExportRecord, inclusion_path: list[bytes]) -> pb.Corpus
             )
         )
     return message
-
-
 
 
 def exclusion(value: ExportExclusion) -> pb.ExportExclusion:

@@ -7,6 +7,13 @@ revision's number, so a row edited in place, or a revision renumbered into
 another's place, no longer matches. ``checked_revision`` is the only way a
 stored row becomes a ``GoldLabelRevision``: a mismatch raises ``DataLoss``,
 so no caller can receive a forged row by forgetting to check.
+
+The digest is versioned per row (``digest_version``, also the ``v`` member of
+the digested object): ``assay.gold.v2`` is RFC 8785 (JCS), with the label key in
+JCS form, for every revision frozen now; ``assay.gold.v1`` is the legacy
+canonical JSON, kept so revisions frozen before still verify. A row is checked
+in its own version's form only; an unknown version is ``DataLoss``. Relabelling
+a v1 row as v2 changes the digested ``v`` member, so it no longer matches.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from assay.errors import DataLoss, Reason
-from assay.services.adjudication.canonical import digest, rfc3339
+from assay.services.adjudication.canonical import digest, jcs_digest, rfc3339, same_label_key
 from assay.services.adjudication.model import (
     Basis,
     CaseSnapshot,
@@ -28,7 +35,16 @@ from assay.services.adjudication.model import (
 )
 from assay.services.adjudication.reviewers import provenance_for
 
-DIGEST_VERSION = "assay.gold.v1"
+DIGEST_V1 = "assay.gold.v1"
+DIGEST_V2 = "assay.gold.v2"
+DIGEST_VERSION = DIGEST_V2  # what new revisions get
+_DIGEST_BY_VERSION = {DIGEST_V1: digest, DIGEST_V2: jcs_digest}
+
+
+def versioned_digest(fields: Mapping[str, Any]) -> str:
+    """The digest of ``canonical_fields`` (its ``v`` member picks the canonical form);
+    KeyError for a version not known here."""
+    return _DIGEST_BY_VERSION[fields["v"]](fields)
 
 
 def canonical_fields(
@@ -45,10 +61,11 @@ def canonical_fields(
     adjudicator_reviewer_id: str,
     provenance: Provenance,
     freeze_time: datetime,
+    version: str = DIGEST_VERSION,
 ) -> dict[str, Any]:
     """The digested form; documented in docs/adjudication.md so auditors can recompute it."""
     return {
-        "v": DIGEST_VERSION,
+        "v": version,
         "case_id": case_id,
         "revision": revision,
         "previous_revision": previous_revision,
@@ -87,14 +104,17 @@ def new_revision(
         round_=resolution.round,
         tenant=snapshot.case.tenant,
         basis=resolution.basis,
-        label_key=resolution.label_key,
+        # A round resolved before JCS holds a legacy key ("1e-07"); the revision spells it in
+        # its own version's form.
+        label_key=same_label_key(resolution.label_key),
         contributing_review_ids=review_ids,
         contributing_reviewer_ids=reviewers,
         adjudicator_reviewer_id=resolution.adjudicator_reviewer_id,
         provenance=provenance_for(kinds),
         freeze_time=now,
+        version=DIGEST_VERSION,
     )
-    return _build(fields, digest(fields))
+    return _build(fields, versioned_digest(fields))
 
 
 def _build(fields: Mapping[str, Any], stored_digest: str) -> GoldLabelRevision:
@@ -114,6 +134,7 @@ def _build(fields: Mapping[str, Any], stored_digest: str) -> GoldLabelRevision:
         provenance=Provenance(fields["provenance"]),
         freeze_time=datetime.fromisoformat(fields["freeze_time"].replace("Z", "+00:00")),
         digest=stored_digest,
+        digest_version=fields["v"],
     )
 
 
@@ -126,7 +147,9 @@ def _invalid(case_id: str, revision: object, why: str) -> DataLoss:
 
 
 def checked_revision(fields: Mapping[str, Any], stored_digest: str) -> GoldLabelRevision:
-    """Re-validate a stored row and recompute its digest; DataLoss on any mismatch."""
+    """Re-validate a stored row (``fields`` as ``canonical_fields`` spells them, ``v`` the
+    row's digest version) and recompute its digest in that version's form; DataLoss on any
+    mismatch or an unknown version."""
     case_id = str(fields.get("case_id", ""))
     revision = fields.get("revision")
     try:
@@ -141,7 +164,10 @@ def checked_revision(fields: Mapping[str, Any], stored_digest: str) -> GoldLabel
         if basis.has_label != bool(fields["label_key"]):
             need = "needs" if basis.has_label else "forbids"
             raise _invalid(case_id, revision, f"basis {basis.value} {need} a label")
-        recomputed = digest({"v": DIGEST_VERSION, **{k: fields[k] for k in _DIGESTED}})
+        version = fields["v"]
+        if version not in _DIGEST_BY_VERSION:
+            raise _invalid(case_id, revision, f"unknown digest version {version!r}")
+        recomputed = versioned_digest({"v": version, **{k: fields[k] for k in _DIGESTED}})
     except DataLoss:
         raise
     except (KeyError, ValueError, TypeError) as error:

@@ -138,6 +138,9 @@ class Case:
     create_time: datetime
     expire_time: datetime
     content_digest: str
+    # Which canonical form ``content_digest`` is in ("assay.case.v1" / "assay.case.v2",
+    # see ``cases.content_digest``): each case is checked in its own.
+    content_digest_version: str
 
 
 @dataclass(frozen=True)
@@ -200,6 +203,8 @@ class GoldLabelRevision:
     provenance: Provenance
     freeze_time: datetime
     digest: str
+    # Which canonical form ``digest`` is in ("assay.gold.v1" / "assay.gold.v2", see ``gold``).
+    digest_version: str
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from assay.errors import FailedPrecondition, Reason, invalid_field
 from assay.services.adjudication import cases
+from assay.services.adjudication.canonical import same_label_key
 from assay.services.adjudication.fields import bad, require_id
 from assay.services.adjudication.model import (
     Basis,
@@ -90,7 +91,8 @@ def decide(snapshot: CaseSnapshot, req: ResolveRequest, now: datetime) -> Resolu
                 Reason.REVIEWS_NOT_UNANIMOUS,
                 f"the reviews of {where} do not all give the same label",
             )
-        label, label_key = reviews[0].label, reviews[0].label_key
+        # In JCS form even when the reviews were stored before JCS (``1e-07``).
+        label, label_key = reviews[0].label, same_label_key(reviews[0].label_key)
     else:
         wanted = _OUTCOME_FOR_BASIS.get(req.basis)
         if not adjudicator:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from assay.services.adjudication.canonical import same_label_key
 from assay.services.adjudication.model import Basis, CaseSnapshot, CaseState, Outcome, Review
 
 _STATE_BY_BASIS = {
@@ -20,8 +21,11 @@ _STATE_BY_BASIS = {
 
 
 def answer_key(review: Review) -> tuple[Outcome, str]:
-    """What two reviews must share to agree: the outcome kind and, for labels, the label."""
-    return (review.outcome, review.label_key if review.outcome is Outcome.LABEL else "")
+    """What two reviews must share to agree: the outcome kind and, for labels, the label —
+    compared in JCS form, so a review stored before JCS (key ``1e-07``) agrees with one
+    stored after (``1e-7``) on the same value."""
+    label = same_label_key(review.label_key) if review.outcome is Outcome.LABEL else ""
+    return (review.outcome, label)
 
 
 def unanimous(reviews: Sequence[Review]) -> bool:

@@ -90,7 +90,7 @@ def snapshot(db: sqlite3.Connection, case_id: str, case: Case | None = None) -> 
         if not found:
             return None
         case = rows.case(found[0])
-        revisions = int(found[0][13])
+        revisions = int(found[0][rows.CASE_WIDTH])
     else:
         count = "SELECT COUNT(*) FROM gold_labels WHERE case_id = ?"
         revisions = int(db.execute(count, (case_id,)).fetchone()[0])
@@ -173,7 +173,7 @@ def queue(
             "limit": limit,
         },
     )
-    return [(rows.case(r), int(r[13])) for r in found]
+    return [(rows.case(r), int(r[rows.CASE_WIDTH])) for r in found]
 
 
 def gold_labels(

@@ -36,7 +36,8 @@ REVIEWER_COLUMNS = (
 )
 CASE_COLUMNS = (
     "case_id, tenant, subject, predicate, candidate_values, evidence_refs, context, "
-    "local_verdict, lineage_origin, lineage_ref, create_time, expire_time, content_digest"
+    "local_verdict, lineage_origin, lineage_ref, create_time, expire_time, content_digest, "
+    "digest_version"
 )
 REVIEW_COLUMNS = (
     "review_id, case_id, reviewer_id, round, outcome, label_key, reason, submit_time, salt"
@@ -47,8 +48,11 @@ RESOLUTION_COLUMNS = (
 GOLD_COLUMNS = (
     "case_id, revision, previous_revision, round, tenant, basis, label_key, "
     "contributing_review_ids, contributing_reviewer_ids, adjudicator_reviewer_id, "
-    "provenance, freeze_time, digest"
+    "provenance, freeze_time, digest, digest_version"
 )
+# How many columns a case / gold-label row has: where what a query selects after them begins.
+CASE_WIDTH = CASE_COLUMNS.count(",") + 1
+GOLD_WIDTH = GOLD_COLUMNS.count(",") + 1
 AUDIT_COLUMNS = (
     "sequence, event_type, occur_time, payload, previous_hash, hash, actor_issuer, actor_subject"
 )
@@ -103,7 +107,10 @@ def case(row: Row, check: bool = True) -> Case:
             create_time=from_micros(row[10]),
             expire_time=from_micros(row[11]),
             content_digest=row[12],
+            content_digest_version=row[13],
         )
+        if value.content_digest_version not in (cases.DIGEST_V1, cases.DIGEST_V2):
+            raise ValueError(f"unknown digest version {value.content_digest_version!r}")
     except (ValueError, TypeError) as error:
         raise _corrupt("case", row[0], error) from None
     if check and cases.case_digest(value) != value.content_digest:
@@ -126,6 +133,7 @@ def case_params(value: Case) -> tuple[Any, ...]:
         to_micros(value.create_time),
         to_micros(value.expire_time),
         value.content_digest,
+        value.content_digest_version,
     )
 
 
@@ -205,6 +213,7 @@ def gold_fields(row: Row) -> dict[str, Any]:
             "adjudicator_reviewer_id": row[9],
             "provenance": row[10],
             "freeze_time": row[11],
+            "v": row[13],
         }
     except (ValueError, TypeError) as error:
         raise DataLoss(
@@ -233,6 +242,7 @@ def gold_params(value: GoldLabelRevision) -> tuple[Any, ...]:
         adjudicator_reviewer_id=value.adjudicator_reviewer_id,
         provenance=value.provenance,
         freeze_time=value.freeze_time,
+        version=value.digest_version,
     )
     return (
         fields["case_id"],
@@ -248,6 +258,7 @@ def gold_params(value: GoldLabelRevision) -> tuple[Any, ...]:
         fields["provenance"],
         fields["freeze_time"],
         value.digest,
+        fields["v"],
     )
 
 

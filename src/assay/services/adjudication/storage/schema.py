@@ -190,7 +190,14 @@ CREATE INDEX audit_case_events ON audit_events (json_extract(payload, '$.case_id
     WHERE event_type = 'CASE_ENQUEUED';
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
+# V5, RFC 8785: each case and gold label names the canonical form of its digest. Rows written
+# before are the legacy form (v1); new rows are written as v2 (JCS). See canonical.py.
+_V5 = """
+ALTER TABLE cases ADD COLUMN digest_version TEXT NOT NULL DEFAULT 'assay.case.v1';
+ALTER TABLE gold_labels ADD COLUMN digest_version TEXT NOT NULL DEFAULT 'assay.gold.v1';
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 PRAGMAS = (

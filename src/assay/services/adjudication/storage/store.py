@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from assay.errors import DataLoss
-from assay.services.adjudication import ledger, records
+from assay.services.adjudication import cases, ledger, records
 from assay.services.adjudication.agreement import RatedPair
 from assay.services.adjudication.blinding import blind
 from assay.services.adjudication.model import (
@@ -370,24 +370,27 @@ def _checked(raw: sqlite3.Connection, batch: ExportBatch) -> ExportBatch:
 def _export_batch(chunk: list[Any]) -> ExportBatch:
     batch = ExportBatch([], [])
     for row in chunk:
-        revision = rows.gold_label(row[:13])
-        if row[13] is None:
+        revision = rows.gold_label(row[: rows.GOLD_WIDTH])
+        case_id, subject, predicate, candidates, refs, context = row[rows.GOLD_WIDTH :]
+        if case_id is None:
             batch.exclusions.append(ExportExclusion(revision.case_id, revision.revision))
             continue
+        # Only what the blinded view shows; the rest is filler (never digested: check=False).
         case_row = (
-            row[13],
+            case_id,
             "",
-            row[14],
-            row[15],
-            row[16],
-            row[17],
-            row[18],
+            subject,
+            predicate,
+            candidates,
+            refs,
+            context,
             "null",
             "",
             "",
             0,
             0,
             "",
+            cases.DIGEST_V2,
         )
         case = rows.case(case_row, check=False)
         batch.records.append(ExportRecord(blind(case, revision.round), revision))

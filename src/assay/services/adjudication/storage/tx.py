@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import AlreadyExists, Reason
-from assay.services.adjudication import ledger
+from assay.services.adjudication import ledger, records
 from assay.services.adjudication.canonical import now, to_micros
 from assay.services.adjudication.model import (
     Actor,
@@ -150,7 +150,7 @@ class WriteTx:
 
     def insert_case(self, value: Case) -> None:
         self._db.execute(
-            f"INSERT INTO cases ({rows.CASE_COLUMNS}) VALUES ({', '.join('?' * 13)})",
+            f"INSERT INTO cases ({rows.CASE_COLUMNS}) VALUES ({', '.join('?' * rows.CASE_WIDTH)})",
             rows.case_params(value),
         )
 
@@ -180,7 +180,8 @@ class WriteTx:
         self._writer.memory.drop_snapshot(value.case_id)
         try:
             self._db.execute(
-                f"INSERT INTO gold_labels ({rows.GOLD_COLUMNS}) VALUES ({', '.join('?' * 13)})",
+                f"INSERT INTO gold_labels ({rows.GOLD_COLUMNS}) "
+                f"VALUES ({', '.join('?' * rows.GOLD_WIDTH)})",
                 rows.gold_params(value),
             )
         except sqlite3.IntegrityError as error:
@@ -193,16 +194,43 @@ class WriteTx:
             ) from None
 
     def bulk_insert(self, cases: Iterable[Case], gold_labels: Iterable[GoldLabelRevision]) -> None:
-        """Seed many rows at once (benchmarks, imports): no audit events, no retry records."""
+        """Seed many rows at once (benchmarks, imports), each with the ledger event its
+        operation writes (CASE_ENQUEUED, GOLD_LABEL_FROZEN: the same payloads), so reads and
+        exports, which check every record against its event, accept them. No retry records."""
         self._writer.memory.forget_cases()
+        case_list, gold_list = list(cases), list(gold_labels)
         self._db.executemany(
-            f"INSERT INTO cases ({rows.CASE_COLUMNS}) VALUES ({', '.join('?' * 13)})",
-            [rows.case_params(c) for c in cases],
+            f"INSERT INTO cases ({rows.CASE_COLUMNS}) VALUES ({', '.join('?' * rows.CASE_WIDTH)})",
+            [rows.case_params(c) for c in case_list],
         )
         self._db.executemany(
-            f"INSERT INTO gold_labels ({rows.GOLD_COLUMNS}) VALUES ({', '.join('?' * 13)})",
-            [rows.gold_params(g) for g in gold_labels],
+            f"INSERT INTO gold_labels ({rows.GOLD_COLUMNS}) "
+            f"VALUES ({', '.join('?' * rows.GOLD_WIDTH)})",
+            [rows.gold_params(g) for g in gold_list],
         )
+        events: list[tuple[AuditEventType, dict[str, str], str]] = [
+            (
+                AuditEventType.CASE_ENQUEUED,
+                {"case_id": c.case_id, "tenant": c.tenant, "content": c.content_digest},
+                c.tenant,
+            )
+            for c in case_list
+        ]
+        events += [
+            (AuditEventType.GOLD_LABEL_FROZEN, dict(records.gold_commitment(g)), g.tenant)
+            for g in gold_list
+        ]
+        params = []
+        head, at = self._writer.head, self._now()
+        for event_type, payload, tenant in events:
+            event, payload_json = ledger.extend(head, event_type, payload, at)
+            params.append(rows.audit_params(event, payload_json, tenant))
+            head = ChainHead(event.sequence, event.hash)
+        self._db.executemany(
+            f"INSERT INTO audit_events ({rows.AUDIT_INSERT_COLUMNS}) VALUES ({', '.join('?' * 9)})",
+            params,
+        )
+        self._writer.head = head
 
     def delete_cases(self, where: str, params: tuple[Any, ...]) -> DeletedCounts:
         """Delete the matching cases with their reviews, resolutions and stored responses."""
