@@ -15,7 +15,7 @@ from typing import Any, cast
 import asyncpg
 import pytest
 
-from assay.errors import AlreadyExists, Reason
+from assay.errors import AlreadyExists, DataLoss, Reason
 from assay.services.adjudication import ledger
 from assay.services.adjudication.model import (
     EVERY_TENANT,
@@ -372,3 +372,12 @@ class TestReads:
         verdict = await store.verify_chain()
         assert not verdict.ok
         assert case_id in verdict.detail
+
+    async def test_an_edited_case_is_caught_after_it_was_read(self, store: PostgresStore) -> None:
+        """A case read (and checked) once is checked again when its row changes."""
+        case_id = await enqueue(service(store))
+        assert await store.snapshot(case_id) is not None
+        async with store.pool.acquire() as db:
+            await db.execute("UPDATE cases SET subject = 'forged' WHERE case_id = $1", case_id)
+        with pytest.raises(DataLoss):
+            await store.snapshot(case_id)
