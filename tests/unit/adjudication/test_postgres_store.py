@@ -40,7 +40,7 @@ from assay.services.adjudication.storage.postgres import (
     schema,
 )
 from assay.services.adjudication.storage.store import ExportBatch
-from tests.unit.adjudication.factories import case_input
+from tests.unit.adjudication.factories import case_input, make_case
 
 
 @pytest.fixture
@@ -309,6 +309,21 @@ class TestWriteTx:
         assert outcomes[2] == 2
         events = await store.audit_events(0, 10, EVERY_TENANT)
         assert [e.payload["reviewer_id"] for e in events] == ["fay", "gus"]
+        assert (await store.verify_chain()).ok
+
+    async def test_a_bulk_insert_records_its_rows_on_the_ledger(self, store: PostgresStore) -> None:
+        """Seeded cases get their CASE_ENQUEUED events, after the events already there."""
+        await gold_case(service(store))
+        before = len(await store.audit_events(0, 100, EVERY_TENANT))
+        seeded = [make_case(f"case-seed-{i}") for i in range(3)]
+
+        def job(tx: PostgresWriteTx) -> None:
+            tx.bulk_insert(seeded, [])
+
+        await store.write(job)
+        events = await store.audit_events(before, 100, EVERY_TENANT)
+        assert [e.payload["case_id"] for e in events] == [c.case_id for c in seeded]
+        assert [e.sequence for e in events] == [before + 1, before + 2, before + 3]
         assert (await store.verify_chain()).ok
 
 

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import asyncpg
 
 from assay.errors import AlreadyExists, Reason
-from assay.services.adjudication import ledger
+from assay.services.adjudication import ledger, records
 from assay.services.adjudication.canonical import now, to_micros
 from assay.services.adjudication.model import (
     Actor,
@@ -267,19 +267,41 @@ class PostgresWriteTx:
         )
 
     def bulk_insert(self, cases: Iterable[Case], gold_labels: Iterable[GoldLabelRevision]) -> None:
-        """Seed many rows at once (benchmarks, imports): no audit events, no retry records."""
-        case_rows = [rows.case_params(c) for c in cases]
-        gold_rows = [rows.gold_params(g) for g in gold_labels]
+        """Seed many rows at once (benchmarks, imports), each with the ledger event its
+        operation writes (CASE_ENQUEUED, GOLD_LABEL_FROZEN: the same payloads), as on SQLite,
+        so reads and exports, which check records against their events, accept them."""
+        case_list, gold_list = list(cases), list(gold_labels)
+        events: list[tuple[AuditEventType, dict[str, str], str]] = [
+            (
+                AuditEventType.CASE_ENQUEUED,
+                {"case_id": c.case_id, "tenant": c.tenant, "content": c.content_digest},
+                c.tenant,
+            )
+            for c in case_list
+        ]
+        events += [
+            (AuditEventType.GOLD_LABEL_FROZEN, dict(records.gold_commitment(g)), g.tenant)
+            for g in gold_list
+        ]
+        event_rows = []
+        head, at = self._state.head, self._now()
+        for event_type, payload, tenant in events:
+            event, payload_json = ledger.extend(head, event_type, payload, at)
+            event_rows.append(rows.audit_params(event, payload_json, tenant))
+            head = ChainHead(event.sequence, event.hash)
+        tables = (
+            ("cases", rows.CASE_COLUMNS, [rows.case_params(c) for c in case_list]),
+            ("gold_labels", rows.GOLD_COLUMNS, [rows.gold_params(g) for g in gold_list]),
+            ("audit_events", rows.AUDIT_INSERT_COLUMNS, event_rows),
+        )
 
         async def work() -> None:
-            if case_rows:
-                sql = insert_sql("cases", rows.CASE_COLUMNS, len(case_rows[0]))
-                await self._db.executemany(sql, case_rows)
-            if gold_rows:
-                sql = insert_sql("gold_labels", rows.GOLD_COLUMNS, len(gold_rows[0]))
-                await self._db.executemany(sql, gold_rows)
+            for table, columns, params in tables:
+                if params:
+                    await self._db.executemany(insert_sql(table, columns, len(params[0])), params)
 
         self._run(work())
+        self._state.head = head
 
     def delete_cases(self, where: str, params: tuple[Any, ...]) -> DeletedCounts:
         """Delete the matching cases with their reviews, resolutions and stored responses.
