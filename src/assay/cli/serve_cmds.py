@@ -23,7 +23,7 @@ from typing import Any
 
 from assay.cli.common import CliError
 from assay.cli.serve_security import ServingSecurity, add_security_arguments, resolve_security
-from assay.runtime import loop
+from assay.runtime import loop, tracing
 from assay.runtime.config import (
     DEFAULT_GRACE_SECONDS,
     DEFAULT_HOST,
@@ -32,6 +32,7 @@ from assay.runtime.config import (
     ServerConfig,
     env_float,
     env_int,
+    env_optional_int,
     env_str,
 )
 from assay.runtime.gc_tuning import tune_for_serving
@@ -78,6 +79,13 @@ def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
         help="calls each service runs at once; more are refused at once with "
         "RESOURCE_EXHAUSTED and a retry delay, which the Assay clients honour "
         f"(env ASSAY_MAX_CONCURRENT_RPCS; default {DEFAULT_MAX_CONCURRENT_RPCS})",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=env_optional_int("ASSAY_METRICS_PORT"),
+        help="serve Prometheus metrics on http://HOST:PORT/metrics, HOST being --host "
+        "(env ASSAY_METRICS_PORT; default off; `up` serves all three services there)",
     )
     parser.add_argument(
         "--log-level",
@@ -139,6 +147,8 @@ def _config(args: argparse.Namespace, serving: ServingSecurity) -> ServerConfig:
         raise CliError("--grace must not be negative")
     if args.max_concurrent_rpcs <= 0:
         raise CliError("--max-concurrent-rpcs must be positive")
+    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+        raise CliError(f"--metrics-port {args.metrics_port} is not a valid port")
     return ServerConfig(
         host=args.host,
         max_message_bytes=args.max_message_bytes,
@@ -146,6 +156,7 @@ def _config(args: argparse.Namespace, serving: ServingSecurity) -> ServerConfig:
         tls=serving.security.tls,
         gate=serving.security.gate,
         max_concurrent_rpcs=args.max_concurrent_rpcs,
+        metrics_port=args.metrics_port,
     )
 
 
@@ -201,8 +212,14 @@ def _run(
     try:  # before anything is opened, so a taken port is the one line printed
         for name in names:
             refuse_taken_port(args.host, ports[name], name)
+        if config.metrics_port is not None:
+            if config.metrics_port and config.metrics_port in ports.values():
+                raise OSError(f"--metrics-port {config.metrics_port} is a service's port")
+            refuse_taken_port(args.host, config.metrics_port, "metrics")
     except OSError as error:
         raise CliError(str(error)) from None
+    # Off unless the standard OTEL_* environment asks for it (see assay.runtime.tracing).
+    tracing.configure_from_env("assay" if up else f"assay-{names[0]}")
     for warning in serving.warnings:
         print(f"assay: {warning}", file=sys.stderr, flush=True)
 
@@ -211,6 +228,7 @@ def _run(
         tune_for_serving()  # after start-up, so what it built is frozen out of collections
         fix_allocator_thresholds()  # large blocks go back to the OS from the first request on
         await run_until_signalled(specs, config, on_started=_announce)
+        tracing.uninstall()  # sends the spans still buffered: the exit below would drop them
         _exit_now()
 
     try:

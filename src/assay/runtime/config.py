@@ -48,6 +48,11 @@ def env_int(name: str, default: int) -> int:
         raise SystemExit(f"{name}={raw!r} is not an integer") from None
 
 
+def env_optional_int(name: str) -> int | None:
+    """An ``ASSAY_*`` integer that is off (None) when unset or empty."""
+    return env_int(name, 0) if os.environ.get(name, "") else None
+
+
 def env_float(name: str, default: float) -> float:
     raw = os.environ.get(name, "")
     if not raw:
@@ -80,8 +85,9 @@ def env_path(name: str) -> str | None:
 @dataclass(frozen=True)
 class ServerConfig:
     """How one process serves: where it listens, how large a message may be, how long to drain,
-    with which TLS files (None: plaintext), which gate for callers (``DEV_GATE``: none), and
-    how many calls each service runs at once."""
+    with which TLS files (None: plaintext), which gate for callers (``DEV_GATE``: none),
+    how many calls each service runs at once, and the port of the Prometheus endpoint
+    (None: no metrics; it listens on ``host`` too)."""
 
     host: str = DEFAULT_HOST
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
@@ -89,6 +95,7 @@ class ServerConfig:
     tls: ServerTls | None = None
     gate: Gate = field(default=DEV_GATE)
     max_concurrent_rpcs: int = DEFAULT_MAX_CONCURRENT_RPCS
+    metrics_port: int | None = None
 
     @classmethod
     def from_env(cls) -> ServerConfig:
@@ -97,6 +104,7 @@ class ServerConfig:
             max_message_bytes=env_int("ASSAY_MAX_MESSAGE_BYTES", DEFAULT_MAX_MESSAGE_BYTES),
             grace_seconds=env_float("ASSAY_GRACE_SECONDS", DEFAULT_GRACE_SECONDS),
             max_concurrent_rpcs=env_int("ASSAY_MAX_CONCURRENT_RPCS", DEFAULT_MAX_CONCURRENT_RPCS),
+            metrics_port=env_optional_int("ASSAY_METRICS_PORT"),
         )
 
     def channel_options(self) -> list[tuple[str, int]]:

@@ -12,7 +12,11 @@ instead of grpc's ``UNKNOWN``/``INTERNAL``. Around the servicer call it:
   parsed, and makes the ``Principal`` the servicer's ``current_principal()``;
 - maps ``AssayError`` subclasses to rich statuses through ``status.to_status``;
 - turns anything unexpected into a generic ``INTERNAL`` and logs the traceback;
-- writes exactly one structlog line per RPC: method, code, duration, request id.
+- writes exactly one structlog line per RPC: method, code, duration, request id;
+- counts the call, by its final code, and its duration in the server's metrics, when the
+  server exports them (``metrics``), at the same single place as the line;
+- makes the request id the servicer's ``current_request_id()``, so a service calling another
+  sends the same id on (the planner to the resolver), whether or not its caller sent one.
 
 Responses are serialized deterministically, so the same request gives the
 same bytes. Servicer methods are plain ``async def Method(self, request,
@@ -25,11 +29,12 @@ sent as they are, rather than parsed only to be serialized again.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from google.protobuf import message as pb_message
@@ -43,6 +48,9 @@ from assay.runtime.auth.principal import DEV_PRINCIPAL, bind_principal, bound_pr
 from assay.runtime.logging import get_logger, rpc_line
 from assay.runtime.memory import LARGE_REQUEST_BYTES, trim_after
 from assay.runtime.status import internal_status, to_status
+
+if TYPE_CHECKING:  # prometheus-client is imported only by a server that exports metrics
+    from assay.runtime.metrics import Metrics, RpcMeter
 
 # errors.proto is the vocabulary of every ErrorInfo.reason sent from here, yet no service's
 # proto imports it, so nothing else puts it in the descriptor pool that server reflection
@@ -91,6 +99,27 @@ _REQUEST_IDS = _RequestIds()
 os.register_at_fork(after_in_child=_REQUEST_IDS.reseed)
 
 
+# Each call runs in a task of its own, so this is the id of the call the code runs for.
+_CURRENT_REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("assay_request_id")
+
+
+def current_request_id() -> str:
+    """The id of the call being handled (the caller's ``x-request-id`` or the one made for
+    it, as its log line says); a fresh one outside a call."""
+    return _CURRENT_REQUEST_ID.get(None) or new_request_id()
+
+
+class _Method:
+    """What the per-call functions need to know of the method: its path, for the log line,
+    and its metric series (None: the server exports no metrics)."""
+
+    __slots__ = ("meter", "path")
+
+    def __init__(self, path: str, meter: RpcMeter | None) -> None:
+        self.path = path
+        self.meter = meter
+
+
 def new_request_id() -> str:
     """A fresh id for a call that came without one (see ``_RequestIds``)."""
     return _REQUEST_IDS.next()
@@ -116,7 +145,7 @@ def _parse(request_type: type[pb_message.Message], raw: bytes) -> pb_message.Mes
 
 
 def _log_rpc(
-    method: str,
+    method: _Method,
     code: grpc.StatusCode,
     started: float,
     request_id: str,
@@ -124,11 +153,14 @@ def _log_rpc(
     reason: str = "",
     error: str = "",
 ) -> None:
-    """The one line for an RPC: info when it succeeded, warning otherwise."""
+    """The one line for an RPC: info when it succeeded, warning otherwise; and its metrics."""
+    elapsed = time.perf_counter() - started
+    if method.meter is not None:
+        method.meter.record(code, elapsed)
     fields: dict[str, Any] = {
-        "method": method,
+        "method": method.path,
         "code": code.name,
-        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+        "duration_ms": round(elapsed * 1000, 3),
         "request_id": request_id,
         "peer": peer,
     }
@@ -146,7 +178,7 @@ def _log_rpc(
 
 
 async def _fail(
-    method: str,
+    method: _Method,
     context: grpc.aio.ServicerContext,
     started: float,
     request_id: str,
@@ -187,7 +219,9 @@ async def _fail(
     else:
         status = internal_status(request_id)
         reason, message = str(errors.Reason.INTERNAL), ""
-        _log.error("rpc_unhandled_exception", method=method, request_id=request_id, exc_info=error)
+        _log.error(
+            "rpc_unhandled_exception", method=method.path, request_id=request_id, exc_info=error
+        )
     _log_rpc(method, status.code, started, request_id, peer, reason, message)
     metadata = (*status.trailing_metadata, (REQUEST_ID_KEY, request_id))
     try:
@@ -205,7 +239,7 @@ def _forget_where(aborted: BaseException) -> None:
 
 
 async def _refuse(
-    method: str,
+    method: _Method,
     context: grpc.aio.ServicerContext,
     started: float,
     request_id: str,
@@ -236,6 +270,7 @@ def _open(
     if len(raw) >= LARGE_REQUEST_BYTES:  # give its memory back once the call is over
         context.add_done_callback(trim_after)
     request_id = request_id_of(context)
+    _CURRENT_REQUEST_ID.set(request_id)
     # Read the peer now: after a client cancels a server stream, context.peer() can crash
     # grpcio's aio core (seen with 1.85), and the log line is written exactly then.
     peer = context.peer()
@@ -252,7 +287,7 @@ def _admit(gate: Gate, rule: AccessRule, context: grpc.aio.ServicerContext) -> N
 
 
 def _unary(
-    method: str,
+    method: _Method,
     request_type: type[pb_message.Message],
     impl: UnaryImpl,
     gate: Gate,
@@ -283,7 +318,7 @@ def _unary(
 
 
 def _server_stream(
-    method: str,
+    method: _Method,
     request_type: type[pb_message.Message],
     impl: StreamImpl,
     gate: Gate,
@@ -319,18 +354,20 @@ def _method_handler(
     servicer: object,
     gate: Gate,
     admission: Admission,
+    metrics: Metrics | None,
 ) -> Any:
     rule = access_rule(method)  # a method without a rule never serves (TypeError at start)
     impl = getattr(servicer, method.name, None)
     if impl is None:
         raise TypeError(f"{type(servicer).__name__} does not implement {method.full_name}")
     request_type = message_factory.GetMessageClass(method.input_type)
-    path = f"/{service.full_name}/{method.name}"
+    meter = None if metrics is None else metrics.meter(service.full_name, method.name)
+    called = _Method(f"/{service.full_name}/{method.name}", meter)
     if method.client_streaming:
         raise TypeError(f"{method.full_name}: client streaming is not supported by the runtime")
     if method.server_streaming:
-        return _server_stream(path, request_type, impl, gate, rule, admission)
-    return _unary(path, request_type, impl, gate, rule, admission)
+        return _server_stream(called, request_type, impl, gate, rule, admission)
+    return _unary(called, request_type, impl, gate, rule, admission)
 
 
 class ServiceHandler(grpc.GenericRpcHandler):  # type: ignore[misc]
@@ -342,16 +379,21 @@ class ServiceHandler(grpc.GenericRpcHandler):  # type: ignore[misc]
         servicer: object,
         gate: Gate = DEV_GATE,
         admission: Admission | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
-        """``admission``: the service's bound on calls at once (default: the default bound)."""
+        """``admission``: the service's bound on calls at once (default: the default bound);
+        ``metrics``: where its calls are counted (None: nowhere)."""
         self.service_name = service.full_name
         self.admission = admission or Admission(service=service.full_name)
         self._handlers = {
             f"/{service.full_name}/{m.name}": _method_handler(
-                service, m, servicer, gate, self.admission
+                service, m, servicer, gate, self.admission, metrics
             )
             for m in service.methods
         }
+        if metrics is not None:
+            admission_ = self.admission
+            metrics.watch_in_flight(service.full_name, lambda: admission_.in_flight)
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> Any:
         return self._handlers.get(handler_call_details.method)

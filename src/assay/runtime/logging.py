@@ -2,6 +2,8 @@
 
 Every RPC produces exactly one line (see ``handlers``); start-up and shutdown
 produce a few more. JSON keeps the lines machine-readable for whatever ships them.
+With tracing on (``tracing``), a line written inside a span carries its ``trace_id`` and
+``span_id``.
 
 The per-RPC line is written on every call, so its path is kept short (measured
 on the 2-core benchmark machine: about 6 us per line through a pre-bound
@@ -29,6 +31,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
 import structlog
@@ -160,6 +163,8 @@ class RpcLog:
         fields["event"] = "rpc"
         fields["level"] = level
         structlog.contextvars.merge_contextvars(self._logger, level, fields)
+        if _STATE.trace_ids:
+            add_trace_ids(self._logger, level, fields)
         self._stamp(self._logger, level, fields)
         self._logger.msg(_render(self._logger, level, fields))
 
@@ -174,11 +179,38 @@ class _StructlogRpcLine:
         get_logger("assay.rpc").warning("rpc", **fields)
 
 
+def _no_span() -> Any:
+    return None
+
+
 class _State:
     rpc: RpcLine = _StructlogRpcLine()
+    trace_ids = False  # whether tracing is on (``tracing.install``)
+    current_span: Callable[[], Any] = _no_span
 
 
 _STATE = _State()
+
+
+def set_trace_ids(on: bool) -> None:
+    """Whether lines carry the active span's ids (``tracing`` turns it on with tracing)."""
+    if on:  # OpenTelemetry is imported only once tracing is on
+        from opentelemetry import trace
+
+        _STATE.current_span = trace.get_current_span
+    _STATE.trace_ids = on
+
+
+def add_trace_ids(logger: WrappedLogger, name: str, event_dict: EventDict) -> EventDict:
+    """``trace_id`` and ``span_id`` (hex, as trace backends show them) of the span active
+    where the line is written, when tracing is on and a span is active: a line is found
+    from its trace and a trace from its lines."""
+    if _STATE.trace_ids:
+        context = _STATE.current_span().get_span_context()
+        if context.is_valid:
+            event_dict["trace_id"] = format(context.trace_id, "032x")
+            event_dict["span_id"] = format(context.span_id, "016x")
+    return event_dict
 
 
 def configure_logging(level: str = "info", stream: TextIO | None = None) -> None:
@@ -188,6 +220,7 @@ def configure_logging(level: str = "info", stream: TextIO | None = None) -> None
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
+            add_trace_ids,
             structlog.processors.add_log_level,
             _UtcTimestamp(),
             structlog.processors.format_exc_info,

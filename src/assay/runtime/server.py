@@ -18,7 +18,11 @@ everything it opened, started or not, and re-raises.
    the grpc server drops with a bare CANCELLED when it stops), at most as long;
 4. those still running then get UNAVAILABLE / SHUTTING_DOWN and their tasks are cancelled,
    and for at most ``FLUSH_SECONDS`` more the calls still queued are refused the same way;
-5. the grpc servers stop and the close hooks run.
+5. the grpc servers stop and the close hooks run; the metrics endpoint, if any, last.
+
+With ``ServerConfig.metrics_port`` set, ``start`` serves one ``metrics.Metrics`` for all its
+services on that port (a spec's ``instrument`` hook adds its own series); with tracing
+installed (``tracing``), each server gets the tracing interceptor.
 
 ``run_until_signalled`` serves until SIGTERM/SIGINT, then stops that way.
 """
@@ -32,17 +36,22 @@ import signal
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import grpc
 from google.protobuf.descriptor import ServiceDescriptor
 from grpc_reflection.v1alpha import reflection
 
+from assay.runtime import tracing
 from assay.runtime.admission import Admission
 from assay.runtime.config import ServerConfig
 from assay.runtime.handlers import ServiceHandler
 from assay.runtime.health import NOT_SERVING, SERVING, Health, probe_once, watch_dependency
 from assay.runtime.logging import get_logger
 from assay.runtime.loop import running_loop_name
+
+if TYPE_CHECKING:  # prometheus-client is imported only when metrics are on (``start``)
+    from assay.runtime.metrics import Metrics
 
 _log = get_logger("assay.server")
 
@@ -80,8 +89,8 @@ class Dependency:
 
 @dataclass
 class ServiceSpec:
-    """One service to host: what it is, who implements it, how to release its resources, and
-    what it depends on."""
+    """One service to host: what it is, who implements it, how to release its resources,
+    what it depends on, and what it adds to the metrics (when they are exported)."""
 
     name: str
     descriptor: ServiceDescriptor
@@ -89,6 +98,7 @@ class ServiceSpec:
     port: int
     close: Callable[[], Awaitable[None]] | None = None
     dependency: Dependency | None = None
+    instrument: Callable[[Metrics], None] | None = None
 
 
 @dataclass
@@ -103,6 +113,7 @@ class RunningService:
     admission: Admission = field(default_factory=Admission)
     monitor: asyncio.Task[None] | None = None
     stopped: bool = False
+    metrics: Metrics | None = None  # shared by the services of one ``start``
 
 
 def refuse_taken_port(host: str, port: int, service: str) -> None:
@@ -131,13 +142,21 @@ def refuse_taken_port(host: str, port: int, service: str) -> None:
                     ) from None
 
 
-async def start_service(spec: ServiceSpec, config: ServerConfig) -> RunningService:
+async def start_service(
+    spec: ServiceSpec, config: ServerConfig, metrics: Metrics | None = None
+) -> RunningService:
     """Bind and start one server for ``spec``; health reports SERVING once it listens (for the
-    service's own name: once its dependency, if any, answers too)."""
+    service's own name: once its dependency, if any, answers too). ``metrics``: where its
+    calls are counted (None: nowhere)."""
     refuse_taken_port(config.host, spec.port, spec.name)
-    server = grpc.aio.server(options=[*config.channel_options(), *_SERVER_OPTIONS])
+    server = grpc.aio.server(
+        interceptors=tracing.server_interceptors(),
+        options=[*config.channel_options(), *_SERVER_OPTIONS],
+    )
     admission = Admission(config.max_concurrent_rpcs, spec.name)
-    handler = ServiceHandler(spec.descriptor, spec.servicer, config.gate, admission)
+    handler = ServiceHandler(spec.descriptor, spec.servicer, config.gate, admission, metrics)
+    if metrics is not None and spec.instrument is not None:
+        spec.instrument(metrics)
     server.add_generic_rpc_handlers((handler,))
     server.add_registered_method_handlers(handler.service_name, handler.method_handlers())
     health = Health()
@@ -156,7 +175,9 @@ async def start_service(spec: ServiceSpec, config: ServerConfig) -> RunningServi
     if port == 0:
         raise OSError(f"could not bind {address} for {spec.name}")
     await server.start()
-    running = RunningService(spec, server, health, port, f"{config.host}:{port}", admission)
+    running = RunningService(
+        spec, server, health, port, f"{config.host}:{port}", admission, metrics=metrics
+    )
     available = True
     if spec.dependency is not None:
         dependency = spec.dependency
@@ -180,20 +201,31 @@ async def start_service(spec: ServiceSpec, config: ServerConfig) -> RunningServi
         else "plaintext",
         authentication="on" if config.gate.enabled else "off",
         max_concurrent_rpcs=admission.limit,
+        tracing="on" if tracing.enabled() else "off",
+        **({} if metrics is None else {"metrics": f"{config.host}:{metrics.port}"}),
         **({} if spec.dependency is None else {"dependency_available": available}),
     )
     return running
 
 
 async def start(specs: Sequence[ServiceSpec], config: ServerConfig) -> list[RunningService]:
-    """Start every spec; on a failure, stop those already started, close the rest, re-raise."""
+    """Start every spec (and the metrics endpoint, when ``config.metrics_port`` is set); on a
+    failure, stop those already started, close the rest, re-raise."""
     running: list[RunningService] = []
+    metrics: Metrics | None = None
     try:
+        if config.metrics_port is not None:
+            from assay.runtime.metrics import Metrics
+
+            metrics = Metrics()
+            metrics.serve(config.host, config.metrics_port)
         for spec in specs:
-            running.append(await start_service(spec, config))
+            running.append(await start_service(spec, config, metrics))
     except BaseException:
         await stop(running, grace=0)
         await close_specs(specs[len(running) :])
+        if metrics is not None:
+            await metrics.close()
         raise
     return running
 
@@ -252,6 +284,9 @@ async def stop(running: Sequence[RunningService], grace: float) -> None:
             refused_overloaded=service.admission.refused_overloaded,
             refused_shutting_down=service.admission.refused_shutting_down,
         )
+    # Last, so the drain shows in a scrape; one endpoint may serve several services.
+    for metrics in {id(s.metrics): s.metrics for s in running if s.metrics}.values():
+        await metrics.close()
 
 
 async def _flush(admission: Admission) -> None:

@@ -62,4 +62,5 @@ def _spec(store: Store, log: TransparencyLog, options: ServeOptions) -> ServiceS
         ),
         port=options.port,
         close=store.close,
+        instrument=lambda metrics: metrics.watch_writer(store.writer),
     )

@@ -40,6 +40,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from assay import errors
+from assay.runtime import tracing
 from assay.runtime.status import decode_rpc_error
 from assay.runtime.tls import ClientTls
 from assay.transport import LOAD_BALANCING_CONFIG, TokenFile, authority_options
@@ -127,10 +128,14 @@ class ResolverClient:
             *_RECONNECT_OPTIONS,
             *authority_options(target, tls is not None, tls.server_name if tls else None),
         ]
+        # With tracing on, each call is a span of the plan's trace, sent on as `traceparent`.
+        traced = tracing.client_interceptors()
         if tls is None:
-            self._channel = grpc.aio.insecure_channel(target, options=options)
+            self._channel = grpc.aio.insecure_channel(target, options=options, interceptors=traced)
         else:
-            self._channel = grpc.aio.secure_channel(target, tls.credentials(), options=options)
+            self._channel = grpc.aio.secure_channel(
+                target, tls.credentials(), options=options, interceptors=traced
+            )
         self._stub = rgrpc.ResolverServiceStub(self._channel)
 
     async def close(self) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import grpc
 
 from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
-from assay.runtime.handlers import REQUEST_ID_KEY, request_id_of
+from assay.runtime.handlers import REQUEST_ID_KEY, current_request_id
 from assay.runtime.logging import get_logger
 from assay.services.planner import convert
 from assay.services.planner.model import PlanInput, Resolution
@@ -52,7 +52,7 @@ class PlannerServicer:
         self, request: pb.PlanEvidenceRequest, context: grpc.aio.ServicerContext
     ) -> pb.PlanEvidenceResponse:
         deadline = Deadline.after(context.time_remaining())
-        metadata = ((REQUEST_ID_KEY, request_id_of(context)),)
+        metadata = ((REQUEST_ID_KEY, current_request_id()),)
         notes, capabilities, policy = convert.read_request(request)
         base = await self.resolver.resolve_semantic(
             convert.semantic_request(request), deadline, metadata

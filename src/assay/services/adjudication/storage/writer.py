@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -64,6 +65,13 @@ class Writer:
         self.lock = asyncio.Lock()
         self._queue: asyncio.Queue[Queued | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
+        # Told each batch's size and seconds from BEGIN to COMMIT returned: the server's
+        # metrics, when it exports them (``assay.runtime.metrics.Metrics.watch_writer``).
+        self.on_batch: Callable[[int, float], None] = _unobserved
+
+    def queue_depth(self) -> int:
+        """Jobs waiting for the next batch."""
+        return self._queue.qsize()
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="adjudication-writer")
@@ -101,7 +109,9 @@ class Writer:
                     break
                 batch.append(more)
             async with self.lock:
+                started = time.perf_counter()
                 await self._commit_batch(batch)
+                self.on_batch(len(batch), time.perf_counter() - started)
             if stopping:
                 return
 
@@ -167,6 +177,10 @@ class Writer:
             raw.execute("RELEASE job")
             outcomes.append((True, value))
         return outcomes
+
+
+def _unobserved(jobs: int, seconds: float) -> None:
+    pass
 
 
 def _begin(raw: sqlite3.Connection) -> None:
