@@ -10,6 +10,16 @@ deleting a tenant's cases never has to touch (or break) the chain. The
 verifier also cross-checks GOLD_LABEL_FROZEN events against the gold-label
 rows: the per-case digest chain cannot see a row that was deleted or
 replaced wholesale (digest recomputed), the ledger can.
+
+A record whose event exists but whose row is gone was deleted only if the
+service could have deleted it: a tenant deletion or an expiry sweep removes
+cases, with their reviews and resolutions, and nothing else. So a missing
+reviewer is always reported, a missing review or resolution whenever its case's
+row is still there, and a missing case unless a later TENANT_RECORDS_DELETED
+names its tenant or a later EXPIRED_RECORDS_SWEPT covers its tenant and — when
+its CASE_ENQUEUED records the expiry (events written since ``expire_time`` was
+added) — swept as of that expiry or after. An older CASE_ENQUEUED holds no
+expiry: any later sweep covering the tenant accounts for it.
 """
 
 from __future__ import annotations
@@ -132,6 +142,9 @@ class ChainVerifier:
     recorded: dict[tuple[RecordKind, str], tuple[int, Mapping[str, str]]] = field(
         default_factory=dict
     )
+    # (sequence, tenants — None: every tenant —, as_of or None) of each deletion event.
+    deletions: list[tuple[int, frozenset[str] | None, int | None]] = field(default_factory=list)
+    present: set[tuple[RecordKind, str]] = field(default_factory=set)
 
     def _bad(self, sequence: int, problem: AuditProblem, detail: str, gold: str = "") -> bool:
         kind = RecordKind.GOLD_LABEL if gold else None
@@ -173,11 +186,47 @@ class ChainVerifier:
                 return self._bad(
                     event.sequence, AuditProblem.UNREADABLE, "GOLD_LABEL_FROZEN payload incomplete"
                 )
+        self._note_deletion(event)
         record = records.record_key(event.event_type.value, event.payload)
         if record is not None:
             self.recorded.setdefault(record, (event.sequence, event.payload))
         self.head = ChainHead(event.sequence, event.hash)
         return True
+
+    def _note_deletion(self, event: AuditEvent) -> None:
+        """Remember what a deletion event may have removed (one it cannot read accounts
+        for nothing, so the records it would have covered are reported)."""
+        payload = event.payload
+        if event.event_type is AuditEventType.TENANT_RECORDS_DELETED:
+            if "tenant" in payload:
+                self.deletions.append((event.sequence, frozenset({payload["tenant"]}), None))
+        elif event.event_type is AuditEventType.EXPIRED_RECORDS_SWEPT:
+            named = payload.get("tenants")
+            tenants = None if named is None else frozenset(named.split(","))
+            as_of = payload.get("as_of", "")
+            if as_of.isdigit():
+                self.deletions.append((event.sequence, tenants, int(as_of)))
+
+    def _unaccounted(self, kind: RecordKind, sequence: int, payload: Mapping[str, str]) -> str:
+        """Why the row of a recorded record may not be missing ("" when a deletion by the
+        service accounts for it)."""
+        if kind is RecordKind.REVIEWER:
+            return "its row is missing (reviewers are never deleted)"
+        if kind in (RecordKind.REVIEW, RecordKind.RESOLUTION):
+            case_id = payload.get("case_id", "")
+            if (RecordKind.CASE, case_id) in self.present:
+                return f"its row is missing while its case {case_id} is still stored"
+            return ""  # went with its case, whose own absence is judged below
+        if kind is RecordKind.CASE:
+            tenant = payload.get("tenant", "")
+            expiry = payload.get("expire_time", "")
+            for deleted_at, tenants, as_of in self.deletions:
+                if deleted_at <= sequence or (tenants is not None and tenant not in tenants):
+                    continue
+                if as_of is None or not expiry.isdigit() or as_of >= int(expiry):
+                    return ""
+            return "its row is missing and no later tenant deletion or expiry sweep covers it"
+        return ""  # gold labels: checked against their rows in ``_finish_gold``
 
     def unreadable(self, sequence: int, detail: str) -> bool:
         self.checked += 1
@@ -186,21 +235,23 @@ class ChainVerifier:
     def finish(
         self,
         gold_rows: Iterable[tuple[str, int, str, str]],
-        stored: Iterable[tuple[RecordKind, str, records.Commitment | None]] = (),
+        stored: Iterable[tuple[RecordKind, str, records.Commitment | None]] | None = None,
     ) -> ChainVerdict:
         """Cross-check (case_id, revision, stored digest, recomputed digest) of every gold row,
         then every ``stored`` record (kind, id, the commitment recomputed from its row — None
         when the row cannot be read or fails its own digest) against the event that recorded
-        it. A record whose event exists but whose row does not was deleted (tenant deletion,
-        sweep) and is not a problem; the first disagreeing record (by its event's sequence)
-        is named."""
+        it, and every recorded record without a row (see the module's docstring: only what a
+        tenant deletion or sweep removed may be missing); the first disagreeing record (by
+        its event's sequence) is named. ``stored`` None: no rows given, only the chain and
+        the gold rows are checked."""
         if self.verdict is not None:
             return self.verdict
         gold = self._finish_gold(gold_rows)
         if not gold.ok:
             return gold
         worst: tuple[float, RecordKind, str, AuditProblem, str] | None = None
-        for kind, record_id, expected in stored:
+        for kind, record_id, expected in stored or ():
+            self.present.add((kind, record_id))
             found = self.recorded.get((kind, record_id))
             if found is None:
                 problem = (
@@ -218,6 +269,16 @@ class ChainVerifier:
             order = (problem[0] or float("inf"), problem[1].value, problem[2])
             if worst is None or order < (worst[0] or float("inf"), worst[1].value, worst[2]):
                 worst = problem
+        # Recorded records without a row, unless the service's deletions account for them
+        # (``stored`` None: the rows were not given, only the chain and gold labels checked).
+        missing = self.recorded.items() if stored is not None else ()
+        for (kind, record_id), (recorded_at, payload) in missing:
+            first = float("inf") if worst is None else worst[0] or float("inf")
+            if (kind, record_id) in self.present or first < recorded_at:
+                continue
+            why = self._unaccounted(kind, recorded_at, payload)
+            if why:
+                worst = (float(recorded_at), kind, record_id, AuditProblem.RECORD_MISMATCH, why)
         if worst is None:
             return gold
         sequence, kind, record_id, what, why = worst

@@ -13,12 +13,12 @@ tenants they were issued for.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
 
-from assay.services.adjudication import paging, permissions
+from assay.services.adjudication import paging, permissions, records
 from assay.services.adjudication.agreement import Agreement, cohens_kappa
 from assay.services.adjudication.blinding import blind
 from assay.services.adjudication.canonical import now
@@ -84,7 +84,7 @@ class Lookups:
     async def case_state(self, case_id: str, caller: Caller) -> CaseSnapshot:
         """A case of the caller's tenants (GetCaseState)."""
         require_id(case_id, "case_id")
-        return permissions.visible_case(caller, await self.store.snapshot(case_id), case_id)
+        return permissions.visible_case(caller, await self.store.case_state(case_id), case_id)
 
     async def blinded(self, case_id: str, caller: Caller) -> BlindedCase:
         """The reviewer view, to those ``permissions.blinded_view`` lets see it."""
@@ -132,15 +132,24 @@ class Lookups:
         return _page(found, size, query, lambda g: paging.join_key(g.case_id, g.revision))
 
     async def audit_events(
-        self, page_size: int, page_token: str, caller: Caller
+        self,
+        page_size: int,
+        page_token: str,
+        caller: Caller,
+        logged: Callable[[Sequence[tuple[int, str]]], int] | None = None,
     ) -> Page[AuditEvent]:
         """Events of the caller's tenants; those about no single tenant only for callers
-        granted every tenant."""
+        granted every tenant. Storage re-checks each event's hash and link; ``logged`` (the
+        transparency log's ``disagreeing``) gives the first whose hash is not the log's leaf
+        for it: DATA_LOSS naming it."""
         size = paging.page_size(page_size)
         query = f"audit{caller.scope.fingerprint()}"
         token = paging.decode_token(query, page_token)
         after = paging.int_key(token) if token else 0
         found = await self.store.audit_events(after, size + 1, caller.scope)
+        bad = logged([(e.sequence, e.hash) for e in found]) if logged else 0
+        if bad:
+            raise records.event_loss(bad, "its hash is not the transparency log's leaf for it")
         return _page(found, size, query, lambda e: str(e.sequence))
 
     async def export(

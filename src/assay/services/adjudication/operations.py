@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from assay.errors import AlreadyExists, FailedPrecondition, Reason, invalid_field
 from assay.services.adjudication import cases, gold, permissions, records, resolution, reviews
-from assay.services.adjudication.canonical import digest, now, to_micros
+from assay.services.adjudication.canonical import now, to_micros
 from assay.services.adjudication.fields import require_id, require_tenant
 from assay.services.adjudication.model import (
     DEV_CALLER,
@@ -125,7 +125,13 @@ class Adjudication:
                     Reason.REVIEWER_ALREADY_EXISTS, f"reviewer {reviewer_id} exists already"
                 )
             tx.insert_reviewer(reviewer)
-            payload = {"reviewer_id": reviewer_id, "kind": reviewer.kind.value}
+            committed = records.reviewer_commitment(reviewer)
+            payload = {
+                "reviewer_id": reviewer_id,
+                "kind": reviewer.kind.value,
+                "attestation": committed["attestation"],
+                "register_time": committed["register_time"],
+            }
             if reviewer.identity_subject:  # the binding is on the ledger too
                 payload["identity_issuer"] = reviewer.identity_issuer
                 payload["identity_subject"] = reviewer.identity_subject
@@ -148,9 +154,11 @@ class Adjudication:
             case = cases.new_case(new_id("case"), data, at)
             tx.insert_case(case)
             tx.remember_snapshot(CaseSnapshot(case, 0, (), None))
+            committed = records.case_commitment(case)
+            assert committed is not None  # a new case has the digest of its content
             tx.append_event(
                 AuditEventType.CASE_ENQUEUED,
-                {"case_id": case.case_id, "tenant": case.tenant, "content": case.content_digest},
+                committed,
                 tenant=case.tenant,
                 actor=caller.actor,
             )
@@ -182,13 +190,7 @@ class Adjudication:
             tx.insert_review(review)
             tx.append_event(
                 AuditEventType.REVIEW_SUBMITTED,
-                {
-                    "review_id": review.review_id,
-                    "case_id": review.case_id,
-                    "reviewer_id": review.reviewer_id,
-                    "round": str(review.round),
-                    "answer": reviews.answer_commitment(review),
-                },
+                records.review_commitment(review),
                 tenant=snap.case.tenant,
                 actor=caller.actor,
             )
@@ -226,14 +228,7 @@ class Adjudication:
             tx.insert_resolution(decided)
             tx.append_event(
                 AuditEventType.CASE_RESOLVED,
-                {
-                    "case_id": decided.case_id,
-                    "round": str(decided.round),
-                    "basis": decided.basis.value,
-                    "label": digest(decided.label_key) if decided.label_key else "",
-                    "adjudicator_reviewer_id": adjudicator,
-                    "review_ids": ",".join(decided.review_ids),
-                },
+                records.resolution_commitment(decided),
                 tenant=snap.case.tenant,
                 actor=caller.actor,
             )

@@ -9,6 +9,13 @@ the event written when it was stored. A payload field missing from an event
 counts as "" (a reviewer registered without an identity binding records none).
 The freeze, every read and ``VerifyAuditChain`` compare through ``mismatch`` and
 report through ``record_loss``, so they agree on what counts as tampering.
+
+``LATER_FIELDS`` are committed only by events written since they were added: a
+reviewer's attestation (the digest of ``attested_by``: payloads hold ids and
+digests, never free text) and registration time, a review's submit time, a
+resolution's resolve time, a case's expiry. An event written before holds none
+of them, so its record is not checked on them (a stored ``attested_by`` or time
+of such a record can be edited unseen); every other field is checked as always.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from collections.abc import Mapping
 
 from assay.errors import DataLoss, Reason
 from assay.services.adjudication import cases, reviews
-from assay.services.adjudication.canonical import digest
+from assay.services.adjudication.canonical import digest, to_micros
 from assay.services.adjudication.model import (
     Case,
     GoldLabelRevision,
@@ -28,6 +35,11 @@ from assay.services.adjudication.model import (
 )
 
 Commitment = dict[str, str]
+
+# Committed by events written since these fields were added; checked only when present.
+LATER_FIELDS = frozenset(
+    {"attestation", "register_time", "submit_time", "resolve_time", "expire_time"}
+)
 
 EVENT_KEYS = {
     "REVIEWER_REGISTERED": (RecordKind.REVIEWER, ("reviewer_id",)),
@@ -53,6 +65,8 @@ def reviewer_commitment(value: Reviewer) -> Commitment:
         "kind": value.kind.value,
         "identity_issuer": value.identity_issuer,
         "identity_subject": value.identity_subject,
+        "attestation": digest(value.attested_by),
+        "register_time": str(to_micros(value.register_time)),
     }
 
 
@@ -60,7 +74,12 @@ def case_commitment(value: Case) -> Commitment | None:
     """None when the row's content no longer has its stored digest."""
     if cases.case_digest(value) != value.content_digest:
         return None
-    return {"case_id": value.case_id, "tenant": value.tenant, "content": value.content_digest}
+    return {
+        "case_id": value.case_id,
+        "tenant": value.tenant,
+        "content": value.content_digest,
+        "expire_time": str(to_micros(value.expire_time)),
+    }
 
 
 def review_commitment(value: Review) -> Commitment:
@@ -70,6 +89,7 @@ def review_commitment(value: Review) -> Commitment:
         "reviewer_id": value.reviewer_id,
         "round": str(value.round),
         "answer": reviews.answer_commitment(value),
+        "submit_time": str(to_micros(value.submit_time)),
     }
 
 
@@ -81,6 +101,7 @@ def resolution_commitment(value: Resolution) -> Commitment:
         "label": digest(value.label_key) if value.label_key else "",
         "adjudicator_reviewer_id": value.adjudicator_reviewer_id,
         "review_ids": ",".join(value.review_ids),
+        "resolve_time": str(to_micros(value.resolve_time)),
     }
 
 
@@ -109,10 +130,15 @@ def kind_name(kind: RecordKind) -> str:
 
 
 def disagreement(expected: Commitment | None, recorded: Mapping[str, str]) -> str:
-    """ "" when ``recorded`` holds every field of ``expected``, else what differs."""
+    """ "" when ``recorded`` holds every field of ``expected`` (a ``LATER_FIELDS`` one only
+    if the event has it), else what differs."""
     if expected is None:
         return "its content does not match its stored digest"
-    wrong = sorted(k for k, v in expected.items() if str(recorded.get(k, "")) != v)
+    wrong = sorted(
+        k
+        for k, v in expected.items()
+        if str(recorded.get(k, "")) != v and (k in recorded or k not in LATER_FIELDS)
+    )
     return f"{', '.join(wrong)} differ(s) from the ledger" if wrong else ""
 
 
@@ -130,4 +156,14 @@ def record_loss(kind: RecordKind, key: str, why: str, doing: str = "") -> DataLo
         Reason.STORED_RECORD_INVALID,
         f"stored {name} {key} does not match the ledger ({why}){tail}",
         metadata={"record": name, "key": key},
+    )
+
+
+def event_loss(sequence: int, why: str) -> DataLoss:
+    """DATA_LOSS naming an audit event that fails its re-check on read (``ErrorInfo``
+    metadata ``sequence``)."""
+    return DataLoss(
+        Reason.STORED_RECORD_INVALID,
+        f"audit event {sequence} is not what the ledger recorded ({why})",
+        metadata={"record": "audit event", "sequence": str(sequence)},
     )

@@ -230,7 +230,9 @@ class AdjudicationServicer:
     async def ListAuditEvents(
         self, request: pb.ListAuditEventsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListAuditEventsResponse:
-        page = await self.lookups.audit_events(request.page_size, request.page_token, _caller())
+        page = await self.lookups.audit_events(
+            request.page_size, request.page_token, _caller(), self.log.disagreeing
+        )
         return pb.ListAuditEventsResponse(
             events=[convert.audit_event(e) for e in page.items],
             next_page_token=page.next_page_token,

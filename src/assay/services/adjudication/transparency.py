@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +86,9 @@ class TransparencyLog:
         self.origin = origin
         self._read = read_hashes
         self._tree = MerkleTree()
+        # Leaf i's 32 bytes at [32 i, 32 i + 32): what ``disagreeing`` compares reads with
+        # (a fifth of what the tree keeps per leaf).
+        self._leaves = bytearray()
         self._lock = asyncio.Lock()
         # Why the tree stopped growing ("" while it follows the ledger).
         self.stalled = ""
@@ -120,6 +123,7 @@ class TransparencyLog:
                     )
                     break
                 self._tree.append(data)
+                self._leaves += data
             return self._tree.size
 
     async def checkpoint(self, size: int | None = None) -> SignedCheckpoint:
@@ -149,6 +153,23 @@ class TransparencyLog:
         if size > current:
             raise ValueError(f"proofs at {size} events asked; the log has {current}")
         return [self._tree.inclusion_proof(sequence - 1, size) for sequence in sequences]
+
+    def disagreeing(self, hashes: Sequence[tuple[int, str]]) -> int:
+        """The first sequence of ``hashes`` ((sequence, stored chain hash), as read) whose
+        hash is not the leaf the tree already holds for it, or 0. Read-only (no sync): an
+        event the tree has not taken yet is not compared; one the tree took and the file
+        changed since is caught here."""
+        size = len(self._leaves) // 32
+        for sequence, chain_hash in hashes:
+            if not 1 <= sequence <= size:
+                continue
+            try:
+                data = leaf_data(sequence, chain_hash)
+            except ValueError:
+                return sequence
+            if self._leaves[(sequence - 1) * 32 : sequence * 32] != data:
+                return sequence
+        return 0
 
     async def consistency(self, first: int, second: int) -> tuple[int, list[bytes]]:
         """(second size, proof) that the first ``first`` leaves are a prefix; ``second`` 0: now."""

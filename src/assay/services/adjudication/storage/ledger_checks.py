@@ -19,7 +19,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from assay.services.adjudication import records
+from assay.services.adjudication import ledger, records
 from assay.services.adjudication.model import (
     AuditEvent,
     AuditEventType,
@@ -176,6 +176,38 @@ def check_gold_labels(
         records.gold_id,
         records.gold_commitment,
     )
+
+
+def check_events(db: sqlite3.Connection, values: Sequence[AuditEvent]) -> None:
+    """DATA_LOSS (metadata ``sequence``) at the first event whose hash is not the hash of
+    its content, or whose ``previous_hash`` is not the stored hash of the event before it
+    (looked up by sequence: a page of one tenant's events skips the others'): an edited,
+    removed, inserted or reordered event is never served as if nothing happened. One
+    primary-key query per page."""
+    wanted = sorted({v.sequence - 1 for v in values} - {0})
+    stored = {v.sequence: v.hash for v in values}
+    missing = [s for s in wanted if s not in stored]
+    for start in range(0, len(missing), CHUNK):
+        chunk = missing[start : start + CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        sql = f"SELECT sequence, hash FROM audit_events WHERE sequence IN ({marks})"
+        stored.update((int(row[0]), str(row[1])) for row in db.execute(sql, chunk))
+    stored[0] = ledger.EMPTY_HEAD.hash
+    for event in values:
+        why = ""
+        if event.previous_hash != stored.get(event.sequence - 1):
+            why = "its previous_hash is not the stored hash of the event before it"
+        elif event.hash != ledger.event_hash(
+            event.sequence,
+            event.event_type,
+            event.occur_time,
+            event.payload,
+            event.previous_hash,
+            event.actor,
+        ):
+            why = "its content does not match its hash"
+        if why:
+            raise records.event_loss(event.sequence, why)
 
 
 def check_snapshot(db: sqlite3.Connection, snap: CaseSnapshot | None) -> None:

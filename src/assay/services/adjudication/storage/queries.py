@@ -176,6 +176,55 @@ def queue(
     return [(rows.case(r), int(r[rows.CASE_WIDTH])) for r in found]
 
 
+def _prefixed(alias: str, columns: str) -> str:
+    return ", ".join(f"{alias}.{c.strip()}" for c in columns.split(","))
+
+
+_EXCLUDED = f"""
+WITH candidates AS (
+    SELECT c.case_id,
+           (SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = c.case_id) + 1 AS current_round
+    FROM cases c
+    WHERE c.expire_time > :now AND c.case_id > :after AND (:upto IS NULL OR c.case_id <= :upto)
+      AND {IN_SCOPE.format(column="c.tenant")}
+)
+"""
+_EXCLUDING_REVIEWS = (
+    _EXCLUDED + f"SELECT {_prefixed('r', rows.REVIEW_COLUMNS)} FROM candidates k JOIN reviews r "
+    "ON r.case_id = k.case_id AND r.round = k.current_round AND r.reviewer_id = :reviewer"
+)
+_EXCLUDING_RESOLUTIONS = (
+    _EXCLUDED
+    + f"SELECT {_prefixed('x', rows.RESOLUTION_COLUMNS)} FROM candidates k JOIN resolutions x "
+    "ON x.case_id = k.case_id AND x.round = k.current_round"
+)
+
+
+def queue_exclusions(
+    db: sqlite3.Connection,
+    reviewer_id: str,
+    scope: TenantScope,
+    after: str,
+    upto: str | None,
+    at: datetime,
+) -> tuple[list[Review], list[Resolution]]:
+    """The reviewer's own reviews and the resolutions of the current rounds of the queue's
+    candidate cases after ``after`` up to ``upto`` (None: to the end): the rows that keep a
+    case out of the reviewer's queue, so a queue page can check them. One probe of each
+    table's (case, round) key per candidate — what the queue query itself costs."""
+    params = {
+        "now": to_micros(at),
+        "after": after,
+        "upto": upto,
+        "tenants": tenants_param(scope),
+        "reviewer": reviewer_id,
+    }
+    reviews = [rows.review(r) for r in _all(db, _EXCLUDING_REVIEWS, params)]
+    del params["reviewer"]
+    resolutions = [rows.resolution(r) for r in _all(db, _EXCLUDING_RESOLUTIONS, params)]
+    return reviews, resolutions
+
+
 def gold_labels(
     db: sqlite3.Connection,
     case_id: str,

@@ -184,6 +184,26 @@ class Store:
 
         return await self._read(work)
 
+    async def case_state(self, case_id: str) -> CaseSnapshot | None:
+        """The snapshot GetCaseState derives the state from, with every row the state rests
+        on checked: the case, all its reviews and resolutions (an earlier round's edited
+        review or resolution is as much tampering as the current one's) and its gold labels,
+        whose count makes the round."""
+
+        def work(db: sqlite3.Connection) -> CaseSnapshot | None:
+            snap = queries.snapshot(db, case_id)
+            if snap is None:
+                return None
+            reviews, resolutions = queries.case_history(db, case_id)
+            ledger_checks.check_cases(db, [snap.case])
+            ledger_checks.check_reviews(db, reviews)
+            ledger_checks.check_resolutions(db, resolutions)
+            labels = queries.gold_labels(db, case_id, None, snap.revision_count + 1)
+            ledger_checks.check_gold_labels(db, labels)
+            return snap
+
+        return await self._read(work)
+
     async def case_detail(
         self, case_id: str
     ) -> tuple[CaseSnapshot, list[Review], list[Resolution]] | None:
@@ -208,6 +228,12 @@ class Store:
         def work(db: sqlite3.Connection) -> list[tuple[Case, int]]:
             found = queries.queue(db, reviewer_id, scope, after, limit, at)
             ledger_checks.check_cases(db, [case for case, _ in found])
+            # The rows that kept a case of this page's range out of it: a forged review by
+            # the reviewer or a forged resolution must not hide a case silently.
+            upto = found[-1][0].case_id if len(found) == limit else None
+            reviews, resolutions = queries.queue_exclusions(db, reviewer_id, scope, after, upto, at)
+            ledger_checks.check_reviews(db, reviews)
+            ledger_checks.check_resolutions(db, resolutions)
             return found
 
         return await self._read(work)
@@ -223,7 +249,15 @@ class Store:
         return await self._read(work)
 
     async def audit_events(self, after: int, limit: int, scope: TenantScope) -> list[AuditEvent]:
-        return await self._read(lambda db: queries.audit_events(db, after, limit, scope))
+        """Events after ``after``, each re-hashed and linked to its predecessor's stored hash
+        in the same snapshot (DATA_LOSS naming the first that fails)."""
+
+        def work(db: sqlite3.Connection) -> list[AuditEvent]:
+            found = queries.audit_events(db, after, limit, scope)
+            ledger_checks.check_events(db, found)
+            return found
+
+        return await self._read(work)
 
     async def chain_hashes(self, after: int) -> list[tuple[int, str]]:
         """(sequence, hash) of every committed audit event after ``after``, in order: the
