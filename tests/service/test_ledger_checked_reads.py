@@ -299,7 +299,9 @@ def _label(record: dict[str, Any]) -> None:
 
 
 def _payload(record: dict[str, Any]) -> None:
-    record["inclusion"]["event"]["payload"]["digest"] = record["revision"]["digest"][:-1] + "0"
+    digest = record["revision"]["digest"]
+    flipped = "1" if digest.endswith("0") else "0"
+    record["inclusion"]["event"]["payload"]["digest"] = digest[:-1] + flipped
 
 
 def _leaf(record: dict[str, Any]) -> None:
