@@ -41,6 +41,7 @@ from assay.services.planner.model import (
 )
 from assay.services.planner.plan import Draft, draft_plan, finish_plan
 from assay.services.planner.probes import CATALOGUE
+from assay.services.resolver.policy import DEFAULT_RELIABILITY
 
 
 def key(value: object) -> str:
@@ -116,6 +117,7 @@ def plan_input(
         notes=tuple(notes),
         capabilities=dict(capabilities or {}),
         policy=policy or EMPTY_POLICY,
+        reliability=DEFAULT_RELIABILITY,
     )
 
 
@@ -189,6 +191,7 @@ def candidate(
     availability: Availability = Availability.AVAILABLE,
     gap_ids: tuple[str, ...] = ("unresolved_conflict",),
     target: SignalClass = SignalClass.PROCESS_RESULT,
+    evsi: float = 0.0,
 ) -> Candidate:
     """A judged candidate with chosen dimensions, for ranking tests."""
     the_probe = the_probe or probe()
@@ -197,14 +200,18 @@ def candidate(
         if availability is Availability.AVAILABLE
         else AvailabilityReason.SIDE_EFFECT_NOT_GRANTED
     )
+    outcome = Outcome(OutcomeAssumption.RUNNER_UP, the_probe.expected_source, '"x"', "x", "g")
+    missing = (SideEffect.PROCESS_SPAWN,) if availability is Availability.REQUIRES_APPROVAL else ()
     return Candidate(
         probe=the_probe,
         target=target,
         gap_ids=gap_ids,
-        verdict=AvailabilityVerdict(availability, reason),
+        verdict=AvailabilityVerdict(availability, reason, missing_grants=missing),
         independence=independence,
-        outcome=Outcome(OutcomeAssumption.RUNNER_UP, the_probe.expected_source, '"x"', "x", "g"),
+        outcomes=(outcome,),
+        outcome=outcome,
         discrimination=discrimination,
+        evsi=evsi,
     )
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from assay.services.planner.model import (
     Availability,
+    AvailabilityReason,
     CostBand,
     Discrimination,
     Independence,
@@ -94,22 +97,22 @@ class TestInvariants:
         assert rank(cands) == rank(list(reversed(cands)))
 
     @given(probes, discriminations, availabilities, gap_lists)
-    def test_score_is_never_negative_and_penalty_is_capped(
+    def test_penalty_is_capped_and_value_dominates(
         self,
         the_probe: Probe,
         discrimination: Discrimination,
         availability: Availability,
         gaps: tuple[str, ...],
     ) -> None:
-        """Saturating arithmetic: score >= 0 and the penalty never exceeds its cap."""
+        """The penalty never exceeds its cap, and more EVSI never scores less."""
         c = candidate(
             the_probe,
             discrimination=discrimination,
             availability=availability,
             gap_ids=gaps,
         )
-        assert score(c) >= 0
         assert penalty(c) <= PENALTY_CAP
+        assert score(dataclasses.replace(c, evsi=0.5)) > score(c)
 
 
 class TestExamples:
@@ -143,10 +146,23 @@ class TestExamples:
         c = candidate(gap_ids=("stale_support",))
         assert score(c, RankContext(stale_gap_ids=frozenset({"stale_support"}))) > score(c)
 
-    def test_required_review_lifts_human_review(self) -> None:
-        """When a person must decide, HUMAN_REVIEW gains the review bonus; others do not."""
-        human = candidate(probe(kind=ProbeKind.HUMAN_REVIEW, cost=CostBand.HIGH))
-        rerun = candidate(probe(kind=ProbeKind.RERUN_TEST))
-        needed = RankContext(requires_review=True)
-        assert score(human, needed) > score(human)
-        assert score(rerun, needed) == score(rerun)
+    def test_required_review_puts_human_review_first(self) -> None:
+        """When a person must decide, HUMAN_REVIEW is first whatever the others score."""
+        human = candidate(
+            probe(kind=ProbeKind.HUMAN_REVIEW, cost=CostBand.HIGH),
+            independence=Independence.UNVERIFIED,
+        )
+        rerun = candidate(probe(kind=ProbeKind.RERUN_TEST), evsi=0.9)
+        assert rank([rerun, human]) == [rerun, human]
+        assert rank([rerun, human], RankContext(requires_review=True)) == [human, rerun]
+
+    def test_each_outstanding_approval_costs(self) -> None:
+        """A candidate also blocked by egress after its grants ranks below one that is not."""
+        plain = candidate(availability=Availability.REQUIRES_APPROVAL)
+        blocked = dataclasses.replace(
+            plain,
+            verdict=dataclasses.replace(
+                plain.verdict, missing_policy=(AvailabilityReason.EGRESS_NOT_ALLOWED,)
+            ),
+        )
+        assert penalty(blocked) > penalty(plain)

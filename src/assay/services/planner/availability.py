@@ -7,7 +7,9 @@
    cannot observe its target class (the state is reported). HUMAN_REVIEW does
    not observe through the runtime, which keeps it reachable for every gap.
 3. A side effect the policy does not grant makes it REQUIRES_APPROVAL, naming
-   exactly the missing grants, never a bare "denied".
+   exactly the missing grants, never a bare "denied" - and also the policy switches
+   (egress, cloud sync) check 4 would still find off, so one approval can ask for
+   everything that stands between the candidate and AVAILABLE.
 4. A network probe without ``egress_allowed``, or a hosted-service probe
    without ``cloud_sync_allowed``, is UNAVAILABLE with that reason.
 """
@@ -83,17 +85,25 @@ def classify_availability(
             AvailabilityReason.SIGNAL_NOT_OBSERVABLE,
             signal_availability=state,
         )
+    switches = policy_switches_off(probe, policy)
     missing = tuple(sorted(set(probe.side_effects) - policy.granted))
     if missing:
         return AvailabilityVerdict(
             Availability.REQUIRES_APPROVAL,
             AvailabilityReason.SIDE_EFFECT_NOT_GRANTED,
             missing_grants=missing,
+            missing_policy=switches,
         )
-    if probe.needs_egress and not policy.egress_allowed:
-        return AvailabilityVerdict(Availability.UNAVAILABLE, AvailabilityReason.EGRESS_NOT_ALLOWED)
-    if probe.needs_cloud_sync and not policy.cloud_sync_allowed:
-        return AvailabilityVerdict(
-            Availability.UNAVAILABLE, AvailabilityReason.CLOUD_SYNC_NOT_ALLOWED
-        )
+    if switches:
+        return AvailabilityVerdict(Availability.UNAVAILABLE, switches[0])
     return AvailabilityVerdict(Availability.AVAILABLE, AvailabilityReason.ALL_REQUIREMENTS_MET)
+
+
+def policy_switches_off(probe: Probe, policy: AcquisitionPolicy) -> tuple[AvailabilityReason, ...]:
+    """The policy switches the probe needs and the policy has off, in check-4 order."""
+    off = []
+    if probe.needs_egress and not policy.egress_allowed:
+        off.append(AvailabilityReason.EGRESS_NOT_ALLOWED)
+    if probe.needs_cloud_sync and not policy.cloud_sync_allowed:
+        off.append(AvailabilityReason.CLOUD_SYNC_NOT_ALLOWED)
+    return tuple(off)

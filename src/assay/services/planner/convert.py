@@ -17,7 +17,6 @@ from google.protobuf import json_format, struct_pb2
 from assay.errors import FieldViolation, InvalidArgument, Reason
 from assay.prototime import duration_problem, timestamp_problem
 from assay.services.planner import model as m
-from assay.services.planner.discrimination import OUTCOME_CONFIDENCE
 from assay.services.planner.probes import action_risk
 from assay.v1 import claim_pb2, plan_pb2, planner_service_pb2, resolution_pb2
 from assay.v1 import resolver_service_pb2 as rpb
@@ -155,6 +154,29 @@ def semantic_request(
     return out
 
 
+# Ids of the planner's own hypothetical claims (only those that supersede need one).
+OUTCOME_ID_PREFIX = "assay:planner-outcome/"
+
+
+def outcome_claims(
+    request: planner_service_pb2.PlanEvidenceRequest, outcome: m.Outcome, label: str
+) -> list[claim_pb2.Claim]:
+    """The claims of one outcome's hypothesis: its claim, and for a fresh observation that
+    replaces older claims of its source and group, one claim per replaced claim (a claim
+    has one relation). The copies are identical and share the group, where only the
+    strongest member counts, so they supersede without adding support."""
+    if not outcome.supersedes:
+        return [outcome_claim(request, outcome)]
+    claims = []
+    for i, target in enumerate(outcome.supersedes):
+        claim = outcome_claim(request, outcome)
+        claim.id = f"{OUTCOME_ID_PREFIX}{label}/{i}"
+        claim.relation.kind = claim_pb2.RELATION_KIND_SUPERSEDES
+        claim.relation.target_claim_id = target
+        claims.append(claim)
+    return claims
+
+
 def outcome_claim(
     request: planner_service_pb2.PlanEvidenceRequest, outcome: m.Outcome
 ) -> claim_pb2.Claim:
@@ -164,7 +186,7 @@ def outcome_claim(
         predicate=request.predicate,
         source=outcome.source,
         method="planner-hypothesis",
-        confidence=OUTCOME_CONFIDENCE,
+        confidence=outcome.confidence,
     )
     claim.value.CopyFrom(json_format.ParseDict(outcome.value, struct_pb2.Value()))
     if outcome.declared:
@@ -197,7 +219,7 @@ def hypotheses_request(
         out.stale_after.CopyFrom(request.stale_after)
     for i, outcome in enumerate(outcomes):
         hypothesis = out.hypotheses.add(label=f"outcome-{i}")
-        hypothesis.claims.append(outcome_claim(request, outcome))
+        hypothesis.claims.extend(outcome_claims(request, outcome, f"outcome-{i}"))
     return out
 
 
@@ -206,6 +228,7 @@ def resolution(pb: resolution_pb2.SemanticResolution, with_counted: bool = True)
     claims and the values themselves (needed for the base; a hypothesis is compared on
     status, leader, supports and flags only, so reading it stays cheap for large evidence)."""
     values = []
+    members: dict[tuple[str, str], list[str]] = {}
     for view in pb.values:
         counted: tuple[m.CountedClaim, ...] = ()
         value: m.JsonValue = None
@@ -220,6 +243,9 @@ def resolution(pb: resolution_pb2.SemanticResolution, with_counted: bool = True)
                 ]
             )
             value = json_format.MessageToDict(view.value)
+            for c in view.claims:
+                if not c.claim_ref.startswith(UNNAMED_REF_PREFIX):
+                    members.setdefault((c.source, c.correlation_group), []).append(c.claim_ref)
         values.append(m.ValueView(view.value_key, value, view.support, counted))
     return m.Resolution(
         status=m.ResolutionStatus(pb.status),
@@ -228,6 +254,28 @@ def resolution(pb: resolution_pb2.SemanticResolution, with_counted: bool = True)
         flags=frozenset(m.RationaleFlag(f) for f in pb.rationale),
         excluded_count=len(pb.excluded),
         requires_review=pb.requires_review,
+        members={key: tuple(sorted(refs)) for key, refs in members.items()},
+    )
+
+
+# How the resolver refers to a claim without an ``id`` (such a claim cannot be superseded).
+UNNAMED_REF_PREFIX = "sha256:"
+
+
+def stale_refs(request: planner_service_pb2.PlanEvidenceRequest) -> frozenset[str]:
+    """Ids of the target's claims the resolver would find stale: observed before
+    ``as_of - stale_after``, or never (as the resolver's STALE_SUPPORT rule reads them).
+    Empty without both fields: then nothing is stale."""
+    if not (request.HasField("as_of") and request.HasField("stale_after")):
+        return frozenset()
+    horizon = request.as_of.ToNanoseconds() - request.stale_after.ToNanoseconds()
+    return frozenset(
+        c.id
+        for c in request.evidence.claims
+        if c.id
+        and c.subject == request.subject
+        and c.predicate == request.predicate
+        and (not c.HasField("observe_time") or c.observe_time.ToNanoseconds() < horizon)
     )
 
 

@@ -78,6 +78,9 @@ class Resolution:
     flags: frozenset[RationaleFlag]
     excluded_count: int = 0
     requires_review: bool = False
+    # The ids of the active claims of each (source, correlation group), every value
+    # together: what a fresh observation of that source and group may supersede.
+    members: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def leader(self) -> ValueView | None:
@@ -124,6 +127,10 @@ class PlanInput:
     notes: tuple[MissingSignalNote, ...] = ()
     capabilities: Mapping[SignalClass, SignalAvailability] = field(default_factory=dict)
     policy: AcquisitionPolicy = AcquisitionPolicy()
+    # The resolver's reliability table (source kind -> reliability): each probe's accuracy.
+    reliability: Mapping[str, float] = field(default_factory=dict)
+    # Ids of the target's claims older than the request's staleness horizon.
+    stale_refs: frozenset[str] = frozenset()
 
 
 # --- Probes, gaps, candidates, the plan -----------------------------------------------
@@ -145,6 +152,11 @@ class Probe:
     needs_cloud_sync: bool
     observes_via_runtime: bool
     description: str
+    # The resolution gaps it can close (signal gaps follow ``targets``): the operator's
+    # declaration for a probe from ``--probes``, authored for the built-in ones.
+    gaps: frozenset[GapKind] = frozenset()
+    # Where the definition came from: "builtin" or the probe file's path.
+    origin: str = "builtin"
 
 
 @dataclass(frozen=True)
@@ -174,11 +186,20 @@ class AvailabilityVerdict:
     missing_grants: tuple[SideEffect, ...] = ()
     forbidden: tuple[SideEffect, ...] = ()
     signal_availability: SignalAvailability = SignalAvailability.UNSPECIFIED
+    # REQUIRES_APPROVAL: the policy switches that would still block it once every missing
+    # grant is given (EGRESS_NOT_ALLOWED, CLOUD_SYNC_NOT_ALLOWED), so an approval asks for all.
+    missing_policy: tuple[AvailabilityReason, ...] = ()
+
+    @property
+    def outstanding(self) -> int:
+        """How many separate approvals stand between the candidate and AVAILABLE."""
+        return len(self.missing_grants) + len(self.missing_policy)
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """The hypothetical claim that stands for a plausible result of a probe."""
+    """One plausible result of a probe: the hypothetical claim that stands for it, and how
+    likely it is (``outcomes.likelihoods``; never on the wire)."""
 
     assumption: OutcomeAssumption
     source: str
@@ -187,11 +208,23 @@ class Outcome:
     correlation_group: str
     # False when the group is a defaulted one (``source|source_ref``) the claim joins.
     declared: bool = True
+    likelihood: float = 1.0
+    # Ids of the claims of the same source and group this fresh observation replaces.
+    supersedes: tuple[str, ...] = ()
+    # Confidence of the hypothetical claim.
+    confidence: float = 0.9
 
     @property
-    def dedup_key(self) -> tuple[str, str, bool, str]:
-        """Candidates whose outcomes share this key share one hypothesis."""
-        return (self.source, self.correlation_group, self.declared, self.value_key)
+    def dedup_key(self) -> tuple[str, str, bool, str, tuple[str, ...], float]:
+        """Outcomes sharing this key share one hypothesis (their likelihoods may differ)."""
+        return (
+            self.source,
+            self.correlation_group,
+            self.declared,
+            self.value_key,
+            self.supersedes,
+            self.confidence,
+        )
 
 
 @dataclass(frozen=True)
@@ -203,9 +236,14 @@ class Candidate:
     gap_ids: tuple[str, ...]
     verdict: AvailabilityVerdict
     independence: Independence
+    # Every plausible outcome, with its likelihood; ``outcome`` is the one reported (the
+    # most likely decisive one, see ``discrimination``).
+    outcomes: tuple[Outcome, ...]
     outcome: Outcome
     discrimination: Discrimination = Discrimination.UNSPECIFIED
     basis: DiscriminationBasis = DiscriminationBasis.UNSPECIFIED
+    # The expected value of sample information (``value``): ranks, never serialized.
+    evsi: float = 0.0
 
     @property
     def candidate_id(self) -> str:

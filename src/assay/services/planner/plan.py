@@ -2,11 +2,12 @@
 
 ``draft_plan`` does everything that needs only the base resolution: gaps,
 candidates (one per probe and target class, listing every gap it addresses),
-availability, independence, and the hypothetical outcomes. Candidates whose
-outcomes are identical share one hypothesis, so the resolver resolves each
-distinct outcome once. ``finish_plan`` takes the resolver's answers, in the
-order of ``Draft.outcomes``, and computes discrimination, ranks, and splits
-ranked from unavailable. Both are pure: same input, same plan, whatever order
+availability, independence, and every plausible outcome of each with its
+likelihood (``outcomes``). Identical outcomes share one hypothesis, so the resolver
+resolves each distinct outcome once, all in one call. ``finish_plan`` takes the
+resolver's answers, in the order of ``Draft.outcomes``, and computes discrimination
+and the expected value of each candidate's information, ranks, and splits ranked
+from unavailable. Both are pure: same input, same plan, whatever order
 the claims arrived in (the resolution is order-free, and everything here is
 sorted by enum numbers and ids).
 """
@@ -17,11 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from assay.services.planner.availability import classify_availability, runtime_state
-from assay.services.planner.discrimination import (
-    discrimination_of,
-    leader_band,
-    outcome_for,
-)
+from assay.services.planner.discrimination import discrimination_of, leader_band
 from assay.services.planner.gaps import derive_gaps
 from assay.services.planner.independence import counted_by_source, independence_of
 from assay.services.planner.model import (
@@ -36,8 +33,10 @@ from assay.services.planner.model import (
     Resolution,
     SignalClass,
 )
-from assay.services.planner.probes import probes_for_gap
+from assay.services.planner.outcomes import beliefs, enumerate_outcomes, reliability_of
+from assay.services.planner.probes import CATALOGUE, Catalogue, probes_for_gap
 from assay.services.planner.ranking import RankContext, rank, stale_ids
+from assay.services.planner.value import evsi
 
 
 @dataclass(frozen=True)
@@ -51,11 +50,13 @@ class Draft:
     outcomes: tuple[Outcome, ...]
 
 
-def build_candidates(plan_input: PlanInput, gaps: Sequence[Gap]) -> tuple[Candidate, ...]:
+def build_candidates(
+    plan_input: PlanInput, gaps: Sequence[Gap], catalogue: Catalogue = CATALOGUE
+) -> tuple[Candidate, ...]:
     """One candidate per (probe, target class), with every gap it addresses, in gap order."""
     addressed: dict[tuple[ProbeKind, SignalClass], tuple[Probe, list[str]]] = {}
     for gap in gaps:
-        for probe, target in probes_for_gap(gap.kind, gap.signal_class):
+        for probe, target in probes_for_gap(gap.kind, gap.signal_class, catalogue):
             entry = addressed.setdefault((probe.kind, target), (probe, []))
             if gap.gap_id not in entry[1]:
                 entry[1].append(gap.gap_id)
@@ -64,6 +65,10 @@ def build_candidates(plan_input: PlanInput, gaps: Sequence[Gap]) -> tuple[Candid
     candidates = []
     for (_, target), (probe, gap_ids) in sorted(addressed.items()):
         state = runtime_state(target, plan_input.capabilities, plan_input.notes)
+        reliability = reliability_of(probe.expected_source, plan_input.reliability)
+        outcomes = enumerate_outcomes(
+            probe, resolution, counted, reliability, plan_input.stale_refs
+        )
         candidates.append(
             Candidate(
                 probe=probe,
@@ -71,17 +76,18 @@ def build_candidates(plan_input: PlanInput, gaps: Sequence[Gap]) -> tuple[Candid
                 gap_ids=tuple(gap_ids),
                 verdict=classify_availability(probe, target, plan_input.policy, state),
                 independence=independence_of(probe.expected_source, counted),
-                outcome=outcome_for(probe, resolution, counted),
+                outcomes=outcomes,
+                outcome=outcomes[0],
             )
         )
     return tuple(candidates)
 
 
-def draft_plan(plan_input: PlanInput) -> Draft:
+def draft_plan(plan_input: PlanInput, catalogue: Catalogue = CATALOGUE) -> Draft:
     """Gaps, candidates and the outcomes the resolver must weigh (one hypothesis each)."""
     gaps = derive_gaps(plan_input)
-    candidates = build_candidates(plan_input, gaps)
-    distinct = {c.outcome.dedup_key: c.outcome for c in candidates}
+    candidates = build_candidates(plan_input, gaps, catalogue)
+    distinct = {o.dedup_key: o for c in candidates for o in c.outcomes}
     outcomes = tuple(distinct[k] for k in sorted(distinct))
     return Draft(plan_input, gaps, candidates, outcomes)
 
@@ -93,13 +99,22 @@ def finish_plan(draft: Draft, hypothetical: Sequence[Resolution]) -> EvidencePla
             f"expected {len(draft.outcomes)} hypothetical resolutions, got {len(hypothetical)}"
         )
     base = draft.plan_input.resolution
+    belief = beliefs(base)
     by_key = {o.dedup_key: h for o, h in zip(draft.outcomes, hypothetical, strict=True)}
     judged = []
     for candidate in draft.candidates:
-        discrimination, basis = discrimination_of(
-            base, by_key[candidate.outcome.dedup_key], candidate.outcome
+        answers = [by_key[o.dedup_key] for o in candidate.outcomes]
+        discrimination, basis, reported = discrimination_of(base, candidate.outcomes, answers)
+        reliability = reliability_of(candidate.probe.expected_source, draft.plan_input.reliability)
+        judged.append(
+            replace(
+                candidate,
+                discrimination=discrimination,
+                basis=basis,
+                outcome=reported,
+                evsi=evsi(base, belief, candidate.outcomes, answers, reliability),
+            )
         )
-        judged.append(replace(candidate, discrimination=discrimination, basis=basis))
     context = RankContext(
         stale_gap_ids=stale_ids((g.gap_id, g.kind) for g in draft.gaps),
         requires_review=base.requires_review,

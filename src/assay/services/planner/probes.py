@@ -15,6 +15,7 @@ what guarantees every gap a reachable candidate.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from types import MappingProxyType
 
 from assay.services.planner.model import (
@@ -38,7 +39,7 @@ AUTOMATABLE_CLASSES: frozenset[SignalClass] = frozenset(
     {SignalClass.PROCESS_RESULT, SignalClass.TOOL_TRACE, SignalClass.TOOL_RESULT_PAYLOAD}
 )
 
-CATALOGUE: Mapping[ProbeKind, Probe] = MappingProxyType(
+_AUTHORED: Mapping[ProbeKind, Probe] = MappingProxyType(
     {
         probe.kind: probe
         for probe in (
@@ -154,20 +155,27 @@ _RESOLUTION_GAP_PROBES: Mapping[GapKind, tuple[ProbeKind, ...]] = MappingProxyTy
         # Weak sources need a strong one: executed checks, hashes, a person.
         GapKind.ALL_SUPPORT_DISCOUNTED: (
             ProbeKind.RERUN_TEST,
+            ProbeKind.INSPECT_VCS_STATE,
             ProbeKind.QUERY_CI_STATUS,
             ProbeKind.VERIFY_ARTIFACT_HASH,
             ProbeKind.HUMAN_REVIEW,
         ),
-        # One source saying it many times needs a second, different source.
+        # One source saying it many times, or one claim alone, needs a second, different
+        # source: any probe whose source kind was not counted yet. The cheap local ones
+        # (a VCS read, a hash check) are such sources, of high reliability.
         GapKind.SINGLE_SOURCE_CORROBORATION: (
             ProbeKind.RERUN_TEST,
+            ProbeKind.INSPECT_VCS_STATE,
             ProbeKind.QUERY_CI_STATUS,
+            ProbeKind.VERIFY_ARTIFACT_HASH,
             ProbeKind.BOUNDED_REPLAY_EXPERIMENT,
             ProbeKind.HUMAN_REVIEW,
         ),
         GapKind.UNCORROBORATED: (
             ProbeKind.RERUN_TEST,
+            ProbeKind.INSPECT_VCS_STATE,
             ProbeKind.QUERY_CI_STATUS,
+            ProbeKind.VERIFY_ARTIFACT_HASH,
             ProbeKind.BOUNDED_REPLAY_EXPERIMENT,
             ProbeKind.HUMAN_REVIEW,
         ),
@@ -182,6 +190,7 @@ _RESOLUTION_GAP_PROBES: Mapping[GapKind, tuple[ProbeKind, ...]] = MappingProxyTy
             ProbeKind.RERUN_TEST,
             ProbeKind.INSPECT_VCS_STATE,
             ProbeKind.QUERY_CI_STATUS,
+            ProbeKind.VERIFY_ARTIFACT_HASH,
             ProbeKind.HUMAN_REVIEW,
         ),
         # Claims existed but none survived review or supersession: look again.
@@ -192,9 +201,21 @@ _RESOLUTION_GAP_PROBES: Mapping[GapKind, tuple[ProbeKind, ...]] = MappingProxyTy
             ProbeKind.HUMAN_REVIEW,
         ),
         # Nobody looked at all: every probe is a first look.
-        GapKind.NO_EVIDENCE_AT_ALL: tuple(CATALOGUE),
+        GapKind.NO_EVIDENCE_AT_ALL: tuple(_AUTHORED),
     }
 )
+
+Catalogue = Mapping[ProbeKind, Probe]
+"""The probes a planner plans with: the built-in ones, or those with an operator's file."""
+
+
+def _with_gaps(probe: Probe) -> Probe:
+    kinds = frozenset(g for g, probes in _RESOLUTION_GAP_PROBES.items() if probe.kind in probes)
+    return replace(probe, gaps=kinds)
+
+
+CATALOGUE: Catalogue = MappingProxyType({k: _with_gaps(p) for k, p in _AUTHORED.items()})
+"""The built-in catalogue: each probe with the resolution gaps it can close."""
 
 SIGNAL_GAP_KINDS: frozenset[GapKind] = frozenset(
     {GapKind.MISSING_SIGNAL, GapKind.UNOBSERVABLE_SIGNAL}
@@ -208,19 +229,26 @@ def primary_target(probe: Probe) -> SignalClass:
     return probe.targets[0]
 
 
-def probes_for_class(signal_class: SignalClass) -> tuple[Probe, ...]:
+def probes_for_class(
+    signal_class: SignalClass, catalogue: Catalogue = CATALOGUE
+) -> tuple[Probe, ...]:
     """The probes that observe ``signal_class``, in ProbeKind order (HUMAN_REVIEW last)."""
-    return tuple(p for p in CATALOGUE.values() if signal_class in p.targets)
+    return tuple(catalogue[k] for k in sorted(catalogue) if signal_class in catalogue[k].targets)
 
 
 def probes_for_gap(
-    kind: GapKind, signal_class: SignalClass = SignalClass.UNSPECIFIED
+    kind: GapKind,
+    signal_class: SignalClass = SignalClass.UNSPECIFIED,
+    catalogue: Catalogue = CATALOGUE,
 ) -> tuple[tuple[Probe, SignalClass], ...]:
     """(probe, the class it would observe) for each probe that addresses the gap."""
     if kind in SIGNAL_GAP_KINDS:
-        return tuple((p, signal_class) for p in probes_for_class(signal_class))
-    kinds = _RESOLUTION_GAP_PROBES.get(kind, ())
-    return tuple((CATALOGUE[k], primary_target(CATALOGUE[k])) for k in kinds)
+        return tuple((p, signal_class) for p in probes_for_class(signal_class, catalogue))
+    return tuple(
+        (catalogue[k], primary_target(catalogue[k]))
+        for k in sorted(catalogue)
+        if kind in catalogue[k].gaps
+    )
 
 
 def action_risk(probe: Probe) -> ActionRisk:

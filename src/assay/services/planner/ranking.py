@@ -1,19 +1,27 @@
-"""The ranking heuristic: a named, deterministic formula, not a probability.
+"""The ranking: expected value of sample information, less what acquiring it costs.
 
-    score = max(0, (discrimination + recency + review + extra gaps) × independence% − penalty)
-    penalty = min(PENALTY_CAP, cost + latency + action risk + privacy + approval)
+    score = round(EVSI_POINTS × EVSI) + discrimination + recency + extra gaps − penalty
+    penalty = min(PENALTY_CAP, cost + latency + action risk + privacy + approvals)
 
-Discrimination dominates (a probe that could flip the outcome is worth most);
-a person's review earns a bonus when the resolver says a person must decide;
-independence multiplies, so correlated evidence can never buy its way up with
-a high discrimination; the penalties are subtracted with a floor at zero and a
-cap, so no single dimension can make a score negative or unbounded. Integer
-arithmetic keeps it exact and platform-independent.
+The value term is the probe's expected change in the decision (``value``), computed
+from every plausible outcome and the resolver's answer to each. It already accounts
+for independence: a probe whose source was counted in a declared group joins that
+group in its hypotheses, and a claim that only repeats its group adds nothing, so its
+value is what it can really add. Independence is therefore not a multiplier here
+(that would count correlation twice) but a tie-break. Discrimination, recency and
+the number of gaps addressed are small terms that order candidates the value term
+cannot tell apart (for example a RESOLVED semantic no plausible outcome would change).
+The penalties are authored bands with a cap; each approval still needed (a missing
+grant, or egress / cloud sync off) costs ``APPROVAL_PENALTY``.
 
-The score orders candidates and is then discarded: it never crosses the wire.
-Ties break, in order, by independence, discrimination, availability (AVAILABLE
-first), cost, latency, then probe kind and signal class numbers, which makes
-the order total and reproducible.
+One rule overrides the score: when the resolver says a person must decide (a
+conflicted safety predicate), HUMAN_REVIEW is first, whatever the policy grants,
+since no other acquisition can settle the semantic without one.
+
+The score orders candidates and is then discarded: it never crosses the wire. Ties
+break, in order, by independence, discrimination, availability (AVAILABLE first),
+cost, latency, then probe kind and signal class numbers, which makes the order total
+and reproducible.
 """
 
 from __future__ import annotations
@@ -23,12 +31,10 @@ from dataclasses import dataclass
 
 from assay.services.planner.model import (
     ActionRisk,
-    Availability,
     Candidate,
     CostBand,
     Discrimination,
     GapKind,
-    Independence,
     LatencyBand,
     PrivacyExposure,
     ProbeKind,
@@ -36,30 +42,22 @@ from assay.services.planner.model import (
 )
 from assay.services.planner.probes import action_risk
 
+# Points per unit of EVSI (a decision worth RIGHT_RESOLUTION = 1 gained for sure: 100).
+EVSI_POINTS = 100
 DISCRIMINATION_POINTS: Mapping[Discrimination, int] = {
-    Discrimination.HIGH: 60,
-    Discrimination.MEDIUM: 30,
-    Discrimination.LOW: 10,
-}
-# Percent of the points kept: unverified independence is not rewarded as
-# independence, and a same-source probe keeps almost nothing.
-INDEPENDENCE_PERCENT: Mapping[Independence, int] = {
-    Independence.INDEPENDENT_OF_COUNTED: 100,
-    Independence.UNVERIFIED: 40,
-    Independence.SAME_SOURCE_AS_COUNTED: 10,
+    Discrimination.HIGH: 6,
+    Discrimination.MEDIUM: 3,
+    Discrimination.LOW: 0,
 }
 RECENCY_POINTS: Mapping[Recency, int] = {
-    Recency.FRESH_OBSERVATION: 10,
+    Recency.FRESH_OBSERVATION: 2,
     Recency.REVIEW_OF_RECORDED: 0,
 }
 # Extra, for a fresh observation that answers a STALE_SUPPORT gap.
-STALE_FRESHNESS_POINTS = 10
-# For HUMAN_REVIEW when a conflicted safety predicate requires a person's decision:
-# whatever else is acquired, a human will have to look, so asking one early is worth more.
-REQUIRED_REVIEW_POINTS = 30
+STALE_FRESHNESS_POINTS = 3
 # Per gap addressed beyond the first, up to the cap.
-EXTRA_GAP_POINTS = 5
-EXTRA_GAP_POINTS_CAP = 15
+EXTRA_GAP_POINTS = 1
+EXTRA_GAP_POINTS_CAP = 3
 
 COST_PENALTY: Mapping[CostBand, int] = {CostBand.LOW: 0, CostBand.MEDIUM: 6, CostBand.HIGH: 15}
 LATENCY_PENALTY: Mapping[LatencyBand, int] = {
@@ -78,8 +76,8 @@ PRIVACY_PENALTY: Mapping[PrivacyExposure, int] = {
     PrivacyExposure.HUMAN_REVIEWER: 3,
     PrivacyExposure.EXTERNAL_SERVICE: 8,
 }
-# Someone must sign off before a REQUIRES_APPROVAL candidate can help.
-APPROVAL_PENALTY = 5
+# Per approval someone must give before the candidate can help.
+APPROVAL_PENALTY = 2
 PENALTY_CAP = 45
 
 
@@ -90,11 +88,7 @@ def penalty(candidate: Candidate) -> int:
         + LATENCY_PENALTY[probe.latency]
         + RISK_PENALTY[action_risk(probe)]
         + PRIVACY_PENALTY[probe.privacy]
-        + (
-            APPROVAL_PENALTY
-            if candidate.verdict.availability is Availability.REQUIRES_APPROVAL
-            else 0
-        )
+        + APPROVAL_PENALTY * candidate.verdict.outstanding
     )
     return min(PENALTY_CAP, total)
 
@@ -113,22 +107,26 @@ NO_CONTEXT = RankContext()
 
 def score(candidate: Candidate, context: RankContext = NO_CONTEXT) -> int:
     """The internal ranking score (never serialized). See the module docstring."""
-    points = DISCRIMINATION_POINTS.get(candidate.discrimination, 0)
+    points = round(EVSI_POINTS * candidate.evsi)
+    points += DISCRIMINATION_POINTS.get(candidate.discrimination, 0)
     points += RECENCY_POINTS[candidate.probe.recency]
     if candidate.probe.recency is Recency.FRESH_OBSERVATION and context.stale_gap_ids & set(
         candidate.gap_ids
     ):
         points += STALE_FRESHNESS_POINTS
-    if context.requires_review and candidate.probe.kind is ProbeKind.HUMAN_REVIEW:
-        points += REQUIRED_REVIEW_POINTS
     points += min(EXTRA_GAP_POINTS_CAP, EXTRA_GAP_POINTS * max(0, len(candidate.gap_ids) - 1))
-    kept = points * INDEPENDENCE_PERCENT[candidate.independence] // 100
-    return max(0, kept - penalty(candidate))
+    return points - penalty(candidate)
+
+
+def person_first(candidate: Candidate, context: RankContext) -> int:
+    """0 for HUMAN_REVIEW when a person must decide, else 1 (the module's override)."""
+    return 0 if context.requires_review and candidate.probe.kind is ProbeKind.HUMAN_REVIEW else 1
 
 
 def sort_key(candidate: Candidate, context: RankContext = NO_CONTEXT) -> tuple[int, ...]:
-    """Best first: score descending, then the documented tie-breaks (all lower-is-better)."""
+    """Best first: the review override, score descending, then the documented tie-breaks."""
     return (
+        person_first(candidate, context),
         -score(candidate, context),
         candidate.independence,
         candidate.discrimination,

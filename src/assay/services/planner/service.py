@@ -17,6 +17,8 @@ from __future__ import annotations
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.runtime.server import Dependency, ServiceSpec
 from assay.runtime.tls import ClientTls
+from assay.services.planner.probe_file import load_probes
+from assay.services.planner.probes import CATALOGUE, Catalogue
 from assay.services.planner.resolver_client import ResolverClient
 from assay.services.planner.servicer import PlannerServicer
 from assay.services.registry import ServeOptions
@@ -33,17 +35,22 @@ def make_servicer(
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     tls: ClientTls | None = None,
     token: TokenFile | None = None,
+    catalogue: Catalogue = CATALOGUE,
 ) -> PlannerServicer:
     """A servicer with its own resolver channel (call inside a running event loop)."""
-    return PlannerServicer(ResolverClient(resolver_target, max_message_bytes, tls, token))
+    return PlannerServicer(
+        ResolverClient(resolver_target, max_message_bytes, tls, token), catalogue
+    )
 
 
 async def build_spec(options: ServeOptions) -> ServiceSpec:
     """The planner on ``options.port``, calling the resolver at ``options.resolver_target``
     over ``options.resolver_tls`` with its own token (``options.resolver_token_file``)."""
     token = TokenFile(options.resolver_token_file) if options.resolver_token_file else None
+    # A bad probe file is a ProbeFileError (a ValueError): refused before anything listens.
+    catalogue = load_probes(options.probes_file) if options.probes_file else CATALOGUE
     servicer = make_servicer(
-        options.resolver_target, options.max_message_bytes, options.resolver_tls, token
+        options.resolver_target, options.max_message_bytes, options.resolver_tls, token, catalogue
     )
     resolver = servicer.resolver
 
