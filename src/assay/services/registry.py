@@ -37,6 +37,8 @@ class ServeOptions:
     # Adjudication: the Ed25519 key signing the audit log's checkpoints (None: the
     # database's ``<db>.ledger-key.pem``, created on first start).
     ledger_signing_key: Path | None = None
+    # The planner: operator probe definitions replacing built-in ones (``--probes``).
+    probes_file: Path | None = None
 
 
 @dataclass(frozen=True)
