@@ -109,6 +109,12 @@ def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
         default=env_str("ASSAY_RELIABILITY_TABLE", "") or None,
         help="JSON file replacing the resolver's reliability table (env ASSAY_RELIABILITY_TABLE)",
     )
+    parser.add_argument(
+        "--probes",
+        default=env_str("ASSAY_PROBES", "") or None,
+        help="TOML or JSON file of the planner's operator probe definitions, each replacing "
+        "the built-in definition of its PROBE_KIND_* (env ASSAY_PROBES; docs/planner.md)",
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -181,6 +187,7 @@ async def _build(
             resolver_tls=security.peer_tls,
             resolver_token_file=security.peer_token,
             ledger_signing_key=(Path(args.ledger_signing_key) if args.ledger_signing_key else None),
+            probes_file=Path(args.probes) if args.probes else None,
         )
         try:
             specs.append(await SERVICES[name].builder()(options))

@@ -166,6 +166,19 @@ class ResolverClient:
             "ResolveSemantic", self._stub.ResolveSemantic, request, deadline, metadata, same_paths
         )
 
+    async def resolver_policy(
+        self, deadline: Deadline, metadata: Sequence[tuple[str, str]] = ()
+    ) -> rpb.GetResolverPolicyResponse:
+        """The resolver's policy in force: its reliability table is each probe's accuracy."""
+        return await self._call(
+            "GetResolverPolicy",
+            self._stub.GetResolverPolicy,
+            rpb.GetResolverPolicyRequest(),
+            deadline,
+            metadata,
+            no_paths,
+        )
+
     async def resolve_hypotheses(
         self,
         request: rpb.ResolveHypothesesRequest,

@@ -2,8 +2,10 @@
 
 Two resolver calls per plan, both within the caller's remaining deadline:
 ResolveSemantic for the base resolution, then (when there is anything to
-weigh) one ResolveHypotheses carrying one hypothesis per distinct candidate
-outcome, over only the claims that can affect the target semantic. The
+weigh) one ResolveHypotheses carrying one hypothesis per distinct plausible
+outcome of every candidate, over only the claims that can affect the target
+semantic. The resolver's reliability table (each probe's accuracy) is asked for
+beside the first call when the cached copy is older than ``reliability.TABLE_TTL_SECONDS``. The
 planner's request id travels with them, so one grep finds a plan in both
 services' logs.
 
@@ -18,6 +20,8 @@ ERROR_REASON_RESPONSE_TOO_LARGE. Either names ``evidence``.
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 
 from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
@@ -27,7 +31,8 @@ from assay.services.planner import convert
 from assay.services.planner.model import PlanInput, Resolution
 from assay.services.planner.paging import page
 from assay.services.planner.plan import Draft, draft_plan, finish_plan
-from assay.services.planner.probes import CATALOGUE
+from assay.services.planner.probes import CATALOGUE, Catalogue
+from assay.services.planner.reliability import ReliabilityTable
 from assay.services.planner.resolver_client import (
     Deadline,
     ResolverClient,
@@ -45,8 +50,10 @@ _log = get_logger("assay.planner")
 class PlannerServicer:
     """Implements ``assay.v1.PlannerService`` over one resolver channel."""
 
-    def __init__(self, resolver: ResolverClient) -> None:
+    def __init__(self, resolver: ResolverClient, catalogue: Catalogue = CATALOGUE) -> None:
         self.resolver = resolver
+        self.catalogue = catalogue
+        self.reliability = ReliabilityTable(resolver)
 
     async def PlanEvidence(
         self, request: pb.PlanEvidenceRequest, context: grpc.aio.ServicerContext
@@ -54,9 +61,20 @@ class PlannerServicer:
         deadline = Deadline.after(context.time_remaining())
         metadata = ((REQUEST_ID_KEY, current_request_id()),)
         notes, capabilities, policy = convert.read_request(request)
-        base = await self.resolver.resolve_semantic(
-            convert.semantic_request(request), deadline, metadata
-        )
+        # The reliability table (cached) is fetched alongside the base resolution.
+        cached = self.reliability.cached()
+        if cached is None:
+            base, table = await asyncio.gather(
+                self.resolver.resolve_semantic(
+                    convert.semantic_request(request), deadline, metadata
+                ),
+                self.reliability.get(deadline, metadata),
+            )
+        else:
+            table = cached
+            base = await self.resolver.resolve_semantic(
+                convert.semantic_request(request), deadline, metadata
+            )
         draft = draft_plan(
             PlanInput(
                 subject=request.subject,
@@ -65,7 +83,10 @@ class PlannerServicer:
                 notes=notes,
                 capabilities=capabilities,
                 policy=policy,
-            )
+                reliability=table,
+                stale_refs=convert.stale_refs(request),
+            ),
+            self.catalogue,
         )
         hypothetical: list[Resolution] = []
         if draft.outcomes:
@@ -127,7 +148,8 @@ class PlannerServicer:
     async def ListProbes(
         self, request: pb.ListProbesRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListProbesResponse:
-        probes, next_token = page(list(CATALOGUE.values()), request.page_size, request.page_token)
+        catalogue = [self.catalogue[k] for k in sorted(self.catalogue)]
+        probes, next_token = page(catalogue, request.page_size, request.page_token)
         return pb.ListProbesResponse(
             probes=[convert.probe_spec(p) for p in probes], next_page_token=next_token
         )
