@@ -1039,6 +1039,7 @@ class AcquisitionCandidate(_message.Message):
     LATENCY_FIELD_NUMBER: _builtins.int
     ACTION_RISK_FIELD_NUMBER: _builtins.int
     PRIVACY_FIELD_NUMBER: _builtins.int
+    BLOCKING_REASONS_FIELD_NUMBER: _builtins.int
     candidate_id: _builtins.str
     """Stable identifier within the plan: "<probe>/<signal class>"."""
     probe: Global___ProbeKind.ValueType
@@ -1089,6 +1090,16 @@ class AcquisitionCandidate(_message.Message):
     def required_side_effects(self) -> _containers.RepeatedScalarFieldContainer[Global___SideEffectClass.ValueType]:
         """Every side effect it needs, ascending."""
 
+    @_builtins.property
+    def blocking_reasons(self) -> _containers.RepeatedScalarFieldContainer[Global___AvailabilityReason.ValueType]:
+        """Every availability check it fails, in the fixed check order (so the
+        first is `availability_reason`); empty when AVAILABLE. For
+        REQUIRES_APPROVAL this is everything an operator must grant before the
+        candidate becomes AVAILABLE: SIDE_EFFECT_NOT_GRANTED (see
+        `missing_grants`), then EGRESS_NOT_ALLOWED and CLOUD_SYNC_NOT_ALLOWED
+        when the policy's network switches also stand in the way.
+        """
+
     def __init__(
         self,
         *,
@@ -1113,10 +1124,11 @@ class AcquisitionCandidate(_message.Message):
         latency: Global___LatencyBand.ValueType = ...,
         action_risk: Global___ActionRisk.ValueType = ...,
         privacy: Global___PrivacyExposure.ValueType = ...,
+        blocking_reasons: _abc.Iterable[Global___AvailabilityReason.ValueType] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_risk", b"action_risk", "addresses_gap_ids", b"addresses_gap_ids", "availability", b"availability", "availability_reason", b"availability_reason", "candidate_id", b"candidate_id", "cost", b"cost", "discrimination", b"discrimination", "discrimination_basis", b"discrimination_basis", "expected_source_kind", b"expected_source_kind", "forbidden_side_effects", b"forbidden_side_effects", "independence", b"independence", "latency", b"latency", "missing_grants", b"missing_grants", "outcome_assumption", b"outcome_assumption", "outcome_value_key", b"outcome_value_key", "privacy", b"privacy", "probe", b"probe", "recency", b"recency", "required_side_effects", b"required_side_effects", "target_signal_availability", b"target_signal_availability", "target_signal_class", b"target_signal_class"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_risk", b"action_risk", "addresses_gap_ids", b"addresses_gap_ids", "availability", b"availability", "availability_reason", b"availability_reason", "blocking_reasons", b"blocking_reasons", "candidate_id", b"candidate_id", "cost", b"cost", "discrimination", b"discrimination", "discrimination_basis", b"discrimination_basis", "expected_source_kind", b"expected_source_kind", "forbidden_side_effects", b"forbidden_side_effects", "independence", b"independence", "latency", b"latency", "missing_grants", b"missing_grants", "outcome_assumption", b"outcome_assumption", "outcome_value_key", b"outcome_value_key", "privacy", b"privacy", "probe", b"probe", "recency", b"recency", "required_side_effects", b"required_side_effects", "target_signal_availability", b"target_signal_availability", "target_signal_class", b"target_signal_class"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
