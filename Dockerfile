@@ -22,7 +22,7 @@ FROM python:${PYTHON_VERSION}-slim-bookworm AS runtime
 RUN groupadd --system --gid 10001 assay \
  && useradd --system --uid 10001 --gid assay --home-dir /var/lib/assay --create-home \
     --shell /usr/sbin/nologin assay \
- && install -d -o assay -g assay -m 0700 /var/lib/assay/creds
+ && install -d -o assay -g assay -m 0700 /var/lib/assay/creds /var/lib/assay/ledger
 COPY --from=build /opt/assay /opt/assay
 COPY deploy/healthcheck.py /opt/assay/bin/assay-healthcheck
 ENV PATH=/opt/assay/bin:$PATH \

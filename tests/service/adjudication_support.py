@@ -7,6 +7,7 @@ test is specifically about HUMAN provenance, and then attested by "test-suite".
 from __future__ import annotations
 
 import contextlib
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -35,14 +36,21 @@ class Server:
     target: str
 
 
+def is_postgres(db: str | Path) -> bool:
+    return str(db).startswith("postgresql://")
+
+
 @contextlib.asynccontextmanager
-async def adjudication_server(db_path: Path) -> AsyncIterator[Server]:
-    """A real grpc.aio server on 127.0.0.1:0 over ``db_path``, and a client stub."""
-    spec = await build_spec(ServeOptions(port=0, db_path=str(db_path)))
-    async with serving([spec]) as running:
-        target = running[0].address
-        async with grpc.aio.insecure_channel(target) as channel:
-            yield Server(pb_grpc.AdjudicationServiceStub(channel), db_path, target)
+async def adjudication_server(db: str | Path) -> AsyncIterator[Server]:
+    """A real grpc.aio server on 127.0.0.1:0 over ``db`` (a SQLite file, or a PostgreSQL URL:
+    the ``adjudication_db`` fixture gives both), and a client stub."""
+    with tempfile.TemporaryDirectory(prefix="assay-ledger-key-") as keys:
+        key = Path(keys) / "ledger-key.pem" if is_postgres(db) else None
+        spec = await build_spec(ServeOptions(port=0, db_path=str(db), ledger_signing_key=key))
+        async with serving([spec]) as running:
+            target = running[0].address
+            async with grpc.aio.insecure_channel(target) as channel:
+                yield Server(pb_grpc.AdjudicationServiceStub(channel), Path(db), target)
 
 
 def rid() -> str:

@@ -8,7 +8,6 @@ ALREADY_EXISTS) with their specific reason.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -199,8 +198,8 @@ NOT_FOUND_CASES: list[tuple[str, Any, str]] = [
 
 
 @pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[tuple[Server, str]]:
-    async with adjudication_server(tmp_path / "bad.db") as running:
+async def server(adjudication_db: str) -> AsyncIterator[tuple[Server, str]]:
+    async with adjudication_server(adjudication_db) as running:
         await register(running.stub, "ann")
         await register(running.stub, "bob")
         case = await enqueue(running.stub)

@@ -41,6 +41,7 @@ from tests.service.adjudication_support import (
     adjudication_server,
     case_message,
     failure,
+    is_postgres,
     rid,
 )
 from tests.support.secure import SecureStack, secure_stack
@@ -115,9 +116,13 @@ class Parties:
 
 
 @contextlib.asynccontextmanager
-async def parties(tmp_path: Path, allow_fixture_reviewers: bool = True) -> AsyncIterator[Parties]:
+async def parties(
+    tmp_path: Path, db: str, allow_fixture_reviewers: bool = True
+) -> AsyncIterator[Parties]:
+    """The secure stack over ``db`` (the ``adjudication_db`` fixture: each engine)."""
+    postgres = db if is_postgres(db) else None
     async with (
-        secure_stack(tmp_path, allow_fixture_reviewers, PRINCIPALS) as stack,
+        secure_stack(tmp_path, allow_fixture_reviewers, PRINCIPALS, db=postgres) as stack,
         stack.channel("adjudication") as channel,
     ):
         yield Parties(stack, pb_grpc.AdjudicationServiceStub(channel))
@@ -169,11 +174,11 @@ def decide(case_id: str, adjudicator: str, label: str = "key") -> pb.ResolveCase
 
 class TestIdentityBinding:
     async def test_human_registration_binds_the_identity_and_fills_attested_by(
-        self, tmp_path: Path
+        self, tmp_path: Path, adjudication_db: str
     ) -> None:
         """A HUMAN reviewer is bound to its id under the reviewer issuer, attested by the
         registering operator, and the binding is on the ledger with the operator as actor."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             reviewer = await p.register("alice")
             assert (reviewer.identity_issuer, reviewer.identity_subject) == (DEV_ISSUER, "alice")
             assert reviewer.attested_by == "operator"
@@ -184,10 +189,12 @@ class TestIdentityBinding:
             assert event.payload["identity_issuer"] == DEV_ISSUER
             assert (event.actor.issuer, event.actor.subject) == (DEV_ISSUER, "operator")
 
-    async def test_attested_by_must_be_the_caller(self, tmp_path: Path) -> None:
+    async def test_attested_by_must_be_the_caller(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
         """attested_by naming someone else is PERMISSION_DENIED (IDENTITY_MISMATCH); naming the
         caller itself is accepted."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             error = await failure(p.register("alice", attested_by="mallory"))
             assert_refused(
                 error,
@@ -197,27 +204,33 @@ class TestIdentityBinding:
             )
             assert (await p.register("alice", attested_by="operator")).attested_by == "operator"
 
-    async def test_fixture_reviewers_refused_unless_allowed(self, tmp_path: Path) -> None:
+    async def test_fixture_reviewers_refused_unless_allowed(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
         """Without allow_fixture_reviewers a fixture registration is FAILED_PRECONDITION
         (FIXTURE_REVIEWERS_DISABLED); HUMAN registration still works."""
-        async with parties(tmp_path, allow_fixture_reviewers=False) as p:
+        async with parties(tmp_path, adjudication_db, allow_fixture_reviewers=False) as p:
             error = await failure(p.register("alice", FIXTURE))
             assert_refused(error, grpc.StatusCode.FAILED_PRECONDITION, "FIXTURE_REVIEWERS_DISABLED")
             assert (await p.register("alice")).kind == HUMAN
 
-    async def test_fixture_reviewers_are_bound_like_humans(self, tmp_path: Path) -> None:
+    async def test_fixture_reviewers_are_bound_like_humans(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
         """Where fixtures are allowed they are bound to their id too: only that subject's
         token acts as them."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             fixture = await p.register("alice", FIXTURE)
             assert (fixture.identity_issuer, fixture.identity_subject) == (DEV_ISSUER, "alice")
             case_id = await p.enqueue()
             assert (await p.review("alice", case_id)).review.reviewer_id == "alice"
 
-    async def test_nobody_reviews_in_another_name(self, tmp_path: Path) -> None:
+    async def test_nobody_reviews_in_another_name(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
         """alice reviewing as bob, and an operator holding the reviewer role reviewing as alice,
         are PERMISSION_DENIED (IDENTITY_MISMATCH on reviewer_id), and nothing is stored."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             case_id = await acme_team(p)
             for caller, victim in (("alice", "bob"), ("root", "alice")):
                 request = pb.SubmitReviewRequest(
@@ -234,11 +247,13 @@ class TestIdentityBinding:
             state = await p.as_("operator").GetCaseState(pb.GetCaseStateRequest(case_id=case_id))
             assert state.review_count == 0
 
-    async def test_nobody_adjudicates_in_another_name(self, tmp_path: Path) -> None:
+    async def test_nobody_adjudicates_in_another_name(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
         """carol deciding as bob, and an operator-adjudicator deciding as carol, are refused
         (IDENTITY_MISMATCH on adjudicator_reviewer_id); alice, no adjudicator, is stopped by
         her role; carol deciding as herself succeeds."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             case_id = await disagreed(p)
             await p.register("root")
             for caller, victim in (("carol", "bob"), ("root", "carol")):
@@ -254,10 +269,12 @@ class TestIdentityBinding:
             reply = await p.as_("carol").ResolveCase(decide(case_id, "carol"))
             assert reply.resolution.adjudicator_reviewer_id == "carol"
 
-    async def test_identity_is_checked_before_the_case_is_looked_up(self, tmp_path: Path) -> None:
+    async def test_identity_is_checked_before_the_case_is_looked_up(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
         """Reviewing as someone else is refused the same way whether the case exists or not, so
         the refusal says nothing about other tenants' cases."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             case_id = await acme_team(p)
             for target in (case_id, "case_does_not_exist"):
                 request = pb.SubmitReviewRequest(
@@ -271,9 +288,11 @@ class TestIdentityBinding:
 
 
 class TestTenantWalls:
-    async def test_another_tenants_case_reads_as_not_found(self, tmp_path: Path) -> None:
+    async def test_another_tenants_case_reads_as_not_found(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
         """globex principals get exactly what a missing case gets from every case RPC."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             case_id = await acme_team(p)
             await p.register("mallory")
             for target in (case_id, "case_0000000000000000"):
@@ -301,10 +320,12 @@ class TestTenantWalls:
             state = await p.as_("operator").GetCaseState(pb.GetCaseStateRequest(case_id=case_id))
             assert state.review_count == 0
 
-    async def test_writes_into_another_tenant_are_refused(self, tmp_path: Path) -> None:
+    async def test_writes_into_another_tenant_are_refused(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
         """Enqueueing into or deleting acme as globex is TENANT_NOT_PERMITTED, and acme's case
         survives."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             case_id = await p.enqueue()
             error = await failure(p.enqueue("acme", by="gloria"))
             assert_refused(
@@ -321,11 +342,13 @@ class TestTenantWalls:
             await p.as_("operator").GetCase(pb.GetCaseRequest(case_id=case_id))
             assert await p.enqueue("globex", by="gloria")
 
-    async def test_listings_name_only_granted_tenants(self, tmp_path: Path) -> None:
+    async def test_listings_name_only_granted_tenants(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
         """A tenant filter naming acme is TENANT_NOT_PERMITTED for globex (queue, export,
         agreement); without one, globex sees only globex: its queue, its gold labels, its
         audit events, its agreement and its export manifest."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             acme_case = await frozen(p)
             operator = p.as_("operator")
             await p.register("mallory")
@@ -374,10 +397,12 @@ class TestTenantWalls:
             assert [r.case.case_id for r in records] == [acme_case]
             assert manifest.record_count == 1
 
-    async def test_exclusions_are_counted_only_for_granted_tenants(self, tmp_path: Path) -> None:
+    async def test_exclusions_are_counted_only_for_granted_tenants(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
         """A deleted acme case's orphaned label shows up as an exclusion to acme's auditors
         only, never in globex's manifest."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             case_id = await frozen(p)
             operator = p.as_("operator")
             await operator.DeleteTenantRecords(
@@ -388,10 +413,12 @@ class TestTenantWalls:
             _, manifest = await drain(operator.ExportCorpus(pb.ExportCorpusRequest()))
             assert [e.case_id for e in manifest.exclusions] == [case_id]
 
-    async def test_sweep_deletes_only_granted_tenants(self, tmp_path: Path) -> None:
+    async def test_sweep_deletes_only_granted_tenants(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
         """A globex operator's sweep removes globex's expired case and leaves acme's, whose own
         sweep (by an operator of every tenant) removes it."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             soon = datetime.now(UTC) + timedelta(seconds=1)
             expire = _timestamp(soon)
             acme_case = await p.enqueue("acme", expire_time=expire)
@@ -419,10 +446,12 @@ class TestTenantWalls:
                 "a sweep of every tenant is not globex's"
             )
 
-    async def test_page_tokens_are_bound_to_the_callers_tenants(self, tmp_path: Path) -> None:
+    async def test_page_tokens_are_bound_to_the_callers_tenants(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
         """Paging the audit ledger as globex walks globex's events only, and a token issued to
         an all-tenant operator is refused to globex (INVALID_PAGE_TOKEN)."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             mine = [await p.enqueue("globex", by="gloria") for _ in range(3)]
             await p.enqueue("acme")
             seen: list[str] = []
@@ -449,11 +478,11 @@ class TestTenantWalls:
 
 class TestSealedBlinding:
     async def test_a_reviewer_sees_a_blinded_case_only_while_it_waits_for_them(
-        self, tmp_path: Path
+        self, tmp_path: Path, adjudication_db: str
     ) -> None:
         """alice and bob see the case blinded until each has reviewed it; what they may see is
         exactly their queue."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             case_id = await acme_team(p)
 
             async def sees(who: str) -> bool:
@@ -478,9 +507,11 @@ class TestSealedBlinding:
             blinded = await p.as_("carol").GetBlindedCase(pb.GetBlindedCaseRequest(case_id=case_id))
             assert blinded.case.case_id == case_id, "an adjudicator sees any case of its tenant"
 
-    async def test_a_reviewer_lists_only_their_own_queue(self, tmp_path: Path) -> None:
+    async def test_a_reviewer_lists_only_their_own_queue(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
         """alice listing bob's queue is IDENTITY_MISMATCH; an operator lists anyone's."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             case_id = await acme_team(p)
             error = await failure(p.as_("alice").ListQueue(pb.ListQueueRequest(reviewer_id="bob")))
             assert_refused(
@@ -490,12 +521,12 @@ class TestSealedBlinding:
             assert [c.case_id for c in queue.cases] == [case_id]
 
     async def test_the_adjudicator_sees_a_redacted_case_only_while_it_waits(
-        self, tmp_path: Path
+        self, tmp_path: Path, adjudication_db: str
     ) -> None:
         """carol sees nothing before the round disagrees; then the case without the verdict,
         with only the current round's reviews and no resolutions; nothing once she decided.
         The operator sees everything throughout."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             case_id = await frozen(p)
             carol, operator = p.as_("carol"), p.as_("operator")
             await p.review("alice", case_id, "key", round_=2)
@@ -517,20 +548,22 @@ class TestSealedBlinding:
             assert_refused(error, grpc.StatusCode.NOT_FOUND, "CASE_NOT_FOUND")
 
     async def test_an_adjudicator_who_reviewed_the_round_does_not_see_it(
-        self, tmp_path: Path
+        self, tmp_path: Path, adjudication_db: str
     ) -> None:
         """A disagreement carol is part of does not wait for her decision."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             case_id = await acme_team(p)
             await p.review("alice", case_id, "key")
             await p.review("carol", case_id, "none")
             error = await failure(p.as_("carol").GetCase(pb.GetCaseRequest(case_id=case_id)))
             assert_refused(error, grpc.StatusCode.NOT_FOUND, "CASE_NOT_FOUND")
 
-    async def test_reviewers_look_up_only_themselves(self, tmp_path: Path) -> None:
+    async def test_reviewers_look_up_only_themselves(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
         """alice gets her own reviewer record, bob's reads as REVIEWER_NOT_FOUND; the operator
         gets both."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             await acme_team(p)
             mine = await p.as_("alice").GetReviewer(pb.GetReviewerRequest(reviewer_id="alice"))
             assert mine.reviewer.reviewer_id == "alice"
@@ -543,10 +576,12 @@ class TestSealedBlinding:
 
 
 class TestLedger:
-    async def test_every_event_names_its_authenticated_actor(self, tmp_path: Path) -> None:
+    async def test_every_event_names_its_authenticated_actor(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
         """Registration, enqueue, reviews, the decision, freezing and deletion each record the
         token's subject (and issuer) as the actor, and the chain verifies."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             case_id = await disagreed(p)
             await p.as_("carol").ResolveCase(decide(case_id, "carol"))
             await p.as_("operator").FreezeGoldLabel(
@@ -583,7 +618,7 @@ class TestLedger:
     async def test_an_edited_actor_breaks_the_chain(self, tmp_path: Path, edit: str) -> None:
         """Changing, erasing or re-attributing an event's actor in the file is caught by
         VerifyAuditChain at that event (HASH_MISMATCH)."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, str(tmp_path / "assay.db")) as p:
             case_id = await acme_team(p)
             await p.review("alice", case_id)
         db = sqlite3.connect(tmp_path / "assay.db", isolation_level=None)
@@ -605,7 +640,7 @@ class TestCommitments:
         """alice and bob both label "key" with no reason: their REVIEW_SUBMITTED commitments
         differ, neither is the label's plain digest, and each is recomputed from its stored
         review row."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, str(tmp_path / "assay.db")) as p:
             case_id = await acme_team(p)
             ids = [
                 (await p.review(who, case_id, "key")).review.review_id for who in ("alice", "bob")
@@ -630,10 +665,12 @@ class TestCommitments:
 
 
 class TestRequestIds:
-    async def test_request_ids_belong_to_their_caller(self, tmp_path: Path) -> None:
+    async def test_request_ids_belong_to_their_caller(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
         """bob reusing alice's request id gets his own review (not alice's answer, not a
         REQUEST_ID_REUSED refusal), and alice's retry still returns hers."""
-        async with parties(tmp_path) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             case_id = await acme_team(p)
             first = await p.review("alice", case_id, "key", request_id="shared-id")
             other = await p.review("bob", case_id, "none", request_id="shared-id")
@@ -650,7 +687,7 @@ class TestDatabaseFiles:
         """Under a permissive umask, the database, -wal and -shm files are 0600."""
         previous = os.umask(0o002)
         try:
-            async with parties(tmp_path) as p:
+            async with parties(tmp_path, str(tmp_path / "assay.db")) as p:
                 await p.enqueue()
                 modes = {
                     suffix: _mode(tmp_path / f"assay.db{suffix}") for suffix in ("", "-wal", "-shm")

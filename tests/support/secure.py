@@ -47,12 +47,16 @@ async def secure_stack(
     directory: Path,
     allow_fixture_reviewers: bool = True,
     principals: Sequence[Grantee] = EXAMPLE_PRINCIPALS,
+    db: str | None = None,
 ) -> AsyncIterator[SecureStack]:
     """Credentials (a token for each of ``principals``) in ``directory/creds``, the database
-    in ``directory/assay.db``."""
+    ``db`` (a ``postgresql://`` URL) or else ``directory/assay.db``."""
     creds = write_dev_credentials(directory / "creds", principals)
     security = Security.from_credentials(creds.root)
     async with local_stack(
-        directory / "assay.db", security=security, allow_fixture_reviewers=allow_fixture_reviewers
+        db or directory / "assay.db",
+        security=security,
+        allow_fixture_reviewers=allow_fixture_reviewers,
+        ledger_signing_key=directory / "ledger-key.pem" if db else None,
     ) as targets:
         yield SecureStack(targets, creds)

@@ -102,7 +102,8 @@ def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--db",
         default=env_str("ASSAY_DB", DEFAULT_DB),
-        help=f"adjudication SQLite file (env ASSAY_DB; default ./{DEFAULT_DB})",
+        help="adjudication database: a SQLite file, or postgresql://user@host/db for replicas "
+        f"(then --ledger-signing-key is required) (env ASSAY_DB; default ./{DEFAULT_DB})",
     )
     parser.add_argument(
         "--reliability-table",

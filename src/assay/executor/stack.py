@@ -37,8 +37,10 @@ async def local_stack(
     reliability_table: str | None = None,
     security: Security | None = None,
     allow_fixture_reviewers: bool = True,
+    ledger_signing_key: Path | None = None,
 ) -> AsyncIterator[LocalStack]:
     """Serve resolver, planner and adjudication on ``127.0.0.1:0`` for the block's duration.
+    ``db_path`` may be a ``postgresql://`` URL (then ``ledger_signing_key`` is required).
 
     ``security`` (e.g. ``Security.from_credentials(DIR)``) turns on TLS and authentication,
     the planner then calling the resolver over TLS with its own token."""
@@ -58,6 +60,7 @@ async def local_stack(
             reviewer_issuer=security.gate.reviewer_issuer,
             resolver_tls=security.peer_tls,
             resolver_token_file=security.peer_token,
+            ledger_signing_key=ledger_signing_key,
         )
         planner_spec = await SERVICES["planner"].builder()(options)
         adjudication_spec = await SERVICES["adjudication"].builder()(options)

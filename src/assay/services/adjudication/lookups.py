@@ -36,7 +36,7 @@ from assay.services.adjudication.model import (
     Reviewer,
 )
 from assay.services.adjudication.reviewers import check_reviewer_id, reviewer_not_found
-from assay.services.adjudication.storage import ExportBatch, Store
+from assay.services.adjudication.storage.engine import ExportBatch, Store
 
 T = TypeVar("T")
 DEFAULT_EXPORT_BATCH = 500

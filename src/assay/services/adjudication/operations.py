@@ -49,7 +49,7 @@ from assay.services.adjudication.reviewers import (
     reviewer_not_found,
 )
 from assay.services.adjudication.state import derive_state
-from assay.services.adjudication.storage import Store, WriteTx
+from assay.services.adjudication.storage.engine import Store, WriteTx
 
 T = TypeVar("T")
 
@@ -319,7 +319,7 @@ class Adjudication:
         permissions.check_tenant_write(caller, tenant, "tenant")
 
         def job(tx: WriteTx, at: datetime) -> tuple[DeletedCounts, int]:
-            counts = tx.delete_cases("tenant = ?", (tenant,))
+            counts = tx.delete_tenant_cases(tenant)
             tx.delete_tenant_responses(tenant)
             event = tx.append_event(
                 AuditEventType.TENANT_RECORDS_DELETED,

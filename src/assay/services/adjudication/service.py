@@ -1,5 +1,13 @@
-"""Builds the adjudication ``ServiceSpec``: opens the SQLite file, and closes it on shutdown
-(or at once, when building the rest fails: an open store's writer thread keeps a process alive).
+"""Builds the adjudication ``ServiceSpec`` on the engine ``--db`` names, and closes it on
+shutdown (or at once, when building the rest fails: an open store holds connections, a
+writer task and, on SQLite, the file's process lock).
+
+``--db`` is a SQLite file (the embedded default) or a ``postgresql://`` URL (replicas).
+The ledger signing key defaults to ``<db>.ledger-key.pem`` beside a SQLite file; a
+PostgreSQL database has no file to put it beside, and every replica must sign the same
+log with the same key, so there ``--ledger-signing-key`` is required (a key made up per
+replica would give each its own checkpoints). The URL's password is never shown: errors
+name the database by its redacted URL.
 """
 
 from __future__ import annotations
@@ -7,33 +15,64 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import asyncpg
+
 from assay.runtime.server import ServiceSpec
 from assay.services.adjudication.lookups import Lookups
 from assay.services.adjudication.operations import Adjudication
 from assay.services.adjudication.permissions import RegistrationPolicy
 from assay.services.adjudication.servicer import AdjudicationServicer
-from assay.services.adjudication.storage import SchemaTooNew, Store
+from assay.services.adjudication.storage.engine import Store
+from assay.services.adjudication.storage.postgres import PostgresStore, is_postgres_url
+from assay.services.adjudication.storage.postgres import SchemaTooNew as PostgresSchemaTooNew
+from assay.services.adjudication.storage.postgres.store import redacted
+from assay.services.adjudication.storage.single_process import DatabaseInUse
+from assay.services.adjudication.storage.store import SchemaTooNew
+from assay.services.adjudication.storage.store import Store as SqliteStore
 from assay.services.adjudication.transparency import TransparencyLog, default_key_path
 from assay.services.registry import ServeOptions
 from assay.v1 import adjudication_service_pb2
+
+
+async def open_store(target: str) -> Store:
+    """The store ``target`` names, opened and migrated; ValueError (one line, no password)
+    when it cannot be: `assay serve` reports it as "cannot start adjudication: ..."."""
+    if is_postgres_url(target):
+        try:
+            return await PostgresStore.open(target)
+        except (PostgresSchemaTooNew, asyncpg.PostgresError, OSError) as error:
+            raise ValueError(f"{redacted(target)}: {error}") from None
+    path = Path(target)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return await SqliteStore.open(path)
+    except DatabaseInUse as error:
+        raise ValueError(str(error)) from None
+    except (SchemaTooNew, sqlite3.DatabaseError) as error:
+        raise ValueError(f"{path}: {error}") from None
+
+
+def signing_key_path(options: ServeOptions) -> Path:
+    """``--ledger-signing-key``, else (SQLite only) ``<db>.ledger-key.pem``."""
+    if options.ledger_signing_key is not None:
+        return options.ledger_signing_key
+    if is_postgres_url(options.db_path):
+        raise ValueError(
+            "a PostgreSQL --db needs --ledger-signing-key (ASSAY_LEDGER_SIGNING_KEY): "
+            "every replica must sign the transparency log with the same key"
+        )
+    return default_key_path(options.db_path)
 
 
 async def build_spec(options: ServeOptions) -> ServiceSpec:
     """Open (and migrate) ``options.db_path``; the spec's ``close`` drains writes and closes it.
     ``allow_fixture_reviewers`` and ``reviewer_issuer`` decide how authenticated callers
     register reviewers (they change nothing without authentication). The ledger signing key
-    (``options.ledger_signing_key``, else ``<db>.ledger-key.pem``, created on first start)
-    signs the transparency log's checkpoints."""
-    path = Path(options.db_path)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+    (``signing_key_path``, created on first start) signs the transparency log's checkpoints."""
+    key_path = signing_key_path(options)
+    store = await open_store(options.db_path)
     try:
-        store = await Store.open(path)
-    except (SchemaTooNew, sqlite3.DatabaseError) as error:
-        # ValueError: `assay serve` reports it as one line ("cannot start adjudication: ...").
-        raise ValueError(f"{path}: {error}") from None
-    try:
-        key_path = options.ledger_signing_key or default_key_path(path)
         try:
             log = TransparencyLog.open(key_path, store.chain_hashes)
             await log.sync()  # the tree over the stored ledger, built before serving
@@ -41,7 +80,7 @@ async def build_spec(options: ServeOptions) -> ServiceSpec:
             raise ValueError(f"ledger signing key {key_path}: {error}") from None
         return _spec(store, log, options)
     except BaseException:
-        await store.close()  # its writer thread would keep the process alive
+        await store.close()
         raise
 
 

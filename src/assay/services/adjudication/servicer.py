@@ -25,7 +25,7 @@ from assay.services.adjudication.model import Caller, ChainHead, ExportTally
 from assay.services.adjudication.operations import Adjudication
 from assay.services.adjudication.retries import RequestKey
 from assay.services.adjudication.state import derive_state
-from assay.services.adjudication.storage import ExportBatch
+from assay.services.adjudication.storage.engine import ExportBatch
 from assay.services.adjudication.transparency import TransparencyLog
 from assay.v1 import adjudication_service_pb2 as pb
 

@@ -1,9 +1,14 @@
-"""All of adjudication's SQL: the schema and migrations (``schema``), row mapping (``rows``),
-read queries (``queries``), the job API (``tx``), the group-committing writer (``writer``)
-with what it remembers between jobs (``memory``), owner-only files (``files``), and the
-``Store`` facade."""
+"""All of adjudication's SQL, behind one interface (``engine``: the ``Store`` and ``WriteTx``
+protocols the service is written against) with two engines. SQLite, the embedded default:
+the schema and migrations (``schema``), row mapping (``rows``), read queries (``queries``),
+checks of records against the ledger (``ledger_checks``), the job API (``tx``), the
+group-committing writer (``writer``) on a connection with a thread of its own
+(``sqlite_thread``) and what it remembers between jobs (``memory``), owner-only files
+(``files``), one process per file (``single_process``), and the ``Store`` facade.
+PostgreSQL, for replicas: ``postgres``."""
 
-from assay.services.adjudication.storage.store import ExportBatch, SchemaTooNew, Store
-from assay.services.adjudication.storage.tx import StoredResponse, WriteTx
+from assay.services.adjudication.storage.engine import ExportBatch, StoredResponse
+from assay.services.adjudication.storage.store import SchemaTooNew, Store
+from assay.services.adjudication.storage.tx import WriteTx
 
 __all__ = ["ExportBatch", "SchemaTooNew", "Store", "StoredResponse", "WriteTx"]

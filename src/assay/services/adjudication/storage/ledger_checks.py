@@ -70,13 +70,18 @@ def events(
     for start in range(0, len(wanted), CHUNK):
         chunk = wanted[start : start + CHUNK]
         sql = recorded_sql(event_type, key, len(chunk), rows.AUDIT_COLUMNS, by_tenant=False)
-        for row in db.execute(sql, chunk):
-            event = rows.audit_event(row)
-            named = records.record_key(event.event_type.value, event.payload)
-            held = found.get(named[1]) if named is not None else None
-            if named is not None and (held is None or event.sequence < held.sequence):
-                found[named[1]] = event
+        keep_first(found, (rows.audit_event(row) for row in db.execute(sql, chunk)))
     return found
+
+
+def keep_first(found: dict[str, AuditEvent], events: Iterable[AuditEvent]) -> None:
+    """Into ``found``, by ``records.record_key``: the first event recording each record
+    (shared with the PostgreSQL checks, which only fetch differently)."""
+    for event in events:
+        named = records.record_key(event.event_type.value, event.payload)
+        held = found.get(named[1]) if named is not None else None
+        if named is not None and (held is None or event.sequence < held.sequence):
+            found[named[1]] = event
 
 
 def _check(
@@ -93,6 +98,18 @@ def _check(
     if not values:
         return {}
     found = events(db, event_type, key, (lookup(v) for v in values))
+    compare(event_type, values, found, record_id, commitment)
+    return found
+
+
+def compare(
+    event_type: AuditEventType,
+    values: Sequence[T],
+    found: dict[str, AuditEvent],
+    record_id: Callable[[T], str],
+    commitment: Callable[[T], records.Commitment | None],
+) -> None:
+    """DATA_LOSS at the first of ``values`` that disagrees with its event in ``found``."""
     kind, _ = records.EVENT_KEYS[event_type.value]
     for value in values:
         name = record_id(value)
@@ -100,7 +117,6 @@ def _check(
         why = records.mismatch(commitment(value), event.payload if event else None)
         if why:
             raise records.record_loss(kind, name, why)
-    return found
 
 
 def check_reviewers(db: sqlite3.Connection, values: Sequence[Reviewer]) -> None:
@@ -184,15 +200,26 @@ def check_events(db: sqlite3.Connection, values: Sequence[AuditEvent]) -> None:
     (looked up by sequence: a page of one tenant's events skips the others'): an edited,
     removed, inserted or reordered event is never served as if nothing happened. One
     primary-key query per page."""
-    wanted = sorted({v.sequence - 1 for v in values} - {0})
-    stored = {v.sequence: v.hash for v in values}
-    missing = [s for s in wanted if s not in stored]
+    missing = previous_sequences(values)
+    stored: dict[int, str] = {}
     for start in range(0, len(missing), CHUNK):
         chunk = missing[start : start + CHUNK]
         marks = ", ".join("?" * len(chunk))
         sql = f"SELECT sequence, hash FROM audit_events WHERE sequence IN ({marks})"
-        stored.update((int(row[0]), str(row[1])) for row in db.execute(sql, chunk))
-    stored[0] = ledger.EMPTY_HEAD.hash
+        stored.update((int(row["sequence"]), str(row["hash"])) for row in db.execute(sql, chunk))
+    check_links(values, stored)
+
+
+def previous_sequences(values: Sequence[AuditEvent]) -> list[int]:
+    """The sequences whose stored hashes ``check_links`` needs beyond ``values`` own."""
+    have = {v.sequence for v in values}
+    return sorted({v.sequence - 1 for v in values} - {0} - have)
+
+
+def check_links(values: Sequence[AuditEvent], stored: dict[int, str]) -> None:
+    """DATA_LOSS at the first event of ``values`` whose link or hash fails; ``stored``: the
+    stored hash by sequence of each event before one of ``values``."""
+    stored = {**stored, **{v.sequence: v.hash for v in values}, 0: ledger.EMPTY_HEAD.hash}
     for event in values:
         why = ""
         if event.previous_hash != stored.get(event.sequence - 1):

@@ -1,6 +1,7 @@
-"""The adjudication store: one SQLite file, one writer, a few readers.
+"""The adjudication store on SQLite: one file, one process, one writer, a few readers.
 
-Opening makes the file owner-only (``files``), applies pending migrations
+Opening takes the file's process lock (``single_process``: a second process
+is refused at start), makes the file owner-only (``files``), applies pending migrations
 (``PRAGMA user_version``) and refuses a file written by a newer schema. The
 writer connection is the only one that writes (see ``tx.py``); reads go to a
 small pool of read-only connections, which WAL lets proceed while the writer
@@ -14,12 +15,10 @@ import asyncio
 import contextlib
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
-
-import aiosqlite
 
 from assay.errors import DataLoss
 from assay.services.adjudication import cases, ledger, records
@@ -40,10 +39,15 @@ from assay.services.adjudication.model import (
     Reviewer,
     TenantScope,
 )
-from assay.services.adjudication.storage import connection, files, ledger_checks, queries, rows
+from assay.services.adjudication.storage import files, ledger_checks, queries, rows
+from assay.services.adjudication.storage.engine import ExportBatch
 from assay.services.adjudication.storage.schema import MIGRATIONS, PRAGMAS, SCHEMA_VERSION
+from assay.services.adjudication.storage.single_process import ProcessLock
+from assay.services.adjudication.storage.sqlite_thread import SqliteConnection
 from assay.services.adjudication.storage.tx import WriteTx
 from assay.services.adjudication.storage.writer import Writer
+
+__all__ = ["ExportBatch", "SchemaTooNew", "Store"]
 
 T = TypeVar("T")
 READERS = 2
@@ -53,81 +57,71 @@ class SchemaTooNew(RuntimeError):
     """The file was written by a newer Assay; opening it could corrupt it."""
 
 
-async def _connect(path: str, read_only: bool) -> aiosqlite.Connection:
-    # The writer's jobs use the connection from the event loop's thread (see ``tx``), never
-    # while its own thread is running something: sqlite's default serialized mode allows it.
-    db = await aiosqlite.connect(path, isolation_level=None, check_same_thread=read_only)
-    try:
-        for pragma in PRAGMAS:
-            await db.execute(pragma)
-        if read_only:
-            await db.execute("PRAGMA query_only = ON")
-    except BaseException:
-        # aiosqlite's thread is not a daemon: an unclosed connection would keep the process alive.
-        await db.close()
-        raise
+async def _connect(path: str, read_only: bool) -> SqliteConnection:
+    """A connection whose rows read by column name (``sqlite3.Row``)."""
+    pragmas = (*PRAGMAS, "PRAGMA query_only = ON") if read_only else PRAGMAS
+    db = await SqliteConnection.open(path, pragmas)
+    db.raw.row_factory = sqlite3.Row
     return db
 
 
-async def _migrate(db: aiosqlite.Connection, path: str) -> None:
-    found = await db.execute_fetchall("PRAGMA user_version")
-    version = int(next(iter(found))[0])
+def _migrate(db: sqlite3.Connection, path: str) -> None:
+    version = int(db.execute("PRAGMA user_version").fetchall()[0][0])
     if version > SCHEMA_VERSION:
         raise SchemaTooNew(
             f"{path} has schema version {version}; this assay knows up to {SCHEMA_VERSION}"
         )
     for target in range(version + 1, SCHEMA_VERSION + 1):
         script = MIGRATIONS[target - 1]
-        await db.executescript(
-            f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {target};\nCOMMIT;"
-        )
-
-
-@dataclass
-class ExportBatch:
-    """One chunk of an export: records and the labels excluded from it."""
-
-    records: list[ExportRecord]
-    exclusions: list[ExportExclusion]
+        db.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {target};\nCOMMIT;")
 
 
 class Store:
     """Everything the service keeps, behind domain-valued methods."""
 
-    def __init__(self, path: str, writer: Writer, readers: list[aiosqlite.Connection]) -> None:
+    def __init__(
+        self, path: str, writer: Writer, readers: list[SqliteConnection], lock: ProcessLock
+    ) -> None:
         self.path = path
         self.writer = writer
-        self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+        self._lock = lock
+        self._readers: asyncio.Queue[SqliteConnection] = asyncio.Queue()
         self._all_readers = readers
         for reader in readers:
             self._readers.put_nowait(reader)
 
     @classmethod
     async def open(cls, path: str | Path) -> Store:
+        """Open (and migrate) ``path``; ``DatabaseInUse`` if another process has it open."""
         path = str(path)
-        files.owner_only(path)
-        db = await _connect(path, read_only=False)
-        readers: list[aiosqlite.Connection] = []
+        lock = ProcessLock.acquire(path)
+        db: SqliteConnection | None = None
+        readers: list[SqliteConnection] = []
         try:
-            await _migrate(db, path)
-            head = await connection.run(db, queries.chain_head)
+            files.owner_only(path)
+            db = await _connect(path, read_only=False)
+            await db.run(lambda raw: _migrate(raw, path))
+            head = await db.run(queries.chain_head)
             for _ in range(READERS):
                 readers.append(await _connect(path, read_only=True))
         except BaseException:
             for opened in (db, *readers):
-                await opened.close()
+                if opened is not None:
+                    await opened.close()
+            lock.release()
             raise
         writer = Writer(db, head)
         writer.start()
-        return cls(path, writer, readers)
+        return cls(path, writer, readers, lock)
 
     async def close(self) -> None:
-        """Finish queued writes, then close every connection."""
+        """Finish queued writes, close every connection, then release the process lock."""
         await self.writer.stop()
         async with self.writer.lock:
             await self.writer.db.close()
         for reader in self._all_readers:
             await reader.close()
+        self._lock.release()
 
     async def write(self, job: Callable[[WriteTx], T], small: bool = False) -> T:
         """Run ``job`` in the writer's next group-committed transaction. ``small``: the job
@@ -135,7 +129,7 @@ class Store:
         return await self.writer.submit(job, small)
 
     @contextlib.asynccontextmanager
-    async def _reader(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def _reader(self) -> AsyncIterator[SqliteConnection]:
         db = await self._readers.get()
         try:
             yield db
@@ -153,7 +147,7 @@ class Store:
                 raw.execute("COMMIT")
 
         async with self._reader() as db:
-            return await connection.run(db, transaction)
+            return await db.run(transaction)
 
     # --- reads -------------------------------------------------------------
 
@@ -264,7 +258,9 @@ class Store:
         transparency log's leaves."""
         sql = "SELECT sequence, hash FROM audit_events WHERE sequence > ? ORDER BY sequence"
         return await self._read(
-            lambda db: [(int(row[0]), str(row[1])) for row in db.execute(sql, (after,))]
+            lambda db: [
+                (int(row["sequence"]), str(row["hash"])) for row in db.execute(sql, (after,))
+            ]
         )
 
     async def rated_pairs(self, scope: TenantScope) -> list[RatedPair]:
@@ -280,7 +276,8 @@ class Store:
         db = await _connect(self.path, read_only=True)
         sql = (
             f"SELECT {', '.join('g.' + c.strip() for c in rows.GOLD_COLUMNS.split(','))}, "
-            "c.case_id, c.subject, c.predicate, c.candidate_values, c.evidence_refs, c.context "
+            "c.case_id AS present, c.subject, c.predicate, c.candidate_values, c.evidence_refs, "
+            "c.context "
             "FROM gold_labels g LEFT JOIN cases c ON c.case_id = g.case_id "
             "WHERE g.revision = (SELECT MAX(revision) FROM gold_labels m "
             f"WHERE m.case_id = g.case_id) AND {queries.IN_SCOPE.format(column='g.tenant')} "
@@ -299,19 +296,19 @@ class Store:
             return _checked(raw, _export_batch(found)) if found else None
 
         try:
-            yield await connection.run(db, begin)
-            while (batch := await connection.run(db, next_batch)) is not None:
+            yield await db.run(begin)
+            while (batch := await db.run(next_batch)) is not None:
                 yield batch
         finally:
             # Closing ends the read transaction. Shielded: a client that cancels the stream
-            # must not leave the connection's (non-daemon) thread running.
+            # must not leave the connection open.
             await asyncio.shield(db.close())
 
     async def verify_chain(self) -> ChainVerdict:
         """Walk every event, then cross-check every gold-label row against the ledger."""
         db = await _connect(self.path, read_only=True)
         try:
-            return await connection.run(db, _verify)
+            return await db.run(_verify)
         finally:
             await db.close()
 
@@ -325,7 +322,7 @@ def _verify(raw: sqlite3.Connection) -> ChainVerdict:
             try:
                 event = rows.audit_event(row)
             except DataLoss as error:
-                if not verifier.unreadable(int(row[0]), error.message):
+                if not verifier.unreadable(int(row["sequence"]), error.message):
                     break
                 continue
             if not verifier.check(event):
@@ -356,27 +353,27 @@ def _stored_records(
 
 def _reviewer(row: Any) -> tuple[str, records.Commitment | None]:
     try:
-        return str(row[0]), records.reviewer_commitment(rows.reviewer(row))
+        return str(row["reviewer_id"]), records.reviewer_commitment(rows.reviewer(row))
     except DataLoss:
-        return str(row[0]), None
+        return str(row["reviewer_id"]), None
 
 
 def _case(row: Any) -> tuple[str, records.Commitment | None]:
     try:
-        return str(row[0]), records.case_commitment(rows.case(row, check=False))
+        return str(row["case_id"]), records.case_commitment(rows.case(row, check=False))
     except DataLoss:
-        return str(row[0]), None
+        return str(row["case_id"]), None
 
 
 def _review(row: Any) -> tuple[str, records.Commitment | None]:
     try:
-        return str(row[0]), records.review_commitment(rows.review(row))
+        return str(row["review_id"]), records.review_commitment(rows.review(row))
     except DataLoss:
-        return str(row[0]), None
+        return str(row["review_id"]), None
 
 
 def _resolution(row: Any) -> tuple[str, records.Commitment | None]:
-    key = f"{row[0]}#{row[1]}"
+    key = f"{row['case_id']}#{row['round']}"
     try:
         return key, records.resolution_commitment(rows.resolution(row))
     except DataLoss:
@@ -389,7 +386,7 @@ def _digest_check(row: Any) -> tuple[str, int, str, str]:
         recomputed = rows.gold_label(row).digest
     except DataLoss:
         recomputed = ""
-    return str(row[0]), int(row[1]), str(row[12]), recomputed
+    return str(row["case_id"]), int(row["revision"]), str(row["digest"]), recomputed
 
 
 def _checked(raw: sqlite3.Connection, batch: ExportBatch) -> ExportBatch:
@@ -405,19 +402,18 @@ def _export_batch(chunk: list[Any]) -> ExportBatch:
     batch = ExportBatch([], [])
     for row in chunk:
         revision = rows.gold_label(row[: rows.GOLD_WIDTH])
-        case_id, subject, predicate, candidates, refs, context = row[rows.GOLD_WIDTH :]
-        if case_id is None:
+        if row["present"] is None:
             batch.exclusions.append(ExportExclusion(revision.case_id, revision.revision))
             continue
         # Only what the blinded view shows; the rest is filler (never digested: check=False).
         case_row = (
-            case_id,
+            row["present"],
             "",
-            subject,
-            predicate,
-            candidates,
-            refs,
-            context,
+            row["subject"],
+            row["predicate"],
+            row["candidate_values"],
+            row["evidence_refs"],
+            row["context"],
             "null",
             "",
             "",

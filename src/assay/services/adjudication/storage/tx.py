@@ -1,10 +1,11 @@
-"""What a writer job may do inside the writer's transaction: the per-job API.
+"""What a writer job may do inside the writer's transaction: the SQLite ``WriteTx``.
 
-Every mutation is a *job* — a plain function of a ``WriteTx`` that reads,
-checks the domain rules and writes (the row, its audit event and the retry
-record). ``writer.Writer`` runs the jobs, group-committed; a ``WriteTx`` is
-the job's view of the open transaction, plus the writer's in-memory state
-(the audit chain head, the reviewers already seen).
+Every mutation is a *job* — a plain function of a ``WriteTx`` (the protocol in
+``engine``) that reads, checks the domain rules and writes (the row, its audit
+event and the retry record). ``writer.Writer`` runs the jobs, group-committed;
+a ``WriteTx`` is the job's view of the open transaction plus the writer's
+in-memory state (``WriterState``: the audit chain head, the rows remembered).
+The writer depends on this module, never the reverse.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
 
 from assay.errors import AlreadyExists, Reason
 from assay.services.adjudication import ledger, records
@@ -34,23 +34,26 @@ from assay.services.adjudication.model import (
     TenantScope,
 )
 from assay.services.adjudication.storage import queries, rows
+from assay.services.adjudication.storage.engine import StoredResponse
 from assay.services.adjudication.storage.ledger_checks import recorded_sql
+from assay.services.adjudication.storage.memory import Remembered
 
-if TYPE_CHECKING:
-    from assay.services.adjudication.storage.writer import Writer
+__all__ = ["StoredResponse", "WriteTx", "WriterState"]
 
 
-@dataclass(frozen=True)
-class StoredResponse:
-    method: str
-    request_digest: str
-    response: bytes
+@dataclass
+class WriterState:
+    """What the single writer keeps between jobs and a job may move on: the chain head and
+    the rows it remembers (``memory``)."""
+
+    head: ChainHead
+    memory: Remembered = field(default_factory=Remembered)
 
 
 class WriteTx:
     """What a job may do inside the writer's transaction (runs on the writer's thread)."""
 
-    def __init__(self, writer: Writer, db: sqlite3.Connection) -> None:
+    def __init__(self, writer: WriterState, db: sqlite3.Connection) -> None:
         self._writer = writer
         self._db = db
         self._at: datetime | None = None
@@ -68,7 +71,9 @@ class WriteTx:
             "WHERE caller_issuer = ? AND caller_subject = ? AND request_id = ?",
             (*owner, request_id),
         ).fetchone()
-        return StoredResponse(found[0], found[1], bytes(found[2])) if found else None
+        if found is None:
+            return None
+        return StoredResponse(found["method"], found["request_digest"], bytes(found["response"]))
 
     def remember(
         self,
@@ -117,14 +122,14 @@ class WriteTx:
         if not ids:
             return []
         found = self._db.execute(recorded_sql(event_type, key, len(ids)), (*ids, tenant))
-        return [json.loads(row[0]) for row in found]
+        return [json.loads(row["payload"]) for row in found]
 
     def snapshot(self, case_id: str) -> CaseSnapshot | None:
         # Only this writer changes a case's round (reviews, resolutions, gold labels are
         # written through the methods below, which drop the case's remembered round), so the
         # round a job left is current until then: a case's second review reads none of its
         # rows. Case rows are never updated (only deleted, which forgets every case:
-        # delete_cases), so a case read once is remembered too. See ``memory``.
+        # ``_delete``), so a case read once is remembered too. See ``memory``.
         memory = self._writer.memory
         found = memory.snapshot(case_id)
         if found is None:
@@ -232,29 +237,33 @@ class WriteTx:
         )
         self._writer.head = head
 
-    def delete_cases(self, where: str, params: tuple[Any, ...]) -> DeletedCounts:
-        """Delete the matching cases with their reviews, resolutions and stored responses."""
-        ids = [r[0] for r in self._db.execute(f"SELECT case_id FROM cases WHERE {where}", params)]
+    def delete_tenant_cases(self, tenant: str) -> DeletedCounts:
+        """Delete ``tenant``'s cases with their reviews, resolutions and stored responses."""
+        return self._delete("tenant = ?", (tenant,))
+
+    def delete_expired(self, at: datetime, scope: TenantScope) -> DeletedCounts:
+        """Delete the cases of ``scope``'s tenants that expired by ``at``, likewise."""
+        tenants = queries.tenants_param(scope)
+        return self._delete(
+            "expire_time <= ? AND (? IS NULL OR tenant IN (SELECT value FROM json_each(?)))",
+            (to_micros(at), tenants, tenants),
+        )
+
+    def _delete(self, where: str, params: tuple[str | int | None, ...]) -> DeletedCounts:
+        sql = f"SELECT case_id FROM cases WHERE {where}"
+        ids = [row["case_id"] for row in self._db.execute(sql, params)]
         self._writer.memory.forget_cases()
         counts = [0, 0]
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ", ".join("?" * len(chunk))
             for i, table in enumerate(("reviews", "resolutions")):
-                sql = f"SELECT COUNT(*) FROM {table} WHERE case_id IN ({marks})"
-                counts[i] += int(self._db.execute(sql, chunk).fetchone()[0])
+                sql = f"SELECT COUNT(*) AS n FROM {table} WHERE case_id IN ({marks})"
+                counts[i] += int(self._db.execute(sql, chunk).fetchone()["n"])
             self._db.execute(f"DELETE FROM idempotency WHERE case_id IN ({marks})", chunk)
             # Reviews and resolutions go with their case (ON DELETE CASCADE).
             self._db.execute(f"DELETE FROM cases WHERE case_id IN ({marks})", chunk)
         return DeletedCounts(len(ids), counts[0], counts[1])
-
-    def delete_expired(self, at: datetime, scope: TenantScope) -> DeletedCounts:
-        """Delete the cases of ``scope``'s tenants that expired by ``at``."""
-        tenants = queries.tenants_param(scope)
-        return self.delete_cases(
-            "expire_time <= ? AND (? IS NULL OR tenant IN (SELECT value FROM json_each(?)))",
-            (to_micros(at), tenants, tenants),
-        )
 
     def delete_tenant_responses(self, tenant: str) -> None:
         self._db.execute("DELETE FROM idempotency WHERE tenant = ?", (tenant,))

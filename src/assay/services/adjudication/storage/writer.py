@@ -8,7 +8,7 @@ returned, so an acknowledged write is on disk.
 
 Where each step runs is chosen by what it waits for. ``BEGIN IMMEDIATE`` (may
 wait for the write lock) and ``COMMIT`` (the fsync) run on the connection's own
-thread. The jobs between them run on the event loop's thread when every job of
+thread (``sqlite_thread``). The jobs between them run on the event loop's thread when every job of
 the batch is *small* (one case, a few rows: reviews, cases, resolutions, gold
 labels): with the write lock held in WAL mode their statements only touch the
 page cache, and on the connection's thread a job had to win the GIL back from
@@ -39,12 +39,11 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import aiosqlite
-
 from assay.services.adjudication.model import ChainHead
-from assay.services.adjudication.storage import connection, queries
+from assay.services.adjudication.storage import queries
 from assay.services.adjudication.storage.memory import Remembered
-from assay.services.adjudication.storage.tx import WriteTx
+from assay.services.adjudication.storage.sqlite_thread import SqliteConnection
+from assay.services.adjudication.storage.tx import WriterState, WriteTx
 
 T = TypeVar("T")
 Job = Callable[[WriteTx], Any]
@@ -56,11 +55,10 @@ MAX_BATCH = 512
 class Writer:
     """The single writer connection and the task that group-commits jobs."""
 
-    def __init__(self, db: aiosqlite.Connection, head: ChainHead) -> None:
+    def __init__(self, db: SqliteConnection, head: ChainHead) -> None:
         self.db = db
-        self.head = head
-        # Reviewers, cases and current rounds seen by jobs (see ``memory``).
-        self.memory = Remembered()
+        # The chain head, and the reviewers, cases and current rounds seen by jobs (``memory``).
+        self.state = WriterState(head)
         # Held while a batch runs, and by close(): nothing else touches the connection then.
         self.lock = asyncio.Lock()
         self._queue: asyncio.Queue[Queued | None] = asyncio.Queue()
@@ -68,6 +66,14 @@ class Writer:
         # Told each batch's size and seconds from BEGIN to COMMIT returned: the server's
         # metrics, when it exports them (``assay.runtime.metrics.Metrics.watch_writer``).
         self.on_batch: Callable[[int, float], None] = _unobserved
+
+    @property
+    def head(self) -> ChainHead:
+        return self.state.head
+
+    @property
+    def memory(self) -> Remembered:
+        return self.state.memory
 
     def queue_depth(self) -> int:
         """Jobs waiting for the next batch."""
@@ -121,12 +127,12 @@ class Writer:
             if all(small for _, _, small in batch):
                 outcomes = await self._on_loop(jobs)
             else:
-                outcomes = await connection.run(self.db, lambda raw: self._in_thread(raw, jobs))
+                outcomes = await self.db.run(lambda raw: self._in_thread(raw, jobs))
         except Exception as error:  # the commit itself failed: nothing of the batch is stored
             # Every caller must get an answer, even if the database is gone altogether.
             self.memory.forget_all()
             with contextlib.suppress(Exception):
-                self.head = await connection.run(self.db, queries.chain_head)
+                self.state.head = await self.db.run(queries.chain_head)
             outcomes = [(False, error)] * len(batch)
         for (_, future, _), (ok, value) in zip(batch, outcomes, strict=True):
             if future.done():
@@ -137,13 +143,13 @@ class Writer:
                 future.set_exception(value)
 
     async def _on_loop(self, jobs: list[Job]) -> Outcomes:
-        await connection.run(self.db, _begin)
+        await self.db.run(_begin)
         try:
-            outcomes = self._run_jobs(connection.raw(self.db), jobs)
-            await connection.run(self.db, _commit)
+            outcomes = self._run_jobs(self.db.raw, jobs)
+            await self.db.run(_commit)
         except BaseException:
             with contextlib.suppress(Exception):
-                await connection.run(self.db, _rollback)
+                await self.db.run(_rollback)
             raise
         return outcomes
 
@@ -163,14 +169,14 @@ class Writer:
         """Inside the open transaction: each job in its savepoint."""
         outcomes: Outcomes = []
         for job in jobs:
-            head = self.head
+            head = self.state.head
             raw.execute("SAVEPOINT job")
             try:
-                value = job(WriteTx(self, raw))
+                value = job(WriteTx(self.state, raw))
             except Exception as error:
                 raw.execute("ROLLBACK TO job")
                 raw.execute("RELEASE job")
-                self.head = head
+                self.state.head = head
                 self.memory.forget_cases()
                 outcomes.append((False, error))
                 continue

@@ -10,6 +10,7 @@ one snapshot. Several replicas may open the same database (see ``writer``).
 from __future__ import annotations
 
 import contextlib
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from typing import TypeVar
@@ -29,10 +30,11 @@ from assay.services.adjudication.model import (
     Reviewer,
     TenantScope,
 )
+from assay.services.adjudication.storage.engine import ExportBatch
+from assay.services.adjudication.storage.postgres import ledger_checks as checks
 from assay.services.adjudication.storage.postgres import queries, schema, verify
 from assay.services.adjudication.storage.postgres.tx import PostgresWriteTx
 from assay.services.adjudication.storage.postgres.writer import PostgresWriter
-from assay.services.adjudication.storage.store import ExportBatch
 
 T = TypeVar("T")
 POOL_MIN = 2
@@ -42,6 +44,16 @@ POOL_MAX = 10
 def is_postgres_url(target: str) -> bool:
     """Whether ``--db`` names a PostgreSQL database rather than a SQLite file."""
     return target.startswith(("postgresql://", "postgres://"))
+
+
+def redacted(url: str) -> str:
+    """``url`` with any password replaced by ``***``: what logs and errors may show."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 class PostgresStore:
@@ -85,14 +97,50 @@ class PostgresStore:
 
     # --- reads -------------------------------------------------------------
 
+    # Each read that returns records checks them against their ledger events in the same
+    # snapshot (``ledger_checks``), as on SQLite: DATA_LOSS names the first that disagrees.
+
     async def reviewer(self, reviewer_id: str) -> Reviewer | None:
-        return await self._read(lambda db: queries.reviewer(db, reviewer_id))
+        async def work(db: queries.Db) -> Reviewer | None:
+            found = await queries.reviewer(db, reviewer_id)
+            await checks.check_reviewers(db, [found] if found else [])
+            return found
+
+        return await self._read(work)
 
     async def reviewers(self, after: str, limit: int) -> list[Reviewer]:
-        return await self._read(lambda db: queries.list_reviewers(db, after, limit))
+        async def work(db: queries.Db) -> list[Reviewer]:
+            found = await queries.list_reviewers(db, after, limit)
+            await checks.check_reviewers(db, found)
+            return found
+
+        return await self._read(work)
 
     async def snapshot(self, case_id: str) -> CaseSnapshot | None:
-        return await self._read(lambda db: queries.snapshot(db, case_id))
+        async def work(db: queries.Db) -> CaseSnapshot | None:
+            snap = await queries.snapshot(db, case_id)
+            await checks.check_snapshot(db, snap)
+            return snap
+
+        return await self._read(work)
+
+    async def case_state(self, case_id: str) -> CaseSnapshot | None:
+        """The snapshot GetCaseState derives the state from, with every row it rests on
+        checked: the case, all its reviews, resolutions and gold labels."""
+
+        async def work(db: queries.Db) -> CaseSnapshot | None:
+            snap = await queries.snapshot(db, case_id)
+            if snap is None:
+                return None
+            reviews, resolutions = await queries.case_history(db, case_id)
+            await checks.check_cases(db, [snap.case])
+            await checks.check_reviews(db, reviews)
+            await checks.check_resolutions(db, resolutions)
+            labels = await queries.gold_labels(db, case_id, None, snap.revision_count + 1)
+            await checks.check_gold_labels(db, labels)
+            return snap
+
+        return await self._read(work)
 
     async def case_detail(
         self, case_id: str
@@ -104,6 +152,9 @@ class PostgresStore:
             if snap is None:
                 return None
             reviews, resolutions = await queries.case_history(db, case_id)
+            await checks.check_cases(db, [snap.case])
+            await checks.check_reviews(db, reviews)
+            await checks.check_resolutions(db, resolutions)
             return snap, reviews, resolutions
 
         return await self._read(work)
@@ -111,15 +162,34 @@ class PostgresStore:
     async def queue(
         self, reviewer_id: str, scope: TenantScope, after: str, limit: int, at: datetime
     ) -> list[tuple[Case, int]]:
-        return await self._read(lambda db: queries.queue(db, reviewer_id, scope, after, limit, at))
+        async def work(db: queries.Db) -> list[tuple[Case, int]]:
+            found = await queries.queue(db, reviewer_id, scope, after, limit, at)
+            await checks.check_cases(db, [case for case, _ in found])
+            upto = found[-1][0].case_id if len(found) == limit else None
+            await checks.check_queue_exclusions(db, reviewer_id, scope, after, upto, at)
+            return found
+
+        return await self._read(work)
 
     async def gold_labels(
         self, case_id: str, after: tuple[str, int] | None, limit: int, scope: TenantScope
     ) -> list[GoldLabelRevision]:
-        return await self._read(lambda db: queries.gold_labels(db, case_id, after, limit, scope))
+        async def work(db: queries.Db) -> list[GoldLabelRevision]:
+            found = await queries.gold_labels(db, case_id, after, limit, scope)
+            await checks.check_gold_labels(db, found)
+            return found
+
+        return await self._read(work)
 
     async def audit_events(self, after: int, limit: int, scope: TenantScope) -> list[AuditEvent]:
-        return await self._read(lambda db: queries.audit_events(db, after, limit, scope))
+        """Events after ``after``, each re-hashed and linked to its predecessor's stored hash."""
+
+        async def work(db: queries.Db) -> list[AuditEvent]:
+            found = await queries.audit_events(db, after, limit, scope)
+            await checks.check_events(db, found)
+            return found
+
+        return await self._read(work)
 
     async def chain_hashes(self, after: int) -> list[tuple[int, str]]:
         """(sequence, hash) of every committed audit event after ``after``, in order."""

@@ -15,7 +15,6 @@ writes until this transaction ends: what a job reads is what it writes on.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -41,9 +40,9 @@ from assay.services.adjudication.model import (
     TenantScope,
 )
 from assay.services.adjudication.storage import rows
+from assay.services.adjudication.storage.engine import StoredResponse
 from assay.services.adjudication.storage.postgres import queries
 from assay.services.adjudication.storage.postgres.bridge import Bridge
-from assay.services.adjudication.storage.tx import StoredResponse
 
 T = TypeVar("T")
 
@@ -58,12 +57,6 @@ class BatchState:
 def marks(count: int, start: int = 1) -> str:
     """``$start, …`` for ``count`` parameters."""
     return ", ".join(f"${i}" for i in range(start, start + count))
-
-
-def numbered(where: str) -> str:
-    """A SQLite-style ``?`` condition with PostgreSQL's ``$n`` parameters instead."""
-    counter = iter(range(1, where.count("?") + 1))
-    return re.sub(r"\?", lambda _: f"${next(counter)}", where)
 
 
 def recorded_sql(event_type: AuditEventType, key: str) -> str:
@@ -303,10 +296,9 @@ class PostgresWriteTx:
         self._run(work())
         self._state.head = head
 
-    def delete_cases(self, where: str, params: tuple[Any, ...]) -> DeletedCounts:
-        """Delete the matching cases with their reviews, resolutions and stored responses.
-        ``where`` is written for SQLite (``?`` parameters), as ``operations`` passes it."""
-        return self._run(self._delete(numbered(where), params))
+    def delete_tenant_cases(self, tenant: str) -> DeletedCounts:
+        """Delete ``tenant``'s cases with their reviews, resolutions and stored responses."""
+        return self._run(self._delete("tenant = $1", (tenant,)))
 
     async def _delete(self, where: str, params: Sequence[Any]) -> DeletedCounts:
         found = await self._db.fetch(f"SELECT case_id FROM cases WHERE {where}", *params)

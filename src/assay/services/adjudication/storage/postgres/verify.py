@@ -9,6 +9,7 @@ is. The checks themselves are the engine-free ones in ``ledger`` and
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import Any
 
 import asyncpg
@@ -25,8 +26,8 @@ from assay.services.adjudication.model import (
     TenantScope,
 )
 from assay.services.adjudication.storage import rows
-from assay.services.adjudication.storage.postgres import queries
-from assay.services.adjudication.storage.store import ExportBatch
+from assay.services.adjudication.storage.engine import ExportBatch
+from assay.services.adjudication.storage.postgres import ledger_checks, queries
 
 PREFETCH = 1000
 
@@ -129,7 +130,16 @@ async def export(
     yield await queries.chain_head(db)
     cursor = await db.cursor(_EXPORT, queries.tenants_param(scope))
     while chunk := await cursor.fetch(batch_size):
-        yield _export_batch(chunk)
+        yield await _checked(db, _export_batch(chunk))
+
+
+async def _checked(db: queries.Db, batch: ExportBatch) -> ExportBatch:
+    """``batch`` with every label checked against its GOLD_LABEL_FROZEN event and every
+    case's content against its CASE_ENQUEUED event; each record carries its label's event."""
+    frozen = await ledger_checks.check_gold_labels(db, [r.revision for r in batch.records])
+    await ledger_checks.check_case_ids(db, [r.revision.case_id for r in batch.records])
+    batch.records = [replace(r, event=frozen[records.gold_id(r.revision)]) for r in batch.records]
+    return batch
 
 
 def _export_batch(chunk: list[asyncpg.Record]) -> ExportBatch:

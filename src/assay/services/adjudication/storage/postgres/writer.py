@@ -27,6 +27,7 @@ the loop's thread and their SQL is awaited by the writer's task (``bridge``).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -52,6 +53,12 @@ class PostgresWriter:
         self._pool = pool
         self._queue: asyncio.Queue[Queued | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
+        # Told each batch's size and seconds from BEGIN to COMMIT returned (server metrics).
+        self.on_batch: Callable[[int, float], None] = _unobserved
+
+    def queue_depth(self) -> int:
+        """Jobs waiting for the next batch."""
+        return self._queue.qsize()
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(
@@ -89,7 +96,9 @@ class PostgresWriter:
                     stopping = True
                     break
                 batch.append(more)
+            started = time.perf_counter()
             await self._commit_batch(batch)
+            self.on_batch(len(batch), time.perf_counter() - started)
             if stopping:
                 return
 
@@ -149,6 +158,10 @@ class PostgresWriter:
                 continue
             outcomes.append((True, value))
         return outcomes
+
+
+def _unobserved(jobs: int, seconds: float) -> None:
+    pass
 
 
 class _JobFailed(Exception):

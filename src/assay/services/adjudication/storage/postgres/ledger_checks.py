@@ -1,0 +1,193 @@
+"""Records checked against their ledger events as they are read, on PostgreSQL.
+
+The same checks as SQLite's (``storage.ledger_checks``: the rule, why it
+exists, which record each read checks): the comparison is shared
+(``compare``, ``keep_first``, ``check_links``); only the fetching is here. Each
+kind costs one query over its event type's partial expression index; the
+reads run inside one REPEATABLE READ snapshot, so a row and its event, which
+were committed together, are seen together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TypeVar
+
+from assay.services.adjudication import records
+from assay.services.adjudication.canonical import to_micros
+from assay.services.adjudication.model import (
+    AuditEvent,
+    AuditEventType,
+    Case,
+    CaseSnapshot,
+    GoldLabelRevision,
+    Resolution,
+    Review,
+    Reviewer,
+    TenantScope,
+)
+from assay.services.adjudication.storage import rows
+from assay.services.adjudication.storage.ledger_checks import check_links, compare, keep_first
+from assay.services.adjudication.storage.postgres import queries
+
+T = TypeVar("T")
+
+
+def _events_sql(event_type: AuditEventType, key: str) -> str:
+    # Spelled out (our own enum and code, never a request) so the planner can match the
+    # partial expression index of the event type.
+    return (
+        f"SELECT {rows.AUDIT_COLUMNS} FROM audit_events WHERE event_type = '{event_type.value}' "
+        f"AND payload ->> '{key}' = ANY($1::text[])"
+    )
+
+
+async def _check(
+    db: queries.Db,
+    event_type: AuditEventType,
+    key: str,
+    values: Sequence[T],
+    lookup: Callable[[T], str],
+    record_id: Callable[[T], str],
+    commitment: Callable[[T], records.Commitment | None],
+) -> dict[str, AuditEvent]:
+    if not values:
+        return {}
+    ids = sorted({lookup(v) for v in values})
+    found: dict[str, AuditEvent] = {}
+    fetched = await db.fetch(_events_sql(event_type, key), ids)
+    keep_first(found, (rows.audit_event(queries.row(r)) for r in fetched))
+    compare(event_type, values, found, record_id, commitment)
+    return found
+
+
+async def check_reviewers(db: queries.Db, values: Sequence[Reviewer]) -> None:
+    await _check(
+        db,
+        AuditEventType.REVIEWER_REGISTERED,
+        "reviewer_id",
+        values,
+        lambda r: r.reviewer_id,
+        lambda r: r.reviewer_id,
+        records.reviewer_commitment,
+    )
+
+
+async def check_cases(db: queries.Db, values: Sequence[Case]) -> None:
+    await _check(
+        db,
+        AuditEventType.CASE_ENQUEUED,
+        "case_id",
+        values,
+        lambda c: c.case_id,
+        lambda c: c.case_id,
+        records.case_commitment,
+    )
+
+
+async def check_case_ids(db: queries.Db, case_ids: Sequence[str]) -> None:
+    """Read the cases (content re-digested) and check them: for an export's blinded cases."""
+    if not case_ids:
+        return
+    found = await db.fetch(
+        f"SELECT {rows.CASE_COLUMNS} FROM cases WHERE case_id = ANY($1::text[])", list(case_ids)
+    )
+    await check_cases(db, [rows.case(queries.row(r)) for r in found])
+
+
+async def check_reviews(db: queries.Db, values: Sequence[Review]) -> None:
+    await _check(
+        db,
+        AuditEventType.REVIEW_SUBMITTED,
+        "review_id",
+        values,
+        lambda r: r.review_id,
+        lambda r: r.review_id,
+        records.review_commitment,
+    )
+
+
+async def check_resolutions(db: queries.Db, values: Sequence[Resolution]) -> None:
+    await _check(
+        db,
+        AuditEventType.CASE_RESOLVED,
+        "case_id",
+        values,
+        lambda r: r.case_id,
+        records.resolution_id,
+        records.resolution_commitment,
+    )
+
+
+async def check_gold_labels(
+    db: queries.Db, values: Sequence[GoldLabelRevision]
+) -> dict[str, AuditEvent]:
+    """Check the revisions; their GOLD_LABEL_FROZEN events by ``records.gold_id``."""
+    return await _check(
+        db,
+        AuditEventType.GOLD_LABEL_FROZEN,
+        "case_id",
+        values,
+        lambda g: g.case_id,
+        records.gold_id,
+        records.gold_commitment,
+    )
+
+
+async def check_events(db: queries.Db, values: Sequence[AuditEvent]) -> None:
+    """Each event re-hashed and linked to its predecessor's stored hash (one query)."""
+    wanted = sorted({v.sequence - 1 for v in values} - {0} - {v.sequence for v in values})
+    found = await db.fetch(
+        "SELECT sequence, hash FROM audit_events WHERE sequence = ANY($1::bigint[])", wanted
+    )
+    check_links(values, {int(r["sequence"]): str(r["hash"]) for r in found})
+
+
+async def check_snapshot(db: queries.Db, snap: CaseSnapshot | None) -> None:
+    """The case, its current round's reviews and its resolution."""
+    if snap is None:
+        return
+    await check_cases(db, [snap.case])
+    await check_reviews(db, snap.round_reviews)
+    resolution = [snap.round_resolution] if snap.round_resolution is not None else []
+    await check_resolutions(db, resolution)
+
+
+# $1 now, $2 after, $3 upto (NULL: to the end), $4 tenants; reviews add $5 reviewer.
+_CANDIDATES = f"""
+WITH candidates AS (
+    SELECT c.case_id,
+           (SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = c.case_id) + 1 AS current_round
+    FROM cases c
+    WHERE c.expire_time > $1 AND c.case_id > $2 AND ($3::text IS NULL OR c.case_id <= $3)
+      AND {queries.in_scope("c.tenant", 4)}
+)
+"""
+_REVIEW_R = ", ".join(f"r.{c.strip()}" for c in rows.REVIEW_COLUMNS.split(","))
+_RESOLUTION_X = ", ".join(f"x.{c.strip()}" for c in rows.RESOLUTION_COLUMNS.split(","))
+_EXCLUDING_REVIEWS = (
+    _CANDIDATES + f"SELECT {_REVIEW_R} FROM candidates k JOIN reviews r "
+    "ON r.case_id = k.case_id AND r.round = k.current_round AND r.reviewer_id = $5"
+)
+_EXCLUDING_RESOLUTIONS = (
+    _CANDIDATES + f"SELECT {_RESOLUTION_X} FROM candidates k JOIN resolutions x "
+    "ON x.case_id = k.case_id AND x.round = k.current_round"
+)
+
+
+async def check_queue_exclusions(
+    db: queries.Db,
+    reviewer_id: str,
+    scope: TenantScope,
+    after: str,
+    upto: str | None,
+    at: datetime,
+) -> None:
+    """The reviewer's reviews and the current rounds' resolutions that kept a candidate case
+    of the page's range out of the queue: a forged row must not hide a case silently."""
+    params = (to_micros(at), after, upto, queries.tenants_param(scope))
+    found_reviews = await db.fetch(_EXCLUDING_REVIEWS, *params, reviewer_id)
+    await check_reviews(db, [rows.review(queries.row(r)) for r in found_reviews])
+    found_resolutions = await db.fetch(_EXCLUDING_RESOLUTIONS, *params)
+    await check_resolutions(db, [rows.resolution(queries.row(r)) for r in found_resolutions])
