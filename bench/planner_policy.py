@@ -1,21 +1,35 @@
 """Does the planner's ranking acquire better evidence than simple policies? A simulation.
 
-Not a test: a script (``python bench/planner_policy.py [--scenarios N] [--seed S]``) that
-runs a real resolver and a real planner in this process on loopback and plays generated
-scenarios. Each has a hidden true value for one semantic and starting claims from sources
-that report the truth with their reliability (the resolver's table) and otherwise a wrong
-value: some conflicted (two sources disagree), some single-source, some stale (one old
-test run, with ``as_of`` / ``stale_after``). A policy acquires one probe at a time; the
-probe's source reports the truth with its reliability, that report is added as a claim
-(its own declared correlation group, observed now), and the semantic is re-resolved,
-until the resolver decides (RESOLVED with STRONG support, >= 0.8) or the budget runs out.
+Not a test: a script (``python bench/planner_policy.py [--scenarios N] [--seed S ...]``)
+that runs a real resolver and a real planner in this process on loopback and plays
+generated scenarios. Each has a hidden true value for one semantic and starting claims
+from sources that report the truth with their reliability (the resolver's table) and
+otherwise a wrong value: some conflicted (two sources disagree), some single-source, some
+stale (one old test run, with ``as_of`` / ``stale_after``). A policy acquires one probe
+at a time; the probe's source reports the truth with its reliability, that report is
+added as a claim (its own declared correlation group, observed now), and the semantic is
+re-resolved, until the resolver decides (RESOLVED with STRONG support, >= 0.8) or the
+budget runs out.
 
 Policies: the planner's ranking (its first candidate not yet acquired, under a policy
 granting everything), cheapest-first (cost band, then latency), a fixed order (the
 seed's authored constants: one discrimination and independence for every probe, less the
-authored penalties), and random. Costs: LOW 1, MEDIUM 3, HIGH 10 units. Printed side by
-side: share resolved to the true value, wrong resolutions, mean acquisition cost, and
-correct resolutions per unit of cost. No pass/fail: it reports.
+authored penalties), random, and ``none`` (acquire nothing: what every policy gets for
+free). What makes the comparison fair:
+
+- every policy has the same budget, pays the same price per probe (the planner's own
+  ``ranking.COST_UNITS``: LOW 1, MEDIUM 3, HIGH 10), sees the same outcome stream per
+  scenario, and stops at the same resolver decision;
+- the contract's rule that a person decides a conflicted safety predicate (the resolver's
+  ``requires_review``: HUMAN_REVIEW first) binds every policy in the main table, since it
+  is a constraint on any acquisition, not part of the ranking under test. A second table
+  lets the baselines ignore it (the planner cannot), for comparison;
+- "per unit cost" is reported twice: all right resolutions / cost (which rewards doing
+  nothing: ``none`` gets its right answers for free), and the right resolutions a policy
+  adds over ``none`` per unit it spends (what its acquisitions bought).
+
+Printed side by side: share resolved to the true value, wrong resolutions, undecided,
+mean acquisition cost, and both per-cost figures. No pass/fail: it reports.
 """
 
 from __future__ import annotations
@@ -32,14 +46,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from google.protobuf import json_format
 
-from assay.services.planner.model import CostBand, ProbeKind
+from assay.services.planner.model import ProbeKind
 from assay.services.planner.probes import CATALOGUE, action_risk
-from assay.services.planner.ranking import (
-    COST_PENALTY,
-    LATENCY_PENALTY,
-    PRIVACY_PENALTY,
-    RISK_PENALTY,
-)
+from assay.services.planner.ranking import COST_UNITS
 from assay.services.resolver.policy import DEFAULT_RELIABILITY
 from assay.v1 import plan_pb2 as P
 from assay.v1 import planner_service_pb2 as pb
@@ -47,10 +56,15 @@ from assay.v1 import resolver_service_pb2 as rpb
 from assay.v1 import resolver_service_pb2_grpc as rgrpc
 from tests.service.planner_harness import both
 
+# The seed's authored penalties (before issue 14), for the fixed-order baseline.
+SEED_COST = {1: 0, 2: 6, 3: 15}
+SEED_LATENCY = {1: 0, 2: 4, 3: 10}
+SEED_RISK = {1: 0, 2: 1, 3: 5, 4: 10}
+SEED_PRIVACY = {1: 0, 2: 3, 3: 8}
+
 SUBJECT = "api:payments.create"
 PREDICATES = ("http.method", "idempotency.mode")
 VALUES = ("a", "b", "c")
-COST_UNITS = {CostBand.LOW: 1, CostBand.MEDIUM: 3, CostBand.HIGH: 10}
 BUDGET = 14
 DECIDED_SUPPORT = 0.8
 AS_OF = "2026-06-01T00:00:00Z"
@@ -68,10 +82,10 @@ SEED_ORDER = sorted(
     key=lambda k: (
         -(
             40
-            - COST_PENALTY[CATALOGUE[k].cost]
-            - LATENCY_PENALTY[CATALOGUE[k].latency]
-            - RISK_PENALTY[action_risk(CATALOGUE[k])]
-            - PRIVACY_PENALTY[CATALOGUE[k].privacy]
+            - SEED_COST[CATALOGUE[k].cost]
+            - SEED_LATENCY[CATALOGUE[k].latency]
+            - SEED_RISK[action_risk(CATALOGUE[k])]
+            - SEED_PRIVACY[CATALOGUE[k].privacy]
         ),
         k,
     ),
@@ -138,8 +152,13 @@ def plan_request(s: Scenario) -> pb.PlanEvidenceRequest:
     return json_format.ParseDict(body, pb.PlanEvidenceRequest())
 
 
-async def run_policy(name: str, s: Scenario, planner: Any, resolver: Any) -> tuple[str, int]:
-    """(``right`` / ``wrong`` / ``undecided``, cost spent) for one policy on one scenario."""
+async def run_policy(
+    name: str, s: Scenario, planner: Any, resolver: Any, review_rule: bool = True
+) -> tuple[str, int]:
+    """(``right`` / ``wrong`` / ``undecided``, cost spent) for one policy on one scenario.
+
+    ``review_rule``: a baseline acquires HUMAN_REVIEW first while the resolver says a
+    person must decide, as the planner's ranking does."""
     claims = [dict(c) for c in s.claims]
     state = Scenario(s.predicate, s.truth, claims, s.stale)
     rng = random.Random(f"{name}/{s.claims[0]['id']}/{s.rng.random()}")
@@ -161,7 +180,7 @@ async def run_policy(name: str, s: Scenario, planner: Any, resolver: Any) -> tup
             for k in CATALOGUE
             if k not in used and spent + COST_UNITS[CATALOGUE[k].cost] <= BUDGET
         ]
-        if decided or not left:
+        if decided or not left or name == "none":
             if res.status != 1:
                 return "undecided", spent
             right = res.leader.value_key == f'"{state.truth}"'
@@ -172,6 +191,8 @@ async def run_policy(name: str, s: Scenario, planner: Any, resolver: Any) -> tup
             choice = next((k for k in ranked if k in left), None)
             if choice is None:
                 choice = min(left, key=lambda k: (COST_UNITS[CATALOGUE[k].cost], k))
+        elif review_rule and res.requires_review and ProbeKind.HUMAN_REVIEW in left:
+            choice = ProbeKind.HUMAN_REVIEW
         elif name == "cheapest-first":
             choice = min(left, key=lambda k: (CATALOGUE[k].cost, CATALOGUE[k].latency, k))
         elif name == "fixed order":
@@ -195,37 +216,65 @@ async def run_policy(name: str, s: Scenario, planner: Any, resolver: Any) -> tup
         )
 
 
-POLICIES = ("planner", "cheapest-first", "fixed order", "random")
+POLICIES = ("planner", "cheapest-first", "fixed order", "random", "none")
+BASELINES = ("cheapest-first", "fixed order", "random")
+Totals = dict[str, dict[str, int]]
 
 
-async def main(scenarios: int, seed: int) -> None:
+async def simulate(scenarios: int, seed: int) -> tuple[Totals, Totals]:
+    """Totals per policy with the review rule binding every policy, and for the baselines
+    without it."""
     import grpc
 
     rng = random.Random(seed)
     plays = [generate(rng, i) for i in range(scenarios)]
-    totals = {p: {"right": 0, "wrong": 0, "undecided": 0, "cost": 0} for p in POLICIES}
+    zero = {"right": 0, "wrong": 0, "undecided": 0, "cost": 0}
+    ruled: Totals = {p: dict(zero) for p in POLICIES}
+    free: Totals = {p: dict(zero) for p in BASELINES}
     async with both() as (planner, running):
         channel = grpc.aio.insecure_channel(running.address)
         resolver = rgrpc.ResolverServiceStub(channel)
         for s in plays:
-            for name in POLICIES:
+            runs = [(ruled, name, True) for name in POLICIES]
+            runs += [(free, name, False) for name in BASELINES]
+            for totals, name, rule in runs:
                 # Each policy sees the same outcome stream for the same scenario.
                 s.rng.seed(f"{seed}/{s.claims[0]['id']}")
-                result, cost = await run_policy(name, s, planner, resolver)
+                result, cost = await run_policy(name, s, planner, resolver, rule)
                 totals[name][result] += 1
                 totals[name]["cost"] += cost
         await channel.close()
-    print(f"\n{scenarios} scenarios, seed {seed}, budget {BUDGET} units")
-    header = ("right", 8), ("wrong", 8), ("undecided", 10), ("mean cost", 11), ("right/cost", 12)
+    return ruled, free
+
+
+def table(title: str, totals: Totals, scenarios: int, free_right: int) -> None:
+    print(f"\n{title}")
+    header = (
+        ("right", 8),
+        ("wrong", 7),
+        ("undecided", 10),
+        ("mean cost", 10),
+        ("right/cost", 11),
+        ("added/cost", 11),
+    )
     print(f"{'policy':<16}" + "".join(f"{h:>{w}}" for h, w in header))
-    for name in POLICIES:
-        t = totals[name]
+    for name, t in totals.items():
         mean_cost = t["cost"] / scenarios
-        per = t["right"] / t["cost"] if t["cost"] else float("nan")
+        per = f"{t['right'] / t['cost']:.3f}" if t["cost"] else "-"
+        added = f"{(t['right'] - free_right) / t['cost']:.3f}" if t["cost"] else "-"
         print(
-            f"{name:<16}{t['right'] / scenarios:>8.1%}{t['wrong']:>8}{t['undecided']:>10}"
-            f"{mean_cost:>11.2f}{per:>12.3f}"
+            f"{name:<16}{t['right'] / scenarios:>8.1%}{t['wrong']:>7}{t['undecided']:>10}"
+            f"{mean_cost:>10.2f}{per:>11}{added:>11}"
         )
+
+
+async def main(scenarios: int, seeds: list[int]) -> None:
+    for seed in seeds:
+        ruled, free = await simulate(scenarios, seed)
+        free_right = ruled["none"]["right"]
+        print(f"\n== {scenarios} scenarios, seed {seed}, budget {BUDGET} units ==")
+        table("review rule binds every policy", ruled, scenarios, free_right)
+        table("baselines ignore the review rule", free, scenarios, free_right)
 
 
 if __name__ == "__main__":
@@ -233,7 +282,7 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, nargs="+", default=[1])
     args = parser.parse_args()
     logging.disable(logging.CRITICAL)
     asyncio.run(main(args.scenarios, args.seed))

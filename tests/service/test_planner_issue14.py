@@ -124,35 +124,39 @@ class TestPersonFirst:
 
 
 class TestApproval:
-    async def test_ci_lists_network_and_both_policy_switches(self) -> None:
-        """Problem 4: QUERY_CI_STATUS stays REQUIRES_APPROVAL (fixed order) and, once
-        NETWORK_CALL is granted, would still be blocked by egress first: the domain verdict
-        names both switches (the wire names the grants; see docs/planner.md)."""
-        from assay.services.planner.availability import classify_availability
-        from assay.services.planner.model import (
-            AcquisitionPolicy,
-            AvailabilityReason,
-            ProbeKind,
-            SideEffect,
-            SignalAvailability,
-            SignalClass,
-        )
-        from assay.services.planner.probes import CATALOGUE
-
-        reply = await plan(request(SAFETY_CONFLICT))
+    async def test_ci_names_the_grant_and_both_policy_switches(self) -> None:
+        """Problem 4: under the default policy QUERY_CI_STATUS stays REQUIRES_APPROVAL (the
+        fixed order) naming NETWORK_CALL, and its blocking reasons also name egress and
+        cloud sync, which would still block it once NETWORK_CALL is granted."""
+        reply = await plan(request(SAFETY_CONFLICT, policy=DEFAULT_POLICY))
         ci = by_probe(reply)[P.PROBE_KIND_QUERY_CI_STATUS]
+        assert ci in reply.plan.candidates
         assert ci.availability == P.AVAILABILITY_REQUIRES_APPROVAL
+        assert ci.availability_reason == P.AVAILABILITY_REASON_SIDE_EFFECT_NOT_GRANTED
         assert list(ci.missing_grants) == [P.SIDE_EFFECT_CLASS_NETWORK_CALL]
-        probe = CATALOGUE[ProbeKind.QUERY_CI_STATUS]
-        ok = SignalAvailability.AVAILABLE
-        verdict = classify_availability(probe, SignalClass.PROCESS_RESULT, AcquisitionPolicy(), ok)
-        assert verdict.missing_policy == (
-            AvailabilityReason.EGRESS_NOT_ALLOWED,
-            AvailabilityReason.CLOUD_SYNC_NOT_ALLOWED,
-        )
-        granted = AcquisitionPolicy(granted=frozenset({SideEffect.NETWORK_CALL}))
-        after = classify_availability(probe, SignalClass.PROCESS_RESULT, granted, ok)
-        assert after.reason is AvailabilityReason.EGRESS_NOT_ALLOWED
+        assert list(ci.blocking_reasons) == [
+            P.AVAILABILITY_REASON_SIDE_EFFECT_NOT_GRANTED,
+            P.AVAILABILITY_REASON_EGRESS_NOT_ALLOWED,
+            P.AVAILABILITY_REASON_CLOUD_SYNC_NOT_ALLOWED,
+        ]
+
+    async def test_granting_what_it_named_leaves_the_switches(self) -> None:
+        """Granting NETWORK_CALL alone moves it to UNAVAILABLE for egress, as its blocking
+        reasons said; granting everything they named makes it AVAILABLE with none."""
+        granted = {"grantedSideEffects": ["SIDE_EFFECT_CLASS_NETWORK_CALL"]}
+        reply = await plan(request(SAFETY_CONFLICT, policy=granted))
+        ci = by_probe(reply)[P.PROBE_KIND_QUERY_CI_STATUS]
+        assert ci in reply.plan.unavailable
+        assert ci.availability_reason == P.AVAILABILITY_REASON_EGRESS_NOT_ALLOWED
+        assert list(ci.blocking_reasons) == [
+            P.AVAILABILITY_REASON_EGRESS_NOT_ALLOWED,
+            P.AVAILABILITY_REASON_CLOUD_SYNC_NOT_ALLOWED,
+        ]
+        everything = granted | {"egressAllowed": True, "cloudSyncAllowed": True}
+        reply = await plan(request(SAFETY_CONFLICT, policy=everything))
+        ci = by_probe(reply)[P.PROBE_KIND_QUERY_CI_STATUS]
+        assert ci.availability == P.AVAILABILITY_AVAILABLE
+        assert list(ci.blocking_reasons) == []
 
 
 class TestCoverage:

@@ -153,6 +153,61 @@ class TestNetwork:
         assert verdict.reason is AvailabilityReason.ALL_REQUIREMENTS_MET
 
 
+R = AvailabilityReason
+CI = CATALOGUE[ProbeKind.QUERY_CI_STATUS]
+NETWORK = frozenset({SideEffect.NETWORK_CALL})
+
+
+class TestBlockingReasons:
+    @pytest.mark.parametrize(
+        ("policy", "state", "availability", "blocking"),
+        [
+            (EMPTY_POLICY, OK, Availability.REQUIRES_APPROVAL,
+             (R.SIDE_EFFECT_NOT_GRANTED, R.EGRESS_NOT_ALLOWED, R.CLOUD_SYNC_NOT_ALLOWED)),
+            (AcquisitionPolicy(egress_allowed=True), OK, Availability.REQUIRES_APPROVAL,
+             (R.SIDE_EFFECT_NOT_GRANTED, R.CLOUD_SYNC_NOT_ALLOWED)),
+            (AcquisitionPolicy(egress_allowed=True, cloud_sync_allowed=True), OK,
+             Availability.REQUIRES_APPROVAL, (R.SIDE_EFFECT_NOT_GRANTED,)),
+            (AcquisitionPolicy(granted=NETWORK), OK, Availability.UNAVAILABLE,
+             (R.EGRESS_NOT_ALLOWED, R.CLOUD_SYNC_NOT_ALLOWED)),
+            (EMPTY_POLICY, SignalAvailability.DISABLED, Availability.UNAVAILABLE,
+             (R.SIGNAL_NOT_OBSERVABLE, R.SIDE_EFFECT_NOT_GRANTED, R.EGRESS_NOT_ALLOWED,
+              R.CLOUD_SYNC_NOT_ALLOWED)),
+            (GRANT_ALL, OK, Availability.AVAILABLE, ()),
+        ],
+    )  # fmt: skip
+    def test_every_failing_check_in_the_fixed_order(
+        self,
+        policy: AcquisitionPolicy,
+        state: SignalAvailability,
+        availability: Availability,
+        blocking: tuple[AvailabilityReason, ...],
+    ) -> None:
+        """The first failing check decides; every later failing check is listed after it."""
+        verdict = classify_availability(CI, SignalClass.PROCESS_RESULT, policy, state)
+        assert verdict.availability is availability
+        assert verdict.blocking_reasons == blocking
+        if blocking:
+            assert verdict.reason is blocking[0]
+
+    def test_forbidden_lists_the_later_checks_but_not_its_own_side_effect_as_a_grant(
+        self,
+    ) -> None:
+        """A forbidden side effect is not a missing grant (no grant would help); the other
+        side effects not granted are."""
+        verdict = classify_availability(
+            probe(side_effects=(OUTSIDE, SideEffect.PROCESS_SPAWN)),
+            SignalClass.PROCESS_RESULT,
+            EMPTY_POLICY,
+            OK,
+        )
+        assert verdict.blocking_reasons == (R.SIDE_EFFECT_FORBIDDEN, R.SIDE_EFFECT_NOT_GRANTED)
+        only_outside = classify_availability(
+            probe(side_effects=(OUTSIDE,)), SignalClass.PROCESS_RESULT, EMPTY_POLICY, OK
+        )
+        assert only_outside.blocking_reasons == (R.SIDE_EFFECT_FORBIDDEN,)
+
+
 class TestRuntimeState:
     def test_capabilities_decide_over_notes(self) -> None:
         """A capabilities row wins over a note about the same class."""

@@ -14,8 +14,10 @@ from assay.services.planner.model import (
     DiscriminationBasis,
     OutcomeAssumption,
     ProbeKind,
+    Resolution,
     ResolutionStatus,
     SupportBand,
+    ValueView,
 )
 from assay.services.planner.outcomes import (
     OUTCOME_GROUP_PREFIX,
@@ -25,7 +27,7 @@ from assay.services.planner.outcomes import (
     report_probabilities,
 )
 from assay.services.planner.probes import CATALOGUE
-from assay.services.planner.value import evsi
+from assay.services.planner.value import DECIDED_SUPPORT, evsi
 from tests.unit.planner.planner_factories import conflicted, counted, insufficient, key, resolved
 
 RERUN = CATALOGUE[ProbeKind.RERUN_TEST]
@@ -136,9 +138,26 @@ class TestValue:
         """EVSI is positive when an outcome resolves a conflict, zero when nothing changes."""
         base = conflicted()
         outcomes = enumerate_outcomes(RERUN, base, counted_by_source(base), 0.85)
-        resolves = [
+        resolves = [strongly_resolved(base, o.value_key) for o in outcomes]
+        assert evsi(base, beliefs(base), outcomes, resolves, 0.85) > 0
+        assert evsi(base, beliefs(base), outcomes, [base] * len(outcomes), 0.85) == 0
+
+    def test_only_a_strong_resolution_is_acted_on(self) -> None:
+        """Resolving to a leader below the STRONG band is not yet a decision: no value."""
+        base = conflicted()
+        outcomes = enumerate_outcomes(RERUN, base, counted_by_source(base), 0.85)
+        weak = [
             dataclasses.replace(base, status=ResolutionStatus.RESOLVED, leader_key=o.value_key)
             for o in outcomes
         ]
-        assert evsi(base, beliefs(base), outcomes, resolves, 0.85) > 0
-        assert evsi(base, beliefs(base), outcomes, [base] * len(outcomes), 0.85) == 0
+        assert all(v.support < DECIDED_SUPPORT for v in base.values)
+        assert evsi(base, beliefs(base), outcomes, weak, 0.85) == 0
+
+
+def strongly_resolved(base: Resolution, leader_key: str) -> Resolution:
+    """``base`` RESOLVED to ``leader_key`` with STRONG support (a fresh value if unclaimed)."""
+    views = [v for v in base.values if v.value_key != leader_key]
+    views.insert(0, ValueView(leader_key, leader_key, 0.9, ()))
+    return dataclasses.replace(
+        base, status=ResolutionStatus.RESOLVED, leader_key=leader_key, values=tuple(views)
+    )

@@ -20,7 +20,15 @@ from assay.services.planner.model import (
     Recency,
     SideEffect,
 )
-from assay.services.planner.ranking import PENALTY_CAP, RankContext, penalty, rank, score
+from assay.services.planner.ranking import (
+    PENALTY_CAP,
+    RankContext,
+    cost_points,
+    penalty,
+    rank,
+    score,
+    worth_acquiring,
+)
 from tests.unit.planner.planner_factories import candidate, probe
 
 probes = st.builds(
@@ -114,6 +122,56 @@ class TestInvariants:
         assert penalty(c) <= PENALTY_CAP
         assert score(dataclasses.replace(c, evsi=0.5)) > score(c)
 
+    @given(
+        probes,
+        probes,
+        st.floats(0, 1),
+        st.floats(0, 1),
+        st.floats(0, 1),
+    )
+    def test_more_value_never_ranks_later(
+        self, first: Probe, second: Probe, a: float, b: float, more: float
+    ) -> None:
+        """Raising one candidate's EVSI never moves it behind a candidate it was ahead of."""
+        if first.kind is second.kind:
+            return
+        x, y = candidate(first, evsi=a), candidate(second, evsi=b)
+        if rank([x, y]) == [x, y]:
+            raised = dataclasses.replace(x, evsi=a + more)
+            assert rank([y, raised]) == [raised, y]
+
+
+class TestCostAware:
+    def test_value_per_cost_orders_those_worth_acquiring(self) -> None:
+        """Two probes both worth their cost: the one settling more per unit of cost first,
+        though the other's expected gain is larger."""
+        cheap = candidate(probe(kind=ProbeKind.VERIFY_ARTIFACT_HASH), evsi=0.3)
+        dear = candidate(
+            probe(kind=ProbeKind.HUMAN_REVIEW, cost=CostBand.HIGH, latency=LatencyBand.HOURS),
+            evsi=0.6,
+        )
+        assert worth_acquiring(cheap)
+        assert worth_acquiring(dear)
+        assert rank([dear, cheap]) == [cheap, dear]
+
+    def test_a_probe_not_worth_its_cost_follows_one_that_is(self) -> None:
+        """Expected gain below expected cost: ranked after every probe whose gain pays."""
+        small = candidate(probe(kind=ProbeKind.VERIFY_ARTIFACT_HASH), evsi=0.05)
+        dear = candidate(
+            probe(
+                kind=ProbeKind.BOUNDED_REPLAY_EXPERIMENT,
+                cost=CostBand.HIGH,
+                latency=LatencyBand.HOURS,
+                privacy=PrivacyExposure.EXTERNAL_SERVICE,
+            ),
+            discrimination=Discrimination.HIGH,
+            evsi=0.3,
+        )
+        assert cost_points(dear) > 30
+        assert worth_acquiring(small)
+        assert not worth_acquiring(dear)
+        assert rank([dear, small]) == [small, dear]
+
 
 class TestExamples:
     def test_cheap_independent_beats_expensive_correlated(self) -> None:
@@ -162,7 +220,7 @@ class TestExamples:
         blocked = dataclasses.replace(
             plain,
             verdict=dataclasses.replace(
-                plain.verdict, missing_policy=(AvailabilityReason.EGRESS_NOT_ALLOWED,)
+                plain.verdict, also_blocking=(AvailabilityReason.EGRESS_NOT_ALLOWED,)
             ),
         )
         assert penalty(blocked) > penalty(plain)

@@ -7,11 +7,14 @@
    cannot observe its target class (the state is reported). HUMAN_REVIEW does
    not observe through the runtime, which keeps it reachable for every gap.
 3. A side effect the policy does not grant makes it REQUIRES_APPROVAL, naming
-   exactly the missing grants, never a bare "denied" - and also the policy switches
-   (egress, cloud sync) check 4 would still find off, so one approval can ask for
-   everything that stands between the candidate and AVAILABLE.
+   exactly the missing grants, never a bare "denied".
 4. A network probe without ``egress_allowed``, or a hosted-service probe
    without ``cloud_sync_allowed``, is UNAVAILABLE with that reason.
+
+The first failing check decides; every later one that also fails is kept too
+(``AvailabilityVerdict.blocking_reasons``), so a REQUIRES_APPROVAL network probe names
+egress and cloud sync beside its missing grants: one approval can ask for everything
+that stands between the candidate and AVAILABLE.
 """
 
 from __future__ import annotations
@@ -73,30 +76,37 @@ def classify_availability(
     policy: AcquisitionPolicy,
     state: SignalAvailability,
 ) -> AvailabilityVerdict:
-    """Run the four checks for ``probe`` aimed at ``target`` whose runtime state is ``state``."""
+    """Run the four checks for ``probe`` aimed at ``target`` whose runtime state is ``state``.
+
+    The first failing check decides the availability and its reason; the verdict also
+    records every later check that fails (``blocking_reasons``), so a caller sees all
+    that stands in the way, not only the first."""
     forbidden = tuple(sorted(set(probe.side_effects) & NEVER_APPROVABLE))
+    unobservable = probe.observes_via_runtime and state in NOT_OBSERVABLE
+    missing = tuple(sorted(set(probe.side_effects) - policy.granted - NEVER_APPROVABLE))
+    switches = policy_switches_off(probe, policy)
+    failing = (
+        *([AvailabilityReason.SIDE_EFFECT_FORBIDDEN] if forbidden else []),
+        *([AvailabilityReason.SIGNAL_NOT_OBSERVABLE] if unobservable else []),
+        *([AvailabilityReason.SIDE_EFFECT_NOT_GRANTED] if missing else []),
+        *switches,
+    )
+    if not failing:
+        return AvailabilityVerdict(Availability.AVAILABLE, AvailabilityReason.ALL_REQUIREMENTS_MET)
+    first, later = failing[0], tuple(failing[1:])
     if forbidden:
         return AvailabilityVerdict(
-            Availability.FORBIDDEN, AvailabilityReason.SIDE_EFFECT_FORBIDDEN, forbidden=forbidden
+            Availability.FORBIDDEN, first, forbidden=forbidden, also_blocking=later
         )
-    if probe.observes_via_runtime and state in NOT_OBSERVABLE:
+    if unobservable:
         return AvailabilityVerdict(
-            Availability.UNAVAILABLE,
-            AvailabilityReason.SIGNAL_NOT_OBSERVABLE,
-            signal_availability=state,
+            Availability.UNAVAILABLE, first, signal_availability=state, also_blocking=later
         )
-    switches = policy_switches_off(probe, policy)
-    missing = tuple(sorted(set(probe.side_effects) - policy.granted))
     if missing:
         return AvailabilityVerdict(
-            Availability.REQUIRES_APPROVAL,
-            AvailabilityReason.SIDE_EFFECT_NOT_GRANTED,
-            missing_grants=missing,
-            missing_policy=switches,
+            Availability.REQUIRES_APPROVAL, first, missing_grants=missing, also_blocking=later
         )
-    if switches:
-        return AvailabilityVerdict(Availability.UNAVAILABLE, switches[0])
-    return AvailabilityVerdict(Availability.AVAILABLE, AvailabilityReason.ALL_REQUIREMENTS_MET)
+    return AvailabilityVerdict(Availability.UNAVAILABLE, first, also_blocking=later)
 
 
 def policy_switches_off(probe: Probe, policy: AcquisitionPolicy) -> tuple[AvailabilityReason, ...]:

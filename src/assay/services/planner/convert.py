@@ -223,10 +223,19 @@ def hypotheses_request(
     return out
 
 
-def resolution(pb: resolution_pb2.SemanticResolution, with_counted: bool = True) -> m.Resolution:
+def resolution(
+    pb: resolution_pb2.SemanticResolution, with_counted: bool = True, with_members: bool = True
+) -> m.Resolution:
     """The parts of a resolution the planner reads. ``with_counted`` also reads the counted
     claims and the values themselves (needed for the base; a hypothesis is compared on
-    status, leader, supports and flags only, so reading it stays cheap for large evidence)."""
+    status, leader, supports and flags only, so reading it stays cheap for large evidence).
+    ``with_members`` also reads which claim ids each (source, group) holds, which only a
+    plan with stale claims needs (a fresh observation supersedes them).
+
+    Counted claims are read as their distinct (source, group) pairs: everything the
+    planner asks of them (independence, the group a new claim joins, declared groups)
+    depends on which pairs were counted, not on how many claims each holds, and a large
+    evidence has many claims per pair."""
     values = []
     members: dict[tuple[str, str], list[str]] = {}
     for view in pb.values:
@@ -234,18 +243,17 @@ def resolution(pb: resolution_pb2.SemanticResolution, with_counted: bool = True)
         value: m.JsonValue = None
         if with_counted:
             declared = {g.correlation_group for g in view.groups if g.declared}
-            counted = tuple(
-                [
-                    m.CountedClaim(c.source, group, group in declared)
-                    for c in view.claims
-                    if c.counted
-                    for group in (c.correlation_group,)
-                ]
-            )
-            value = json_format.MessageToDict(view.value)
+            pairs: set[tuple[str, str]] = set()
             for c in view.claims:
-                if not c.claim_ref.startswith(UNNAMED_REF_PREFIX):
-                    members.setdefault((c.source, c.correlation_group), []).append(c.claim_ref)
+                source, group = c.source, c.correlation_group
+                if c.counted:
+                    pairs.add((source, group))
+                if with_members:
+                    ref = c.claim_ref
+                    if not ref.startswith(UNNAMED_REF_PREFIX):
+                        members.setdefault((source, group), []).append(ref)
+            counted = tuple(m.CountedClaim(s, g, g in declared) for s, g in sorted(pairs))
+            value = json_format.MessageToDict(view.value)
         values.append(m.ValueView(view.value_key, value, view.support, counted))
     return m.Resolution(
         status=m.ResolutionStatus(pb.status),
@@ -335,6 +343,7 @@ def _candidate(candidate: m.Candidate) -> plan_pb2.AcquisitionCandidate:
         latency=_n(probe.latency),
         action_risk=_n(action_risk(probe)),
         privacy=_n(probe.privacy),
+        blocking_reasons=[_n(r) for r in verdict.blocking_reasons],
     )
 
 

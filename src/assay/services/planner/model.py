@@ -186,14 +186,23 @@ class AvailabilityVerdict:
     missing_grants: tuple[SideEffect, ...] = ()
     forbidden: tuple[SideEffect, ...] = ()
     signal_availability: SignalAvailability = SignalAvailability.UNSPECIFIED
-    # REQUIRES_APPROVAL: the policy switches that would still block it once every missing
-    # grant is given (EGRESS_NOT_ALLOWED, CLOUD_SYNC_NOT_ALLOWED), so an approval asks for all.
-    missing_policy: tuple[AvailabilityReason, ...] = ()
+    # The checks after the deciding one that also fail, in the fixed order: for
+    # REQUIRES_APPROVAL the policy switches still off (EGRESS_NOT_ALLOWED,
+    # CLOUD_SYNC_NOT_ALLOWED), so one approval can ask for everything.
+    also_blocking: tuple[AvailabilityReason, ...] = ()
+
+    @property
+    def blocking_reasons(self) -> tuple[AvailabilityReason, ...]:
+        """Every check the candidate fails, in the fixed order (``reason`` first); empty
+        when AVAILABLE (the wire's ``blocking_reasons``)."""
+        if self.availability is Availability.AVAILABLE:
+            return ()
+        return (self.reason, *self.also_blocking)
 
     @property
     def outstanding(self) -> int:
         """How many separate approvals stand between the candidate and AVAILABLE."""
-        return len(self.missing_grants) + len(self.missing_policy)
+        return len(self.missing_grants) + len(self.also_blocking)
 
 
 @dataclass(frozen=True)

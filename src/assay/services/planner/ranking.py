@@ -1,27 +1,35 @@
-"""The ranking: expected value of sample information, less what acquiring it costs.
+"""The ranking: expected value of sample information per unit of expected cost.
 
-    score = round(EVSI_POINTS × EVSI) + discrimination + recency + extra gaps − penalty
-    penalty = min(PENALTY_CAP, cost + latency + action risk + privacy + approvals)
+Each candidate has a value and a cost in the same units, points, where a right
+resolution gained for sure is worth ``EVSI_POINTS`` (100):
 
-The value term is the probe's expected change in the decision (``value``), computed
-from every plausible outcome and the resolver's answer to each. It already accounts
-for independence: a probe whose source was counted in a declared group joins that
-group in its hypotheses, and a claim that only repeats its group adds nothing, so its
-value is what it can really add. Independence is therefore not a multiplier here
-(that would count correlation twice) but a tie-break. Discrimination, recency and
-the number of gaps addressed are small terms that order candidates the value term
-cannot tell apart (for example a RESOLVED semantic no plausible outcome would change).
-The penalties are authored bands with a cap; each approval still needed (a missing
-grant, or egress / cloud sync off) costs ``APPROVAL_PENALTY``.
+    value = round(EVSI_POINTS × EVSI)
+    cost  = UNIT_POINTS × COST_UNITS[cost band] + latency + action risk + privacy
+            + APPROVAL_PENALTY per approval still needed
 
-One rule overrides the score: when the resolver says a person must decide (a
-conflicted safety predicate), HUMAN_REVIEW is first, whatever the policy grants,
-since no other acquisition can settle the semantic without one.
+The value is the probe's expected change in the decision (``value``), from every
+plausible outcome and the resolver's answer to each. It already accounts for
+independence: a probe whose source was counted in a declared group joins that group in
+its hypotheses, and a claim that only repeats its group adds nothing, so its value is
+what it can really add. Independence is therefore not a multiplier here (that would
+count correlation twice) but a tie-break.
 
-The score orders candidates and is then discarded: it never crosses the wire. Ties
-break, in order, by independence, discrimination, availability (AVAILABLE first),
-cost, latency, then probe kind and signal class numbers, which makes the order total
-and reproducible.
+Candidates whose value exceeds their cost are worth acquiring now and come first,
+ordered by value per unit of cost (the greedy rule for buying information on a budget:
+of two probes that would each settle the semantic, the one that does it for less).
+The rest, whose expected gain does not pay for them (stopping would be better if
+they were all there was), follow, ordered by a score that separates what EVSI cannot
+(for example a RESOLVED semantic no plausible outcome would change):
+
+    score = value + discrimination + recency + extra gaps − min(PENALTY_CAP, cost)
+
+One rule overrides both: when the resolver says a person must decide (a conflicted
+safety predicate), HUMAN_REVIEW is first, whatever the policy grants, since no other
+acquisition can settle the semantic without one.
+
+Nothing here crosses the wire. Ties break, in order, by independence,
+discrimination, availability (AVAILABLE first), cost, latency, then probe kind and
+signal class numbers, which makes the order total and reproducible.
 """
 
 from __future__ import annotations
@@ -59,7 +67,11 @@ STALE_FRESHNESS_POINTS = 3
 EXTRA_GAP_POINTS = 1
 EXTRA_GAP_POINTS_CAP = 3
 
-COST_PENALTY: Mapping[CostBand, int] = {CostBand.LOW: 0, CostBand.MEDIUM: 6, CostBand.HIGH: 15}
+# What acquiring a probe of each cost band costs, in units (roughly a factor of three
+# per band), and what one unit is worth in points: 50 units of acquisition are worth
+# one right resolution. The simulation (bench/planner_policy.py) charges the same units.
+COST_UNITS: Mapping[CostBand, int] = {CostBand.LOW: 1, CostBand.MEDIUM: 3, CostBand.HIGH: 10}
+UNIT_POINTS = 2
 LATENCY_PENALTY: Mapping[LatencyBand, int] = {
     LatencyBand.SECONDS: 0,
     LatencyBand.MINUTES: 4,
@@ -81,16 +93,31 @@ APPROVAL_PENALTY = 2
 PENALTY_CAP = 45
 
 
-def penalty(candidate: Candidate) -> int:
+def cost_points(candidate: Candidate) -> int:
+    """The candidate's expected cost in points (module docstring); never below 1."""
     probe = candidate.probe
-    total = (
-        COST_PENALTY[probe.cost]
+    return max(
+        1,
+        UNIT_POINTS * COST_UNITS[probe.cost]
         + LATENCY_PENALTY[probe.latency]
         + RISK_PENALTY[action_risk(probe)]
         + PRIVACY_PENALTY[probe.privacy]
-        + APPROVAL_PENALTY * candidate.verdict.outstanding
+        + APPROVAL_PENALTY * candidate.verdict.outstanding,
     )
-    return min(PENALTY_CAP, total)
+
+
+def penalty(candidate: Candidate) -> int:
+    """The cost as the score of a candidate not worth acquiring subtracts it: capped."""
+    return min(PENALTY_CAP, cost_points(candidate))
+
+
+def value_points(candidate: Candidate) -> int:
+    return round(EVSI_POINTS * candidate.evsi)
+
+
+def worth_acquiring(candidate: Candidate) -> bool:
+    """Its expected gain pays for it: value above cost."""
+    return value_points(candidate) > cost_points(candidate)
 
 
 @dataclass(frozen=True)
@@ -107,7 +134,7 @@ NO_CONTEXT = RankContext()
 
 def score(candidate: Candidate, context: RankContext = NO_CONTEXT) -> int:
     """The internal ranking score (never serialized). See the module docstring."""
-    points = round(EVSI_POINTS * candidate.evsi)
+    points = value_points(candidate)
     points += DISCRIMINATION_POINTS.get(candidate.discrimination, 0)
     points += RECENCY_POINTS[candidate.probe.recency]
     if candidate.probe.recency is Recency.FRESH_OBSERVATION and context.stale_gap_ids & set(
@@ -123,10 +150,15 @@ def person_first(candidate: Candidate, context: RankContext) -> int:
     return 0 if context.requires_review and candidate.probe.kind is ProbeKind.HUMAN_REVIEW else 1
 
 
-def sort_key(candidate: Candidate, context: RankContext = NO_CONTEXT) -> tuple[int, ...]:
-    """Best first: the review override, score descending, then the documented tie-breaks."""
+def sort_key(candidate: Candidate, context: RankContext = NO_CONTEXT) -> tuple[int | float, ...]:
+    """Best first: the review override, those worth acquiring by value per unit of cost,
+    then the rest by score, then the documented tie-breaks."""
+    worth = worth_acquiring(candidate)
+    per_cost = round(value_points(candidate) / cost_points(candidate), 9) if worth else 0.0
     return (
         person_first(candidate, context),
+        0 if worth else 1,
+        -per_cost,
         -score(candidate, context),
         candidate.independence,
         candidate.discrimination,

@@ -75,16 +75,17 @@ class PlannerServicer:
             base = await self.resolver.resolve_semantic(
                 convert.semantic_request(request), deadline, metadata
             )
+        stale = convert.stale_refs(request)
         draft = draft_plan(
             PlanInput(
                 subject=request.subject,
                 predicate=request.predicate,
-                resolution=convert.resolution(base.resolution),
+                resolution=convert.resolution(base.resolution, with_members=bool(stale)),
                 notes=notes,
                 capabilities=capabilities,
                 policy=policy,
                 reliability=table,
-                stale_refs=convert.stale_refs(request),
+                stale_refs=stale,
             ),
             self.catalogue,
         )

@@ -1,7 +1,9 @@
 """The expected value of sample information of a probe: what ranks candidates, inside only.
 
-The decision is the resolver's: a RESOLVED semantic is acted on as its leader, a
-CONFLICTED or INSUFFICIENT one is not acted on. Against a truth ``t`` that decision is
+The decision is the resolver's: a RESOLVED semantic whose leader has STRONG support
+(``DECIDED_SUPPORT``, the planner's strong band) is acted on as its leader; a weaker,
+CONFLICTED or INSUFFICIENT one is not acted on yet, since its gaps still call for
+evidence. Against a truth ``t`` that decision is
 worth ``RIGHT_RESOLUTION`` when RESOLVED to ``t``, ``-WRONG_RESOLUTION`` when RESOLVED to
 anything else, and nothing when undecided: a wrong resolution costs more than none.
 
@@ -22,7 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from assay.services.planner.discrimination import STRONG_FROM
 from assay.services.planner.model import Outcome, Resolution, ResolutionStatus
+
+# A resolution is acted on from this leader support on (the STRONG band).
+DECIDED_SUPPORT = STRONG_FROM
 
 RIGHT_RESOLUTION = 1.0
 WRONG_RESOLUTION = 2.0
@@ -30,7 +36,10 @@ WRONG_RESOLUTION = 2.0
 
 def utility(resolution: Resolution, truth: str) -> float:
     """What the resolver's decision is worth if ``truth`` is the true value key."""
-    if resolution.status is not ResolutionStatus.RESOLVED:
+    leader = resolution.leader
+    if resolution.status is not ResolutionStatus.RESOLVED or leader is None:
+        return 0.0
+    if leader.support < DECIDED_SUPPORT:
         return 0.0
     return RIGHT_RESOLUTION if resolution.leader_key == truth else -WRONG_RESOLUTION
 
@@ -58,8 +67,6 @@ def evsi(
     reportable = [o.value_key for o in outcomes]
     total = 0.0
     for outcome, after in zip(outcomes, hypothetical, strict=True):
-        if after.status is base.status and after.leader_key == base.leader_key:
-            continue
         for truth, p in belief.items():
             likelihood = report_given_truth(outcome.value_key, truth, reportable, reliability)
             total += p * likelihood * (utility(after, truth) - utility(base, truth))
