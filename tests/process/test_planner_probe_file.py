@@ -92,12 +92,6 @@ class TestBadProbeFile:
             proc.terminate()
             proc.wait(timeout=30)
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="serve_cmds.py maps every ValueError at start to CliError exit 1; exit 2 for a "
-        "bad --probes file needs ProbeFileError mapped to exit_code=2 there (not this "
-        "helper's file)",
-    )
     def test_exits_with_code_2(self, tmp_path: Path) -> None:
         """A configuration error is exit code 2, as docs/planner.md says."""
         path = tmp_path / "probes.toml"

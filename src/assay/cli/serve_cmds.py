@@ -47,6 +47,7 @@ from assay.runtime.server import (
     run_until_signalled,
 )
 from assay.runtime.tls import dial_host
+from assay.services.planner.probe_file import ProbeFileError
 from assay.services.registry import SERVICES, ServeOptions
 
 DEFAULT_DB = "assay.db"
@@ -194,6 +195,8 @@ async def _build(
             specs.append(await SERVICES[name].builder()(options))
         except BaseException as error:
             await close_specs(specs)  # what was built before it (an open database)
+            if isinstance(error, ProbeFileError):  # a configuration error, like a bad flag
+                raise CliError(f"cannot start {name}: {error}", exit_code=2) from None
             if isinstance(error, (OSError, ValueError)):
                 raise CliError(f"cannot start {name}: {error}") from None
             raise
