@@ -7,6 +7,7 @@ test is specifically about HUMAN provenance, and then attested by "test-suite".
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -19,6 +20,7 @@ import grpc
 from assay.runtime.server import serving
 from assay.runtime.status import DecodedError, decode_rpc_error
 from assay.services.adjudication.service import build_spec
+from assay.services.adjudication.transparency import default_key_path
 from assay.services.registry import ServeOptions
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
@@ -40,17 +42,29 @@ def is_postgres(db: str | Path) -> bool:
     return str(db).startswith("postgresql://")
 
 
+_KEYS = tempfile.TemporaryDirectory(prefix="assay-ledger-keys-")
+
+
+def ledger_key(db: str | Path) -> Path:
+    """The ledger signing key a test server on ``db`` uses: beside a SQLite file (the
+    default), one per PostgreSQL database for the session otherwise, so a server restarted
+    on the same database signs with the same key, as a deployment's would."""
+    if not is_postgres(db):
+        return default_key_path(str(db))
+    name = hashlib.sha256(str(db).encode()).hexdigest()[:16]
+    return Path(_KEYS.name) / f"{name}.pem"
+
+
 @contextlib.asynccontextmanager
 async def adjudication_server(db: str | Path) -> AsyncIterator[Server]:
     """A real grpc.aio server on 127.0.0.1:0 over ``db`` (a SQLite file, or a PostgreSQL URL:
     the ``adjudication_db`` fixture gives both), and a client stub."""
-    with tempfile.TemporaryDirectory(prefix="assay-ledger-key-") as keys:
-        key = Path(keys) / "ledger-key.pem" if is_postgres(db) else None
-        spec = await build_spec(ServeOptions(port=0, db_path=str(db), ledger_signing_key=key))
-        async with serving([spec]) as running:
-            target = running[0].address
-            async with grpc.aio.insecure_channel(target) as channel:
-                yield Server(pb_grpc.AdjudicationServiceStub(channel), Path(db), target)
+    key = ledger_key(db) if is_postgres(db) else None
+    spec = await build_spec(ServeOptions(port=0, db_path=str(db), ledger_signing_key=key))
+    async with serving([spec]) as running:
+        target = running[0].address
+        async with grpc.aio.insecure_channel(target) as channel:
+            yield Server(pb_grpc.AdjudicationServiceStub(channel), Path(db), target)
 
 
 def rid() -> str:

@@ -156,8 +156,10 @@ def copy_of(pristine: Pristine, directory: Path) -> Path:
 
 @contextlib.contextmanager
 def attacker(path: Path) -> Iterator[sqlite3.Connection]:
-    """A raw connection with every guarding trigger dropped, recreated on the way out."""
+    """A raw connection with every guarding trigger dropped, recreated on the way out (rows
+    read by column name, as ``rows`` reads them)."""
     db = sqlite3.connect(path, isolation_level=None)
+    db.row_factory = sqlite3.Row
     triggers = db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'").fetchall()
     try:
         for name, _ in triggers:

@@ -1,7 +1,9 @@
 """The database itself: constraints and triggers, migrations, tampering, and group commit.
 
-Tampering is done the way an attacker with the file would do it: a raw
-``sqlite3`` connection that first drops the triggers guarding the rows.
+Tampering is done the way an attacker with the database would do it (``tamper_sql``: a
+raw connection with the guards off), on both engines. The constraint and migration tests
+are SQLite's own (its triggers, ``PRAGMA user_version``, WAL); PostgreSQL's counterparts are
+in tests/unit/adjudication/test_postgres_store.py (TestMigrations, TestInsertOnly).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from tests.service.adjudication_support import (
     review,
     rid,
 )
+from tests.service.tamper_sql import edit, tampering
 
 
 async def frozen_case(server: Server) -> str:
@@ -43,19 +46,6 @@ async def frozen_case(server: Server) -> str:
     )
     await stub.FreezeGoldLabel(pb.FreezeGoldLabelRequest(request_id=rid(), case_id=case.case_id))
     return case.case_id
-
-
-def attacker(path: Path) -> sqlite3.Connection:
-    """A raw connection with the guarding triggers dropped."""
-    db = sqlite3.connect(path, isolation_level=None)
-    for trigger in (
-        "gold_labels_no_update",
-        "gold_labels_no_delete",
-        "audit_events_no_update",
-        "audit_events_no_delete",
-    ):
-        db.execute(f"DROP TRIGGER {trigger}")
-    return db
 
 
 class TestSqlConstraints:
@@ -129,14 +119,12 @@ class TestMigrations:
 
 
 class TestTampering:
-    async def test_edited_gold_label_is_data_loss(self, tmp_path: Path) -> None:
+    async def test_edited_gold_label_is_data_loss(self, adjudication_db: str) -> None:
         """A gold label edited in the file is DATA_LOSS on read, and verify names its event."""
-        path = tmp_path / "a.db"
+        path = adjudication_db
         async with adjudication_server(path) as server:
             case_id = await frozen_case(server)
-        db = attacker(path)
-        db.execute("UPDATE gold_labels SET label_key = '\"none\"' WHERE case_id = ?", (case_id,))
-        db.close()
+        edit(path, "UPDATE gold_labels SET label_key = '\"none\"' WHERE case_id = ?", case_id)
         async with adjudication_server(path) as server:
             stub = server.stub
             error = await failure(
@@ -159,23 +147,23 @@ class TestTampering:
             frozen = [e for e in events.events if e.payload.get("case_id") == case_id]
             assert verdict.first_bad_sequence == frozen[-1].sequence
 
-    async def test_forged_digest_is_caught_by_the_ledger(self, tmp_path: Path) -> None:
+    async def test_forged_digest_is_caught_by_the_ledger(self, adjudication_db: str) -> None:
         """An attacker who recomputes the row's digest still fails the ledger cross-check."""
         from assay.services.adjudication import gold
         from assay.services.adjudication.storage import rows
 
-        path = tmp_path / "a.db"
+        path = adjudication_db
         async with adjudication_server(path) as server:
             case_id = await frozen_case(server)
-        db = attacker(path)
-        row = db.execute(f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels").fetchone()
-        fields = rows.gold_fields(row) | {"label_key": '"none"'}
-        forged = gold.versioned_digest(fields)
-        db.execute(
-            "UPDATE gold_labels SET label_key = '\"none\"', digest = ? WHERE case_id = ?",
-            (forged, case_id),
-        )
-        db.close()
+        with tampering(path) as raw:
+            row = raw.one(f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels")
+            fields = rows.gold_fields(row) | {"label_key": '"none"'}
+            forged = gold.versioned_digest(fields)
+            raw.execute(
+                "UPDATE gold_labels SET label_key = '\"none\"', digest = ? WHERE case_id = ?",
+                forged,
+                case_id,
+            )
         async with adjudication_server(path) as server:
             # The row verifies against its own digest; the read's ledger check refuses it.
             error = await failure(
@@ -190,14 +178,12 @@ class TestTampering:
             assert not verdict.ok
             assert verdict.problem == pb.AUDIT_PROBLEM_GOLD_LABEL_MISMATCH
 
-    async def test_edited_audit_event_is_named(self, tmp_path: Path) -> None:
+    async def test_edited_audit_event_is_named(self, adjudication_db: str) -> None:
         """Editing audit event 3 makes verification stop at event 3 with HASH_MISMATCH."""
-        path = tmp_path / "a.db"
+        path = adjudication_db
         async with adjudication_server(path) as server:
             await frozen_case(server)
-        db = attacker(path)
-        db.execute('UPDATE audit_events SET payload = \'{"case_id":"x"}\' WHERE sequence = 3')
-        db.close()
+        edit(path, 'UPDATE audit_events SET payload = \'{"case_id":"x"}\' WHERE sequence = 3')
         async with adjudication_server(path) as server:
             verdict = await server.stub.VerifyAuditChain(pb.VerifyAuditChainRequest())
             assert not verdict.ok
@@ -206,14 +192,12 @@ class TestTampering:
                 pb.AUDIT_PROBLEM_HASH_MISMATCH,
             )
 
-    async def test_deleted_audit_event_is_a_gap(self, tmp_path: Path) -> None:
+    async def test_deleted_audit_event_is_a_gap(self, adjudication_db: str) -> None:
         """Removing an event is reported where the sequence jumps."""
-        path = tmp_path / "a.db"
+        path = adjudication_db
         async with adjudication_server(path) as server:
             await frozen_case(server)
-        db = attacker(path)
-        db.execute("DELETE FROM audit_events WHERE sequence = 2")
-        db.close()
+        edit(path, "DELETE FROM audit_events WHERE sequence = 2")
         async with adjudication_server(path) as server:
             verdict = await server.stub.VerifyAuditChain(pb.VerifyAuditChainRequest())
             assert (verdict.ok, verdict.first_bad_sequence, verdict.problem) == (
@@ -224,9 +208,9 @@ class TestTampering:
 
 
 class TestGroupCommit:
-    async def test_concurrent_writes_share_commits_and_all_land(self, tmp_path: Path) -> None:
+    async def test_concurrent_writes_share_commits_and_all_land(self, adjudication_db: str) -> None:
         """Many concurrent reviews are acknowledged, stored once each, in fewer transactions."""
-        async with adjudication_server(tmp_path / "a.db") as server:
+        async with adjudication_server(adjudication_db) as server:
             stub = server.stub
             names = [f"r{i}" for i in range(40)]
             await asyncio.gather(*(register(stub, n) for n in names))
@@ -239,8 +223,5 @@ class TestGroupCommit:
             assert len({r.review.review_id for r in replies}) == len(replies)
             verdict = await stub.VerifyAuditChain(pb.VerifyAuditChainRequest())
             assert verdict.ok
-        db = sqlite3.connect(tmp_path / "a.db")
-        try:
-            assert db.execute("SELECT COUNT(*) FROM reviews").fetchone()[0] == 40 + 38
-        finally:
-            db.close()
+        with tampering(adjudication_db) as raw:
+            assert raw.one("SELECT COUNT(*) AS n FROM reviews")["n"] == 40 + 38

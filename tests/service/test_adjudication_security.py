@@ -654,6 +654,7 @@ class TestCommitments:
         assert len(set(answers.values())) == 2
         assert digest(["LABEL", '"key"', ""]) not in answers.values()
         db = sqlite3.connect(tmp_path / "assay.db")
+        db.row_factory = sqlite3.Row
         try:
             stored = db.execute(f"SELECT {rows.REVIEW_COLUMNS} FROM reviews").fetchall()
         finally:
@@ -725,7 +726,8 @@ class TestMigrationToV2:
         at = datetime(2026, 1, 1, tzinfo=UTC)
         head = ChainHead(0, ledger.EMPTY_HEAD.hash)
         c2_row = ("c2", "acme", "s", "p", '["key"]', "[]", "", '"key"', "o", "", 0, 10**16 - 1)
-        c2_digest = cases.case_digest(rows.case((*c2_row, "", cases.DIGEST_V1), check=False))
+        c2_case = rows.named(rows.CASE_COLUMNS, (*c2_row, "", cases.DIGEST_V1))
+        c2_digest = cases.case_digest(rows.case(c2_case, check=False))
         r2_answer = digest(["LABEL", '"key"', ""])
         v1_events = [
             (AuditEventType.REVIEWER_REGISTERED, {"reviewer_id": "ann", "kind": "HUMAN"}),

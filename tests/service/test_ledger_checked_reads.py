@@ -1,8 +1,9 @@
 """Every read checks the records it returns against their ledger events, and an export
 carries each label's inclusion proof, which ``assay audit verify-export`` checks offline.
 
-Rows are edited as an attacker with the file would (``tests/service/tamper_support``'s
-raw connection, triggers dropped); a fresh server then reads the edited file.
+Rows are edited as an attacker with the database would (``tests/service/tamper_sql``'s
+raw connection, guards off); a fresh server then reads the edited database. Every test runs
+on both engines (``module_db``).
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import shutil
-import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,6 @@ import pytest
 from assay.cli.main import main as cli
 from assay.services.adjudication import cases
 from assay.services.adjudication.storage import rows
-from assay.services.adjudication.transparency import default_key_path
 from assay.tlog.checkpoint import load_or_create_signing_key
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
@@ -33,11 +31,13 @@ from tests.service.adjudication_support import (
     adjudication_server,
     enqueue,
     failure,
+    ledger_key,
     register,
     review,
     rid,
 )
-from tests.service.tamper_support import attacker, copy_row, gold_digest
+from tests.service.tamper_sql import Copies, copy_row, settle, tampering
+from tests.service.tamper_support import gold_digest
 
 Stub = pb_grpc.AdjudicationServiceStub
 
@@ -63,8 +63,8 @@ async def _resolved(stub: Stub) -> str:
     return case.case_id
 
 
-async def build(path: Path) -> Built:
-    async with adjudication_server(path) as server:
+async def build(db: str) -> Built:
+    async with adjudication_server(db) as server:
         stub = server.stub
         for name in ("ann", "bob", "carl"):
             await register(stub, name)
@@ -90,43 +90,41 @@ async def export(stub: Stub) -> tuple[list[pb.CorpusRecord], pb.ExportManifest]:
     return found, manifest
 
 
-def _forge_case(path: Path, case_id: str) -> None:
+def _forge_case(db: str, case_id: str) -> None:
     """The case's subject edited and its content digest recomputed: the row verifies alone."""
-    with attacker(path) as db:
-        row = db.execute(
-            f"SELECT {rows.CASE_COLUMNS} FROM cases WHERE case_id = ?", (case_id,)
-        ).fetchone()
-        forged = rows.case((*row[:2], "api:other", *row[3:]), check=False)
-        db.execute(
+    with tampering(db) as raw:
+        row = raw.one(f"SELECT {rows.CASE_COLUMNS} FROM cases WHERE case_id = ?", case_id)
+        forged = rows.case(row | {"subject": "api:other"}, check=False)
+        raw.execute(
             "UPDATE cases SET subject = 'api:other', content_digest = ? WHERE case_id = ?",
-            (cases.case_digest(forged), case_id),
+            cases.case_digest(forged),
+            case_id,
         )
 
 
-def _forge_gold(path: Path, case_id: str) -> None:
+def _forge_gold(db: str, case_id: str) -> None:
     """The label made "none" and its digest recomputed by the service's own function."""
-    with attacker(path) as db:
-        row = db.execute(
-            f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels WHERE case_id = ?", (case_id,)
-        ).fetchone()
+    with tampering(db) as raw:
+        row = raw.one(f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels WHERE case_id = ?", case_id)
         fields = rows.gold_fields(row) | {"label_key": '"none"'}
-        db.execute(
+        raw.execute(
             "UPDATE gold_labels SET label_key = '\"none\"', digest = ? WHERE case_id = ?",
-            (gold_digest(fields), case_id),
+            gold_digest(fields),
+            case_id,
         )
 
 
-def _sql(sql: str, *params: Callable[[Built], object]) -> Callable[[Path, Built], None]:
-    def tamper(path: Path, built: Built) -> None:
-        with attacker(path) as db:
-            assert db.execute(sql, [p(built) for p in params]).rowcount == 1
+def _sql(sql: str, *params: Callable[[Built], object]) -> Callable[[str, Built], None]:
+    def tamper(db: str, built: Built) -> None:
+        with tampering(db) as raw:
+            assert raw.execute(sql, *[p(built) for p in params]) == 1
 
     return tamper
 
 
-def _eve(path: Path, built: Built) -> None:
-    with attacker(path) as db:
-        copy_row(db, "reviewers", "reviewer_id = 'ann'", reviewer_id="eve")
+def _eve(db: str, built: Built) -> None:
+    with tampering(db) as raw:
+        copy_row(raw, "reviewers", "reviewer_id = 'ann'", reviewer_id="eve")
 
 
 Call = Callable[[Stub, Built], Awaitable[Any]]
@@ -152,7 +150,7 @@ READS: dict[str, Call] = {
 
 # (name, tamper, (record, key of it), the reads that must refuse it)
 TAMPERS: list[
-    tuple[str, Callable[[Path, Built], None], tuple[str, Callable[[Built], str]], list[str]]
+    tuple[str, Callable[[str, Built], None], tuple[str, Callable[[Built], str]], list[str]]
 ] = [
     (
         "reviewer kind",
@@ -217,23 +215,11 @@ TAMPERS: list[
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Built]:
-    """One populated database (WAL checkpointed into the file), copied by each test."""
-    path = tmp_path_factory.mktemp("pristine") / "a.db"
-    built = asyncio.run(build(path))
-    db = sqlite3.connect(path)
-    try:
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        db.close()
-    return path, built
-
-
-def copy(pristine: tuple[Path, Built], directory: Path) -> tuple[Path, Built]:
-    source, built = pristine
-    target = directory / "a.db"
-    shutil.copyfile(source, target)
-    return target, built
+def pristine(module_db: str) -> tuple[str, Built]:
+    """One populated database per engine (settled: ready to copy), copied by each test."""
+    built = asyncio.run(build(module_db))
+    settle(module_db)
+    return module_db, built
 
 
 class TestReadsCheckTheLedger:
@@ -243,16 +229,18 @@ class TestReadsCheckTheLedger:
     async def test_a_tampered_record_is_data_loss_naming_it(
         self,
         tmp_path: Path,
-        pristine: tuple[Path, Built],
+        copies: Copies,
+        pristine: tuple[str, Built],
         name: str,
-        tamper: Callable[[Path, Built], None],
+        tamper: Callable[[str, Built], None],
         record: tuple[str, Callable[[Built], str]],
         reads: list[str],
     ) -> None:
         """Each read returning the edited record fails with DATA_LOSS and names it."""
-        path, built = copy(pristine, tmp_path)
-        tamper(path, built)
-        async with adjudication_server(path) as server:
+        built = pristine[1]
+        db = copies.copy(pristine[0], tmp_path)
+        tamper(db, built)
+        async with adjudication_server(db) as server:
             for read in reads:
                 error = await failure(READS[read](server.stub, built))
                 assert error.code == grpc.StatusCode.DATA_LOSS, (name, read, error.message)
@@ -264,11 +252,12 @@ class TestReadsCheckTheLedger:
                 )
 
     async def test_untampered_reads_work(
-        self, tmp_path: Path, pristine: tuple[Path, Built]
+        self, tmp_path: Path, copies: Copies, pristine: tuple[str, Built]
     ) -> None:
-        """Every checked read answers on the untouched file."""
-        path, built = copy(pristine, tmp_path)
-        async with adjudication_server(path) as server:
+        """Every checked read answers on the untouched database."""
+        built = pristine[1]
+        db = copies.copy(pristine[0], tmp_path)
+        async with adjudication_server(db) as server:
             for name, read in READS.items():
                 if name != "GetReviewer(eve)":  # eve exists only when forged
                     await read(server.stub, built)
@@ -323,19 +312,24 @@ EDITS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
 
 class TestVerifyExport:
     async def test_an_export_verifies_offline_and_edits_are_refused(
-        self, tmp_path: Path, pristine: tuple[Path, Built], capsys: pytest.CaptureFixture[str]
+        self,
+        tmp_path: Path,
+        copies: Copies,
+        pristine: tuple[str, Built],
+        capsys: pytest.CaptureFixture[str],
     ) -> None:
         """The CLI's own export verifies with the public key alone; each edit of the file is
         refused with exit 2 naming the case, revision and what failed."""
-        path, built = copy(pristine, tmp_path)
+        built = pristine[1]
+        db = copies.copy(pristine[0], tmp_path)
         corpus = tmp_path / "corpus.jsonl"
         pub = tmp_path / "ledger.pub.pem"
-        async with adjudication_server(path) as server:
+        async with adjudication_server(db) as server:
             done = await asyncio.to_thread(
                 cli, ["export", "--out", str(corpus), "--target", server.target]
             )
             assert done == 0
-        public = load_or_create_signing_key(default_key_path(path)).public_key()
+        public = load_or_create_signing_key(ledger_key(db)).public_key()
         from cryptography.hazmat.primitives import serialization
 
         pub.write_bytes(

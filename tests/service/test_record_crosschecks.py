@@ -1,14 +1,13 @@
 """Stored records checked against the ledger's commitments.
 
-Rows are edited the way an attacker with the file would do it (a raw ``sqlite3``
-connection, guarding triggers dropped); a fresh server reads the edited file, so
-no in-memory cache hides the edit.
+Rows are edited the way an attacker with the database would do it (``tamper_sql``'s raw
+connection, guards off); a fresh server reads the edited database, so no in-memory cache
+hides the edit. Every test runs on both engines (``adjudication_db``).
 """
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
+from collections.abc import Callable
 
 import grpc
 
@@ -23,21 +22,7 @@ from tests.service.adjudication_support import (
     review,
     rid,
 )
-
-
-def attacker(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, isolation_level=None)
-    for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
-        db.execute(f"DROP TRIGGER {name}")
-    return db
-
-
-def edit(path: Path, sql: str, *params: object) -> None:
-    db = attacker(path)
-    try:
-        assert db.execute(sql, params).rowcount == 1
-    finally:
-        db.close()
+from tests.service.tamper_sql import edit, tampering
 
 
 async def resolved_case(server: Server, labels: tuple[str, str] = ("key", "key")) -> str:
@@ -71,23 +56,22 @@ async def freeze_refused(server: Server, case_id: str) -> None:
 
 
 class TestVerifyNamesTheRecord:
-    async def test_an_untouched_ledger_verifies(self, tmp_path: Path) -> None:
-        async with adjudication_server(tmp_path / "a.db") as server:
+    async def test_an_untouched_ledger_verifies(self, adjudication_db: str) -> None:
+        async with adjudication_server(adjudication_db) as server:
             await resolved_case(server)
             reply = await verdict(server)
             assert reply.ok, reply.detail
             assert reply.bad_record_kind == pb.RECORD_KIND_UNSPECIFIED
             assert reply.bad_record_id == ""
 
-    async def test_an_edited_review_label(self, tmp_path: Path) -> None:
-        path = tmp_path / "a.db"
+    async def test_an_edited_review_label(self, adjudication_db: str) -> None:
+        path = adjudication_db
         async with adjudication_server(path) as server:
             case_id = await resolved_case(server)
-        db = sqlite3.connect(path)
-        (review_id,) = db.execute(
-            "SELECT review_id FROM reviews WHERE reviewer_id = 'bob'"
-        ).fetchone()
-        db.close()
+        with tampering(path) as raw:
+            review_id = raw.one("SELECT review_id FROM reviews WHERE reviewer_id = 'bob'")[
+                "review_id"
+            ]
         edit(path, "UPDATE reviews SET label_key = '\"none\"' WHERE review_id = ?", review_id)
         async with adjudication_server(path) as server:
             reply = await verdict(server)
@@ -104,8 +88,8 @@ class TestVerifyNamesTheRecord:
             assert reply.first_bad_sequence == submitted[0]
             assert case_id
 
-    async def test_an_edited_resolution_label(self, tmp_path: Path) -> None:
-        path = tmp_path / "a.db"
+    async def test_an_edited_resolution_label(self, adjudication_db: str) -> None:
+        path = adjudication_db
         async with adjudication_server(path) as server:
             case_id = await resolved_case(server)
         edit(path, "UPDATE resolutions SET label_key = '\"none\"' WHERE case_id = ?", case_id)
@@ -118,8 +102,8 @@ class TestVerifyNamesTheRecord:
                 f"{case_id}#1",
             )
 
-    async def test_a_fixture_reviewer_made_human(self, tmp_path: Path) -> None:
-        path = tmp_path / "a.db"
+    async def test_a_fixture_reviewer_made_human(self, adjudication_db: str) -> None:
+        path = adjudication_db
         async with adjudication_server(path) as server:
             await resolved_case(server)
         edit(
@@ -132,8 +116,8 @@ class TestVerifyNamesTheRecord:
             assert reply.problem == pb.AUDIT_PROBLEM_RECORD_MISMATCH
             assert (reply.bad_record_kind, reply.bad_record_id) == (pb.RECORD_KIND_REVIEWER, "bob")
 
-    async def test_a_reviewer_without_a_registration_event(self, tmp_path: Path) -> None:
-        path = tmp_path / "a.db"
+    async def test_a_reviewer_without_a_registration_event(self, adjudication_db: str) -> None:
+        path = adjudication_db
         async with adjudication_server(path) as server:
             await register(server.stub, "ann")
         edit(
@@ -147,8 +131,8 @@ class TestVerifyNamesTheRecord:
             assert reply.problem == pb.AUDIT_PROBLEM_UNRECORDED_RECORD
             assert (reply.bad_record_kind, reply.bad_record_id) == (pb.RECORD_KIND_REVIEWER, "eve")
 
-    async def test_deleted_records_are_not_problems(self, tmp_path: Path) -> None:
-        async with adjudication_server(tmp_path / "a.db") as server:
+    async def test_deleted_records_are_not_problems(self, adjudication_db: str) -> None:
+        async with adjudication_server(adjudication_db) as server:
             await resolved_case(server)
             await server.stub.DeleteTenantRecords(
                 pb.DeleteTenantRecordsRequest(request_id=rid(), tenant="tenant-a")
@@ -158,9 +142,11 @@ class TestVerifyNamesTheRecord:
 
 
 class TestEditedCase:
-    async def test_verdict_and_subject_edits_are_named_and_data_loss(self, tmp_path: Path) -> None:
+    async def test_verdict_and_subject_edits_are_named_and_data_loss(
+        self, new_db: Callable[[str], str]
+    ) -> None:
         for column, value in (("local_verdict", '"none"'), ("subject", "api:other")):
-            path = tmp_path / f"{column}.db"
+            path = new_db(column)
             async with adjudication_server(path) as server:
                 case_id = await resolved_case(server)
             edit(path, f"UPDATE cases SET {column} = ? WHERE case_id = ?", value, case_id)
@@ -183,21 +169,23 @@ class TestEditedCase:
                     assert error.reason == "ERROR_REASON_STORED_RECORD_INVALID"
                 await freeze_refused(server, case_id)
 
-    async def test_a_forged_digest_still_disagrees_with_the_ledger(self, tmp_path: Path) -> None:
+    async def test_a_forged_digest_still_disagrees_with_the_ledger(
+        self, adjudication_db: str
+    ) -> None:
         from assay.services.adjudication import cases
         from assay.services.adjudication.storage import rows
 
-        path = tmp_path / "a.db"
+        path = adjudication_db
         async with adjudication_server(path) as server:
             case_id = await resolved_case(server)
-        db = attacker(path)
-        row = db.execute(f"SELECT {rows.CASE_COLUMNS} FROM cases").fetchone()
-        forged = rows.case((*row[:2], "api:other", *row[3:]), check=False)
-        db.execute(
-            "UPDATE cases SET subject = 'api:other', content_digest = ? WHERE case_id = ?",
-            (cases.case_digest(forged), case_id),
-        )
-        db.close()
+        with tampering(path) as raw:
+            row = raw.one(f"SELECT {rows.CASE_COLUMNS} FROM cases")
+            forged = rows.case(row | {"subject": "api:other"}, check=False)
+            raw.execute(
+                "UPDATE cases SET subject = 'api:other', content_digest = ? WHERE case_id = ?",
+                cases.case_digest(forged),
+                case_id,
+            )
         async with adjudication_server(path) as server:
             reply = await verdict(server)
             assert not reply.ok
@@ -206,7 +194,7 @@ class TestEditedCase:
 
 
 class TestFreezeRefuses:
-    async def test_edited_review_resolution_or_reviewer(self, tmp_path: Path) -> None:
+    async def test_edited_review_resolution_or_reviewer(self, new_db: Callable[[str], str]) -> None:
         """A freeze over an edited review, resolution or reviewer kind is DATA_LOSS, and
         an untouched case still freezes."""
         edits = {
@@ -216,13 +204,13 @@ class TestFreezeRefuses:
             "WHERE reviewer_id = 'bob'",
         }
         for name, sql in edits.items():
-            path = tmp_path / f"{name}.db"
+            path = new_db(name)
             async with adjudication_server(path) as server:
                 case_id = await resolved_case(server)
             edit(path, sql)
             async with adjudication_server(path) as server:
                 await freeze_refused(server, case_id)
-        async with adjudication_server(tmp_path / "clean.db") as server:
+        async with adjudication_server(new_db("clean")) as server:
             case_id = await resolved_case(server)
             await server.stub.FreezeGoldLabel(
                 pb.FreezeGoldLabelRequest(request_id=rid(), case_id=case_id)

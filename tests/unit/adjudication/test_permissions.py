@@ -247,7 +247,7 @@ class TestCommitments:
     def test_commitment_is_recomputed_from_the_stored_row(self) -> None:
         """What the ledger records is what anyone recomputes from the review row."""
         written = self._stored()
-        read = rows.review(rows.review_params(written))
+        read = rows.review(rows.named(rows.REVIEW_COLUMNS, rows.review_params(written)))
         assert read == written
         expected = digest([written.salt, "LABEL", '"key"', ""])
         assert reviews.answer_commitment(read) == expected

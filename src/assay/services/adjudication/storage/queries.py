@@ -3,6 +3,7 @@
 The writer calls them inside its transaction; the readers call them through
 ``connection.run`` (one thread hop per read, however many statements). They
 return domain values through ``rows``, so a corrupt row becomes ``DataLoss``.
+Rows are ``sqlite3.Row`` (the store's connections set it) and read by column name.
 Multi-statement reads are wrapped in a read transaction by their caller, so
 they see one snapshot.
 """
@@ -83,17 +84,17 @@ def snapshot(db: sqlite3.Connection, case_id: str, case: Case | None = None) -> 
         found = _all(
             db,
             f"SELECT {rows.CASE_COLUMNS}, "
-            "(SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = cases.case_id) "
+            "(SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = cases.case_id) AS revisions "
             "FROM cases WHERE case_id = ?",
             (case_id,),
         )
         if not found:
             return None
         case = rows.case(found[0])
-        revisions = int(found[0][rows.CASE_WIDTH])
+        revisions = int(found[0]["revisions"])
     else:
-        count = "SELECT COUNT(*) FROM gold_labels WHERE case_id = ?"
-        revisions = int(db.execute(count, (case_id,)).fetchone()[0])
+        count = "SELECT COUNT(*) AS revisions FROM gold_labels WHERE case_id = ?"
+        revisions = int(db.execute(count, (case_id,)).fetchone()["revisions"])
     current = revisions + 1
     reviews = _all(
         db,
@@ -173,7 +174,7 @@ def queue(
             "limit": limit,
         },
     )
-    return [(rows.case(r), int(r[rows.CASE_WIDTH])) for r in found]
+    return [(rows.case(r), int(r["current_round"])) for r in found]
 
 
 def _prefixed(alias: str, columns: str) -> str:
@@ -253,7 +254,9 @@ def gold_labels(
 
 def chain_head(db: sqlite3.Connection) -> ChainHead:
     found = _all(db, "SELECT sequence, hash FROM audit_events ORDER BY sequence DESC LIMIT 1")
-    return ChainHead(int(found[0][0]), str(found[0][1])) if found else ledger.EMPTY_HEAD
+    return (
+        ChainHead(int(found[0]["sequence"]), str(found[0]["hash"])) if found else ledger.EMPTY_HEAD
+    )
 
 
 def audit_events(
@@ -285,13 +288,13 @@ def rated_pairs(db: sqlite3.Connection, scope: TenantScope) -> list[RatedPair]:
     pairs: list[RatedPair] = []
     key: tuple[str, int] | None = None
     held: list[tuple[str, bool]] = []
-    found = db.execute(_PAIRS, {"tenants": tenants_param(scope)})
-    for case_id, round_, outcome, label_key, kind in found:
-        if (case_id, round_) != key:
-            key, held = (case_id, round_), []
+    for row in db.execute(_PAIRS, {"tenants": tenants_param(scope)}):
+        if (row["case_id"], row["round"]) != key:
+            key, held = (row["case_id"], row["round"]), []
         if len(held) >= 2:
             continue
-        held.append((category_of(Outcome(outcome), label_key), kind != ReviewerKind.HUMAN.value))
+        category = category_of(Outcome(row["outcome"]), row["label_key"])
+        held.append((category, row["kind"] != ReviewerKind.HUMAN.value))
         if len(held) == 2:
             pairs.append(RatedPair(held[0][0], held[1][0], held[0][1] or held[1][1]))
     return pairs

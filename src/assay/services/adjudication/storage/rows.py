@@ -2,14 +2,16 @@
 
 A row that cannot be decoded is ``DataLoss``, never a half-built value; a
 gold-label row is handed to ``gold.checked_revision``, which re-checks its
-digest before the value exists.
+digest before the value exists. Rows are read by column name, so both engines'
+rows decode here unchanged (a ``sqlite3.Row``, an ``asyncpg.Record``, a dict
+from ``named``) and a query may select its columns in any order or add its own.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 from assay.errors import DataLoss, Reason
 from assay.services.adjudication import cases, gold
@@ -29,7 +31,12 @@ from assay.services.adjudication.model import (
     ReviewerKind,
 )
 
-Row = Sequence[Any]
+
+class Row(Protocol):
+    """A stored row, addressable by column name."""
+
+    def __getitem__(self, column: str, /) -> Any: ...
+
 
 REVIEWER_COLUMNS = (
     "reviewer_id, kind, attested_by, register_time, identity_issuer, identity_subject"
@@ -50,7 +57,7 @@ GOLD_COLUMNS = (
     "contributing_review_ids, contributing_reviewer_ids, adjudicator_reviewer_id, "
     "provenance, freeze_time, digest, digest_version"
 )
-# How many columns a case / gold-label row has: where what a query selects after them begins.
+# How many columns a case / gold-label row has: how many ``?`` its INSERT takes.
 CASE_WIDTH = CASE_COLUMNS.count(",") + 1
 GOLD_WIDTH = GOLD_COLUMNS.count(",") + 1
 AUDIT_COLUMNS = (
@@ -58,6 +65,17 @@ AUDIT_COLUMNS = (
 )
 # Written with each event, not read back into it: which tenant may see the event.
 AUDIT_INSERT_COLUMNS = f"{AUDIT_COLUMNS}, tenant"
+
+
+def names(columns: str) -> tuple[str, ...]:
+    """The column names of one of the ``*_COLUMNS`` lists above."""
+    return tuple(column.strip() for column in columns.split(","))
+
+
+def named(columns: str, values: Iterable[Any]) -> dict[str, Any]:
+    """A row from ``values`` in the order of ``columns`` (say ``*_params``' tuples): for a
+    caller holding values rather than a row."""
+    return dict(zip(names(columns), values, strict=True))
 
 
 def _corrupt(what: str, key: object, error: Exception) -> DataLoss:
@@ -74,9 +92,16 @@ def _label(label_key: str) -> Any:
 
 def reviewer(row: Row) -> Reviewer:
     try:
-        return Reviewer(row[0], ReviewerKind(row[1]), row[2], from_micros(row[3]), row[4], row[5])
+        return Reviewer(
+            row["reviewer_id"],
+            ReviewerKind(row["kind"]),
+            row["attested_by"],
+            from_micros(row["register_time"]),
+            row["identity_issuer"],
+            row["identity_subject"],
+        )
     except (ValueError, TypeError) as error:
-        raise _corrupt("reviewer", row[0], error) from None
+        raise _corrupt("reviewer", row["reviewer_id"], error) from None
 
 
 def reviewer_params(value: Reviewer) -> tuple[Any, ...]:
@@ -95,26 +120,28 @@ def case(row: Row, check: bool = True) -> Case:
     ``content_digest`` (DataLoss when they differ — the row was edited)."""
     try:
         value = Case(
-            case_id=row[0],
-            tenant=row[1],
-            subject=row[2],
-            predicate=row[3],
-            candidate_values=tuple(json.loads(row[4])),
-            evidence_refs=tuple(json.loads(row[5])),
-            context=row[6],
-            local_verdict=json.loads(row[7]),
-            lineage=Lineage(row[8], row[9]),
-            create_time=from_micros(row[10]),
-            expire_time=from_micros(row[11]),
-            content_digest=row[12],
-            content_digest_version=row[13],
+            case_id=row["case_id"],
+            tenant=row["tenant"],
+            subject=row["subject"],
+            predicate=row["predicate"],
+            candidate_values=tuple(json.loads(row["candidate_values"])),
+            evidence_refs=tuple(json.loads(row["evidence_refs"])),
+            context=row["context"],
+            local_verdict=json.loads(row["local_verdict"]),
+            lineage=Lineage(row["lineage_origin"], row["lineage_ref"]),
+            create_time=from_micros(row["create_time"]),
+            expire_time=from_micros(row["expire_time"]),
+            content_digest=row["content_digest"],
+            content_digest_version=row["digest_version"],
         )
         if value.content_digest_version not in (cases.DIGEST_V1, cases.DIGEST_V2):
             raise ValueError(f"unknown digest version {value.content_digest_version!r}")
     except (ValueError, TypeError) as error:
-        raise _corrupt("case", row[0], error) from None
+        raise _corrupt("case", row["case_id"], error) from None
     if check and cases.case_digest(value) != value.content_digest:
-        raise _corrupt("case", row[0], ValueError("its content does not match content_digest"))
+        raise _corrupt(
+            "case", value.case_id, ValueError("its content does not match content_digest")
+        )
     return value
 
 
@@ -140,19 +167,19 @@ def case_params(value: Case) -> tuple[Any, ...]:
 def review(row: Row) -> Review:
     try:
         return Review(
-            review_id=row[0],
-            case_id=row[1],
-            reviewer_id=row[2],
-            round=row[3],
-            outcome=Outcome(row[4]),
-            label=_label(row[5]),
-            label_key=row[5],
-            reason=row[6],
-            submit_time=from_micros(row[7]),
-            salt=row[8],
+            review_id=row["review_id"],
+            case_id=row["case_id"],
+            reviewer_id=row["reviewer_id"],
+            round=row["round"],
+            outcome=Outcome(row["outcome"]),
+            label=_label(label_key := row["label_key"]),
+            label_key=label_key,
+            reason=row["reason"],
+            submit_time=from_micros(row["submit_time"]),
+            salt=row["salt"],
         )
     except (ValueError, TypeError) as error:
-        raise _corrupt("review", row[0], error) from None
+        raise _corrupt("review", row["review_id"], error) from None
 
 
 def review_params(value: Review) -> tuple[Any, ...]:
@@ -172,17 +199,17 @@ def review_params(value: Review) -> tuple[Any, ...]:
 def resolution(row: Row) -> Resolution:
     try:
         return Resolution(
-            case_id=row[0],
-            round=row[1],
-            basis=Basis(row[2]),
-            label=_label(row[3]),
-            label_key=row[3],
-            adjudicator_reviewer_id=row[4],
-            review_ids=tuple(json.loads(row[5])),
-            resolve_time=from_micros(row[6]),
+            case_id=row["case_id"],
+            round=row["round"],
+            basis=Basis(row["basis"]),
+            label=_label(label_key := row["label_key"]),
+            label_key=label_key,
+            adjudicator_reviewer_id=row["adjudicator_reviewer_id"],
+            review_ids=tuple(json.loads(row["review_ids"])),
+            resolve_time=from_micros(row["resolve_time"]),
         )
     except (ValueError, TypeError) as error:
-        raise _corrupt("resolution", f"{row[0]}#{row[1]}", error) from None
+        raise _corrupt("resolution", f"{row['case_id']}#{row['round']}", error) from None
 
 
 def resolution_params(value: Resolution) -> tuple[Any, ...]:
@@ -201,31 +228,32 @@ def gold_fields(row: Row) -> dict[str, Any]:
     """The digested fields of a stored revision, as ``gold.canonical_fields`` spells them."""
     try:
         return {
-            "case_id": row[0],
-            "revision": row[1],
-            "previous_revision": row[2],
-            "round": row[3],
-            "tenant": row[4],
-            "basis": row[5],
-            "label_key": row[6],
-            "contributing_review_ids": json.loads(row[7]),
-            "contributing_reviewer_ids": json.loads(row[8]),
-            "adjudicator_reviewer_id": row[9],
-            "provenance": row[10],
-            "freeze_time": row[11],
-            "v": row[13],
+            "case_id": row["case_id"],
+            "revision": row["revision"],
+            "previous_revision": row["previous_revision"],
+            "round": row["round"],
+            "tenant": row["tenant"],
+            "basis": row["basis"],
+            "label_key": row["label_key"],
+            "contributing_review_ids": json.loads(row["contributing_review_ids"]),
+            "contributing_reviewer_ids": json.loads(row["contributing_reviewer_ids"]),
+            "adjudicator_reviewer_id": row["adjudicator_reviewer_id"],
+            "provenance": row["provenance"],
+            "freeze_time": row["freeze_time"],
+            "v": row["digest_version"],
         }
     except (ValueError, TypeError) as error:
+        case_id, revision = row["case_id"], row["revision"]
         raise DataLoss(
             Reason.GOLD_LABEL_INVALID,
-            f"stored gold label {row[0]}#{row[1]} cannot be read: {error}",
-            metadata={"case_id": str(row[0]), "revision": str(row[1])},
+            f"stored gold label {case_id}#{revision} cannot be read: {error}",
+            metadata={"case_id": str(case_id), "revision": str(revision)},
         ) from None
 
 
 def gold_label(row: Row) -> GoldLabelRevision:
     """A stored revision, digest re-checked (DataLoss on mismatch)."""
-    return gold.checked_revision(gold_fields(row), row[12])
+    return gold.checked_revision(gold_fields(row), row["digest"])
 
 
 def gold_params(value: GoldLabelRevision) -> tuple[Any, ...]:
@@ -266,25 +294,26 @@ def audit_event(row: Row) -> AuditEvent:
     from datetime import datetime
 
     try:
-        payload = json.loads(row[3])
+        payload = json.loads(row["payload"])
         if not isinstance(payload, dict):
             raise TypeError("payload is not an object")
+        issuer, subject = row["actor_issuer"], row["actor_subject"]
         return AuditEvent(
-            sequence=row[0],
-            event_type=AuditEventType(row[1]),
-            occur_time=datetime.fromisoformat(str(row[2]).replace("Z", "+00:00")),
+            sequence=row["sequence"],
+            event_type=AuditEventType(row["event_type"]),
+            occur_time=datetime.fromisoformat(str(row["occur_time"]).replace("Z", "+00:00")),
             payload=payload,
-            previous_hash=row[4],
-            hash=row[5],
+            previous_hash=row["previous_hash"],
+            hash=row["hash"],
             # Either column set makes an actor, so clearing or forging one breaks the hash.
             actor=(
-                Actor(row[6] or "", row[7] or "")
-                if row[6] is not None or row[7] is not None
+                Actor(issuer or "", subject or "")
+                if issuer is not None or subject is not None
                 else None
             ),
         )
     except (ValueError, TypeError) as error:
-        raise _corrupt("audit event", row[0], error) from None
+        raise _corrupt("audit event", row["sequence"], error) from None
 
 
 def audit_params(value: AuditEvent, payload_json: str, tenant: str) -> tuple[Any, ...]:

@@ -66,7 +66,7 @@ async def _connect(path: str, read_only: bool) -> SqliteConnection:
 
 
 def _migrate(db: sqlite3.Connection, path: str) -> None:
-    version = int(db.execute("PRAGMA user_version").fetchall()[0][0])
+    version = int(db.execute("PRAGMA user_version").fetchone()["user_version"])
     if version > SCHEMA_VERSION:
         raise SchemaTooNew(
             f"{path} has schema version {version}; this assay knows up to {SCHEMA_VERSION}"
@@ -398,30 +398,34 @@ def _checked(raw: sqlite3.Connection, batch: ExportBatch) -> ExportBatch:
     return batch
 
 
+def blinded_case_row(row: rows.Row) -> dict[str, Any]:
+    """The export's case columns as a case row: only what the blinded view shows; the rest
+    is filler (never digested: decoded with check=False)."""
+    return {
+        "case_id": row["present"],
+        "tenant": "",
+        "subject": row["subject"],
+        "predicate": row["predicate"],
+        "candidate_values": row["candidate_values"],
+        "evidence_refs": row["evidence_refs"],
+        "context": row["context"],
+        "local_verdict": "null",
+        "lineage_origin": "",
+        "lineage_ref": "",
+        "create_time": 0,
+        "expire_time": 0,
+        "content_digest": "",
+        "digest_version": cases.DIGEST_V2,
+    }
+
+
 def _export_batch(chunk: list[Any]) -> ExportBatch:
     batch = ExportBatch([], [])
     for row in chunk:
-        revision = rows.gold_label(row[: rows.GOLD_WIDTH])
+        revision = rows.gold_label(row)
         if row["present"] is None:
             batch.exclusions.append(ExportExclusion(revision.case_id, revision.revision))
             continue
-        # Only what the blinded view shows; the rest is filler (never digested: check=False).
-        case_row = (
-            row["present"],
-            "",
-            row["subject"],
-            row["predicate"],
-            row["candidate_values"],
-            row["evidence_refs"],
-            row["context"],
-            "null",
-            "",
-            "",
-            0,
-            0,
-            "",
-            cases.DIGEST_V2,
-        )
-        case = rows.case(case_row, check=False)
+        case = rows.case(blinded_case_row(row), check=False)
         batch.records.append(ExportRecord(blind(case, revision.round), revision))
     return batch

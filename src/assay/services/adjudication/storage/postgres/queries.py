@@ -49,8 +49,7 @@ else:
 
 
 def row(record: asyncpg.Record) -> rows.Row:
-    """``record`` for ``rows``' decoders: a Record is addressable by position like the
-    sequence they take (and by name, which they may come to use)."""
+    """``record`` for ``rows``' decoders, which read it by column name."""
     return cast(rows.Row, record)
 
 
@@ -90,12 +89,12 @@ async def list_reviewers(db: Db, after: str, limit: int) -> list[Reviewer]:
     return [rows.reviewer(row(r)) for r in found]
 
 
-_CASE_WIDTH = len(rows.CASE_COLUMNS.split(","))
+_CASE_NAMES = rows.names(rows.CASE_COLUMNS)
 
 
 @functools.lru_cache(maxsize=1024)
 def _checked_case(values: tuple[Any, ...]) -> Case:
-    return rows.case(values)
+    return rows.case(dict(zip(_CASE_NAMES, values, strict=True)))
 
 
 def checked_case(record: asyncpg.Record) -> Case:
@@ -103,16 +102,17 @@ def checked_case(record: asyncpg.Record) -> Case:
     content, not by id: the row is still read every time (another replica may have deleted
     or replaced it), only re-digesting a row already checked byte for byte is skipped —
     ~0.25 ms of canonical JSON and hashing per review otherwise."""
-    return _checked_case(tuple(record)[:_CASE_WIDTH])
+    return _checked_case(tuple(record[column] for column in _CASE_NAMES))
 
 
-def _as_array(alias: str, columns: str) -> str:
-    """A JSON array of ``alias``'s ``columns``, in order: a row ``rows`` can decode."""
-    return f"json_build_array({', '.join(f'{alias}.{c.strip()}' for c in columns.split(','))})"
+def _as_object(alias: str, columns: str) -> str:
+    """A JSON object of ``alias``'s ``columns`` keyed by name: a row ``rows`` can decode."""
+    pairs = ", ".join(f"'{column}', {alias}.{column}" for column in rows.names(columns))
+    return f"json_build_object({pairs})"
 
 
 # The case, its revision count, and its current round's reviews and resolution in one round
-# trip (a review is written after reading this): the round's rows as JSON arrays.
+# trip (a review is written after reading this): the round's rows as JSON objects.
 _SNAPSHOT = f"""
 WITH found AS (
     SELECT {rows.CASE_COLUMNS},
@@ -120,10 +120,10 @@ WITH found AS (
     FROM cases WHERE case_id = $1
 )
 SELECT found.*,
-       (SELECT json_agg({_as_array("r", rows.REVIEW_COLUMNS)} ORDER BY r.position)
+       (SELECT json_agg({_as_object("r", rows.REVIEW_COLUMNS)} ORDER BY r.position)
           FROM reviews r
          WHERE r.case_id = found.case_id AND r.round = found.revisions + 1) AS round_reviews,
-       (SELECT {_as_array("x", rows.RESOLUTION_COLUMNS)}
+       (SELECT {_as_object("x", rows.RESOLUTION_COLUMNS)}
           FROM resolutions x
          WHERE x.case_id = found.case_id AND x.round = found.revisions + 1) AS round_resolution
 FROM found

@@ -110,10 +110,11 @@ def _digest_check(row: Any) -> tuple[str, int, str, str]:
     return str(row["case_id"]), int(row["revision"]), str(row["digest"]), recomputed
 
 
-_GOLD_WIDTH = len(rows.GOLD_COLUMNS.split(","))
-_GOLD_G = ", ".join(f"g.{column.strip()}" for column in rows.GOLD_COLUMNS.split(","))
-_CASE_C = ", ".join(f"c.{column.strip()}" for column in rows.CASE_COLUMNS.split(","))
-# The latest revision of each label, then its case's whole row (NULLs once the case is gone).
+_CASE_NAMES = rows.names(rows.CASE_COLUMNS)
+_GOLD_G = ", ".join(f"g.{column}" for column in rows.names(rows.GOLD_COLUMNS))
+_CASE_C = ", ".join(f"c.{column} AS case_{column}" for column in _CASE_NAMES)
+# The latest revision of each label, then its case's whole row (NULLs once the case is gone),
+# its columns prefixed case_ (the label's case_id and tenant keep their names).
 _EXPORT = (
     f"SELECT {_GOLD_G}, {_CASE_C} "
     "FROM gold_labels g LEFT JOIN cases c ON c.case_id = g.case_id "
@@ -145,13 +146,12 @@ async def _checked(db: queries.Db, batch: ExportBatch) -> ExportBatch:
 def _export_batch(chunk: list[asyncpg.Record]) -> ExportBatch:
     batch = ExportBatch([], [])
     for record in chunk:
-        values = tuple(record)
-        revision = rows.gold_label(values[:_GOLD_WIDTH])
-        case_row = values[_GOLD_WIDTH:]
-        if case_row[0] is None:
+        revision = rows.gold_label(record)
+        if record["case_case_id"] is None:
             batch.exclusions.append(ExportExclusion(revision.case_id, revision.revision))
             continue
         # The case as stored, not re-digested here: the export shows only its blinded view.
+        case_row = {column: record[f"case_{column}"] for column in _CASE_NAMES}
         case = rows.case(case_row, check=False)
         batch.records.append(ExportRecord(blind(case, revision.round), revision))
     return batch
