@@ -20,7 +20,7 @@ from assay.services.planner.model import (
     SignalClass,
 )
 from assay.services.planner.paging import decode_token, encode_token, page
-from assay.v1 import planner_service_pb2, resolution_pb2
+from assay.v1 import plan_pb2, planner_service_pb2, resolution_pb2
 from assay.v1 import resolver_service_pb2 as rpb
 
 
@@ -113,6 +113,77 @@ class TestResolverSide:
         assert first.observe_time == req.as_of
         assert out.stale_after == req.stale_after
         assert out.detail == rpb.RESOLUTION_DETAIL_SUMMARY
+
+    def test_requests_as_bytes_parse_to_the_request_messages(self) -> None:
+        """The bytes built around one serialization of the evidence are the same requests
+        as the messages: same fields, same evidence."""
+        req = request(
+            asOf="2026-01-01T00:00:00Z",
+            staleAfter="3600s",
+            evidence={"claims": [{"id": "c1", "subject": "s", "predicate": "p", "value": 1}]},
+        )
+        outcomes = [Outcome(OutcomeAssumption.RUNNER_UP, "test_result", "2", 2, "planner/x")]
+        evidence = convert.evidence_field(req.evidence)
+        semantic = rpb.ResolveSemanticRequest.FromString(
+            convert.semantic_request_bytes(req, evidence)
+        )
+        assert semantic == convert.semantic_request(req)
+        hypotheses = rpb.ResolveHypothesesRequest.FromString(
+            convert.hypotheses_request_bytes(req, outcomes, evidence)
+        )
+        assert hypotheses == convert.hypotheses_request(req, outcomes)
+        empty = convert.evidence_field(request().evidence)
+        assert rpb.ResolveSemanticRequest.FromString(
+            convert.semantic_request_bytes(request(), empty)
+        ).HasField("evidence")
+
+    def test_plan_response_bytes_equal_the_serialized_message(self) -> None:
+        """The resolver's resolution re-tagged into the plan response gives the bytes that
+        serializing the response message gives; an answer that is not exactly one
+        resolution field is refused (the servicer then builds the message)."""
+        resolution = resolution_pb2.SemanticResolution(
+            subject="s", predicate="p", status=resolution_pb2.RESOLUTION_STATUS_CONFLICTED
+        )
+        for key, support in (('"a"', 0.5), ('"b"', 0.25)):
+            resolution.values.add(value_key=key, support=support).claims.add(claim_ref="c")
+        answer = rpb.ResolveSemanticResponse(resolution=resolution)
+        raw = answer.SerializeToString(deterministic=True)
+        plan = plan_pb2.EvidencePlan(
+            subject="s", predicate="p", outcome=plan_pb2.PLAN_OUTCOME_ACQUISITION_RECOMMENDED
+        )
+        expected = planner_service_pb2.PlanEvidenceResponse(
+            plan=plan, resolution=resolution
+        ).SerializeToString(deterministic=True)
+        assert convert.plan_response_bytes(plan, raw) == expected
+        for bad in (b"", raw + raw[:2], b"\x08\x01" + raw, raw[:-1]):
+            with pytest.raises(ValueError, match=r"resolution field|varint"):
+                convert.plan_response_bytes(plan, bad)
+
+    def test_counted_pairs_keep_declared_groups_and_each_sources_first_defaulted(
+        self,
+    ) -> None:
+        """Independence, the joined group and corroboration read only these."""
+        pb = resolution_pb2.SemanticResolution()
+        view = pb.values.add(value_key='"a"', support=0.9)
+        view.groups.add(correlation_group="suite", declared=True)
+        claims = [
+            ("test_result", "suite", True),
+            ("test_result", "test_result|z", True),
+            ("api_spec", "api_spec|b", True),
+            ("api_spec", "api_spec|a", True),
+            ("api_spec", "api_spec|0", False),
+        ]
+        for i, (source, group, counted) in enumerate(claims):
+            view.claims.add(
+                claim_ref=f"c{i}", source=source, correlation_group=group, counted=counted
+            )
+        for members in (True, False):
+            (read,) = convert.resolution(pb, with_members=members).values
+            assert read.counted == (
+                CountedClaim("api_spec", "api_spec|a", False),
+                CountedClaim("test_result", "suite", True),
+                CountedClaim("test_result", "test_result|z", False),
+            )
 
     @pytest.mark.parametrize("data", [{}, [], {"limits": {}}, {"tags": []}, [{}, []]])
     def test_empty_objects_and_lists_survive_both_ways(self, data: Any) -> None:

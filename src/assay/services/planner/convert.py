@@ -207,12 +207,103 @@ def hypotheses_request(
     """One ResolveHypotheses call carrying one hypothesis per distinct outcome, in order,
     over ``evidence`` (the request's own by default), at SUMMARY detail: a hypothesis is
     judged on status, leader, supports and flags, never on per-claim weights."""
+    out = _hypotheses_without_evidence(request, outcomes)
+    out.evidence.CopyFrom(request.evidence if evidence is None else evidence)
+    return out
+
+
+# --- The same calls as bytes, sharing one serialization of the evidence -----------------
+#
+# A plan sends the caller's evidence to the resolver twice (ResolveSemantic, then
+# ResolveHypotheses when nothing is scoped out). Both requests hold it as field 1, and a
+# serialized message is the concatenation of its serialized fields, so the evidence is
+# serialized once and each request is that field followed by its other (small) fields:
+# no copy of the evidence into either request message, no second serialization.
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+# ``evidence`` is field 1 (length-delimited) of both ResolveSemanticRequest and
+# ResolveHypothesesRequest; ``resolution`` is field 1 of ResolveSemanticResponse and
+# field 2 of PlanEvidenceResponse (pinned by a unit test).
+_EVIDENCE_TAG = _varint(1 << 3 | 2)
+_RESOLVER_RESOLUTION_TAG = 1 << 3 | 2
+_PLAN_RESOLUTION_TAG = bytes([2 << 3 | 2])
+
+
+def evidence_field(evidence: claim_pb2.Evidence) -> bytes:
+    """``evidence`` serialized as field 1 of a resolver request."""
+    payload = evidence.SerializeToString()
+    return _EVIDENCE_TAG + _varint(len(payload)) + payload
+
+
+def semantic_request_bytes(
+    request: planner_service_pb2.PlanEvidenceRequest, evidence: bytes
+) -> bytes:
+    """``semantic_request(request)`` serialized, with ``evidence`` from ``evidence_field``."""
+    rest = rpb.ResolveSemanticRequest(subject=request.subject, predicate=request.predicate)
+    if request.HasField("as_of"):
+        rest.as_of.CopyFrom(request.as_of)
+    if request.HasField("stale_after"):
+        rest.stale_after.CopyFrom(request.stale_after)
+    return evidence + rest.SerializeToString()
+
+
+def hypotheses_request_bytes(
+    request: planner_service_pb2.PlanEvidenceRequest,
+    outcomes: Sequence[m.Outcome],
+    evidence: bytes,
+) -> bytes:
+    """``hypotheses_request`` serialized, with ``evidence`` from ``evidence_field``."""
+    return evidence + _hypotheses_without_evidence(request, outcomes).SerializeToString()
+
+
+def plan_response_bytes(plan_message: plan_pb2.EvidencePlan, resolver_answer: bytes) -> bytes:
+    """The PlanEvidenceResponse of ``plan_message`` and the resolution the resolver sent in
+    ``resolver_answer`` (a serialized ResolveSemanticResponse), without parsing that
+    resolution into the response and serializing it again: its bytes are re-tagged from
+    field 1 to field 2. The result is byte for byte what serializing the response message
+    deterministically gives (fields in number order; the resolver serializes
+    deterministically too). Raises ValueError when the answer is not exactly one
+    resolution field (the caller then builds the message)."""
+    tag, at = _read_varint(resolver_answer, 0)
+    length, at = _read_varint(resolver_answer, at)
+    if tag != _RESOLVER_RESOLUTION_TAG or at + length != len(resolver_answer):
+        raise ValueError("the resolver's answer is not exactly one resolution field")
+    head = planner_service_pb2.PlanEvidenceResponse(plan=plan_message).SerializeToString(
+        deterministic=True
+    )
+    return b"".join((head, _PLAN_RESOLUTION_TAG, memoryview(resolver_answer)[1:]))
+
+
+def _read_varint(data: bytes, at: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        if at >= len(data) or shift > 63:
+            raise ValueError("truncated or overlong varint")
+        byte = data[at]
+        value |= (byte & 0x7F) << shift
+        at += 1
+        if not byte & 0x80:
+            return value, at
+        shift += 7
+
+
+def _hypotheses_without_evidence(
+    request: planner_service_pb2.PlanEvidenceRequest, outcomes: Sequence[m.Outcome]
+) -> rpb.ResolveHypothesesRequest:
     out = rpb.ResolveHypothesesRequest(
         subject=request.subject,
         predicate=request.predicate,
         detail=rpb.RESOLUTION_DETAIL_SUMMARY,
     )
-    out.evidence.CopyFrom(request.evidence if evidence is None else evidence)
     if request.HasField("as_of"):
         out.as_of.CopyFrom(request.as_of)
     if request.HasField("stale_after"):
@@ -235,7 +326,8 @@ def resolution(
     Counted claims are read as their distinct (source, group) pairs: everything the
     planner asks of them (independence, the group a new claim joins, declared groups)
     depends on which pairs were counted, not on how many claims each holds, and a large
-    evidence has many claims per pair."""
+    evidence has many claims per pair; of the defaulted pairs only each source's first is
+    kept (``_counted``)."""
     values = []
     members: dict[tuple[str, str], list[str]] = {}
     for view in pb.values:
@@ -243,16 +335,18 @@ def resolution(
         value: m.JsonValue = None
         if with_counted:
             declared = {g.correlation_group for g in view.groups if g.declared}
-            pairs: set[tuple[str, str]] = set()
-            for c in view.claims:
-                source, group = c.source, c.correlation_group
-                if c.counted:
-                    pairs.add((source, group))
-                if with_members:
+            if with_members:
+                pairs: set[tuple[str, str]] = set()
+                for c in view.claims:
+                    source, group = c.source, c.correlation_group
+                    if c.counted:
+                        pairs.add((source, group))
                     ref = c.claim_ref
                     if not ref.startswith(UNNAMED_REF_PREFIX):
                         members.setdefault((source, group), []).append(ref)
-            counted = tuple(m.CountedClaim(s, g, g in declared) for s, g in sorted(pairs))
+            else:
+                pairs = {(c.source, c.correlation_group) for c in view.claims if c.counted}
+            counted = _counted(pairs, declared)
             value = json_format.MessageToDict(view.value)
         values.append(m.ValueView(view.value_key, value, view.support, counted))
     return m.Resolution(
@@ -264,6 +358,23 @@ def resolution(
         requires_review=pb.requires_review,
         members={key: tuple(sorted(refs)) for key, refs in members.items()},
     )
+
+
+def _counted(pairs: set[tuple[str, str]], declared: set[str]) -> tuple[m.CountedClaim, ...]:
+    """The counted (source, group) pairs the planner asks about: every declared one, and
+    per source only the first defaulted group by name.
+
+    Independence asks whether a source was counted in a declared group or only in
+    defaulted ones, the group a new claim joins is the source's first declared group,
+    else its first defaulted one, and corroboration counts declared groups: nothing reads
+    a source's other defaulted groups. A large evidence has hundreds of those (one per
+    ``source|source_ref``), so they are dropped here rather than carried through the plan.
+    """
+    kept = [m.CountedClaim(s, g, True) for s, g in pairs if g in declared]
+    # Sorted descending, a dict keeps each source's last, i.e. smallest, defaulted group.
+    first_defaulted = dict(sorted((p for p in pairs if p[1] not in declared), reverse=True))
+    kept.extend(m.CountedClaim(s, g, False) for s, g in first_defaulted.items())
+    return tuple(sorted(kept))
 
 
 # How the resolver refers to a claim without an ``id`` (such a claim cannot be superseded).

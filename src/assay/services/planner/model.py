@@ -60,7 +60,8 @@ class CountedClaim(NamedTuple):
 
 @dataclass(frozen=True)
 class ValueView:
-    """One value with support: its canonical key, the value itself, and what counted for it."""
+    """One value with support: its canonical key, the value itself, and what counted for it
+    (every declared (source, group) pair, and each source's first defaulted one)."""
 
     value_key: str
     value: JsonValue

@@ -137,6 +137,14 @@ class ResolverClient:
                 target, tls.credentials(), options=options, interceptors=traced
             )
         self._stub = rgrpc.ResolverServiceStub(self._channel)
+        # The same two resolution calls on bytes (no serializer: the planner sends requests
+        # it serialized itself and keeps the base resolution's bytes for its own answer).
+        service = rpb.DESCRIPTOR.services_by_name["ResolverService"].full_name
+        self._semantic_bytes = self._channel.unary_unary(f"/{service}/ResolveSemantic")
+        self._hypotheses_bytes = self._channel.unary_unary(
+            f"/{service}/ResolveHypotheses",
+            response_deserializer=rpb.ResolveHypothesesResponse.FromString,
+        )
 
     async def close(self) -> None:
         await self._channel.close()
@@ -165,6 +173,35 @@ class ResolverClient:
         return await self._call(
             "ResolveSemantic", self._stub.ResolveSemantic, request, deadline, metadata, same_paths
         )
+
+    async def resolve_semantic_bytes(
+        self,
+        request: bytes,
+        deadline: Deadline,
+        metadata: Sequence[tuple[str, str]] = (),
+    ) -> bytes:
+        """``resolve_semantic`` on a serialized request, answering the serialized response."""
+        answer: bytes = await self._call(
+            "ResolveSemantic", self._semantic_bytes, request, deadline, metadata, same_paths
+        )
+        return answer
+
+    async def resolve_hypotheses_bytes(
+        self,
+        request: bytes,
+        deadline: Deadline,
+        metadata: Sequence[tuple[str, str]] = (),
+    ) -> rpb.ResolveHypothesesResponse:
+        """``resolve_hypotheses`` on a serialized request over the caller's own evidence."""
+        answer: rpb.ResolveHypothesesResponse = await self._call(
+            "ResolveHypotheses",
+            self._hypotheses_bytes,
+            request,
+            deadline,
+            metadata,
+            base_paths_only,
+        )
+        return answer
 
     async def resolver_policy(
         self, deadline: Deadline, metadata: Sequence[tuple[str, str]] = ()

@@ -57,24 +57,27 @@ class PlannerServicer:
 
     async def PlanEvidence(
         self, request: pb.PlanEvidenceRequest, context: grpc.aio.ServicerContext
-    ) -> pb.PlanEvidenceResponse:
+    ) -> bytes:
+        """The plan, serialized here (the handler sends bytes as they are): its
+        ``resolution`` is the resolver's own bytes, re-tagged (``convert.plan_response_bytes``)."""
         deadline = Deadline.after(context.time_remaining())
         metadata = ((REQUEST_ID_KEY, current_request_id()),)
         notes, capabilities, policy = convert.read_request(request)
+        # The evidence is serialized once for both resolver calls (convert: "as bytes"),
+        # and the base resolution's bytes become the answer's without a re-serialization.
+        evidence = convert.evidence_field(request.evidence)
+        semantic = convert.semantic_request_bytes(request, evidence)
         # The reliability table (cached) is fetched alongside the base resolution.
         cached = self.reliability.cached()
         if cached is None:
-            base, table = await asyncio.gather(
-                self.resolver.resolve_semantic(
-                    convert.semantic_request(request), deadline, metadata
-                ),
+            raw, table = await asyncio.gather(
+                self.resolver.resolve_semantic_bytes(semantic, deadline, metadata),
                 self.reliability.get(deadline, metadata),
             )
         else:
             table = cached
-            base = await self.resolver.resolve_semantic(
-                convert.semantic_request(request), deadline, metadata
-            )
+            raw = await self.resolver.resolve_semantic_bytes(semantic, deadline, metadata)
+        base = rpb.ResolveSemanticResponse.FromString(raw)
         stale = convert.stale_refs(request)
         draft = draft_plan(
             PlanInput(
@@ -91,12 +94,19 @@ class PlannerServicer:
         )
         hypothetical: list[Resolution] = []
         if draft.outcomes:
-            answer = await self._hypotheses(request, draft, base.resolution, deadline, metadata)
+            answer = await self._hypotheses(
+                request, draft, base.resolution, evidence, deadline, metadata
+            )
             hypothetical = [
                 convert.resolution(h.resolution, with_counted=False) for h in answer.hypotheses
             ]
-        plan = finish_plan(draft, hypothetical)
-        response = pb.PlanEvidenceResponse(plan=convert.plan(plan), resolution=base.resolution)
+        plan = convert.plan(finish_plan(draft, hypothetical))
+        try:
+            response = convert.plan_response_bytes(plan, raw)
+        except ValueError:  # not one resolution field: build the message instead
+            response = pb.PlanEvidenceResponse(
+                plan=plan, resolution=base.resolution
+            ).SerializeToString(deterministic=True)
         ResponseBudget(
             self.resolver.max_message_bytes,
             MIN_CLAIM_WIRE_BYTES * len(request.evidence.claims),
@@ -104,7 +114,7 @@ class PlannerServicer:
             "evidence",
             "every candidate repeats the value it would assert: send fewer or smaller "
             "claims about the target",
-        ).add(response.ByteSize())
+        ).add(len(response))
         return response
 
     async def _hypotheses(
@@ -112,6 +122,7 @@ class PlannerServicer:
         request: pb.PlanEvidenceRequest,
         draft: Draft,
         base: resolution_pb2.SemanticResolution,
+        evidence: bytes,
         deadline: Deadline,
         metadata: tuple[tuple[str, str], ...],
     ) -> rpb.ResolveHypothesesResponse:
@@ -125,8 +136,10 @@ class PlannerServicer:
         """
         scoped = None if all_about_target(request, base) else target_scope(request)
         if scoped is None or len(scoped.claims) == len(request.evidence.claims):
-            return await self.resolver.resolve_hypotheses(
-                convert.hypotheses_request(request, draft.outcomes), deadline, metadata
+            return await self.resolver.resolve_hypotheses_bytes(
+                convert.hypotheses_request_bytes(request, draft.outcomes, evidence),
+                deadline,
+                metadata,
             )
         answer = await self.resolver.resolve_hypotheses(
             convert.hypotheses_request(request, draft.outcomes, scoped),
@@ -142,8 +155,8 @@ class PlannerServicer:
             predicate=request.predicate,
             scoped_claims=len(scoped.claims),
         )
-        return await self.resolver.resolve_hypotheses(
-            convert.hypotheses_request(request, draft.outcomes), deadline, metadata
+        return await self.resolver.resolve_hypotheses_bytes(
+            convert.hypotheses_request_bytes(request, draft.outcomes, evidence), deadline, metadata
         )
 
     async def ListProbes(
