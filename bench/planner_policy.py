@@ -28,8 +28,13 @@ free). What makes the comparison fair:
   nothing: ``none`` gets its right answers for free), and the right resolutions a policy
   adds over ``none`` per unit it spends (what its acquisitions bought).
 
+One more row is not a baseline: random choice given, scenario by scenario, only what the
+planner spent there ("random, planner's spend"), to show how much of random's wrong
+count owes to its spending.
+
 Printed side by side: share resolved to the true value, wrong resolutions, undecided,
-mean acquisition cost, and both per-cost figures. No pass/fail: it reports.
+wrong among decided, mean acquisition cost, and both per-cost figures. No pass/fail: it
+reports.
 """
 
 from __future__ import annotations
@@ -153,12 +158,18 @@ def plan_request(s: Scenario) -> pb.PlanEvidenceRequest:
 
 
 async def run_policy(
-    name: str, s: Scenario, planner: Any, resolver: Any, review_rule: bool = True
+    name: str,
+    s: Scenario,
+    planner: Any,
+    resolver: Any,
+    review_rule: bool = True,
+    budget: int = BUDGET,
 ) -> tuple[str, int]:
     """(``right`` / ``wrong`` / ``undecided``, cost spent) for one policy on one scenario.
 
     ``review_rule``: a baseline acquires HUMAN_REVIEW first while the resolver says a
-    person must decide, as the planner's ranking does."""
+    person must decide, as the planner's ranking does. ``budget``: units it may spend
+    (``MATCHED`` gets what the planner spent on the same scenario)."""
     claims = [dict(c) for c in s.claims]
     state = Scenario(s.predicate, s.truth, claims, s.stale)
     rng = random.Random(f"{name}/{s.claims[0]['id']}/{s.rng.random()}")
@@ -178,7 +189,7 @@ async def run_policy(
         left = [
             k
             for k in CATALOGUE
-            if k not in used and spent + COST_UNITS[CATALOGUE[k].cost] <= BUDGET
+            if k not in used and spent + COST_UNITS[CATALOGUE[k].cost] <= budget
         ]
         if decided or not left or name == "none":
             if res.status != 1:
@@ -218,6 +229,10 @@ async def run_policy(
 
 POLICIES = ("planner", "cheapest-first", "fixed order", "random", "none")
 BASELINES = ("cheapest-first", "fixed order", "random")
+# Random choice on a budget matched scenario by scenario: it may spend what the planner
+# spent there (so nothing where the planner acquired nothing). Not a baseline of the
+# target: it shows what random's wrong count owes to spending more.
+MATCHED = "random, planner's spend"
 Totals = dict[str, dict[str, int]]
 
 
@@ -229,7 +244,7 @@ async def simulate(scenarios: int, seed: int) -> tuple[Totals, Totals]:
     rng = random.Random(seed)
     plays = [generate(rng, i) for i in range(scenarios)]
     zero = {"right": 0, "wrong": 0, "undecided": 0, "cost": 0}
-    ruled: Totals = {p: dict(zero) for p in POLICIES}
+    ruled: Totals = {p: dict(zero) for p in (*POLICIES, MATCHED)}
     free: Totals = {p: dict(zero) for p in BASELINES}
     async with both() as (planner, running):
         channel = grpc.aio.insecure_channel(running.address)
@@ -237,12 +252,19 @@ async def simulate(scenarios: int, seed: int) -> tuple[Totals, Totals]:
         for s in plays:
             runs = [(ruled, name, True) for name in POLICIES]
             runs += [(free, name, False) for name in BASELINES]
+            planner_spent = BUDGET
             for totals, name, rule in runs:
                 # Each policy sees the same outcome stream for the same scenario.
                 s.rng.seed(f"{seed}/{s.claims[0]['id']}")
                 result, cost = await run_policy(name, s, planner, resolver, rule)
                 totals[name][result] += 1
                 totals[name]["cost"] += cost
+                if name == "planner":
+                    planner_spent = cost
+            s.rng.seed(f"{seed}/{s.claims[0]['id']}")
+            result, cost = await run_policy(MATCHED, s, planner, resolver, True, planner_spent)
+            ruled[MATCHED][result] += 1
+            ruled[MATCHED]["cost"] += cost
         await channel.close()
     return ruled, free
 
@@ -253,17 +275,19 @@ def table(title: str, totals: Totals, scenarios: int, free_right: int) -> None:
         ("right", 8),
         ("wrong", 7),
         ("undecided", 10),
+        ("wrong/decided", 14),
         ("mean cost", 10),
         ("right/cost", 11),
         ("added/cost", 11),
     )
-    print(f"{'policy':<16}" + "".join(f"{h:>{w}}" for h, w in header))
+    print(f"{'policy':<24}" + "".join(f"{h:>{w}}" for h, w in header))
     for name, t in totals.items():
         mean_cost = t["cost"] / scenarios
         per = f"{t['right'] / t['cost']:.3f}" if t["cost"] else "-"
         added = f"{(t['right'] - free_right) / t['cost']:.3f}" if t["cost"] else "-"
         print(
-            f"{name:<16}{t['right'] / scenarios:>8.1%}{t['wrong']:>7}{t['undecided']:>10}"
+            f"{name:<24}{t['right'] / scenarios:>8.1%}{t['wrong']:>7}{t['undecided']:>10}"
+            f"{t['wrong'] / max(1, t['right'] + t['wrong']):>14.2%}"
             f"{mean_cost:>10.2f}{per:>11}{added:>11}"
         )
 
