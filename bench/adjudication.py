@@ -2,10 +2,11 @@
 
 Not a test: a script (``python bench/adjudication.py``) that prints, from one run,
 
-1. the *raw* rate of aiosqlite ``INSERT`` + ``COMMIT`` of a review-sized row, one transaction
+1. the *raw* rate of sqlite3 ``INSERT`` + ``COMMIT`` of a review-sized row, one transaction
    per row, with the service's durability settings (WAL, ``synchronous=FULL``), on the same
-   disk in the same run, on asyncio's loop and on uvloop: the faster is the baseline, so the
-   server's loop cannot flatter the ratio;
+   disk in the same run, on a thread of its own awaited from asyncio's loop and from uvloop
+   (as the service's connection is): the faster is the baseline, so the server's loop cannot
+   flatter the ratio;
 2. ``SubmitReview`` as the service runs it -- validation, the domain rules, the audit event,
    the retry record, group commit -- called in-process by concurrent tasks, without gRPC:
    what the storage path costs;
@@ -29,6 +30,10 @@ Not a test: a script (``python bench/adjudication.py``) that prints, from one ru
    (against hashing as many nodes with hashlib). ``--only-tlog`` runs this section alone;
    ``--only-reviews`` runs section 1 alone (for before/after comparisons).
 
+``--db postgresql://...`` (or ``--db postgres-temp``, a throwaway server started here) runs
+the durable-writes comparison on PostgreSQL instead: SubmitReview through one replica and
+through two against raw ``asyncpg`` commits on the same server (``adjudication_postgres``).
+
 Reviews arrive as in real use: every case is reviewed twice, each client by its own pair.
 The machine may be shared: each figure is the best of a few repeats.
 """
@@ -42,18 +47,31 @@ import hashlib
 import os
 import random
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
+from typing import cast
 
-import aiosqlite
 import grpc
+from adjudication_postgres import TEMP, postgres_section
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from harness import best_of, free_port
+from harness import best_of
+from review_load import (
+    HEALTH,
+    HEALTH_CHECK,
+    SUBMIT,
+    Server,
+    drive,
+    in_process_reviews,
+    review_plan,
+    seed_reviews,
+)
 
 from assay.runtime import loop
 from assay.services.adjudication import cases, gold
@@ -81,74 +99,47 @@ from assay.tlog.checkpoint import Checkpoint, NoteSigner, parse_signed_checkpoin
 from assay.tlog.merkle import MerkleTree, verify_consistency, verify_inclusion
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
-from assay.v1 import gold_pb2
-
-FIXTURE = gold_pb2.REVIEWER_KIND_MECHANISM_TEST_FIXTURE
-SUBMIT = "/assay.v1.AdjudicationService/SubmitReview"
-HEALTH = "/grpc.health.v1.Health/Check"
-HEALTH_CHECK = b""  # an empty HealthCheckRequest: the overall server status
-
-
-class Server:
-    """``assay serve adjudication`` in a subprocess (its own interpreter and GIL)."""
-
-    def __init__(self, db: Path, event_loop: str) -> None:
-        self.port = free_port()
-        self.target = f"127.0.0.1:{self.port}"
-        command = [sys.executable, "-m", "assay.cli.main", "serve", "adjudication"]
-        command += ["--port", str(self.port), "--db", str(db), "--log-level", "warning"]
-        command += ["--event-loop", event_loop]
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + 30
-        with grpc.insecure_channel(self.target) as channel:
-            stub = pb_grpc.AdjudicationServiceStub(channel)
-            while True:
-                try:
-                    stub.ListReviewers(pb.ListReviewersRequest(page_size=1), timeout=1)
-                    return
-                except grpc.RpcError:
-                    if time.monotonic() > deadline or self.process.poll() is not None:
-                        raise RuntimeError("the adjudication server did not start") from None
-                    time.sleep(0.1)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
-
 
 # --- 1. durable writes ---------------------------------------------------------
 
+RAW_TABLE = (
+    "CREATE TABLE reviews (review_id TEXT PRIMARY KEY, case_id TEXT, reviewer_id TEXT,"
+    " round INTEGER, outcome TEXT, label_key TEXT, reason TEXT, submit_time INTEGER)"
+)
+
 
 async def raw_commits(path: Path, count: int) -> float:
-    """Rows/s of aiosqlite INSERT + COMMIT, one transaction per row, WAL + synchronous=FULL."""
-    db = await aiosqlite.connect(path)
-    try:
-        for pragma in PRAGMAS:
-            await db.execute(pragma)
-        await db.execute(
-            "CREATE TABLE reviews (review_id TEXT PRIMARY KEY, case_id TEXT, reviewer_id TEXT,"
-            " round INTEGER, outcome TEXT, label_key TEXT, reason TEXT, submit_time INTEGER)"
+    """Rows/s of sqlite3 INSERT + COMMIT, one transaction per row, with the service's PRAGMAS
+    (WAL, synchronous=FULL), on a thread of its own as the service's connection is: each row
+    is one hop from the loop to that thread and back."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="raw-sqlite") as thread:
+        running = asyncio.get_running_loop()
+
+        def hop(work: Callable[[], object]) -> asyncio.Future[object]:
+            return running.run_in_executor(thread, work)
+
+        db = cast(
+            sqlite3.Connection, await hop(lambda: sqlite3.connect(path, isolation_level=None))
         )
-        await db.commit()
-        started = time.perf_counter()
-        for i in range(count):
-            await db.execute(
-                "INSERT INTO reviews VALUES (?, ?, ?, 1, 'LABEL', '\"safe\"', '', ?)",
-                (uuid.uuid4().hex, f"case-{i % 100}", f"r{i % 64}", time.time_ns() // 1000),
-            )
-            await db.commit()
-        return count / (time.perf_counter() - started)
-    finally:
-        await db.close()
+        try:
+            for pragma in PRAGMAS:
+                await hop(partial(db.execute, pragma))
+            await hop(lambda: db.execute(RAW_TABLE))
+
+            def insert_and_commit(i: int) -> None:
+                db.execute("BEGIN")
+                db.execute(
+                    "INSERT INTO reviews VALUES (?, ?, ?, 1, 'LABEL', '\"safe\"', '', ?)",
+                    (uuid.uuid4().hex, f"case-{i % 100}", f"r{i % 64}", time.time_ns() // 1000),
+                )
+                db.execute("COMMIT")
+
+            started = time.perf_counter()
+            for i in range(count):
+                await hop(partial(insert_and_commit, i))
+            return count / (time.perf_counter() - started)
+        finally:
+            await hop(db.close)
 
 
 def fsync_micros(path: Path, count: int = 500) -> float:
@@ -164,111 +155,6 @@ def fsync_micros(path: Path, count: int = 500) -> float:
     finally:
         os.close(fd)
     return sorted(times)[count // 2] * 1e6
-
-
-async def seed_reviews(target: str, reviewers: int, case_count: int) -> list[str]:
-    async with grpc.aio.insecure_channel(target) as channel:
-        stub = pb_grpc.AdjudicationServiceStub(channel)
-        await asyncio.gather(
-            *(
-                stub.RegisterReviewer(
-                    pb.RegisterReviewerRequest(
-                        reviewer=pb.Reviewer(reviewer_id=f"r{i}", kind=FIXTURE)
-                    )
-                )
-                for i in range(reviewers)
-            )
-        )
-        ids = []
-        for _ in range(case_count):
-            case = pb.Case(
-                tenant="bench",
-                subject="api:x",
-                predicate="retries.mode",
-                lineage=pb.CaseLineage(origin="bench"),
-            )
-            for value in ("safe", "unsafe"):
-                case.candidate_values.add().string_value = value
-            case.local_verdict.string_value = "safe"
-            ids.append((await stub.EnqueueCase(pb.EnqueueCaseRequest(case=case))).case.case_id)
-        return ids
-
-
-def assignments(reviewers: int, case_ids: list[str]) -> list[list[str]]:
-    """Each case double-reviewed, as in real use: pairs (r0, r1), (r2, r3), ... share cases,
-    so every client has its own stream of cases and each case ends with two reviews."""
-    plan: list[list[str]] = [[] for _ in range(reviewers)]
-    pairs = reviewers // 2
-    for k, case_id in enumerate(case_ids):
-        first = 2 * (k % pairs)
-        plan[first].append(case_id)
-        plan[first + 1].append(case_id)
-    return plan
-
-
-def review_bytes(reviewer: str, case_id: str) -> bytes:
-    request = pb.SubmitReviewRequest(
-        request_id=uuid.uuid4().hex,
-        case_id=case_id,
-        reviewer_id=reviewer,
-        outcome=pb.REVIEW_OUTCOME_LABEL,
-    )
-    request.label.string_value = "safe"
-    data: bytes = request.SerializeToString()
-    return data
-
-
-async def drive(target: str, method: str, requests: list[list[bytes]]) -> float:
-    """Calls/s with one concurrent client per list, each sending its requests in order.
-
-    Requests are serialized beforehand and responses left as bytes, so the client spends
-    as little of the shared CPU as possible on protobuf.
-    """
-    async with grpc.aio.insecure_channel(target) as channel:
-        call = channel.unary_unary(method)
-
-        async def client(mine: list[bytes]) -> None:
-            for raw in mine:
-                await call(raw, timeout=60)
-
-        started = time.perf_counter()
-        await asyncio.gather(*(client(mine) for mine in requests))
-        return sum(len(m) for m in requests) / (time.perf_counter() - started)
-
-
-async def in_process_reviews(path: Path, reviewers: int, case_count: int) -> float:
-    """Reviews/s through the service's own use case (domain rules, retry record, audit event,
-    group commit) without gRPC: what the storage path costs on its own."""
-    store = await Store.open(path)
-    adjudication = Adjudication(store)
-    try:
-        for i in range(reviewers):
-            key = RequestKey("", "RegisterReviewer", "")
-            await adjudication.register_reviewer(
-                key, f"r{i}", ReviewerKind.MECHANISM_TEST_FIXTURE, "", lambda _: b""
-            )
-        case_ids = []
-        for _ in range(case_count):
-            data = CaseInput("bench", "api:x", "retries.mode", ("safe", "unsafe"), (), "",
-                             "safe", Lineage("bench"), None)  # fmt: skip
-            raw = await adjudication.enqueue_case(
-                RequestKey("", "EnqueueCase", ""), data, lambda c: c.case_id.encode()
-            )
-            case_ids.append(raw.decode())
-
-        plan = assignments(reviewers, case_ids)
-
-        async def client(index: int) -> None:
-            for case_id in plan[index]:
-                submission = ReviewSubmission(case_id, f"r{index}", 0, Outcome.LABEL, "safe", "")
-                key = RequestKey(uuid.uuid4().hex, "SubmitReview", uuid.uuid4().hex)
-                await adjudication.submit_review(key, submission, lambda r: r[0].review_id.encode())
-
-        started = time.perf_counter()
-        await asyncio.gather(*(client(i) for i in range(reviewers)))
-        return sum(len(p) for p in plan) / (time.perf_counter() - started)
-    finally:
-        await store.close()
 
 
 # --- 2. export -----------------------------------------------------------------
@@ -532,7 +418,7 @@ def through_server(
     rng = random.Random(13)
     sequences = [rng.randrange(1, events + 1) for _ in range(proofs)]
     started = time.perf_counter()
-    server = Server(path, event_loop)
+    server = Server(str(path), event_loop)
     try:
         server.wait_ready()
         ready = time.perf_counter() - started
@@ -543,11 +429,11 @@ def through_server(
             for c in range(clients)
         ]  # fmt: skip
         noop = [[HEALTH_CHECK] * len(mine) for mine in plan]
-        asyncio.run(drive(server.target, GET_INCLUSION, plan))  # warm-up
+        asyncio.run(drive([server.target], GET_INCLUSION, plan))  # warm-up
         rpc = health = 0.0
         for _ in range(repeats):  # interleaved, so machine load hits both alike
-            rpc = max(rpc, asyncio.run(drive(server.target, GET_INCLUSION, plan)))
-            health = max(health, asyncio.run(drive(server.target, HEALTH, noop)))
+            rpc = max(rpc, asyncio.run(drive([server.target], GET_INCLUSION, plan)))
+            health = max(health, asyncio.run(drive([server.target], HEALTH, noop)))
         head, replies = asyncio.run(fetch_proofs(server.target, sequences))
 
         with grpc.insecure_channel(server.target) as channel:
@@ -647,6 +533,10 @@ def main() -> int:
                         help="checkpoints signed and verified")  # fmt: skip
     parser.add_argument("--tlog-clients", type=int, default=50,
                         help="concurrent GetInclusionProof clients")  # fmt: skip
+    parser.add_argument("--db", metavar="URL",
+                        help="PostgreSQL instead: a postgresql:// URL (the role needs CREATEDB), or"
+                        f" '{TEMP}' to start a throwaway server here; runs only the"
+                        " durable-writes section, with one replica and two")  # fmt: skip
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--only-tlog", action="store_true",
                       help="only the transparency-log section")  # fmt: skip
@@ -662,6 +552,12 @@ def main() -> int:
         return 0
     if args.reviewers < 2 or args.reviewers % 2:
         parser.error("--reviewers must be an even number >= 2 (reviewers work in pairs)")
+    if args.db is not None:
+        if args.db != TEMP and not args.db.startswith(("postgresql://", "postgres://")):
+            parser.error(f"--db takes a postgresql:// URL or '{TEMP}'")
+        postgres_section(args.db, args.reviewers, args.cases, args.raw_rows, args.repeats,
+                         args.event_loop)  # fmt: skip
+        return 0
     case_count = args.reviewers * args.cases // 2
 
     with tempfile.TemporaryDirectory(prefix="assay-bench-") as tmp:
@@ -678,27 +574,26 @@ def main() -> int:
                 raw_by_loop[name] = max(raw_by_loop[name], rate)
             raw_best = max(raw_by_loop.values())
             inproc = loop.run(
-                in_process_reviews(root / f"inproc{attempt}.db", args.reviewers, case_count),
+                in_process_reviews(
+                    partial(Store.open, root / f"inproc{attempt}.db"), args.reviewers, case_count
+                ),
                 args.event_loop,
             )
             inproc_best = max(inproc_best, inproc)
-            server = Server(root / f"server{attempt}.db", args.event_loop)
+            server = Server(str(root / f"server{attempt}.db"), args.event_loop)
             try:
                 server.wait_ready()
                 ids = asyncio.run(seed_reviews(server.target, args.reviewers, case_count))
-                plan = [
-                    [review_bytes(f"r{i}", c) for c in mine]
-                    for i, mine in enumerate(assignments(args.reviewers, ids))
-                ]
-                server_best = max(server_best, asyncio.run(drive(server.target, SUBMIT, plan)))
+                plan = review_plan(args.reviewers, ids)
+                server_best = max(server_best, asyncio.run(drive([server.target], SUBMIT, plan)))
                 noop = [[HEALTH_CHECK] * args.cases for _ in range(args.reviewers)]
-                noop_best = max(noop_best, asyncio.run(drive(server.target, HEALTH, noop)))
+                noop_best = max(noop_best, asyncio.run(drive([server.target], HEALTH, noop)))
             finally:
                 server.stop()
         print("durable writes (WAL, synchronous=FULL, same disk, same run)")
         for name, rate in raw_by_loop.items():
             print(
-                f"  raw aiosqlite INSERT+COMMIT per row, {name:7} loop        : {rate:8,.0f} rows/s"
+                f"  raw sqlite3 INSERT+COMMIT per row (thread), {name:7} loop: {rate:8,.0f} rows/s"
             )
         print(f"  baseline (the faster raw rate)                      : {raw_best:8,.0f} rows/s")
         print(f"  server event loop: {loop.resolve_loop(args.event_loop)}")
@@ -727,7 +622,7 @@ def main() -> int:
         started = time.perf_counter()
         asyncio.run(seed_gold(gold_db, args.gold))
         seeded = time.perf_counter() - started
-        server = Server(gold_db, args.event_loop)
+        server = Server(str(gold_db), args.event_loop)
         best = 0.0
         try:
             server.wait_ready()
