@@ -1,12 +1,12 @@
 """The tamper matrix's vocabulary: the read RPCs a scenario checks, the scenario record,
 and the attacker's edits (single statements, forged copies, swaps, renumberings, deleted
-events, and the full rewrite through ``reforge``), each a function of the open file and the
-pristine database's ids so the table in ``test_tamper_matrix`` reads as data.
+events, and the full rewrite through ``reforge``), each a function of the attacker's
+connection (``tamper_sql.Raw``, either engine) and the pristine database's ids so the table
+in ``test_tamper_matrix`` reads as data.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,15 +14,8 @@ from typing import Any
 from assay.services.adjudication.storage import rows
 from assay.v1 import adjudication_service_pb2 as pb
 from tests.service.adjudication_support import TIMEOUT
-from tests.service.tamper_support import (
-    Ids,
-    Stub,
-    copy_row,
-    event_sequence,
-    gold_digest,
-    reforge,
-    swap,
-)
+from tests.service.tamper_sql import Raw, copy_row
+from tests.service.tamper_support import Ids, Stub, event_sequence, gold_digest, reforge, swap
 
 REVIEWER = pb.RECORD_KIND_REVIEWER
 CASE = pb.RECORD_KIND_CASE
@@ -31,7 +24,7 @@ RESOLUTION = pb.RECORD_KIND_RESOLUTION
 GOLD = pb.RECORD_KIND_GOLD_LABEL
 
 Named = set[tuple[int, str]]
-Db = sqlite3.Connection
+Db = Raw
 
 # --- reads: (rpc, argument) -> the call; a case argument is a role in Ids.cases or an id ---
 
@@ -87,7 +80,7 @@ def sql(statement: str, *params: Callable[[Ids], object]) -> Callable[[Db, Ids],
     """An attacker's single statement; it must change at least one row."""
 
     def tamper(db: Db, ids: Ids) -> None:
-        assert db.execute(statement, tuple(p(ids) for p in params)).rowcount >= 1, statement
+        assert db.execute(statement, *(p(ids) for p in params)) >= 1, statement
 
     return tamper
 
@@ -149,10 +142,14 @@ def event_at(event_type: str, **payload: Callable[[Ids], str] | str) -> Callable
 def edit_payload(find: Callable[[Db, Ids], int], key: str, value: str) -> Callable[[Db, Ids], None]:
     def tamper(db: Db, ids: Ids) -> None:
         sequence = find(db, ids)
-        db.execute(
-            "UPDATE audit_events SET payload = json_set(payload, ?, ?) WHERE sequence = ?",
-            (f"$.{key}", value, sequence),
+        if db.postgres:
+            changed = f"jsonb_set(payload, '{{{key}}}', to_jsonb(?::text))"
+        else:
+            changed = f"json_set(payload, '$.{key}', ?)"
+        done = db.execute(
+            f"UPDATE audit_events SET payload = {changed} WHERE sequence = ?", value, sequence
         )
+        assert done == 1
 
     return tamper
 
@@ -162,7 +159,7 @@ def next_after(find: Callable[[Db, Ids], int]) -> Callable[[Db, Ids], int]:
 
 
 def last_event(db: Db, _: Ids) -> int:
-    return int(db.execute("SELECT max(sequence) FROM audit_events").fetchone()[0])
+    return int(db.one("SELECT max(sequence) AS last FROM audit_events")["last"])
 
 
 def append_copy_of_last(db: Db, ids: Ids) -> None:
@@ -197,19 +194,20 @@ def renumber_resolutions(db: Db, ids: Ids) -> None:
     agree = ids.cases["agree"]
     for old, new in ((1, 3), (2, 1), (3, 2)):
         db.execute(
-            "UPDATE resolutions SET round = ? WHERE case_id = ? AND round = ?", (new, agree, old)
+            "UPDATE resolutions SET round = ? WHERE case_id = ? AND round = ?", new, agree, old
         )
 
 
 def renumber_gold(db: Db, ids: Ids) -> None:
     cols = "basis, label_key, contributing_review_ids, contributing_reviewer_ids, freeze_time"
+    names = [c.strip() for c in cols.split(",")]
     key = "case_id = ? AND revision"
     agree = ids.cases["agree"]
-    first = db.execute(f"SELECT {cols} FROM gold_labels WHERE {key} = 1", (agree,)).fetchone()
-    second = db.execute(f"SELECT {cols} FROM gold_labels WHERE {key} = 2", (agree,)).fetchone()
-    sets = ", ".join(f"{c.strip()} = ?" for c in cols.split(","))
-    db.execute(f"UPDATE gold_labels SET {sets} WHERE {key} = 1", (*second, agree))
-    db.execute(f"UPDATE gold_labels SET {sets} WHERE {key} = 2", (*first, agree))
+    first = db.one(f"SELECT {cols} FROM gold_labels WHERE {key} = 1", agree)
+    second = db.one(f"SELECT {cols} FROM gold_labels WHERE {key} = 2", agree)
+    sets = ", ".join(f"{n} = ?" for n in names)
+    db.execute(f"UPDATE gold_labels SET {sets} WHERE {key} = 1", *(second[n] for n in names), agree)
+    db.execute(f"UPDATE gold_labels SET {sets} WHERE {key} = 2", *(first[n] for n in names), agree)
 
 
 def forged_gold(db: Db, ids: Ids) -> None:
@@ -217,22 +215,23 @@ def forged_gold(db: Db, ids: Ids) -> None:
     by the service's own function, so the row passes its own check."""
     copy_row(db, "gold_labels", "case_id = ?", ids.cases["split"], case_id=ids.cases["open"])
     sel = f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels WHERE case_id = ?"
-    row = db.execute(sel, (ids.cases["open"],)).fetchone()
+    row = db.one(sel, ids.cases["open"])
     db.execute(
         "UPDATE gold_labels SET digest = ? WHERE case_id = ?",
-        (gold_digest(rows.gold_fields(row)), ids.cases["open"]),
+        gold_digest(rows.gold_fields(row)),
+        ids.cases["open"],
     )
 
 
 def delete_open_case(db: Db, ids: Ids) -> None:
     """The open case gone with its review, and no TENANT_RECORDS_DELETED to say why."""
-    db.execute("DELETE FROM reviews WHERE case_id = ?", (ids.cases["open"],))
-    db.execute("DELETE FROM cases WHERE case_id = ?", (ids.cases["open"],))
+    db.execute("DELETE FROM reviews WHERE case_id = ?", ids.cases["open"])
+    db.execute("DELETE FROM cases WHERE case_id = ?", ids.cases["open"])
 
 
 def delete_event(find: Callable[[Db, Ids], int]) -> Callable[[Db, Ids], None]:
     def tamper(db: Db, ids: Ids) -> None:
-        db.execute("DELETE FROM audit_events WHERE sequence = ?", (find(db, ids),))
+        assert db.execute("DELETE FROM audit_events WHERE sequence = ?", find(db, ids)) == 1
 
     return tamper
 
@@ -241,6 +240,6 @@ def delete_event_and_record(db: Db, ids: Ids) -> None:
     """History rewritten to hide a review: its row and its event gone, later events
     renumbered (the forger re-chains them)."""
     review_id = ids.reviews["open/fx-ann"]
-    db.execute("DELETE FROM reviews WHERE review_id = ?", (review_id,))
+    db.execute("DELETE FROM reviews WHERE review_id = ?", review_id)
     sequence = event_sequence(db, "REVIEW_SUBMITTED", review_id=review_id)
-    db.execute("DELETE FROM audit_events WHERE sequence = ?", (sequence,))
+    db.execute("DELETE FROM audit_events WHERE sequence = ?", sequence)

@@ -1,25 +1,26 @@
 """The tamper matrix's fixtures: one database populated through a real server, copied per
-scenario, edited the way an attacker holding the file would edit it, and served again.
+scenario, edited the way an attacker holding the database would edit it, and served again.
 
-The pristine file is built once (reviewers of both kinds, agreeing and split rounds, an
-adjudicator's decision, two revisions of one case, an open case in a queue, a second tenant)
-and a signed checkpoint of its ledger is saved before anything is touched, as an auditor
-would save one. A scenario copies the file, edits the copy with a raw ``sqlite3``
-connection (the guarding triggers dropped, then recreated so the file looks untouched), and
-starts a fresh server on it with the same ledger key, so nothing cached hides the edit.
+The pristine database is built once per engine (reviewers of both kinds, agreeing and split
+rounds, an adjudicator's decision, two revisions of one case, an open case in a queue, a
+second tenant) and a signed checkpoint of its ledger is saved before anything is touched, as
+an auditor would save one. A scenario copies the database (a SQLite file copied, or a
+PostgreSQL database created from it as a template: ``tamper_sql.Copies``), edits the copy
+through ``tamper_sql``'s attacker connection (guards off, rows read by column name, one SQL
+spelling for both engines), and starts a fresh server on it with the same ledger key, so
+nothing cached hides the edit.
 
 ``reforge`` is the strongest attacker: after editing rows it recomputes every content and
 gold-label digest and every ledger event from the rows with the service's own functions and
-re-chains the whole ledger, so the file is self-consistent and only a checkpoint saved
+re-chains the whole ledger, writing them back with plain SQL, so the database is
+self-consistent and only a checkpoint saved
 before the edit can tell.
 """
 
 from __future__ import annotations
 
 import contextlib
-import shutil
-import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
 from assay.v1 import gold_pb2
 from tests.service.adjudication_support import FIXTURE, HUMAN, TIMEOUT, enqueue, register, review
+from tests.service.tamper_sql import Raw, settle
 
 Stub = pb_grpc.AdjudicationServiceStub
 
@@ -54,7 +56,7 @@ class Served:
 
 
 @contextlib.asynccontextmanager
-async def serve(db: Path, key: Path) -> AsyncIterator[Served]:
+async def serve(db: str, key: Path) -> AsyncIterator[Served]:
     """A real server on 127.0.0.1:0 over ``db``, its ledger signed with ``key``."""
     spec = await build_spec(ServeOptions(port=0, db_path=str(db), ledger_signing_key=key))
     async with (
@@ -74,7 +76,7 @@ class Ids:
 
 @dataclass(frozen=True)
 class Pristine:
-    db: Path
+    db: str  # a SQLite file or a PostgreSQL URL
     key: Path
     note: str  # the signed checkpoint saved before any tampering
     ids: Ids
@@ -133,79 +135,35 @@ async def populate(stub: Stub) -> Ids:
     return ids
 
 
-async def build(directory: Path) -> Pristine:
-    """Populate a database through a real server and save its checkpoint."""
-    db, key = directory / "pristine.db", directory / "ledger-key.pem"
+async def build(db: str, key: Path) -> Pristine:
+    """Populate ``db`` through a real server, save its checkpoint, and settle it for
+    copying."""
     async with serve(db, key) as served:
         ids = await populate(served.stub)
         reply = await served.stub.GetCheckpoint(pb.GetCheckpointRequest(), timeout=TIMEOUT)
-    raw = sqlite3.connect(db)
-    try:
-        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        raw.close()
+    settle(db)
     return Pristine(db, key, reply.signed_note, ids, reply.tree_size)
 
 
-def copy_of(pristine: Pristine, directory: Path) -> Path:
-    """A private copy of the pristine file (its WAL was checkpointed into it)."""
-    target = directory / "tampered.db"
-    shutil.copyfile(pristine.db, target)
-    return target
-
-
-@contextlib.contextmanager
-def attacker(path: Path) -> Iterator[sqlite3.Connection]:
-    """A raw connection with every guarding trigger dropped, recreated on the way out (rows
-    read by column name, as ``rows`` reads them)."""
-    db = sqlite3.connect(path, isolation_level=None)
-    db.row_factory = sqlite3.Row
-    triggers = db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'").fetchall()
-    try:
-        for name, _ in triggers:
-            db.execute(f"DROP TRIGGER {name}")
-        yield db
-        for _, sql in triggers:
-            db.execute(sql)
-    finally:
-        db.close()
-
-
-def event_sequence(db: sqlite3.Connection, event_type: str, **payload: str) -> int:
+def event_sequence(raw: Raw, event_type: str, **payload: str) -> int:
     """The sequence of the one event of ``event_type`` whose payload holds ``payload``."""
-    where = " AND ".join(f"json_extract(payload, '$.{k}') = ?" for k in payload)
-    found = db.execute(
+    where = " AND ".join(f"{raw.json_field('payload', k)} = ?" for k in payload)
+    found = raw.one(
         f"SELECT sequence FROM audit_events WHERE event_type = ? AND {where}",
-        (event_type, *payload.values()),
-    ).fetchall()
-    assert len(found) == 1, (event_type, payload, found)
-    return int(found[0][0])
+        event_type,
+        *payload.values(),
+    )
+    return int(found["sequence"])
 
 
-def swap(db: sqlite3.Connection, table: str, key: str, a: object, b: object, cols: str) -> None:
+def swap(raw: Raw, table: str, key: str, a: object, b: object, cols: str) -> None:
     """Exchange ``cols`` between the rows whose ``key`` is ``a`` and ``b``."""
     names = [c.strip() for c in cols.split(",")]
-    first = db.execute(f"SELECT {cols} FROM {table} WHERE {key} = ?", (a,)).fetchone()
-    second = db.execute(f"SELECT {cols} FROM {table} WHERE {key} = ?", (b,)).fetchone()
+    first = raw.one(f"SELECT {cols} FROM {table} WHERE {key} = ?", a)
+    second = raw.one(f"SELECT {cols} FROM {table} WHERE {key} = ?", b)
     sets = ", ".join(f"{n} = ?" for n in names)
-    db.execute(f"UPDATE {table} SET {sets} WHERE {key} = ?", (*second, a))
-    db.execute(f"UPDATE {table} SET {sets} WHERE {key} = ?", (*first, b))
-
-
-def copy_row(
-    db: sqlite3.Connection, table: str, where: str, *params: object, **new: object
-) -> None:
-    """Insert a copy of the one row matching ``where``, with the ``new`` column values (every
-    column copied by name, so the forgery follows the schema whatever its version)."""
-    columns = [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
-    assert set(new) <= set(columns), (table, new)
-    picked = ", ".join("?" if c in new else c for c in columns)
-    values = [new[c] for c in columns if c in new]
-    done = db.execute(
-        f"INSERT INTO {table} ({', '.join(columns)}) SELECT {picked} FROM {table} WHERE {where}",
-        (*values, *params),
-    )
-    assert done.rowcount == 1, (table, where)
+    raw.execute(f"UPDATE {table} SET {sets} WHERE {key} = ?", *(second[n] for n in names), a)
+    raw.execute(f"UPDATE {table} SET {sets} WHERE {key} = ?", *(first[n] for n in names), b)
 
 
 # --- the forger: every digest and the whole chain recomputed from the rows ------------
@@ -219,17 +177,18 @@ def gold_digest(fields: dict[str, Any]) -> str:
     return gold.versioned_digest(fields)
 
 
-def _commitments(db: sqlite3.Connection) -> dict[tuple[RecordKind, str], records.Commitment]:
+def _commitments(raw: Raw) -> dict[tuple[RecordKind, str], records.Commitment]:
     found: dict[tuple[RecordKind, str], records.Commitment] = {}
-    for row in db.execute(f"SELECT {rows.REVIEWER_COLUMNS} FROM reviewers"):
-        found[RecordKind.REVIEWER, row[0]] = records.reviewer_commitment(rows.reviewer(row))
-    for row in db.execute(f"SELECT {rows.CASE_COLUMNS} FROM cases"):
+    for row in raw.all(f"SELECT {rows.REVIEWER_COLUMNS} FROM reviewers"):
+        key = (RecordKind.REVIEWER, row["reviewer_id"])
+        found[key] = records.reviewer_commitment(rows.reviewer(row))
+    for row in raw.all(f"SELECT {rows.CASE_COLUMNS} FROM cases"):
         commitment = records.case_commitment(rows.case(row))
         assert commitment is not None
-        found[RecordKind.CASE, row[0]] = commitment
-    for row in db.execute(f"SELECT {rows.REVIEW_COLUMNS} FROM reviews"):
-        found[RecordKind.REVIEW, row[0]] = records.review_commitment(rows.review(row))
-    for row in db.execute(f"SELECT {rows.RESOLUTION_COLUMNS} FROM resolutions"):
+        found[RecordKind.CASE, row["case_id"]] = commitment
+    for row in raw.all(f"SELECT {rows.REVIEW_COLUMNS} FROM reviews"):
+        found[RecordKind.REVIEW, row["review_id"]] = records.review_commitment(rows.review(row))
+    for row in raw.all(f"SELECT {rows.RESOLUTION_COLUMNS} FROM resolutions"):
         value = rows.resolution(row)
         found[RecordKind.RESOLUTION, records.resolution_id(value)] = records.resolution_commitment(
             value
@@ -237,27 +196,28 @@ def _commitments(db: sqlite3.Connection) -> dict[tuple[RecordKind, str], records
     return found
 
 
-def reforge(db: sqlite3.Connection) -> int:
-    """Make the edited file self-consistent: content and gold digests recomputed from the
+def reforge(raw: Raw) -> int:
+    """Make the edited database self-consistent: content and gold digests recomputed from the
     rows, every record event's payload rewritten to commit to its (edited) row, every
     GOLD_LABEL_FROZEN to its row's digest, and the chain re-hashed from the first event that
     changed. Returns that event's sequence (0 when no event had to change)."""
-    for row in db.execute(f"SELECT {rows.CASE_COLUMNS} FROM cases").fetchall():
+    for row in raw.all(f"SELECT {rows.CASE_COLUMNS} FROM cases"):
         real = cases.case_digest(rows.case(row, check=False))
-        db.execute("UPDATE cases SET content_digest = ? WHERE case_id = ?", (real, row[0]))
+        raw.execute("UPDATE cases SET content_digest = ? WHERE case_id = ?", real, row["case_id"])
     golds: dict[tuple[str, str], tuple[str, str]] = {}
-    for row in db.execute(f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels").fetchall():
+    for row in raw.all(f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels"):
         real = gold_digest(rows.gold_fields(row))
-        db.execute(
+        raw.execute(
             "UPDATE gold_labels SET digest = ? WHERE case_id = ? AND revision = ?",
-            (real, row[0], row[1]),
+            real,
+            row["case_id"],
+            row["revision"],
         )
-        golds[str(row[0]), str(row[1])] = (real, str(row[10]))
-    committed = _commitments(db)
+        golds[str(row["case_id"]), str(row["revision"])] = (real, str(row["provenance"]))
+    committed = _commitments(raw)
     head = ledger.EMPTY_HEAD
     first_changed = 0
-    sql = f"SELECT {rows.AUDIT_COLUMNS} FROM audit_events ORDER BY sequence"
-    for row in db.execute(sql).fetchall():
+    for row in raw.all(f"SELECT {rows.AUDIT_COLUMNS} FROM audit_events ORDER BY sequence"):
         event = rows.audit_event(row)
         payload = dict(event.payload)
         key = records.record_key(event.event_type.value, payload)
@@ -273,10 +233,14 @@ def reforge(db: sqlite3.Connection) -> int:
         )
         if hashed != event.hash or sequence != event.sequence:
             first_changed = first_changed or sequence
-            db.execute(
+            raw.execute(
                 "UPDATE audit_events SET sequence = ?, payload = ?, previous_hash = ?, hash = ? "
                 "WHERE sequence = ?",
-                (sequence, canonical_json(payload), head.hash, hashed, event.sequence),
+                sequence,
+                canonical_json(payload),
+                head.hash,
+                hashed,
+                event.sequence,
             )
         head = ChainHead(sequence, hashed)
     return first_changed

@@ -35,6 +35,7 @@ from assay.services.adjudication.storage.schema import MIGRATIONS, SCHEMA_VERSIO
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
 from assay.v1 import gold_pb2
+from tests.service import tamper_sql
 from tests.service.adjudication_support import (
     FIXTURE,
     HUMAN,
@@ -126,6 +127,12 @@ async def parties(
         stack.channel("adjudication") as channel,
     ):
         yield Parties(stack, pb_grpc.AdjudicationServiceStub(channel))
+
+
+def stored(tmp_path: Path, db: str) -> str:
+    """Where ``parties(tmp_path, db)`` keeps its data: the PostgreSQL database, or the
+    SQLite file the secure stack opens in ``tmp_path``."""
+    return db if is_postgres(db) else str(tmp_path / "assay.db")
 
 
 def assert_refused(
@@ -615,18 +622,18 @@ class TestLedger:
         ],
         ids=["forged", "erased", "moved"],
     )
-    async def test_an_edited_actor_breaks_the_chain(self, tmp_path: Path, edit: str) -> None:
-        """Changing, erasing or re-attributing an event's actor in the file is caught by
+    async def test_an_edited_actor_breaks_the_chain(
+        self, tmp_path: Path, adjudication_db: str, edit: str
+    ) -> None:
+        """Changing, erasing or re-attributing an event's actor in the database is caught by
         VerifyAuditChain at that event (HASH_MISMATCH)."""
-        async with parties(tmp_path, str(tmp_path / "assay.db")) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             case_id = await acme_team(p)
             await p.review("alice", case_id)
-        db = sqlite3.connect(tmp_path / "assay.db", isolation_level=None)
-        db.execute("DROP TRIGGER audit_events_no_update")
-        db.execute(edit)
-        db.close()
+        db = stored(tmp_path, adjudication_db)
+        tamper_sql.edit(db, edit)
         sequence = int(edit.rsplit("=", 1)[1])
-        async with adjudication_server(tmp_path / "assay.db") as server:
+        async with adjudication_server(db) as server:
             verdict = await server.stub.VerifyAuditChain(pb.VerifyAuditChainRequest())
         assert (verdict.ok, verdict.first_bad_sequence, verdict.problem) == (
             False,
@@ -636,11 +643,13 @@ class TestLedger:
 
 
 class TestCommitments:
-    async def test_equal_answers_give_unequal_commitments(self, tmp_path: Path) -> None:
+    async def test_equal_answers_give_unequal_commitments(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
         """alice and bob both label "key" with no reason: their REVIEW_SUBMITTED commitments
         differ, neither is the label's plain digest, and each is recomputed from its stored
         review row."""
-        async with parties(tmp_path, str(tmp_path / "assay.db")) as p:
+        async with parties(tmp_path, adjudication_db) as p:
             case_id = await acme_team(p)
             ids = [
                 (await p.review(who, case_id, "key")).review.review_id for who in ("alice", "bob")
@@ -653,13 +662,10 @@ class TestCommitments:
         assert set(answers) == set(ids)
         assert len(set(answers.values())) == 2
         assert digest(["LABEL", '"key"', ""]) not in answers.values()
-        db = sqlite3.connect(tmp_path / "assay.db")
-        db.row_factory = sqlite3.Row
-        try:
-            stored = db.execute(f"SELECT {rows.REVIEW_COLUMNS} FROM reviews").fetchall()
-        finally:
-            db.close()
-        for row in stored:
+        with tamper_sql.tampering(stored(tmp_path, adjudication_db)) as raw:
+            found = raw.all(f"SELECT {rows.REVIEW_COLUMNS} FROM reviews")
+        assert len(found) == 2
+        for row in found:
             review = rows.review(row)
             assert len(bytes.fromhex(review.salt)) == reviews.SALT_BYTES
             assert reviews.answer_commitment(review) == answers[review.review_id]
@@ -683,6 +689,7 @@ class TestRequestIds:
             assert state.review_count == 2
 
 
+# SQLite only: PostgreSQL's files belong to its server, not to Assay.
 class TestDatabaseFiles:
     async def test_database_and_wal_files_are_owner_only(self, tmp_path: Path) -> None:
         """Under a permissive umask, the database, -wal and -shm files are 0600."""
@@ -714,6 +721,7 @@ class TestDatabaseFiles:
             await store.close()
 
 
+# SQLite only: there were never V1 PostgreSQL databases (its V2 has no back-fill to test).
 class TestMigrationToV2:
     async def test_a_v1_file_migrates_and_keeps_verifying(self, tmp_path: Path) -> None:
         """A V1 ledger (no actors, no tenant column) opens at the current version: its chain

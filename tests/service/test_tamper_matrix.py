@@ -1,6 +1,8 @@
 """The tamper matrix: every table and column class of the adjudication database edited,
 deleted, inserted, reordered and — the strongest attack — rewritten with every digest and
-the whole ledger recomputed, each through a real server on a copy of one populated file.
+the whole ledger recomputed, each through a real server on a copy of one populated
+database, on both engines (``module_db``: a SQLite file, a PostgreSQL database; the
+attacker's SQL is ``tamper_sql``'s, so every scenario is the same edit on each).
 
 What each scenario must show (one test per check, so a gap is named to the read):
 - ``verdict``: VerifyAuditChain is not ok, and names the tampered record (kind and id) or,
@@ -10,7 +12,7 @@ What each scenario must show (one test per check, so a gap is named to the read)
 - ``gone``: a deleted record is not served as if nothing happened;
 - ``checkpoint``: a rewritten history does not extend the checkpoint saved before it
   (RFC 6962 consistency, both notes verified with the ledger key) — for a full rewrite this
-  is the only check that can see it, since the file is self-consistent.
+  is the only check that can see it, since the database is self-consistent.
 The controls — the untouched copy, and a tenant deletion the service does itself — pass
 every one of those checks, so none of them fails for a reason other than the tampering.
 """
@@ -18,6 +20,8 @@ every one of those checks, so none of them fails for a reason other than the tam
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,11 +65,10 @@ from tests.service.tamper_edits import (
     swap_reviews,
     then_reforge,
 )
+from tests.service.tamper_sql import Copies, tampering
 from tests.service.tamper_support import (
     Pristine,
-    attacker,
     build,
-    copy_of,
     extends_checkpoint,
     serve,
     status_of,
@@ -482,49 +485,55 @@ class Matrix:
     """The pristine database (built on first use) and each scenario's outcome, computed
     once: one server per scenario serves every check of it."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, db: str, root: Path) -> None:
+        self.db = db
         self.root = root
         self.pristine: Pristine | None = None
         self.seen: dict[str, Seen] = {}
 
     async def base(self) -> Pristine:
         if self.pristine is None:
-            directory = self.root / "pristine"
-            directory.mkdir()
-            self.pristine = await build(directory)
+            self.pristine = await build(self.db, self.root / "ledger-key.pem")
         return self.pristine
 
-    def copy(self, name: str) -> Path:
-        assert self.pristine is not None
+    @asynccontextmanager
+    async def copy(self, name: str) -> AsyncIterator[str]:
+        """A private copy of the pristine database, dropped (PostgreSQL) when done."""
+        pristine = await self.base()
         directory = self.root / name.replace("/", "-")
         directory.mkdir(exist_ok=True)
-        return copy_of(self.pristine, directory)
+        copies = Copies()
+        try:
+            yield copies.copy(pristine.db, directory)
+        finally:
+            copies.close()
 
     async def outcome(self, scenario: Scenario) -> Seen:
         if scenario.id in self.seen:
             return self.seen[scenario.id]
         pristine = await self.base()
-        db = self.copy(scenario.id)
         expected = 0
-        with attacker(db) as raw:
-            if scenario.sequence is not None:
-                expected = scenario.sequence(raw, pristine.ids)
-            scenario.tamper(raw, pristine.ids)
-        async with serve(db, pristine.key) as served:
-            stub = served.stub
-            verdict = await stub.VerifyAuditChain(pb.VerifyAuditChainRequest(), timeout=TIMEOUT)
-            codes = {
-                label(read): await status_of(call(stub, pristine.ids, read))
-                for read in (*scenario.reads, *scenario.gone)
-            }
-            extends = await extends_checkpoint(stub, pristine)
+        async with self.copy(scenario.id) as db:
+            with tampering(db) as raw:
+                if scenario.sequence is not None:
+                    expected = scenario.sequence(raw, pristine.ids)
+                scenario.tamper(raw, pristine.ids)
+            async with serve(db, pristine.key) as served:
+                stub = served.stub
+                verdict = await stub.VerifyAuditChain(pb.VerifyAuditChainRequest(), timeout=TIMEOUT)
+                codes = {
+                    label(read): await status_of(call(stub, pristine.ids, read))
+                    for read in (*scenario.reads, *scenario.gone)
+                }
+                extends = await extends_checkpoint(stub, pristine)
         self.seen[scenario.id] = Seen(verdict, codes, extends, expected)
         return self.seen[scenario.id]
 
 
 @pytest.fixture(scope="module")
-def matrix(tmp_path_factory: pytest.TempPathFactory) -> Matrix:
-    return Matrix(tmp_path_factory.mktemp("tamper"))
+def matrix(module_db: str, tmp_path_factory: pytest.TempPathFactory) -> Matrix:
+    """The matrix on one engine's pristine database (``module_db``: each engine in turn)."""
+    return Matrix(module_db, tmp_path_factory.mktemp("tamper"))
 
 
 # Checks known not to hold yet, by "<scenario> <check>" -> why: each is xfail(strict=True),
@@ -586,10 +595,9 @@ class TestControls:
         """The pristine copy verifies, every read of the matrix succeeds, and the log
         extends the saved checkpoint."""
         pristine = await matrix.base()
-        db = matrix.copy("control-untouched")
-        with attacker(db):  # triggers dropped and recreated, nothing else
-            pass
-        async with serve(db, pristine.key) as served:
+        async with matrix.copy("control-untouched") as db, serve(db, pristine.key) as served:
+            with tampering(db):  # guards off and back on, nothing else
+                pass
             verdict = await served.stub.VerifyAuditChain(pb.VerifyAuditChainRequest())
             assert verdict.ok, verdict.detail
             assert verdict.events_checked == pristine.events
@@ -607,8 +615,7 @@ class TestControls:
         """DeleteTenantRecords removes tenant-b's case, reviews and resolution: nothing is
         flagged, its gold label still reads, and the log extends the saved checkpoint."""
         pristine = await matrix.base()
-        db = matrix.copy("control-tenant-deletion")
-        async with serve(db, pristine.key) as served:
+        async with matrix.copy("control-tenant-deletion") as db, serve(db, pristine.key) as served:
             stub = served.stub
             await stub.DeleteTenantRecords(
                 pb.DeleteTenantRecordsRequest(request_id=rid(), tenant="tenant-b"),
@@ -636,20 +643,19 @@ class TestLogLeaves:
         hash and link agree in the file): ListAuditEvents still fails with DATA_LOSS naming
         it, because the transparency log's leaf for it is the hash it had."""
         pristine = await matrix.base()
-        db = matrix.copy("log-leaves")
-        async with serve(db, pristine.key) as served:
+        async with matrix.copy("log-leaves") as db, serve(db, pristine.key) as served:
             stub = served.stub
             await stub.GetCheckpoint(pb.GetCheckpointRequest(), timeout=TIMEOUT)
             listed = pb.ListAuditEventsRequest(page_size=1000)
             assert await status_of(stub.ListAuditEvents(listed, timeout=TIMEOUT)) == (
                 grpc.StatusCode.OK
             )
-            with attacker(db) as raw:
+            with tampering(db) as raw:
                 last = ledger_rows.audit_event(
-                    raw.execute(
+                    raw.one(
                         f"SELECT {ledger_rows.AUDIT_COLUMNS} FROM audit_events "
                         "ORDER BY sequence DESC LIMIT 1"
-                    ).fetchone()
+                    )
                 )
                 payload = {**last.payload, "provenance": "HUMAN_ADJUDICATED"}
                 rehashed = ledger.event_hash(
@@ -660,10 +666,13 @@ class TestLogLeaves:
                     last.previous_hash,
                     last.actor,
                 )
-                raw.execute(
+                done = raw.execute(
                     "UPDATE audit_events SET payload = ?, hash = ? WHERE sequence = ?",
-                    (canonical_json(payload), rehashed, last.sequence),
+                    canonical_json(payload),
+                    rehashed,
+                    last.sequence,
                 )
+                assert done == 1
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await stub.ListAuditEvents(listed, timeout=TIMEOUT)
             assert caught.value.code() == grpc.StatusCode.DATA_LOSS
@@ -683,20 +692,20 @@ class TestAuditorsCommand:
         forged = next(s for s in SCENARIOS if s.id == "gold_labels/provenance/rewrite")
         results: dict[str, tuple[int | None, str]] = {}
         for name, tamper in (("untouched", None), ("rewritten", forged.tamper)):
-            db = matrix.copy(f"cli-{name}")
-            with attacker(db) as raw:
-                if tamper is not None:
-                    tamper(raw, pristine.ids)
-            async with serve(db, pristine.key) as served:
-                proc = await asyncio.create_subprocess_exec(
-                    *assay_command(
-                        "audit", "verify", "--since", str(saved), "--target", served.target
-                    ),
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE,
-                )
-                _, stderr = await asyncio.wait_for(proc.communicate(), timeout=60)
-                results[name] = (proc.returncode, stderr.decode())
+            async with matrix.copy(f"cli-{name}") as db:
+                with tampering(db) as raw:
+                    if tamper is not None:
+                        tamper(raw, pristine.ids)
+                async with serve(db, pristine.key) as served:
+                    proc = await asyncio.create_subprocess_exec(
+                        *assay_command(
+                            "audit", "verify", "--since", str(saved), "--target", served.target
+                        ),
+                        stdout=asyncio.subprocess.PIPE,
+                        stderr=asyncio.subprocess.PIPE,
+                    )
+                    _, stderr = await asyncio.wait_for(proc.communicate(), timeout=60)
+                    results[name] = (proc.returncode, stderr.decode())
         assert results["untouched"][0] == 0, results["untouched"]
         code, err = results["rewritten"]
         assert code == 2, results["rewritten"]

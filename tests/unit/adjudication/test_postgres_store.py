@@ -1,21 +1,22 @@
-"""The PostgreSQL engine on a real server: migrations, insert-only rules, two replicas.
+"""What only the PostgreSQL engine has, on a real server: migrations under an advisory
+lock, insert-only rules enforced by triggers against plain SQL, two replicas on one database.
 
-The writes are the service's own use cases (``operations.Adjudication``) over a
-``PostgresStore``, so the synchronous jobs run exactly as on SQLite; two
-stores on one database are two replicas (two pools, two writers).
+What every engine does (writes through jobs, retries, reads, export, verification,
+deletions, a failing job's rollback) is the storage contract, ``test_store_contract``, run
+on both. The writes are the service's own use cases (``operations.Adjudication``) over a
+``PostgresStore``; two stores on one database are two replicas (two pools, two writers).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
 
 import asyncpg
 import pytest
 
-from assay.errors import AlreadyExists, DataLoss, Reason
+from assay.errors import AlreadyExists
 from assay.services.adjudication import ledger
 from assay.services.adjudication.model import (
     EVERY_TENANT,
@@ -23,24 +24,18 @@ from assay.services.adjudication.model import (
     Basis,
     ChainHead,
     Outcome,
-    Reviewer,
     ReviewerKind,
-    TenantScope,
 )
 from assay.services.adjudication.operations import Adjudication
 from assay.services.adjudication.resolution import ResolveRequest
 from assay.services.adjudication.retries import RequestKey
-from assay.services.adjudication.reviewers import new_reviewer
 from assay.services.adjudication.reviews import ReviewSubmission
-from assay.services.adjudication.storage import Store
 from assay.services.adjudication.storage.postgres import (
     PostgresStore,
-    PostgresWriteTx,
     SchemaTooNew,
     schema,
 )
-from assay.services.adjudication.storage.store import ExportBatch
-from tests.unit.adjudication.factories import case_input, make_case
+from tests.unit.adjudication.factories import case_input
 
 
 @pytest.fixture
@@ -65,9 +60,7 @@ async def replicas(postgres_dsn: str) -> AsyncIterator[tuple[PostgresStore, Post
 
 
 def service(store: PostgresStore) -> Adjudication:
-    # The use cases are typed against the SQLite store until the storage interface is
-    # extracted; PostgresStore has the same methods.
-    return Adjudication(cast(Store, store))
+    return Adjudication(store)
 
 
 def key(method: str, request_id: str = "", digest: str = "d") -> RequestKey:
@@ -250,149 +243,3 @@ class TestReplicas:
         assert all(isinstance(o, AlreadyExists) for o in failed)
         assert (await replicas[0].verify_chain()).ok
         assert len(await replicas[0].audit_events(0, 100, EVERY_TENANT)) == 5
-
-
-def fixture_reviewer(reviewer_id: str) -> Reviewer:
-    return new_reviewer(reviewer_id, ReviewerKind.MECHANISM_TEST_FIXTURE, "", datetime.now(UTC))
-
-
-class TestWriteTx:
-    async def test_a_job_reads_its_own_writes(self, store: PostgresStore) -> None:
-        """A row queued by a job is sent before the job's next read."""
-
-        def job(tx: PostgresWriteTx) -> Reviewer | None:
-            tx.insert_reviewer(fixture_reviewer("dave"))
-            return tx.reviewer("dave")
-
-        found = await store.write(job)
-        assert found is not None
-        assert found.reviewer_id == "dave"
-
-    async def test_a_duplicate_row_is_refused_as_already_exists(self, store: PostgresStore) -> None:
-        """A duplicate key found when the job's rows are sent fails the job with its reason,
-        and nothing of the job stays."""
-
-        def job(tx: PostgresWriteTx) -> None:
-            tx.insert_reviewer(fixture_reviewer("erin"))
-            tx.append_event(AuditEventType.REVIEWER_REGISTERED, {"reviewer_id": "erin"})
-            tx.insert_reviewer(fixture_reviewer("erin"))
-
-        with pytest.raises(AlreadyExists) as refused:
-            await store.write(job)
-        assert refused.value.reason is Reason.REVIEWER_ALREADY_EXISTS
-        assert await store.reviewer("erin") is None
-        assert await store.audit_events(0, 10, EVERY_TENANT) == []
-
-    async def test_a_failing_job_leaves_the_others_of_its_batch(self, store: PostgresStore) -> None:
-        """Jobs before and after a failing one in the same batch commit, in one chain."""
-
-        def register(reviewer_id: str) -> Callable[[PostgresWriteTx], int]:
-            def job(tx: PostgresWriteTx) -> int:
-                tx.insert_reviewer(fixture_reviewer(reviewer_id))
-                payload = {"reviewer_id": reviewer_id, "kind": "MECHANISM_TEST_FIXTURE"}
-                return tx.append_event(AuditEventType.REVIEWER_REGISTERED, payload).sequence
-
-            return job
-
-        def failing(tx: PostgresWriteTx) -> int:
-            tx.append_event(AuditEventType.REVIEWER_REGISTERED, {"reviewer_id": "ghost"})
-            raise AlreadyExists(Reason.REVIEWER_ALREADY_EXISTS, "refused after writing")
-
-        outcomes = await asyncio.gather(
-            store.write(register("fay")),
-            store.write(failing),
-            store.write(register("gus")),
-            return_exceptions=True,
-        )
-        assert outcomes[0] == 1
-        assert isinstance(outcomes[1], AlreadyExists)
-        assert outcomes[2] == 2
-        events = await store.audit_events(0, 10, EVERY_TENANT)
-        assert [e.payload["reviewer_id"] for e in events] == ["fay", "gus"]
-        assert (await store.verify_chain()).ok
-
-    async def test_a_bulk_insert_records_its_rows_on_the_ledger(self, store: PostgresStore) -> None:
-        """Seeded cases get their CASE_ENQUEUED events, after the events already there."""
-        await gold_case(service(store))
-        before = len(await store.audit_events(0, 100, EVERY_TENANT))
-        seeded = [make_case(f"case-seed-{i}") for i in range(3)]
-
-        def job(tx: PostgresWriteTx) -> None:
-            tx.bulk_insert(seeded, [])
-
-        await store.write(job)
-        events = await store.audit_events(before, 100, EVERY_TENANT)
-        assert [e.payload["case_id"] for e in events] == [c.case_id for c in seeded]
-        assert [e.sequence for e in events] == [before + 1, before + 2, before + 3]
-        assert (await store.verify_chain()).ok
-
-
-class TestReads:
-    async def test_reads_return_what_was_written(self, store: PostgresStore) -> None:
-        """Every read of the store returns the rows the use cases wrote."""
-        app = service(store)
-        case_id = await gold_case(app)
-        other = await enqueue(app, tenant="tenant-b")
-
-        alice = await store.reviewer("alice")
-        assert alice is not None
-        assert alice.kind is ReviewerKind.MECHANISM_TEST_FIXTURE
-        assert [r.reviewer_id for r in await store.reviewers("", 10)] == ["alice", "bob"]
-        assert await store.reviewer("nobody") is None
-
-        detail = await store.case_detail(case_id)
-        assert detail is not None
-        snap, reviews, resolutions = detail
-        assert snap.revision_count == 1
-        assert [r.reviewer_id for r in reviews] == ["alice", "bob"]
-        assert [r.basis for r in resolutions] == [Basis.UNANIMOUS_AGREEMENT]
-
-        labels = await store.gold_labels(case_id, None, 10, EVERY_TENANT)
-        assert [(g.case_id, g.revision, g.label_key) for g in labels] == [(case_id, 1, '"key"')]
-        assert await store.gold_labels("", None, 10, TenantScope(frozenset({"tenant-b"}))) == []
-
-        now = datetime.now(UTC)
-        queued = await store.queue("alice", EVERY_TENANT, "", 10, now)
-        assert [(c.case_id, r) for c, r in queued] == [(other, 1)]
-        scoped = await store.queue("alice", TenantScope(frozenset({"tenant-a"})), "", 10, now)
-        assert scoped == []
-
-        events = await store.audit_events(0, 100, EVERY_TENANT)
-        kinds = [e.event_type for e in events]
-        assert kinds.count(AuditEventType.REVIEW_SUBMITTED) == 2
-        assert kinds[-1] is AuditEventType.CASE_ENQUEUED
-        tenant_b = await store.audit_events(0, 100, TenantScope(frozenset({"tenant-b"})))
-        assert [e.payload["case_id"] for e in tenant_b] == [other]
-        hashes = await store.chain_hashes(0)
-        assert hashes == [(e.sequence, e.hash) for e in events]
-
-        pairs = await store.rated_pairs(EVERY_TENANT)
-        assert len(pairs) == 1
-
-        exported: list[Any] = [item async for item in store.export(EVERY_TENANT, 10)]
-        assert exported[0] == ChainHead(events[-1].sequence, events[-1].hash)
-        batch = exported[1]
-        assert isinstance(batch, ExportBatch)
-        assert [r.revision.case_id for r in batch.records] == [case_id]
-
-        verdict = await store.verify_chain()
-        assert verdict.ok, verdict
-        assert verdict.events_checked == len(events)
-
-    async def test_verification_finds_an_edited_record(self, store: PostgresStore) -> None:
-        """A case row changed behind the service's back fails verification."""
-        case_id = await gold_case(service(store))
-        async with store.pool.acquire() as db:
-            await db.execute("UPDATE cases SET subject = 'forged' WHERE case_id = $1", case_id)
-        verdict = await store.verify_chain()
-        assert not verdict.ok
-        assert case_id in verdict.detail
-
-    async def test_an_edited_case_is_caught_after_it_was_read(self, store: PostgresStore) -> None:
-        """A case read (and checked) once is checked again when its row changes."""
-        case_id = await enqueue(service(store))
-        assert await store.snapshot(case_id) is not None
-        async with store.pool.acquire() as db:
-            await db.execute("UPDATE cases SET subject = 'forged' WHERE case_id = $1", case_id)
-        with pytest.raises(DataLoss):
-            await store.snapshot(case_id)
