@@ -1,7 +1,7 @@
 """Which asyncio event loop a server process runs on.
 
 ``uvloop`` (libuv under asyncio's API) cuts the per-call overhead of the loop
-itself -- futures, callbacks, the thread hops of ``aiosqlite`` -- which for a
+itself -- futures, callbacks, the hops to the SQLite writer thread -- which for a
 Python gRPC server is a large part of every small call: measured here, about
 +10% adjudication ``SubmitReview`` throughput. grpc.aio runs on any asyncio
 loop. ``auto`` (the default) takes uvloop when it is installed (it is a
