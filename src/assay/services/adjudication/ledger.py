@@ -70,6 +70,19 @@ def event_hash(
     )
 
 
+def rehash(event: AuditEvent) -> str:
+    """The hash ``event``'s content should have: what every check of a stored event compares
+    its ``hash`` with."""
+    return event_hash(
+        event.sequence,
+        event.event_type,
+        event.occur_time,
+        event.payload,
+        event.previous_hash,
+        event.actor,
+    )
+
+
 def _chain_hash(
     sequence: int,
     event_type: AuditEventType,
@@ -166,15 +179,7 @@ class ChainVerifier:
             return self._bad(
                 event.sequence, AuditProblem.BROKEN_LINK, "previous_hash is not the prior hash"
             )
-        expected = event_hash(
-            event.sequence,
-            event.event_type,
-            event.occur_time,
-            event.payload,
-            event.previous_hash,
-            event.actor,
-        )
-        if expected != event.hash:
+        if rehash(event) != event.hash:
             return self._bad(
                 event.sequence, AuditProblem.HASH_MISMATCH, "content does not match its hash"
             )

@@ -23,24 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, TypeVar
 
+from assay.services.adjudication import model
 from assay.services.adjudication.agreement import RatedPair
-from assay.services.adjudication.model import (
-    Actor,
-    AuditEvent,
-    AuditEventType,
-    Case,
-    CaseSnapshot,
-    ChainHead,
-    ChainVerdict,
-    DeletedCounts,
-    ExportExclusion,
-    ExportRecord,
-    GoldLabelRevision,
-    Resolution,
-    Review,
-    Reviewer,
-    TenantScope,
-)
 
 T = TypeVar("T")
 
@@ -58,8 +42,8 @@ class StoredResponse:
 class ExportBatch:
     """One chunk of an export: records and the labels excluded from it."""
 
-    records: list[ExportRecord]
-    exclusions: list[ExportExclusion]
+    records: list[model.ExportRecord]
+    exclusions: list[model.ExportExclusion]
 
 
 class BatchSource(Protocol):
@@ -86,41 +70,41 @@ class WriteTx(Protocol):
         case_id: str,
     ) -> None: ...
 
-    def reviewer(self, reviewer_id: str) -> Reviewer | None: ...
+    def reviewer(self, reviewer_id: str) -> model.Reviewer | None: ...
 
-    def reviewers(self, reviewer_ids: Iterable[str]) -> dict[str, Reviewer]: ...
+    def reviewers(self, reviewer_ids: Iterable[str]) -> dict[str, model.Reviewer]: ...
 
     def recorded(
-        self, event_type: AuditEventType, key: str, values: Iterable[str], tenant: str
+        self, event_type: model.AuditEventType, key: str, values: Iterable[str], tenant: str
     ) -> list[dict[str, str]]:
         """The payloads of ``tenant``'s ``event_type`` events whose ``key`` is in ``values``."""
         ...
 
-    def snapshot(self, case_id: str) -> CaseSnapshot | None: ...
+    def snapshot(self, case_id: str) -> model.CaseSnapshot | None: ...
 
-    def remember_snapshot(self, value: CaseSnapshot) -> None:
+    def remember_snapshot(self, value: model.CaseSnapshot) -> None:
         """The case's round as the job leaves it (an engine may keep it between jobs)."""
         ...
 
-    def insert_reviewer(self, value: Reviewer) -> None: ...
+    def insert_reviewer(self, value: model.Reviewer) -> None: ...
 
-    def insert_case(self, value: Case) -> None: ...
+    def insert_case(self, value: model.Case) -> None: ...
 
-    def insert_review(self, value: Review) -> None: ...
+    def insert_review(self, value: model.Review) -> None: ...
 
-    def insert_resolution(self, value: Resolution) -> None: ...
+    def insert_resolution(self, value: model.Resolution) -> None: ...
 
-    def insert_gold_label(self, value: GoldLabelRevision) -> None: ...
+    def insert_gold_label(self, value: model.GoldLabelRevision) -> None: ...
 
     def bulk_insert(
-        self, cases: Iterable[Case], gold_labels: Iterable[GoldLabelRevision]
+        self, cases: Iterable[model.Case], gold_labels: Iterable[model.GoldLabelRevision]
     ) -> None: ...
 
-    def delete_tenant_cases(self, tenant: str) -> DeletedCounts:
+    def delete_tenant_cases(self, tenant: str) -> model.DeletedCounts:
         """Delete ``tenant``'s cases with their reviews, resolutions and stored responses."""
         ...
 
-    def delete_expired(self, at: datetime, scope: TenantScope) -> DeletedCounts:
+    def delete_expired(self, at: datetime, scope: model.TenantScope) -> model.DeletedCounts:
         """Delete the cases of ``scope``'s tenants that expired by ``at``, likewise."""
         ...
 
@@ -128,11 +112,11 @@ class WriteTx(Protocol):
 
     def append_event(
         self,
-        event_type: AuditEventType,
+        event_type: model.AuditEventType,
         payload: dict[str, str],
         tenant: str = "",
-        actor: Actor | None = None,
-    ) -> AuditEvent: ...
+        actor: model.Actor | None = None,
+    ) -> model.AuditEvent: ...
 
 
 class Store(Protocol):
@@ -150,40 +134,42 @@ class Store(Protocol):
         a few rows of one case (an engine may run it on the event loop)."""
         ...
 
-    async def reviewer(self, reviewer_id: str) -> Reviewer | None: ...
+    async def reviewer(self, reviewer_id: str) -> model.Reviewer | None: ...
 
-    async def reviewers(self, after: str, limit: int) -> list[Reviewer]: ...
+    async def reviewers(self, after: str, limit: int) -> list[model.Reviewer]: ...
 
-    async def snapshot(self, case_id: str) -> CaseSnapshot | None: ...
+    async def snapshot(self, case_id: str) -> model.CaseSnapshot | None: ...
 
-    async def case_state(self, case_id: str) -> CaseSnapshot | None: ...
+    async def case_state(self, case_id: str) -> model.CaseSnapshot | None: ...
 
     async def case_detail(
         self, case_id: str
-    ) -> tuple[CaseSnapshot, list[Review], list[Resolution]] | None: ...
+    ) -> tuple[model.CaseSnapshot, list[model.Review], list[model.Resolution]] | None: ...
 
     async def queue(
-        self, reviewer_id: str, scope: TenantScope, after: str, limit: int, at: datetime
-    ) -> list[tuple[Case, int]]: ...
+        self, reviewer_id: str, scope: model.TenantScope, after: str, limit: int, at: datetime
+    ) -> list[tuple[model.Case, int]]: ...
 
     async def gold_labels(
-        self, case_id: str, after: tuple[str, int] | None, limit: int, scope: TenantScope
-    ) -> list[GoldLabelRevision]: ...
+        self, case_id: str, after: tuple[str, int] | None, limit: int, scope: model.TenantScope
+    ) -> list[model.GoldLabelRevision]: ...
 
     async def audit_events(
-        self, after: int, limit: int, scope: TenantScope
-    ) -> list[AuditEvent]: ...
+        self, after: int, limit: int, scope: model.TenantScope
+    ) -> list[model.AuditEvent]: ...
 
     async def chain_hashes(self, after: int) -> list[tuple[int, str]]:
         """(sequence, hash) of every committed audit event after ``after``, in order."""
         ...
 
-    async def rated_pairs(self, scope: TenantScope) -> list[RatedPair]: ...
+    async def rated_pairs(self, scope: model.TenantScope) -> list[RatedPair]: ...
 
-    def export(self, scope: TenantScope, batch_size: int) -> AsyncIterator[ChainHead | ExportBatch]:
+    def export(
+        self, scope: model.TenantScope, batch_size: int
+    ) -> AsyncIterator[model.ChainHead | ExportBatch]:
         """The chain head, then batches, all from one snapshot."""
         ...
 
-    async def verify_chain(self) -> ChainVerdict:
+    async def verify_chain(self) -> model.ChainVerdict:
         """Walk every event, then cross-check every record row against the ledger."""
         ...

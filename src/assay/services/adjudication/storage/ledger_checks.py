@@ -7,7 +7,9 @@ the row. So every read that returns records looks their events up in the same
 read transaction (one snapshot: a row and its event are committed together)
 and fails with DATA_LOSS naming the first record that disagrees or has no event
 (``records.record_loss``). Each kind costs one query over the partial index of
-its event type (schema V3, V4), however long the ledger is.
+its event type (schema V3, V4), however long the ledger is. What each kind is
+compared with is ``ledger_rules``, shared with PostgreSQL; only the fetching is
+here.
 
 The writer's own reads skip this: the freeze checks what it builds on
 (``operations._check_recorded``), and SubmitReview's hot path stays one query.
@@ -16,21 +18,12 @@ The writer's own reads skip this: the freeze checks what it builds on
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
-from assay.services.adjudication import ledger, records
-from assay.services.adjudication.model import (
-    AuditEvent,
-    AuditEventType,
-    Case,
-    CaseSnapshot,
-    GoldLabelRevision,
-    Resolution,
-    Review,
-    Reviewer,
-)
-from assay.services.adjudication.storage import rows
+from assay.services.adjudication import model
+from assay.services.adjudication.storage import ledger_rules, rows
+from assay.services.adjudication.storage.ledger_rules import Rule
 
 T = TypeVar("T")
 
@@ -39,7 +32,7 @@ CHUNK = 500
 
 
 def recorded_sql(
-    event_type: AuditEventType,
+    event_type: model.AuditEventType,
     key: str,
     count: int,
     columns: str = "payload",
@@ -61,92 +54,37 @@ def recorded_sql(
 
 
 def events(
-    db: sqlite3.Connection, event_type: AuditEventType, key: str, ids: Iterable[str]
-) -> dict[str, AuditEvent]:
-    """The first event of ``event_type`` recording each record (by ``records.record_key``)
-    whose payload ``key`` is one of ``ids``."""
-    wanted = sorted(set(ids))
-    found: dict[str, AuditEvent] = {}
-    for start in range(0, len(wanted), CHUNK):
-        chunk = wanted[start : start + CHUNK]
+    db: sqlite3.Connection, event_type: model.AuditEventType, key: str, ids: Sequence[str]
+) -> Iterator[model.AuditEvent]:
+    """The events of ``event_type`` whose payload ``key`` is one of ``ids``."""
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start : start + CHUNK]
         sql = recorded_sql(event_type, key, len(chunk), rows.AUDIT_COLUMNS, by_tenant=False)
-        keep_first(found, (rows.audit_event(row) for row in db.execute(sql, chunk)))
-    return found
+        yield from (rows.audit_event(row) for row in db.execute(sql, chunk))
 
 
-def keep_first(found: dict[str, AuditEvent], events: Iterable[AuditEvent]) -> None:
-    """Into ``found``, by ``records.record_key``: the first event recording each record
-    (shared with the PostgreSQL checks, which only fetch differently)."""
-    for event in events:
-        named = records.record_key(event.event_type.value, event.payload)
-        held = found.get(named[1]) if named is not None else None
-        if named is not None and (held is None or event.sequence < held.sequence):
-            found[named[1]] = event
-
-
-def _check(
-    db: sqlite3.Connection,
-    event_type: AuditEventType,
-    key: str,
-    values: Sequence[T],
-    lookup: Callable[[T], str],
-    record_id: Callable[[T], str],
-    commitment: Callable[[T], records.Commitment | None],
-) -> dict[str, AuditEvent]:
+def check(
+    db: sqlite3.Connection, rule: Rule[T], values: Sequence[T]
+) -> dict[str, model.AuditEvent]:
     """DATA_LOSS at the first of ``values`` that disagrees with its event; else the events,
     by record id."""
     if not values:
         return {}
-    found = events(db, event_type, key, (lookup(v) for v in values))
-    compare(event_type, values, found, record_id, commitment)
-    return found
+    return rule.match(values, events(db, rule.event_type, rule.key, rule.ids(values)))
 
 
-def compare(
-    event_type: AuditEventType,
-    values: Sequence[T],
-    found: dict[str, AuditEvent],
-    record_id: Callable[[T], str],
-    commitment: Callable[[T], records.Commitment | None],
-) -> None:
-    """DATA_LOSS at the first of ``values`` that disagrees with its event in ``found``."""
-    kind, _ = records.EVENT_KEYS[event_type.value]
-    for value in values:
-        name = record_id(value)
-        event = found.get(name)
-        why = records.mismatch(commitment(value), event.payload if event else None)
-        if why:
-            raise records.record_loss(kind, name, why)
+def check_reviewers(db: sqlite3.Connection, values: Sequence[model.Reviewer]) -> None:
+    check(db, ledger_rules.REVIEWERS, values)
 
 
-def check_reviewers(db: sqlite3.Connection, values: Sequence[Reviewer]) -> None:
-    _check(
-        db,
-        AuditEventType.REVIEWER_REGISTERED,
-        "reviewer_id",
-        values,
-        lambda r: r.reviewer_id,
-        lambda r: r.reviewer_id,
-        records.reviewer_commitment,
-    )
-
-
-def check_cases(db: sqlite3.Connection, values: Sequence[Case]) -> None:
-    _check(
-        db,
-        AuditEventType.CASE_ENQUEUED,
-        "case_id",
-        values,
-        lambda c: c.case_id,
-        lambda c: c.case_id,
-        records.case_commitment,
-    )
+def check_cases(db: sqlite3.Connection, values: Sequence[model.Case]) -> None:
+    check(db, ledger_rules.CASES, values)
 
 
 def check_case_ids(db: sqlite3.Connection, case_ids: Sequence[str]) -> None:
     """Read the cases (their content re-digested) and check them: for reads that return
     only part of a case (an export's blinded case)."""
-    found: list[Case] = []
+    found: list[model.Case] = []
     for start in range(0, len(case_ids), CHUNK):
         chunk = case_ids[start : start + CHUNK]
         marks = ", ".join("?" * len(chunk))
@@ -155,89 +93,35 @@ def check_case_ids(db: sqlite3.Connection, case_ids: Sequence[str]) -> None:
     check_cases(db, found)
 
 
-def check_reviews(db: sqlite3.Connection, values: Sequence[Review]) -> None:
-    _check(
-        db,
-        AuditEventType.REVIEW_SUBMITTED,
-        "review_id",
-        values,
-        lambda r: r.review_id,
-        lambda r: r.review_id,
-        records.review_commitment,
-    )
+def check_reviews(db: sqlite3.Connection, values: Sequence[model.Review]) -> None:
+    check(db, ledger_rules.REVIEWS, values)
 
 
-def check_resolutions(db: sqlite3.Connection, values: Sequence[Resolution]) -> None:
-    _check(
-        db,
-        AuditEventType.CASE_RESOLVED,
-        "case_id",
-        values,
-        lambda r: r.case_id,
-        records.resolution_id,
-        records.resolution_commitment,
-    )
+def check_resolutions(db: sqlite3.Connection, values: Sequence[model.Resolution]) -> None:
+    check(db, ledger_rules.RESOLUTIONS, values)
 
 
 def check_gold_labels(
-    db: sqlite3.Connection, values: Sequence[GoldLabelRevision]
-) -> dict[str, AuditEvent]:
+    db: sqlite3.Connection, values: Sequence[model.GoldLabelRevision]
+) -> dict[str, model.AuditEvent]:
     """Check the revisions; their GOLD_LABEL_FROZEN events by ``records.gold_id``."""
-    return _check(
-        db,
-        AuditEventType.GOLD_LABEL_FROZEN,
-        "case_id",
-        values,
-        lambda g: g.case_id,
-        records.gold_id,
-        records.gold_commitment,
-    )
+    return check(db, ledger_rules.GOLD_LABELS, values)
 
 
-def check_events(db: sqlite3.Connection, values: Sequence[AuditEvent]) -> None:
-    """DATA_LOSS (metadata ``sequence``) at the first event whose hash is not the hash of
-    its content, or whose ``previous_hash`` is not the stored hash of the event before it
-    (looked up by sequence: a page of one tenant's events skips the others'): an edited,
-    removed, inserted or reordered event is never served as if nothing happened. One
-    primary-key query per page."""
-    missing = previous_sequences(values)
+def check_events(db: sqlite3.Connection, values: Sequence[model.AuditEvent]) -> None:
+    """``ledger_rules.check_links`` with the stored hashes it needs: one primary-key query
+    per page."""
+    missing = ledger_rules.previous_sequences(values)
     stored: dict[int, str] = {}
     for start in range(0, len(missing), CHUNK):
         chunk = missing[start : start + CHUNK]
         marks = ", ".join("?" * len(chunk))
         sql = f"SELECT sequence, hash FROM audit_events WHERE sequence IN ({marks})"
         stored.update((int(row["sequence"]), str(row["hash"])) for row in db.execute(sql, chunk))
-    check_links(values, stored)
+    ledger_rules.check_links(values, stored)
 
 
-def previous_sequences(values: Sequence[AuditEvent]) -> list[int]:
-    """The sequences whose stored hashes ``check_links`` needs beyond ``values`` own."""
-    have = {v.sequence for v in values}
-    return sorted({v.sequence - 1 for v in values} - {0} - have)
-
-
-def check_links(values: Sequence[AuditEvent], stored: dict[int, str]) -> None:
-    """DATA_LOSS at the first event of ``values`` whose link or hash fails; ``stored``: the
-    stored hash by sequence of each event before one of ``values``."""
-    stored = {**stored, **{v.sequence: v.hash for v in values}, 0: ledger.EMPTY_HEAD.hash}
-    for event in values:
-        why = ""
-        if event.previous_hash != stored.get(event.sequence - 1):
-            why = "its previous_hash is not the stored hash of the event before it"
-        elif event.hash != ledger.event_hash(
-            event.sequence,
-            event.event_type,
-            event.occur_time,
-            event.payload,
-            event.previous_hash,
-            event.actor,
-        ):
-            why = "its content does not match its hash"
-        if why:
-            raise records.event_loss(event.sequence, why)
-
-
-def check_snapshot(db: sqlite3.Connection, snap: CaseSnapshot | None) -> None:
+def check_snapshot(db: sqlite3.Connection, snap: model.CaseSnapshot | None) -> None:
     """The case, its current round's reviews and its resolution."""
     if snap is None:
         return

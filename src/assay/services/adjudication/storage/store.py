@@ -14,14 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from assay.errors import DataLoss
-from assay.services.adjudication import cases, ledger, records
+from assay.services.adjudication import cases, records
 from assay.services.adjudication.agreement import RatedPair
 from assay.services.adjudication.blinding import blind
 from assay.services.adjudication.model import (
@@ -33,13 +32,12 @@ from assay.services.adjudication.model import (
     ExportExclusion,
     ExportRecord,
     GoldLabelRevision,
-    RecordKind,
     Resolution,
     Review,
     Reviewer,
     TenantScope,
 )
-from assay.services.adjudication.storage import files, ledger_checks, queries, rows
+from assay.services.adjudication.storage import files, ledger_checks, queries, rows, verify_walk
 from assay.services.adjudication.storage.engine import ExportBatch
 from assay.services.adjudication.storage.schema import MIGRATIONS, PRAGMAS, SCHEMA_VERSION
 from assay.services.adjudication.storage.single_process import ProcessLock
@@ -314,79 +312,21 @@ class Store:
 
 
 def _verify(raw: sqlite3.Connection) -> ChainVerdict:
+    """``verify_walk`` over this connection's cursors, in one read transaction: the record
+    rows stream through the verifier."""
     raw.execute("BEGIN")
     try:
-        verifier = ledger.ChainVerifier()
-        sql = f"SELECT {rows.AUDIT_COLUMNS} FROM audit_events ORDER BY sequence"
-        for row in raw.execute(sql):
-            try:
-                event = rows.audit_event(row)
-            except DataLoss as error:
-                if not verifier.unreadable(int(row["sequence"]), error.message):
-                    break
-                continue
-            if not verifier.check(event):
-                break
-        gold_sql = f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels ORDER BY case_id, revision"
-        gold_rows = [] if verifier.verdict else [_digest_check(r) for r in raw.execute(gold_sql)]
-        return verifier.finish(gold_rows, [] if verifier.verdict else _stored_records(raw))
+        walk = verify_walk.ChainWalk()
+        if not walk.events(raw.execute(verify_walk.EVENTS_SQL)):
+            return walk.finish([], [])
+        stored = (
+            verify_walk.stored_record(kind, row)
+            for kind, sql in verify_walk.RECORD_SQL
+            for row in raw.execute(sql)
+        )
+        return walk.finish(raw.execute(verify_walk.GOLD_SQL), stored)
     finally:
         raw.execute("COMMIT")
-
-
-def _stored_records(
-    raw: sqlite3.Connection,
-) -> Iterator[tuple[RecordKind, str, records.Commitment | None]]:
-    """(kind, id, the commitment recomputed from the row, or None if unreadable) of every
-    reviewer, case, review and resolution row."""
-    tables: tuple[tuple[RecordKind, str, Callable[[Any], tuple[str, Any]]], ...] = (
-        (RecordKind.REVIEWER, f"SELECT {rows.REVIEWER_COLUMNS} FROM reviewers", _reviewer),
-        (RecordKind.CASE, f"SELECT {rows.CASE_COLUMNS} FROM cases", _case),
-        (RecordKind.REVIEW, f"SELECT {rows.REVIEW_COLUMNS} FROM reviews", _review),
-        (RecordKind.RESOLUTION, f"SELECT {rows.RESOLUTION_COLUMNS} FROM resolutions", _resolution),
-    )
-    for kind, sql, check in tables:
-        for row in raw.execute(sql):
-            record_id, commitment = check(row)
-            yield kind, record_id, commitment
-
-
-def _reviewer(row: Any) -> tuple[str, records.Commitment | None]:
-    try:
-        return str(row["reviewer_id"]), records.reviewer_commitment(rows.reviewer(row))
-    except DataLoss:
-        return str(row["reviewer_id"]), None
-
-
-def _case(row: Any) -> tuple[str, records.Commitment | None]:
-    try:
-        return str(row["case_id"]), records.case_commitment(rows.case(row, check=False))
-    except DataLoss:
-        return str(row["case_id"]), None
-
-
-def _review(row: Any) -> tuple[str, records.Commitment | None]:
-    try:
-        return str(row["review_id"]), records.review_commitment(rows.review(row))
-    except DataLoss:
-        return str(row["review_id"]), None
-
-
-def _resolution(row: Any) -> tuple[str, records.Commitment | None]:
-    key = f"{row['case_id']}#{row['round']}"
-    try:
-        return key, records.resolution_commitment(rows.resolution(row))
-    except DataLoss:
-        return key, None
-
-
-def _digest_check(row: Any) -> tuple[str, int, str, str]:
-    """(case, revision, stored digest, the digest the row really has or "" if invalid)."""
-    try:
-        recomputed = rows.gold_label(row).digest
-    except DataLoss:
-        recomputed = ""
-    return str(row["case_id"]), int(row["revision"]), str(row["digest"]), recomputed
 
 
 def _checked(raw: sqlite3.Connection, batch: ExportBatch) -> ExportBatch:

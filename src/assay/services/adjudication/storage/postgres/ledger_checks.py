@@ -1,40 +1,29 @@
 """Records checked against their ledger events as they are read, on PostgreSQL.
 
 The same checks as SQLite's (``storage.ledger_checks``: the rule, why it
-exists, which record each read checks): the comparison is shared
-(``compare``, ``keep_first``, ``check_links``); only the fetching is here. Each
-kind costs one query over its event type's partial expression index; the
-reads run inside one REPEATABLE READ snapshot, so a row and its event, which
-were committed together, are seen together.
+exists, which record each read checks), with the same rules
+(``storage.ledger_rules``: what is compared, what DATA_LOSS says); only the
+fetching is here. Each kind costs one query over its event type's partial
+expression index; the reads run inside one REPEATABLE READ snapshot, so a row
+and its event, which were committed together, are seen together.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TypeVar
 
-from assay.services.adjudication import records
+from assay.services.adjudication import model
 from assay.services.adjudication.canonical import to_micros
-from assay.services.adjudication.model import (
-    AuditEvent,
-    AuditEventType,
-    Case,
-    CaseSnapshot,
-    GoldLabelRevision,
-    Resolution,
-    Review,
-    Reviewer,
-    TenantScope,
-)
-from assay.services.adjudication.storage import rows
-from assay.services.adjudication.storage.ledger_checks import check_links, compare, keep_first
+from assay.services.adjudication.storage import ledger_rules, rows
+from assay.services.adjudication.storage.ledger_rules import Rule
 from assay.services.adjudication.storage.postgres import queries
 
 T = TypeVar("T")
 
 
-def _events_sql(event_type: AuditEventType, key: str) -> str:
+def _events_sql(event_type: model.AuditEventType, key: str) -> str:
     # Spelled out (our own enum and code, never a request) so the planner can match the
     # partial expression index of the event type.
     return (
@@ -43,47 +32,21 @@ def _events_sql(event_type: AuditEventType, key: str) -> str:
     )
 
 
-async def _check(
-    db: queries.Db,
-    event_type: AuditEventType,
-    key: str,
-    values: Sequence[T],
-    lookup: Callable[[T], str],
-    record_id: Callable[[T], str],
-    commitment: Callable[[T], records.Commitment | None],
-) -> dict[str, AuditEvent]:
+async def check(db: queries.Db, rule: Rule[T], values: Sequence[T]) -> dict[str, model.AuditEvent]:
+    """DATA_LOSS at the first of ``values`` that disagrees with its event; else the events,
+    by record id."""
     if not values:
         return {}
-    ids = sorted({lookup(v) for v in values})
-    found: dict[str, AuditEvent] = {}
-    fetched = await db.fetch(_events_sql(event_type, key), ids)
-    keep_first(found, (rows.audit_event(queries.row(r)) for r in fetched))
-    compare(event_type, values, found, record_id, commitment)
-    return found
+    fetched = await db.fetch(_events_sql(rule.event_type, rule.key), rule.ids(values))
+    return rule.match(values, (rows.audit_event(queries.row(r)) for r in fetched))
 
 
-async def check_reviewers(db: queries.Db, values: Sequence[Reviewer]) -> None:
-    await _check(
-        db,
-        AuditEventType.REVIEWER_REGISTERED,
-        "reviewer_id",
-        values,
-        lambda r: r.reviewer_id,
-        lambda r: r.reviewer_id,
-        records.reviewer_commitment,
-    )
+async def check_reviewers(db: queries.Db, values: Sequence[model.Reviewer]) -> None:
+    await check(db, ledger_rules.REVIEWERS, values)
 
 
-async def check_cases(db: queries.Db, values: Sequence[Case]) -> None:
-    await _check(
-        db,
-        AuditEventType.CASE_ENQUEUED,
-        "case_id",
-        values,
-        lambda c: c.case_id,
-        lambda c: c.case_id,
-        records.case_commitment,
-    )
+async def check_cases(db: queries.Db, values: Sequence[model.Case]) -> None:
+    await check(db, ledger_rules.CASES, values)
 
 
 async def check_case_ids(db: queries.Db, case_ids: Sequence[str]) -> None:
@@ -96,55 +59,31 @@ async def check_case_ids(db: queries.Db, case_ids: Sequence[str]) -> None:
     await check_cases(db, [rows.case(queries.row(r)) for r in found])
 
 
-async def check_reviews(db: queries.Db, values: Sequence[Review]) -> None:
-    await _check(
-        db,
-        AuditEventType.REVIEW_SUBMITTED,
-        "review_id",
-        values,
-        lambda r: r.review_id,
-        lambda r: r.review_id,
-        records.review_commitment,
-    )
+async def check_reviews(db: queries.Db, values: Sequence[model.Review]) -> None:
+    await check(db, ledger_rules.REVIEWS, values)
 
 
-async def check_resolutions(db: queries.Db, values: Sequence[Resolution]) -> None:
-    await _check(
-        db,
-        AuditEventType.CASE_RESOLVED,
-        "case_id",
-        values,
-        lambda r: r.case_id,
-        records.resolution_id,
-        records.resolution_commitment,
-    )
+async def check_resolutions(db: queries.Db, values: Sequence[model.Resolution]) -> None:
+    await check(db, ledger_rules.RESOLUTIONS, values)
 
 
 async def check_gold_labels(
-    db: queries.Db, values: Sequence[GoldLabelRevision]
-) -> dict[str, AuditEvent]:
+    db: queries.Db, values: Sequence[model.GoldLabelRevision]
+) -> dict[str, model.AuditEvent]:
     """Check the revisions; their GOLD_LABEL_FROZEN events by ``records.gold_id``."""
-    return await _check(
-        db,
-        AuditEventType.GOLD_LABEL_FROZEN,
-        "case_id",
-        values,
-        lambda g: g.case_id,
-        records.gold_id,
-        records.gold_commitment,
-    )
+    return await check(db, ledger_rules.GOLD_LABELS, values)
 
 
-async def check_events(db: queries.Db, values: Sequence[AuditEvent]) -> None:
-    """Each event re-hashed and linked to its predecessor's stored hash (one query)."""
-    wanted = sorted({v.sequence - 1 for v in values} - {0} - {v.sequence for v in values})
+async def check_events(db: queries.Db, values: Sequence[model.AuditEvent]) -> None:
+    """``ledger_rules.check_links`` with the stored hashes it needs (one query)."""
     found = await db.fetch(
-        "SELECT sequence, hash FROM audit_events WHERE sequence = ANY($1::bigint[])", wanted
+        "SELECT sequence, hash FROM audit_events WHERE sequence = ANY($1::bigint[])",
+        ledger_rules.previous_sequences(values),
     )
-    check_links(values, {int(r["sequence"]): str(r["hash"]) for r in found})
+    ledger_rules.check_links(values, {int(r["sequence"]): str(r["hash"]) for r in found})
 
 
-async def check_snapshot(db: queries.Db, snap: CaseSnapshot | None) -> None:
+async def check_snapshot(db: queries.Db, snap: model.CaseSnapshot | None) -> None:
     """The case, its current round's reviews and its resolution."""
     if snap is None:
         return
@@ -179,7 +118,7 @@ _EXCLUDING_RESOLUTIONS = (
 async def check_queue_exclusions(
     db: queries.Db,
     reviewer_id: str,
-    scope: TenantScope,
+    scope: model.TenantScope,
     after: str,
     upto: str | None,
     at: datetime,

@@ -2,30 +2,27 @@
 
 Both read one consistent snapshot (a REPEATABLE READ, read-only transaction)
 through server-side cursors, so memory stays flat however large the ledger
-is. The checks themselves are the engine-free ones in ``ledger`` and
-``records``; only the row fetching is here.
+is. The checks themselves are the engine-free ones in ``verify_walk``,
+``ledger`` and ``records``; only the row fetching is here.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import replace
-from typing import Any
 
 import asyncpg
 
-from assay.errors import DataLoss
-from assay.services.adjudication import ledger, records
+from assay.services.adjudication import records
 from assay.services.adjudication.blinding import blind
 from assay.services.adjudication.model import (
     ChainHead,
     ChainVerdict,
     ExportExclusion,
     ExportRecord,
-    RecordKind,
     TenantScope,
 )
-from assay.services.adjudication.storage import rows
+from assay.services.adjudication.storage import rows, verify_walk
 from assay.services.adjudication.storage.engine import ExportBatch
 from assay.services.adjudication.storage.postgres import ledger_checks, queries
 
@@ -33,81 +30,19 @@ PREFETCH = 1000
 
 
 async def verify_chain(db: queries.Db) -> ChainVerdict:
-    """Walk every event, then cross-check every gold-label row and every record row against
-    the ledger. ``db`` is inside a read-only REPEATABLE READ transaction."""
-    verifier = ledger.ChainVerifier()
-    sql = f"SELECT {rows.AUDIT_COLUMNS} FROM audit_events ORDER BY sequence"
-    async for row in db.cursor(sql, prefetch=PREFETCH):
-        try:
-            event = rows.audit_event(queries.row(row))
-        except DataLoss as error:
-            if not verifier.unreadable(int(row["sequence"]), error.message):
-                break
-            continue
-        if not verifier.check(event):
-            break
-    if verifier.verdict is not None:
-        return verifier.finish([], [])
-    gold_sql = f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels ORDER BY case_id, revision"
-    gold_rows = [_digest_check(r) for r in await db.fetch(gold_sql)]
-    return verifier.finish(gold_rows, await _stored_records(db))
-
-
-async def _stored_records(
-    db: queries.Db,
-) -> list[tuple[RecordKind, str, records.Commitment | None]]:
-    """(kind, id, the commitment recomputed from the row, or None if unreadable) of every
-    reviewer, case, review and resolution row."""
-    tables: tuple[tuple[RecordKind, str, Callable[[Any], tuple[str, Any]]], ...] = (
-        (RecordKind.REVIEWER, f"SELECT {rows.REVIEWER_COLUMNS} FROM reviewers", _reviewer),
-        (RecordKind.CASE, f"SELECT {rows.CASE_COLUMNS} FROM cases", _case),
-        (RecordKind.REVIEW, f"SELECT {rows.REVIEW_COLUMNS} FROM reviews", _review),
-        (RecordKind.RESOLUTION, f"SELECT {rows.RESOLUTION_COLUMNS} FROM resolutions", _resolution),
-    )
-    found: list[tuple[RecordKind, str, records.Commitment | None]] = []
-    for kind, sql, check in tables:
-        async for row in db.cursor(sql, prefetch=PREFETCH):
-            record_id, commitment = check(row)
-            found.append((kind, record_id, commitment))
-    return found
-
-
-def _reviewer(row: Any) -> tuple[str, records.Commitment | None]:
-    try:
-        return str(row["reviewer_id"]), records.reviewer_commitment(rows.reviewer(row))
-    except DataLoss:
-        return str(row["reviewer_id"]), None
-
-
-def _case(row: Any) -> tuple[str, records.Commitment | None]:
-    try:
-        return str(row["case_id"]), records.case_commitment(rows.case(row, check=False))
-    except DataLoss:
-        return str(row["case_id"]), None
-
-
-def _review(row: Any) -> tuple[str, records.Commitment | None]:
-    try:
-        return str(row["review_id"]), records.review_commitment(rows.review(row))
-    except DataLoss:
-        return str(row["review_id"]), None
-
-
-def _resolution(row: Any) -> tuple[str, records.Commitment | None]:
-    key = f"{row['case_id']}#{row['round']}"
-    try:
-        return key, records.resolution_commitment(rows.resolution(row))
-    except DataLoss:
-        return key, None
-
-
-def _digest_check(row: Any) -> tuple[str, int, str, str]:
-    """(case, revision, stored digest, the digest the row really has or "" if invalid)."""
-    try:
-        recomputed = rows.gold_label(queries.row(row)).digest
-    except DataLoss:
-        recomputed = ""
-    return str(row["case_id"]), int(row["revision"]), str(row["digest"]), recomputed
+    """``verify_walk`` fed from server-side cursors. ``db`` is inside a read-only REPEATABLE
+    READ transaction."""
+    walk = verify_walk.ChainWalk()
+    async for row in db.cursor(verify_walk.EVENTS_SQL, prefetch=PREFETCH):
+        if not walk.event(row):
+            return walk.finish([], [])
+    gold = await db.fetch(verify_walk.GOLD_SQL)
+    stored = [
+        verify_walk.stored_record(kind, row)
+        for kind, sql in verify_walk.RECORD_SQL
+        async for row in db.cursor(sql, prefetch=PREFETCH)
+    ]
+    return walk.finish(gold, stored)
 
 
 _CASE_NAMES = rows.names(rows.CASE_COLUMNS)

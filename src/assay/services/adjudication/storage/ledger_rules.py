@@ -1,0 +1,124 @@
+"""What each kind of record must match in the ledger: the read checks' rules, for both engines.
+
+``ledger_checks`` (SQLite) and ``postgres.ledger_checks`` differ only in how
+they fetch a record's events and the stored hashes an event links to; which
+event records a kind, which payload key names it, what is compared and the
+DATA_LOSS a disagreement raises are here, once, so the two engines cannot
+drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from assay.services.adjudication import ledger, records
+from assay.services.adjudication.model import (
+    AuditEvent,
+    AuditEventType,
+    Case,
+    GoldLabelRevision,
+    Resolution,
+    Review,
+    Reviewer,
+)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Rule(Generic[T]):
+    """A kind of record and the event that recorded it: ``event_type`` events whose payload
+    ``key`` is the record's ``lookup``, matched by ``record_id`` and compared on the
+    ``commitment`` recomputed from the record."""
+
+    event_type: AuditEventType
+    key: str
+    lookup: Callable[[T], str]
+    record_id: Callable[[T], str]
+    commitment: Callable[[T], records.Commitment | None]
+
+    def ids(self, values: Iterable[T]) -> list[str]:
+        """The payload values to fetch the events of ``values`` by, each once, sorted."""
+        return sorted({self.lookup(v) for v in values})
+
+    def match(self, values: Sequence[T], events: Iterable[AuditEvent]) -> dict[str, AuditEvent]:
+        """DATA_LOSS at the first of ``values`` that disagrees with its event (or has none)
+        among ``events``; else the events, by record id."""
+        found: dict[str, AuditEvent] = {}
+        for event in events:
+            named = records.record_key(event.event_type.value, event.payload)
+            held = found.get(named[1]) if named is not None else None
+            # The first event recording a record is its record: a later one cannot replace it.
+            if named is not None and (held is None or event.sequence < held.sequence):
+                found[named[1]] = event
+        kind, _ = records.EVENT_KEYS[self.event_type.value]
+        for value in values:
+            name = self.record_id(value)
+            recorded = found.get(name)
+            why = records.mismatch(self.commitment(value), recorded.payload if recorded else None)
+            if why:
+                raise records.record_loss(kind, name, why)
+        return found
+
+
+REVIEWERS: Rule[Reviewer] = Rule(
+    AuditEventType.REVIEWER_REGISTERED,
+    "reviewer_id",
+    lambda r: r.reviewer_id,
+    lambda r: r.reviewer_id,
+    records.reviewer_commitment,
+)
+CASES: Rule[Case] = Rule(
+    AuditEventType.CASE_ENQUEUED,
+    "case_id",
+    lambda c: c.case_id,
+    lambda c: c.case_id,
+    records.case_commitment,
+)
+REVIEWS: Rule[Review] = Rule(
+    AuditEventType.REVIEW_SUBMITTED,
+    "review_id",
+    lambda r: r.review_id,
+    lambda r: r.review_id,
+    records.review_commitment,
+)
+RESOLUTIONS: Rule[Resolution] = Rule(
+    AuditEventType.CASE_RESOLVED,
+    "case_id",
+    lambda r: r.case_id,
+    records.resolution_id,
+    records.resolution_commitment,
+)
+# Their events come back by ``records.gold_id``: an export attaches each to its label.
+GOLD_LABELS: Rule[GoldLabelRevision] = Rule(
+    AuditEventType.GOLD_LABEL_FROZEN,
+    "case_id",
+    lambda g: g.case_id,
+    records.gold_id,
+    records.gold_commitment,
+)
+
+
+def previous_sequences(values: Sequence[AuditEvent]) -> list[int]:
+    """The sequences whose stored hashes ``check_links`` needs beyond ``values`` own."""
+    have = {v.sequence for v in values}
+    return sorted({v.sequence - 1 for v in values} - {0} - have)
+
+
+def check_links(values: Sequence[AuditEvent], stored: dict[int, str]) -> None:
+    """DATA_LOSS (metadata ``sequence``) at the first event of ``values`` whose hash is not
+    the hash of its content, or whose ``previous_hash`` is not the stored hash of the event
+    before it (``stored``: by sequence, each event before one of ``values``; a page of one
+    tenant's events skips the others'): an edited, removed, inserted or reordered event is
+    never served as if nothing happened."""
+    stored = {**stored, **{v.sequence: v.hash for v in values}, 0: ledger.EMPTY_HEAD.hash}
+    for event in values:
+        why = ""
+        if event.previous_hash != stored.get(event.sequence - 1):
+            why = "its previous_hash is not the stored hash of the event before it"
+        elif event.hash != ledger.rehash(event):
+            why = "its content does not match its hash"
+        if why:
+            raise records.event_loss(event.sequence, why)
