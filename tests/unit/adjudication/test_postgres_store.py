@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
-from assay.errors import AlreadyExists
+from assay.errors import AlreadyExists, Reason
 from assay.services.adjudication import ledger
 from assay.services.adjudication.model import (
     EVERY_TENANT,
@@ -29,9 +29,11 @@ from assay.services.adjudication.model import (
 from assay.services.adjudication.operations import Adjudication
 from assay.services.adjudication.resolution import ResolveRequest
 from assay.services.adjudication.retries import RequestKey
+from assay.services.adjudication.reviewers import new_reviewer
 from assay.services.adjudication.reviews import ReviewSubmission
 from assay.services.adjudication.storage.postgres import (
     PostgresStore,
+    PostgresWriteTx,
     SchemaTooNew,
     schema,
 )
@@ -243,3 +245,54 @@ class TestReplicas:
         assert all(isinstance(o, AlreadyExists) for o in failed)
         assert (await replicas[0].verify_chain()).ok
         assert len(await replicas[0].audit_events(0, 100, EVERY_TENANT)) == 5
+
+
+class TestBatchedWrites:
+    async def test_a_row_refused_in_a_later_jobs_statement_fails_only_its_job(
+        self, store: PostgresStore
+    ) -> None:
+        """A job's rows travel with the next job's read; refused there, they fail their own job."""
+        app = service(store)
+        case_id = await enqueue(app)
+        await register(app, "alice")
+        await review(app, case_id, "alice")
+        snap = await store.snapshot(case_id)
+        assert snap is not None
+        sizes: list[int] = []
+        store.writer.on_batch = lambda jobs, _: sizes.append(jobs)
+
+        def duplicate(tx: PostgresWriteTx) -> str:
+            tx.insert_review(snap.round_reviews[0])
+            return "written"
+
+        def reader(tx: PostgresWriteTx) -> str:
+            return "read" if tx.recall(("", ""), "unknown") is None else "found"
+
+        first, second = await asyncio.gather(
+            store.write(duplicate), store.write(reader), return_exceptions=True
+        )
+        assert sizes == [2]
+        assert isinstance(first, AlreadyExists)
+        assert first.reason == Reason.REVIEW_ALREADY_SUBMITTED
+        assert second == "read"
+        assert (await store.verify_chain()).ok
+
+    async def test_a_reviewer_read_in_a_rolled_back_batch_is_not_remembered(
+        self, store: PostgresStore
+    ) -> None:
+        """Only reviewers of committed batches are kept: a rolled-back one stays unknown."""
+
+        def register_then_fail(tx: PostgresWriteTx) -> None:
+            tx.insert_reviewer(
+                new_reviewer("dave", ReviewerKind.MECHANISM_TEST_FIXTURE, "", datetime.now(UTC))
+            )
+            assert tx.reviewer("dave") is not None
+            raise RuntimeError("refused after reading")
+
+        with pytest.raises(RuntimeError):
+            await store.write(register_then_fail)
+        assert await store.write(lambda tx: tx.reviewer("dave")) is None
+        await register(service(store), "dave")
+        found = await store.write(lambda tx: tx.reviewer("dave"))
+        assert found is not None
+        assert found.reviewer_id == "dave"

@@ -62,10 +62,14 @@ def tenants_param(scope: TenantScope) -> list[str] | None:
     return None if scope.tenants is None else sorted(scope.tenants)
 
 
+# The statements the writer's jobs run are module constants, so their text is the same on
+# every call and asyncpg's per-connection cache of prepared statements always hits.
+REVIEWER = f"SELECT {rows.REVIEWER_COLUMNS} FROM reviewers WHERE reviewer_id = $1"
+REVIEWERS = f"SELECT {rows.REVIEWER_COLUMNS} FROM reviewers WHERE reviewer_id = ANY($1::text[])"
+
+
 async def reviewer(db: Db, reviewer_id: str) -> Reviewer | None:
-    found = await db.fetchrow(
-        f"SELECT {rows.REVIEWER_COLUMNS} FROM reviewers WHERE reviewer_id = $1", reviewer_id
-    )
+    found = await db.fetchrow(REVIEWER, reviewer_id)
     return rows.reviewer(row(found)) if found is not None else None
 
 
@@ -73,9 +77,7 @@ async def reviewers(db: Db, reviewer_ids: Iterable[str]) -> dict[str, Reviewer]:
     ids = sorted(set(reviewer_ids))
     if not ids:
         return {}
-    found = await db.fetch(
-        f"SELECT {rows.REVIEWER_COLUMNS} FROM reviewers WHERE reviewer_id = ANY($1::text[])", ids
-    )
+    found = await db.fetch(REVIEWERS, ids)
     return {r.reviewer_id: r for r in (rows.reviewer(row(r)) for r in found)}
 
 
@@ -130,9 +132,16 @@ FROM found
 """
 
 
+SNAPSHOT = _SNAPSHOT
+
+
 async def snapshot(db: Db, case_id: str) -> CaseSnapshot | None:
     """The case, its revision count, and its current round's reviews and resolution."""
-    found = await db.fetchrow(_SNAPSHOT, case_id)
+    return snapshot_of(await db.fetchrow(_SNAPSHOT, case_id))
+
+
+def snapshot_of(found: asyncpg.Record | None) -> CaseSnapshot | None:
+    """The snapshot a row of ``SNAPSHOT`` holds (None: no such case)."""
     if found is None:
         return None
     reviews = json.loads(found["round_reviews"] or "[]")

@@ -5,9 +5,21 @@ service's jobs (``operations``, ``retries``) run unchanged on either engine.
 The job runs in the writer's greenlet; each method runs its SQL as one
 coroutine, awaited by the writer's task through the ``Bridge``.
 
-Unlike SQLite's single writer, nothing is remembered between jobs: another
-replica may write at any time, so every read goes to the database. The
-transaction holds the chain lock (``writer``) from its first statement, so
+Round trips, not Python, are what a write costs here (a review's job spent
+most of its ~1 ms waiting on four of them), so rows are not sent as they are
+written: they wait in the batch's ``pending`` list and travel inside the next
+read's statement as data-modifying WITH clauses — unless one of them touches
+what that read reads (the same case, reviewer or request id), which would not
+see rows written in its own statement; those go first, on their own. On the
+first attempt of a batch (``carry``) rows may wait for the next job's read, so
+a review costs two round trips; a failure then is the batch's (``failed``),
+and the writer runs it again with each job's rows sent before it returns.
+
+Unlike SQLite's single writer, cases are not remembered between jobs: another
+replica may change one at any time, so every case read goes to the database.
+Reviewers are: a committed reviewer is never changed nor deleted (triggers
+refuse both), so the writer keeps those its committed batches read (``known``).
+The transaction holds the chain lock (``writer``) from its first statement, so
 every replica's earlier commits are visible to those reads and nothing else
 writes until this transaction ends: what a job reads is what it writes on.
 """
@@ -15,8 +27,16 @@ writes until this transaction ends: what a job reads is what it writes on.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Coroutine, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Collection,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -47,11 +67,24 @@ from assay.services.adjudication.storage.postgres.bridge import Bridge
 T = TypeVar("T")
 
 
+# What a pending row touches, for telling whether a read could miss it: ("case", id),
+# ("reviewer", id), ("request", issuer, subject, request id) or ("audit",).
+Touch = tuple[str, ...]
+
+
 @dataclass
 class BatchState:
-    """What the jobs of one batch share: the chain head as the batch has extended it."""
+    """What the jobs of one attempt at a batch share: the chain head as the batch has
+    extended it, the rows not sent yet, the reviewers committed before it (``known``, the
+    writer's) and those it read (``seen``: known once it commits), and the error that
+    failed the transaction, if one did (PostgreSQL then refuses every later statement)."""
 
     head: ChainHead
+    known: Mapping[str, Reviewer] = field(default_factory=dict)
+    carry: bool = False
+    pending: list[PendingInsert] = field(default_factory=list)
+    seen: dict[str, Reviewer] = field(default_factory=dict)
+    failed: Exception | None = None
 
 
 def marks(count: int, start: int = 1) -> str:
@@ -75,6 +108,7 @@ class PendingInsert:
     table: str
     columns: str
     params: Sequence[Any]
+    touches: Touch
     refused: Callable[[], Exception] | None = None
 
 
@@ -82,18 +116,40 @@ def insert_sql(table: str, columns: str, width: int, start: int = 1) -> str:
     return f"INSERT INTO {table} ({columns}) VALUES ({marks(width, start)})"
 
 
-def combined_insert(writes: Sequence[PendingInsert]) -> tuple[str, list[Any]]:
-    """One statement inserting every row of ``writes`` (data-modifying WITH clauses), so a
-    job's writes cost one round trip together."""
+def _inserts(writes: Sequence[PendingInsert], start: int) -> tuple[list[str], list[Any]]:
     parts: list[str] = []
     params: list[Any] = []
     for write in writes:
-        parts.append(insert_sql(write.table, write.columns, len(write.params), len(params) + 1))
+        parts.append(insert_sql(write.table, write.columns, len(write.params), start + len(params)))
         params.extend(write.params)
+    return parts, params
+
+
+def combined_insert(writes: Sequence[PendingInsert]) -> tuple[str, list[Any]]:
+    """One statement inserting every row of ``writes`` (data-modifying WITH clauses), so
+    rows cost one round trip together."""
+    parts, params = _inserts(writes, 1)
     if len(parts) == 1:
         return parts[0], params
     clauses = ", ".join(f"w{i} AS ({part})" for i, part in enumerate(parts[:-1]))
     return f"WITH {clauses} {parts[-1]}", params
+
+
+def read_with_inserts(
+    read: str, width: int, writes: Sequence[PendingInsert]
+) -> tuple[str, list[Any]]:
+    """``read`` (a query of ``width`` parameters) as one statement that also inserts
+    ``writes``; the read does not see them (it reads the statement's snapshot). The text
+    depends only on the tables written, so a job's statements stay prepared."""
+    parts, params = _inserts(writes, width + 1)
+    clauses = ", ".join(f"w{i} AS ({part})" for i, part in enumerate(parts))
+    return f"WITH {clauses} SELECT * FROM ({read}) AS carried_read", params
+
+
+RECALL = (
+    "SELECT method, request_digest, response FROM idempotency "
+    "WHERE caller_issuer = $1 AND caller_subject = $2 AND request_id = $3"
+)
 
 
 class PostgresWriteTx:
@@ -104,10 +160,9 @@ class PostgresWriteTx:
         self._db = db
         self._state = state
         self._at: datetime | None = None
-        self._pending: list[PendingInsert] = []
 
     def _run(self, work: Coroutine[Any, Any, T]) -> T:
-        """``work``'s result, after the rows written so far: reads see the job's own writes."""
+        """``work``'s result, after every pending row: what it reads sees them all."""
         return self._bridge.run(self._after_writes(work))
 
     async def _after_writes(self, work: Coroutine[Any, Any, T]) -> T:
@@ -116,26 +171,50 @@ class PostgresWriteTx:
         except BaseException:
             work.close()
             raise
-        return await work
+        return await self._checked(work, ())
+
+    def _read(self, sql: str, params: Sequence[Any], touches: Collection[Touch]) -> Any:
+        """The rows of the read ``sql``, with the pending rows in the same statement unless
+        one touches what it reads (then they are sent first, on their own)."""
+        if any(write.touches in touches for write in self._state.pending):
+            self.flush()
+        return self._bridge.run(self._read_carrying(sql, params))
+
+    async def _read_carrying(self, sql: str, params: Sequence[Any]) -> list[asyncpg.Record]:
+        writes, self._state.pending = self._state.pending, []
+        if not writes:
+            return await self._checked(self._db.fetch(sql, *params), ())
+        combined, extra = read_with_inserts(sql, len(params), writes)
+        return await self._checked(self._db.fetch(combined, *params, *extra), writes)
 
     def flush(self) -> None:
-        """Send the rows the job wrote since its last read (the writer calls this when the
-        job returns, so a refused row fails the job as if refused on the spot)."""
-        if self._pending:
+        """Send every pending row (the writer calls this when a job returns unless rows may
+        wait for the next job, so a refused row fails the job as if refused on the spot)."""
+        if self._state.pending:
             self._bridge.run(self._send_pending())
 
     async def _send_pending(self) -> None:
-        writes, self._pending = self._pending, []
-        if not writes:
-            return
-        sql, params = combined_insert(writes)
+        writes, self._state.pending = self._state.pending, []
+        if writes:
+            sql, params = combined_insert(writes)
+            await self._checked(self._db.execute(sql, *params), writes)
+
+    async def _checked(self, work: Awaitable[T], writes: Sequence[PendingInsert]) -> T:
+        """``work``'s result; a database error fails the transaction, so it is kept in the
+        batch's state, as the refusal a duplicate key of one of ``writes`` stands for."""
         try:
-            await self._db.execute(sql, *params)
-        except asyncpg.UniqueViolationError as error:
-            for write in writes:
-                if write.table == error.table_name and write.refused is not None:
-                    raise write.refused() from None
-            raise
+            return await work
+        except asyncpg.PostgresError as error:
+            refusal: Exception = error
+            if isinstance(error, asyncpg.UniqueViolationError):
+                for write in writes:
+                    if write.table == error.table_name and write.refused is not None:
+                        refusal = write.refused()
+                        break
+            self._state.failed = refusal
+            if refusal is error:
+                raise
+            raise refusal from None
 
     def _execute(self, sql: str, *args: Any) -> str:
         return self._run(self._db.execute(sql, *args))
@@ -149,16 +228,11 @@ class PostgresWriteTx:
     def recall(self, owner: tuple[str, str], request_id: str) -> StoredResponse | None:
         """The response stored for ``owner``'s (issuer, subject) ``request_id``, whichever
         replica stored it (its commit came before this transaction took the chain lock)."""
-        found = self._run(
-            self._db.fetchrow(
-                "SELECT method, request_digest, response FROM idempotency "
-                "WHERE caller_issuer = $1 AND caller_subject = $2 AND request_id = $3",
-                *owner,
-                request_id,
-            )
-        )
-        if found is None:
+        touch = ("request", *owner, request_id)
+        found = self._read(RECALL, (*owner, request_id), (touch,))
+        if not found:
             return None
+        found = found[0]
         return StoredResponse(found["method"], found["request_digest"], bytes(found["response"]))
 
     def remember(
@@ -172,6 +246,7 @@ class PostgresWriteTx:
         # A plain INSERT: under the chain lock ``recall`` saw every committed response, so a
         # conflict here would be a bug, which the primary key reports instead of hiding.
         self._insert_row(
+            ("request", *owner, request_id),
             "idempotency",
             "caller_issuer, caller_subject, request_id, method, request_digest, response, "
             "tenant, case_id, create_time",
@@ -187,11 +262,28 @@ class PostgresWriteTx:
             ),
         )
 
+    def _known(self, reviewer_id: str) -> Reviewer | None:
+        return self._state.known.get(reviewer_id) or self._state.seen.get(reviewer_id)
+
     def reviewer(self, reviewer_id: str) -> Reviewer | None:
-        return self._run(queries.reviewer(self._db, reviewer_id))
+        return self.reviewers([reviewer_id]).get(reviewer_id)
 
     def reviewers(self, reviewer_ids: Iterable[str]) -> dict[str, Reviewer]:
-        return self._run(queries.reviewers(self._db, list(reviewer_ids)))
+        """Committed reviewers from memory, the others from the database (then remembered:
+        a reviewer, once it exists, never changes)."""
+        ids = sorted(set(reviewer_ids))
+        found = {i: known for i in ids if (known := self._known(i)) is not None}
+        missing = [i for i in ids if i not in found]
+        if len(missing) == 1:
+            read = self._read(queries.REVIEWER, missing, [("reviewer", missing[0])])
+        elif missing:
+            read = self._read(queries.REVIEWERS, [missing], [("reviewer", i) for i in missing])
+        else:
+            read = []
+        for record in read:
+            value = rows.reviewer(queries.row(record))
+            found[value.reviewer_id] = self._state.seen[value.reviewer_id] = value
+        return found
 
     def recorded(
         self, event_type: AuditEventType, key: str, values: Iterable[str], tenant: str
@@ -205,23 +297,26 @@ class PostgresWriteTx:
         return [json.loads(row["payload"]) for row in found]
 
     def snapshot(self, case_id: str) -> CaseSnapshot | None:
-        return self._run(queries.snapshot(self._db, case_id))
+        found = self._read(queries.SNAPSHOT, (case_id,), [("case", case_id)])
+        return queries.snapshot_of(found[0] if found else None)
 
     def remember_snapshot(self, value: CaseSnapshot) -> None:
         """Nothing is remembered on PostgreSQL: another replica may change the case."""
 
     def _insert_row(
         self,
+        touches: Touch,
         table: str,
         columns: str,
         params: Sequence[Any],
         refused: Callable[[], Exception] | None = None,
     ) -> None:
-        """Queue a row: it is sent with the job's next read or when the job returns."""
-        self._pending.append(PendingInsert(table, columns, params, refused))
+        """Queue a row: it is sent with a later read, or when the job or the batch ends."""
+        self._state.pending.append(PendingInsert(table, columns, params, touches, refused))
 
     def insert_reviewer(self, value: Reviewer) -> None:
         self._insert_row(
+            ("reviewer", value.reviewer_id),
             "reviewers",
             rows.REVIEWER_COLUMNS,
             rows.reviewer_params(value),
@@ -231,10 +326,13 @@ class PostgresWriteTx:
         )
 
     def insert_case(self, value: Case) -> None:
-        self._insert_row("cases", rows.CASE_COLUMNS, rows.case_params(value))
+        self._insert_row(
+            ("case", value.case_id), "cases", rows.CASE_COLUMNS, rows.case_params(value)
+        )
 
     def insert_review(self, value: Review) -> None:
         self._insert_row(
+            ("case", value.case_id),
             "reviews",
             rows.REVIEW_COLUMNS,
             rows.review_params(value),
@@ -245,10 +343,16 @@ class PostgresWriteTx:
         )
 
     def insert_resolution(self, value: Resolution) -> None:
-        self._insert_row("resolutions", rows.RESOLUTION_COLUMNS, rows.resolution_params(value))
+        self._insert_row(
+            ("case", value.case_id),
+            "resolutions",
+            rows.RESOLUTION_COLUMNS,
+            rows.resolution_params(value),
+        )
 
     def insert_gold_label(self, value: GoldLabelRevision) -> None:
         self._insert_row(
+            ("case", value.case_id),
             "gold_labels",
             rows.GOLD_COLUMNS,
             rows.gold_params(value),
@@ -336,6 +440,7 @@ class PostgresWriteTx:
             self._state.head, event_type, payload, self._now(), actor
         )
         self._insert_row(
+            ("audit",),
             "audit_events",
             rows.AUDIT_INSERT_COLUMNS,
             rows.audit_params(event, payload_json, tenant),

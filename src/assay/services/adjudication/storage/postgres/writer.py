@@ -5,8 +5,11 @@ waiting in the queue and runs them in order inside one transaction and commits
 once, so the commit's WAL flush is shared by the batch; no caller is answered
 before the commit returned. A job that fails is undone alone: the batch is
 rolled back and run again with each job in its own SAVEPOINT (see
-``_run_jobs``). A job's rows are sent together, in one statement, with its
-next read or when it returns (``tx``), so a review costs a few round trips.
+``_run_jobs``). A job's rows travel inside a later read's statement (``tx``),
+so a review costs two round trips; the batch adds three: BEGIN with the chain
+lock (one simple query), the chain head, and COMMIT (with the last rows before
+it). The writer keeps one pooled connection for itself, rather than taking one
+per batch: giving a connection back to the pool costs a reset round trip.
 
 Several replicas may write to one database. Each batch's transaction first
 takes a transaction-scoped advisory lock (``CHAIN_LOCK``), then reads the
@@ -27,12 +30,15 @@ the loop's thread and their SQL is awaited by the writer's task (``bridge``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 
+from assay.services.adjudication.model import Reviewer
 from assay.services.adjudication.storage.postgres import queries
 from assay.services.adjudication.storage.postgres.bridge import Bridge, run_sync
 from assay.services.adjudication.storage.postgres.tx import BatchState, PostgresWriteTx
@@ -44,6 +50,10 @@ Queued = tuple[Job, "asyncio.Future[Any]"]
 MAX_BATCH = 512
 # The key of the transaction-scoped advisory lock every batch holds ("ASSAY" + 2).
 CHAIN_LOCK = 0x4153534159000002
+# One simple-protocol query, so one round trip (the key is our constant, not input).
+BEGIN_LOCKED = f"BEGIN; SELECT pg_advisory_xact_lock({CHAIN_LOCK})"
+# Committed reviewers kept in memory; past this many the memory starts again.
+KNOWN_REVIEWERS = 100_000
 
 
 class PostgresWriter:
@@ -53,6 +63,8 @@ class PostgresWriter:
         self._pool = pool
         self._queue: asyncio.Queue[Queued | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
+        self._db: PoolConnectionProxy[asyncpg.Record] | None = None
+        self._known: dict[str, Reviewer] = {}
         # Told each batch's size and seconds from BEGIN to COMMIT returned (server metrics).
         self.on_batch: Callable[[int, float], None] = _unobserved
 
@@ -82,6 +94,18 @@ class PostgresWriter:
             self._queue.put_nowait(None)
             await self._task
             self._task = None
+        await self._release()
+
+    async def _connection(self) -> PoolConnectionProxy[asyncpg.Record]:
+        if self._db is None:
+            self._db = await self._pool.acquire()
+        return self._db
+
+    async def _release(self) -> None:
+        """Give the connection back: the pool rolls back or closes what a failure left."""
+        db, self._db = self._db, None
+        if db is not None:
+            await self._pool.release(db)
 
     async def _run(self) -> None:
         while True:
@@ -105,13 +129,15 @@ class PostgresWriter:
     async def _commit_batch(self, batch: list[Queued]) -> None:
         jobs = [job for job, _ in batch]
         try:
-            async with self._pool.acquire() as db:
-                try:
-                    outcomes = await self._attempt(db, jobs, isolated=False)
-                except _JobFailed:  # rolled back: again, each job in its savepoint
-                    outcomes = await self._attempt(db, jobs, isolated=True)
+            db = await self._connection()
+            try:
+                outcomes = await self._attempt(db, jobs, isolated=False)
+            except _JobFailed:  # rolled back: again, each job in its savepoint
+                outcomes = await self._attempt(db, jobs, isolated=True)
         except Exception as error:  # the transaction failed: nothing of the batch is stored
             outcomes = [(False, error)] * len(batch)
+            with contextlib.suppress(Exception):
+                await self._release()
         for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
             if future.done():
                 continue
@@ -123,10 +149,22 @@ class PostgresWriter:
     async def _attempt(self, db: queries.Db, jobs: list[Job], isolated: bool) -> Outcomes:
         """The batch in one transaction under the chain lock, committed (rolled back if it
         raises, e.g. ``_JobFailed`` when a job failed and jobs were not ``isolated``)."""
-        async with db.transaction():
-            await db.execute("SELECT pg_advisory_xact_lock($1)", CHAIN_LOCK)
-            state = BatchState(await queries.chain_head(db))
-            return await run_sync(self._run_jobs, Bridge(), db, state, jobs, isolated)
+        await db.execute(BEGIN_LOCKED)
+        try:
+            state = BatchState(await queries.chain_head(db), self._known, carry=not isolated)
+            outcomes = await run_sync(self._run_jobs, Bridge(), db, state, jobs, isolated)
+            ended = await db.execute("COMMIT")
+        except BaseException:
+            if not db.is_closed() and db.is_in_transaction():
+                await db.execute("ROLLBACK")
+            raise
+        # PostgreSQL answers COMMIT of a failed transaction with ROLLBACK, not an error.
+        if ended != "COMMIT":
+            raise RuntimeError(f"the writer's transaction ended with {ended}, not COMMIT")
+        if len(self._known) + len(state.seen) > KNOWN_REVIEWERS:
+            self._known.clear()
+        self._known.update(state.seen)
+        return outcomes
 
     @staticmethod
     def _run_jobs(
@@ -139,24 +177,32 @@ class PostgresWriter:
         (the jobs are functions of the transaction: nothing of the first attempt remains)."""
         outcomes: Outcomes = []
         for position, job in enumerate(jobs):
-            head = state.head
+            head, seen = state.head, dict(state.seen) if isolated else state.seen
             if isolated:
                 mark = "RELEASE SAVEPOINT job; SAVEPOINT job" if position else "SAVEPOINT job"
                 bridge.run(db.execute(mark))
             tx = PostgresWriteTx(bridge, db, state)
             try:
                 value = job(tx)
-                tx.flush()
+                if not state.carry:
+                    tx.flush()
+                if state.failed is not None:  # the job caught a database error
+                    raise state.failed
             except Exception as error:
                 if not isolated:
                     raise _JobFailed from error
                 # If this fails too, the whole batch fails with it: committing a transaction
                 # PostgreSQL has marked failed would silently roll back the jobs before.
                 bridge.run(db.execute("ROLLBACK TO SAVEPOINT job"))
-                state.head = head
+                state.head, state.seen, state.pending, state.failed = head, seen, [], None
                 outcomes.append((False, error))
                 continue
             outcomes.append((True, value))
+        if state.pending:  # the last job's rows (carried): a refusal fails the attempt
+            try:
+                PostgresWriteTx(bridge, db, state).flush()
+            except Exception as error:
+                raise _JobFailed from error
         return outcomes
 
 
