@@ -296,3 +296,61 @@ class TestBatchedWrites:
         found = await store.write(lambda tx: tx.reviewer("dave"))
         assert found is not None
         assert found.reviewer_id == "dave"
+
+
+class TestReadsFetchedAhead:
+    """A batch's request ids and cases are read in one statement each before its jobs run."""
+
+    async def test_jobs_of_one_batch_see_what_earlier_jobs_of_it_wrote(
+        self, store: PostgresStore
+    ) -> None:
+        """Two reviews of one case and a retry of the first, in one batch: the second review
+        sees the first (the case's state), and the retry is answered with the first's bytes."""
+        app = service(store)
+        case_id = await enqueue(app)
+        for reviewer_id in ("alice", "bob"):
+            await register(app, reviewer_id)
+        sizes: list[int] = []
+        store.writer.on_batch = lambda jobs, _: sizes.append(jobs)
+
+        async def submit(reviewer_id: str, request_id: str, label: str) -> bytes:
+            sub = ReviewSubmission(case_id, reviewer_id, 0, Outcome.LABEL, label, "")
+            return await app.submit_review(
+                key("Review", request_id, reviewer_id),
+                sub,
+                lambda r: f"{r[0].review_id} {r[1].value}".encode(),
+            )
+
+        first, second, retried = await asyncio.gather(
+            submit("alice", "req-1", "key"),
+            submit("bob", "req-2", "none"),
+            submit("alice", "req-1", "key"),
+        )
+        assert sizes == [3]
+        assert first.endswith(b" AWAITING_SECOND_REVIEW")
+        assert second.endswith(b" DISAGREED")
+        assert retried == first
+        snap = await store.snapshot(case_id)
+        assert snap is not None
+        assert [r.reviewer_id for r in snap.round_reviews] == ["alice", "bob"]
+        assert (await store.verify_chain()).ok
+
+    async def test_a_broad_write_stops_the_batch_reading_what_it_fetched(
+        self, store: PostgresStore
+    ) -> None:
+        """A tenant's cases deleted by one job are gone for the next job of the same batch,
+        although the batch fetched that case before either ran."""
+        case_id = await enqueue(service(store), tenant="tenant-gone")
+        sizes: list[int] = []
+        store.writer.on_batch = lambda jobs, _: sizes.append(jobs)
+
+        def delete(tx: PostgresWriteTx) -> int:
+            return tx.delete_tenant_cases("tenant-gone").cases
+
+        def read(tx: PostgresWriteTx) -> bool:
+            return tx.snapshot(case_id) is not None
+
+        deleted, found = await asyncio.gather(store.write(delete), store.write(read))
+        assert sizes == [2]
+        assert deleted == 1
+        assert found is False

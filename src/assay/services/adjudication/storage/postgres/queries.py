@@ -113,13 +113,14 @@ def _as_object(alias: str, columns: str) -> str:
     return f"json_build_object({pairs})"
 
 
-# The case, its revision count, and its current round's reviews and resolution in one round
-# trip (a review is written after reading this): the round's rows as JSON objects.
-_SNAPSHOT = f"""
+def _snapshots(where: str) -> str:
+    """The case, its revision count, and its current round's reviews and resolution in one
+    round trip (a review is written after reading this): the round's rows as JSON objects."""
+    return f"""
 WITH found AS (
     SELECT {rows.CASE_COLUMNS},
            (SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = cases.case_id) AS revisions
-    FROM cases WHERE case_id = $1
+    FROM cases WHERE {where}
 )
 SELECT found.*,
        (SELECT json_agg({_as_object("r", rows.REVIEW_COLUMNS)} ORDER BY r.position)
@@ -132,7 +133,9 @@ FROM found
 """
 
 
-SNAPSHOT = _SNAPSHOT
+SNAPSHOT = _SNAPSHOT = _snapshots("case_id = $1")
+# Every case of a batch at once (``prefetch``): one row per case found.
+SNAPSHOTS = _snapshots("case_id = ANY($1::text[])")
 
 
 async def snapshot(db: Db, case_id: str) -> CaseSnapshot | None:

@@ -15,8 +15,10 @@ first attempt of a batch (``carry``) rows may wait for the next job's read, so
 a review costs two round trips; a failure then is the batch's (``failed``),
 and the writer runs it again with each job's rows sent before it returns.
 
-Unlike SQLite's single writer, cases are not remembered between jobs: another
-replica may change one at any time, so every case read goes to the database.
+Unlike SQLite's single writer, cases are not remembered between batches:
+another replica may change one once this batch commits. Within a batch (under
+the chain lock) they are read ahead for all its jobs (``prefetch``), and a
+job's ``remember_snapshot`` stands in for the case until the batch ends.
 Reviewers are: a committed reviewer is never changed nor deleted (triggers
 refuse both), so the writer keeps those its committed batches read (``known``).
 The transaction holds the chain lock (``writer``) from its first statement, so
@@ -61,7 +63,7 @@ from assay.services.adjudication.model import (
 )
 from assay.services.adjudication.storage import rows
 from assay.services.adjudication.storage.engine import StoredResponse
-from assay.services.adjudication.storage.postgres import queries
+from assay.services.adjudication.storage.postgres import prefetch, queries
 from assay.services.adjudication.storage.postgres.bridge import Bridge
 
 T = TypeVar("T")
@@ -85,6 +87,18 @@ class BatchState:
     pending: list[PendingInsert] = field(default_factory=list)
     seen: dict[str, Reviewer] = field(default_factory=dict)
     failed: Exception | None = None
+    # Request ids and cases read for the whole batch before its jobs ran (``prefetch``),
+    # and the keys the batch has written rows under since (those are read through).
+    # A case a job left as ``remember_snapshot`` says stands in for its fetched row.
+    fetched: dict[Touch, Any] | None = None
+    dirty: set[Touch] = field(default_factory=set)
+    left: dict[str, CaseSnapshot] = field(default_factory=dict)
+
+    def prefetched(self, key: Touch) -> tuple[bool, Any]:
+        """(True, the row fetched under ``key``) if it still stands, else (False, None)."""
+        if self.fetched is None or key in self.dirty or key not in self.fetched:
+            return False, None
+        return True, self.fetched[key]
 
 
 def marks(count: int, start: int = 1) -> str:
@@ -146,6 +160,16 @@ def read_with_inserts(
     return f"WITH {clauses} SELECT * FROM ({read}) AS carried_read", params
 
 
+# Up to this many rows are sent as one statement (``combined_insert``); more by table.
+COMBINED_ROWS = 6
+# Tables in an order where every row's foreign keys point at rows inserted before it.
+_PARENTS_FIRST = {
+    name: i
+    for i, name in enumerate(
+        ("reviewers", "cases", "gold_labels", "reviews", "resolutions", "idempotency")
+    )
+}
+
 RECALL = (
     "SELECT method, request_digest, response FROM idempotency "
     "WHERE caller_issuer = $1 AND caller_subject = $2 AND request_id = $3"
@@ -162,7 +186,9 @@ class PostgresWriteTx:
         self._at: datetime | None = None
 
     def _run(self, work: Coroutine[Any, Any, T]) -> T:
-        """``work``'s result, after every pending row: what it reads sees them all."""
+        """``work``'s result, after every pending row: what it reads sees them all. It may
+        write more than one key's rows, so what the batch fetched ahead is no longer used."""
+        self._state.fetched = None
         return self._bridge.run(self._after_writes(work))
 
     async def _after_writes(self, work: Coroutine[Any, Any, T]) -> T:
@@ -195,9 +221,22 @@ class PostgresWriteTx:
 
     async def _send_pending(self) -> None:
         writes, self._state.pending = self._state.pending, []
-        if writes:
+        if len(writes) > COMBINED_ROWS:
+            await self._checked(self._insert_by_table(writes), writes)
+        elif writes:
             sql, params = combined_insert(writes)
             await self._checked(self._db.execute(sql, *params), writes)
+
+    async def _insert_by_table(self, writes: Sequence[PendingInsert]) -> None:
+        """Many rows (a batch's, when its reads were fetched ahead): one pipelined
+        ``executemany`` per table, parents first, each table's rows in the order written,
+        so a statement's text depends only on its table and stays prepared."""
+        by_table: dict[tuple[str, str], list[Sequence[Any]]] = {}
+        for write in writes:
+            by_table.setdefault((write.table, write.columns), []).append(write.params)
+        for table, columns in sorted(by_table, key=lambda t: _PARENTS_FIRST.get(t[0], 99)):
+            params = by_table[table, columns]
+            await self._db.executemany(insert_sql(table, columns, len(params[0])), params)
 
     async def _checked(self, work: Awaitable[T], writes: Sequence[PendingInsert]) -> T:
         """``work``'s result; a database error fails the transaction, so it is kept in the
@@ -229,6 +268,9 @@ class PostgresWriteTx:
         """The response stored for ``owner``'s (issuer, subject) ``request_id``, whichever
         replica stored it (its commit came before this transaction took the chain lock)."""
         touch = ("request", *owner, request_id)
+        ahead, record = self._state.prefetched(touch)
+        if ahead:
+            return prefetch.stored_response(record)
         found = self._read(RECALL, (*owner, request_id), (touch,))
         if not found:
             return None
@@ -297,11 +339,23 @@ class PostgresWriteTx:
         return [json.loads(row["payload"]) for row in found]
 
     def snapshot(self, case_id: str) -> CaseSnapshot | None:
+        state = self._state
+        if state.fetched is not None and ("case", case_id) not in state.dirty:
+            if case_id in state.left:
+                return state.left[case_id]
+            if ("case", case_id) in state.fetched:
+                return queries.snapshot_of(state.fetched["case", case_id])
         found = self._read(queries.SNAPSHOT, (case_id,), [("case", case_id)])
         return queries.snapshot_of(found[0] if found else None)
 
     def remember_snapshot(self, value: CaseSnapshot) -> None:
-        """Nothing is remembered on PostgreSQL: another replica may change the case."""
+        """The case's round as this job leaves it, after its last write to the case: while
+        the batch reads from what it fetched ahead, later jobs read this instead of reading
+        the case again. Nothing outlives the batch: another replica may change the case
+        once this batch's transaction ends (and with it the chain lock)."""
+        if self._state.fetched is not None:
+            self._state.left[value.case.case_id] = value
+            self._state.dirty.discard(("case", value.case.case_id))
 
     def _insert_row(
         self,
@@ -312,6 +366,7 @@ class PostgresWriteTx:
         refused: Callable[[], Exception] | None = None,
     ) -> None:
         """Queue a row: it is sent with a later read, or when the job or the batch ends."""
+        self._state.dirty.add(touches)
         self._state.pending.append(PendingInsert(table, columns, params, touches, refused))
 
     def insert_reviewer(self, value: Reviewer) -> None:
