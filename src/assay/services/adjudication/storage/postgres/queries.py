@@ -12,7 +12,7 @@ transaction for one snapshot.
 
 from __future__ import annotations
 
-import functools
+import collections
 import json
 from collections.abc import Iterable
 from datetime import datetime
@@ -94,9 +94,15 @@ async def list_reviewers(db: Db, after: str, limit: int) -> list[Reviewer]:
 _CASE_NAMES = rows.names(rows.CASE_COLUMNS)
 
 
-@functools.lru_cache(maxsize=1024)
-def _checked_case(values: tuple[Any, ...]) -> Case:
-    return rows.case(dict(zip(_CASE_NAMES, values, strict=True)))
+# Cases whose rows were checked (or written here), by the row's whole content.
+_CHECKED: collections.OrderedDict[tuple[Any, ...], Case] = collections.OrderedDict()
+CHECKED_CASES = 8192
+
+
+def _keep_checked(values: tuple[Any, ...], case: Case) -> None:
+    _CHECKED[values] = case
+    if len(_CHECKED) > CHECKED_CASES:
+        _CHECKED.popitem(last=False)
 
 
 def checked_case(record: asyncpg.Record) -> Case:
@@ -104,7 +110,20 @@ def checked_case(record: asyncpg.Record) -> Case:
     content, not by id: the row is still read every time (another replica may have deleted
     or replaced it), only re-digesting a row already checked byte for byte is skipped —
     ~0.25 ms of canonical JSON and hashing per review otherwise."""
-    return _checked_case(tuple(record[column] for column in _CASE_NAMES))
+    values = tuple(record[column] for column in _CASE_NAMES)
+    found = _CHECKED.get(values)
+    if found is None:
+        found = rows.case(dict(zip(_CASE_NAMES, values, strict=True)))
+        _keep_checked(values, found)
+    else:
+        _CHECKED.move_to_end(values)
+    return found
+
+
+def written_case(case: Case) -> None:
+    """``case`` is being written: its digest was computed from its content here, so a row
+    holding exactly its columns needs no re-check when its first review reads it."""
+    _keep_checked(tuple(rows.case_params(case)), case)
 
 
 def _as_object(alias: str, columns: str) -> str:

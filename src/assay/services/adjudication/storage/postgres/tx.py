@@ -381,6 +381,7 @@ class PostgresWriteTx:
         )
 
     def insert_case(self, value: Case) -> None:
+        queries.written_case(value)
         self._insert_row(
             ("case", value.case_id), "cases", rows.CASE_COLUMNS, rows.case_params(value)
         )
