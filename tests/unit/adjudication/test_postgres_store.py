@@ -301,39 +301,54 @@ class TestBatchedWrites:
 class TestReadsFetchedAhead:
     """A batch's request ids and cases are read in one statement each before its jobs run."""
 
+    @pytest.mark.parametrize("reviewers_known", [False, True])
     async def test_jobs_of_one_batch_see_what_earlier_jobs_of_it_wrote(
-        self, store: PostgresStore
+        self, store: PostgresStore, reviewers_known: bool
     ) -> None:
-        """Two reviews of one case and a retry of the first, in one batch: the second review
-        sees the first (the case's state), and the retry is answered with the first's bytes."""
+        """Two reviews of each of two cases and a retry of the first, in one batch: a second
+        review sees the first (the case's state), the retry is answered with the first's
+        bytes, and the rows keep their order, whether they travel with a reviewer's read
+        (reviewers not known yet) or all together when the retry reads through."""
         app = service(store)
-        case_id = await enqueue(app)
+        case_id, other_id = await enqueue(app), await enqueue(app)
         for reviewer_id in ("alice", "bob"):
             await register(app, reviewer_id)
+        if reviewers_known:  # read once, then known: the batch below reads no reviewer
+            await store.write(lambda tx: tx.reviewers(["alice", "bob"]))
         sizes: list[int] = []
         store.writer.on_batch = lambda jobs, _: sizes.append(jobs)
 
-        async def submit(reviewer_id: str, request_id: str, label: str) -> bytes:
-            sub = ReviewSubmission(case_id, reviewer_id, 0, Outcome.LABEL, label, "")
+        async def submit(
+            reviewer_id: str, request_id: str, label: str, case: str = case_id
+        ) -> bytes:
+            sub = ReviewSubmission(case, reviewer_id, 0, Outcome.LABEL, label, "")
             return await app.submit_review(
                 key("Review", request_id, reviewer_id),
                 sub,
                 lambda r: f"{r[0].review_id} {r[1].value}".encode(),
             )
 
-        first, second, retried = await asyncio.gather(
+        first, second, third, fourth, retried = await asyncio.gather(
             submit("alice", "req-1", "key"),
             submit("bob", "req-2", "none"),
+            submit("bob", "req-3", "key", other_id),
+            submit("alice", "req-4", "key", other_id),
             submit("alice", "req-1", "key"),
         )
-        assert sizes == [3]
+        assert sizes == [5]
+        assert third.endswith(b" AWAITING_SECOND_REVIEW")
+        assert fourth.endswith(b" AGREED")
         assert first.endswith(b" AWAITING_SECOND_REVIEW")
         assert second.endswith(b" DISAGREED")
         assert retried == first
         snap = await store.snapshot(case_id)
         assert snap is not None
         assert [r.reviewer_id for r in snap.round_reviews] == ["alice", "bob"]
+        other = await store.snapshot(other_id)
+        assert other is not None
+        assert [r.reviewer_id for r in other.round_reviews] == ["bob", "alice"]
         assert (await store.verify_chain()).ok
+        assert len(await store.audit_events(0, 100, EVERY_TENANT)) == 2 + 2 + 4
 
     async def test_a_broad_write_stops_the_batch_reading_what_it_fetched(
         self, store: PostgresStore

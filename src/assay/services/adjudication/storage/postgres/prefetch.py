@@ -4,11 +4,12 @@ A review's job reads two things before it writes: whether its request id was
 answered already (``recall``) and the case it reviews (``snapshot``). Read one
 job at a time, each read is a round trip, and round trips are what a batch
 spends most of its time on. So before the jobs run, the writer *probes* them:
-it runs each job on a ``ProbeTx`` that records the first thing the job reads
-and stops it there (``Stop``, a ``BaseException``, so a job's ``except
+it runs each job on a ``ProbeTx`` that records what the job reads (taking a
+request id it has not fetched for new) and stops it at the first case it has
+not fetched (``Stop``, a ``BaseException``, so a job's ``except
 Exception`` does not swallow it). The keys every job stopped at are read in one
 statement per kind (``fetch``); the jobs are then probed again with those
-answers, to the next thing they read, up to ``ROUNDS`` times. A probe writes
+answers, up to ``ROUNDS`` times, for what they read next. A probe writes
 nothing and its result is dropped: jobs are functions of their transaction
 (the writer already runs a batch twice when a job fails).
 
@@ -34,7 +35,7 @@ from assay.services.adjudication.storage.postgres import queries
 
 # What a probe stopped at: ("request", issuer, subject, request id) or ("case", case id).
 Key = tuple[str, ...]
-# How many reads deep jobs are probed (a review: its request id, then its case).
+# How many times jobs are probed (a review's request id and case are found in the first).
 ROUNDS = 2
 
 RECALLS = (
@@ -60,16 +61,22 @@ class ProbeTx:
     def __init__(self, answers: Mapping[Key, Any], known: Mapping[str, Reviewer]) -> None:
         self._answers = answers
         self._known = known
-        self.wanted: Key | None = None
+        self.wanted: list[Key] = []
 
     def _answer(self, key: Key) -> Any:
         if key in self._answers:
             return self._answers[key]
-        self.wanted = key
+        self.wanted.append(key)
         raise Stop
 
     def recall(self, owner: tuple[str, str], request_id: str) -> StoredResponse | None:
-        return stored_response(self._answer(("request", *owner, request_id)))
+        """A request id not fetched yet is taken for new (as almost all are), so the probe
+        goes on to the case in the same round; a retry's case is fetched needlessly."""
+        key = ("request", *owner, request_id)
+        if key in self._answers:
+            return stored_response(self._answers[key])
+        self.wanted.append(key)
+        return None
 
     def snapshot(self, case_id: str) -> CaseSnapshot | None:
         return queries.snapshot_of(self._answer(("case", case_id)))
@@ -104,8 +111,7 @@ def probe(
             pass
         except Exception:  # the real run meets the error again, or not: either is right
             pass
-        if tx.wanted is not None and tx.wanted not in answers:
-            wanted.append(tx.wanted)
+        wanted += tx.wanted
     return wanted
 
 

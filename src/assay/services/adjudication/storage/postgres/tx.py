@@ -131,11 +131,20 @@ def insert_sql(table: str, columns: str, width: int, start: int = 1) -> str:
 
 
 def _inserts(writes: Sequence[PendingInsert], start: int) -> tuple[list[str], list[Any]]:
+    """One INSERT per table, its rows as one VALUES list in the order written: PostgreSQL
+    runs a statement's data-modifying WITH clauses in no set order, so two clauses into one
+    table could number a round's reviews (``position``) out of order."""
+    by_table: dict[tuple[str, str], list[Sequence[Any]]] = {}
+    for write in writes:
+        by_table.setdefault((write.table, write.columns), []).append(write.params)
     parts: list[str] = []
     params: list[Any] = []
-    for write in writes:
-        parts.append(insert_sql(write.table, write.columns, len(write.params), start + len(params)))
-        params.extend(write.params)
+    for (table, columns), table_rows in by_table.items():
+        values = []
+        for row_params in table_rows:
+            values.append(f"({marks(len(row_params), start + len(params))})")
+            params.extend(row_params)
+        parts.append(f"INSERT INTO {table} ({columns}) VALUES {', '.join(values)}")
     return parts, params
 
 
@@ -154,7 +163,7 @@ def read_with_inserts(
 ) -> tuple[str, list[Any]]:
     """``read`` (a query of ``width`` parameters) as one statement that also inserts
     ``writes``; the read does not see them (it reads the statement's snapshot). The text
-    depends only on the tables written, so a job's statements stay prepared."""
+    depends only on how many rows go to which table, so a job's statements stay prepared."""
     parts, params = _inserts(writes, width + 1)
     clauses = ", ".join(f"w{i} AS ({part})" for i, part in enumerate(parts))
     return f"WITH {clauses} SELECT * FROM ({read}) AS carried_read", params
@@ -162,13 +171,12 @@ def read_with_inserts(
 
 # Up to this many rows are sent as one statement (``combined_insert``); more by table.
 COMBINED_ROWS = 6
-# Tables in an order where every row's foreign keys point at rows inserted before it.
-_PARENTS_FIRST = {
-    name: i
-    for i, name in enumerate(
-        ("reviewers", "cases", "gold_labels", "reviews", "resolutions", "idempotency")
-    )
-}
+# Each column's type, for casting the arrays of ``_unnest_insert``.
+COLUMN_TYPES = (
+    "SELECT attname, format_type(atttypid, atttypmod) AS type FROM pg_attribute "
+    "WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped"
+)
+_COLUMN_TYPES: dict[str, dict[str, str]] = {}
 
 RECALL = (
     "SELECT method, request_digest, response FROM idempotency "
@@ -228,15 +236,37 @@ class PostgresWriteTx:
             await self._checked(self._db.execute(sql, *params), writes)
 
     async def _insert_by_table(self, writes: Sequence[PendingInsert]) -> None:
-        """Many rows (a batch's, when its reads were fetched ahead): one pipelined
-        ``executemany`` per table, parents first, each table's rows in the order written,
-        so a statement's text depends only on its table and stays prepared."""
+        """Many rows (a batch's, when its reads were fetched ahead) in one statement: one
+        data-modifying clause per table, its rows as one array per column (``unnest``) in
+        the order written, so the text depends only on the tables and stays prepared. The
+        foreign keys are checked at the statement's end, when every clause has run."""
         by_table: dict[tuple[str, str], list[Sequence[Any]]] = {}
         for write in writes:
             by_table.setdefault((write.table, write.columns), []).append(write.params)
-        for table, columns in sorted(by_table, key=lambda t: _PARENTS_FIRST.get(t[0], 99)):
-            params = by_table[table, columns]
-            await self._db.executemany(insert_sql(table, columns, len(params[0])), params)
+        parts: list[str] = []
+        params: list[Any] = []
+        for table, columns in by_table:
+            rows_of = by_table[table, columns]
+            parts.append(await self._unnest_insert(table, columns, len(params) + 1))
+            params += [list(column) for column in zip(*rows_of, strict=True)]
+        clauses = "".join(f"w{i} AS ({part}), " for i, part in enumerate(parts[:-1]))
+        sql = f"WITH {clauses[:-2]} {parts[-1]}" if clauses else parts[-1]
+        await self._db.execute(sql, *params)
+
+    async def _unnest_insert(self, table: str, columns: str, start: int) -> str:
+        """``INSERT … SELECT … FROM unnest(…)`` for ``table``'s ``columns``, each array cast
+        to its column's type (read from the catalog once per process: migrations fix them)."""
+        if table not in _COLUMN_TYPES:
+            found = await self._db.fetch(COLUMN_TYPES, table)
+            _COLUMN_TYPES[table] = {row["attname"]: row["type"] for row in found}
+        types = _COLUMN_TYPES[table]
+        names = rows.names(columns)
+        arrays = ", ".join(f"${i}::{types[name]}[]" for i, name in enumerate(names, start))
+        listed = ", ".join(names)
+        return (
+            f"INSERT INTO {table} ({listed}) SELECT {listed} FROM unnest({arrays}) "
+            f"WITH ORDINALITY AS batch ({listed}, written) ORDER BY written"
+        )
 
     async def _checked(self, work: Awaitable[T], writes: Sequence[PendingInsert]) -> T:
         """``work``'s result; a database error fails the transaction, so it is kept in the
