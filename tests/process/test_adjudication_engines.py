@@ -58,7 +58,7 @@ class TestPostgresDb:
         self, tmp_path: Path, postgres_dsn: str
     ) -> None:
         """With --ledger-signing-key the server starts on the database; without one it exits
-        1 saying the key is needed; neither shows the password."""
+        2 (a configuration error) saying the key is needed; neither shows the password."""
         password = postgres_dsn.split("://", 1)[1].split("@", 1)[0].split(":", 1)[1]
         port = free_port()
         key = tmp_path / "ledger-key.pem"
@@ -69,7 +69,7 @@ class TestPostgresDb:
             assert key.exists()
         assert password not in log.read_text()
         done = run_assay(*serve_args(free_port(), postgres_dsn))
-        assert done.returncode == 1
+        assert done.returncode == 2
         assert "needs --ledger-signing-key" in done.stderr
         assert password not in done.stderr
 

@@ -29,6 +29,7 @@ from assay.runtime.config import (
     DEFAULT_HOST,
     DEFAULT_MAX_CONCURRENT_RPCS,
     DEFAULT_MAX_MESSAGE_BYTES,
+    ConfigurationError,
     ServerConfig,
     env_float,
     env_int,
@@ -47,7 +48,6 @@ from assay.runtime.server import (
     run_until_signalled,
 )
 from assay.runtime.tls import dial_host
-from assay.services.planner.probe_file import ProbeFileError
 from assay.services.registry import SERVICES, ServeOptions
 
 DEFAULT_DB = "assay.db"
@@ -195,7 +195,7 @@ async def _build(
             specs.append(await SERVICES[name].builder()(options))
         except BaseException as error:
             await close_specs(specs)  # what was built before it (an open database)
-            if isinstance(error, ProbeFileError):  # a configuration error, like a bad flag
+            if isinstance(error, ConfigurationError):  # like a bad flag: exit code 2
                 raise CliError(f"cannot start {name}: {error}", exit_code=2) from None
             if isinstance(error, (OSError, ValueError)):
                 raise CliError(f"cannot start {name}: {error}") from None

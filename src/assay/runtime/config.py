@@ -32,6 +32,11 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_MAX_CONCURRENT_RPCS = 256
 
 
+class ConfigurationError(ValueError):
+    """A service cannot start with the configuration it was given (a missing or unusable
+    file or flag): the command line reports it in one line with exit code 2, like a bad flag."""
+
+
 def env_str(name: str, default: str) -> str:
     """An ``ASSAY_*`` setting, or its default when unset or empty."""
     value = os.environ.get(name, "")

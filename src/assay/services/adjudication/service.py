@@ -17,6 +17,7 @@ from pathlib import Path
 
 import asyncpg
 
+from assay.runtime.config import ConfigurationError
 from assay.runtime.server import ServiceSpec
 from assay.services.adjudication.lookups import Lookups
 from assay.services.adjudication.operations import Adjudication
@@ -58,7 +59,7 @@ def signing_key_path(options: ServeOptions) -> Path:
     if options.ledger_signing_key is not None:
         return options.ledger_signing_key
     if is_postgres_url(options.db_path):
-        raise ValueError(
+        raise ConfigurationError(
             "a PostgreSQL --db needs --ledger-signing-key (ASSAY_LEDGER_SIGNING_KEY): "
             "every replica must sign the transparency log with the same key"
         )

@@ -37,6 +37,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from assay.runtime.config import ConfigurationError
 from assay.services.planner.model import (
     CostBand,
     GapKind,
@@ -78,7 +79,7 @@ OPTIONAL = ("recency", "needs_egress", "needs_cloud_sync", "description")
 _NOT_AUTOMATABLE = frozenset({SignalClass.HUMAN_JUDGEMENT})
 
 
-class ProbeFileError(ValueError):
+class ProbeFileError(ConfigurationError):
     """The probe file cannot be used; the message names the file, each entry and field."""
 
 
