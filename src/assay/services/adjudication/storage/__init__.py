@@ -1,5 +1,7 @@
 """All of adjudication's SQL, behind one interface (``engine``: the ``Store`` and ``WriteTx``
-protocols the service is written against) with two engines. SQLite, the embedded default:
+protocols the service is written against) with two engines. Shared by both: what each record
+kind is checked against in the ledger (``ledger_rules``) and VerifyAuditChain's walk over the
+rows (``verify_walk``). SQLite, the embedded default:
 the schema and migrations (``schema``), row mapping (``rows``), read queries (``queries``),
 checks of records against the ledger (``ledger_checks``), the job API (``tx``), the
 group-committing writer (``writer``) on a connection with a thread of its own
