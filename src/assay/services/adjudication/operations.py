@@ -154,11 +154,9 @@ class Adjudication:
             case = cases.new_case(new_id("case"), data, at)
             tx.insert_case(case)
             tx.remember_snapshot(CaseSnapshot(case, 0, (), None))
-            committed = records.case_commitment(case)
-            assert committed is not None  # a new case has the digest of its content
             tx.append_event(
                 AuditEventType.CASE_ENQUEUED,
-                committed,
+                records.enqueued_payload(case),  # new_case just digested its content
                 tenant=case.tenant,
                 actor=caller.actor,
             )

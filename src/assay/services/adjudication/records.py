@@ -74,6 +74,12 @@ def case_commitment(value: Case) -> Commitment | None:
     """None when the row's content no longer has its stored digest."""
     if cases.case_digest(value) != value.content_digest:
         return None
+    return enqueued_payload(value)
+
+
+def enqueued_payload(value: Case) -> Commitment:
+    """The CASE_ENQUEUED payload of a case whose ``content_digest`` is known to be its own
+    (computed from the content just now): ``case_commitment`` without re-checking it."""
     return {
         "case_id": value.case_id,
         "tenant": value.tenant,

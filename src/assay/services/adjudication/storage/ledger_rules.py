@@ -11,20 +11,45 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from datetime import datetime
+from typing import Any, Generic, TypeVar
 
 from assay.services.adjudication import ledger, records
 from assay.services.adjudication.model import (
     AuditEvent,
     AuditEventType,
     Case,
+    ChainHead,
     GoldLabelRevision,
     Resolution,
     Review,
     Reviewer,
 )
+from assay.services.adjudication.storage import rows
 
 T = TypeVar("T")
+
+
+def seeded_events(
+    head: ChainHead, cases: Sequence[Case], gold_labels: Sequence[GoldLabelRevision], at: datetime
+) -> tuple[list[tuple[Any, ...]], ChainHead]:
+    """The audit-event rows (``rows.audit_params``) that extend the chain after ``head`` for
+    rows seeded in bulk, and the head after them: each case's CASE_ENQUEUED and each gold
+    label's GOLD_LABEL_FROZEN, with the payloads their operations write, so reads and exports
+    (which check records against their events) accept seeded rows on either engine."""
+    events: list[tuple[AuditEventType, records.Commitment, str]] = [
+        (AuditEventType.CASE_ENQUEUED, records.enqueued_payload(c), c.tenant) for c in cases
+    ]
+    events += [
+        (AuditEventType.GOLD_LABEL_FROZEN, records.gold_commitment(g), g.tenant)
+        for g in gold_labels
+    ]
+    params = []
+    for event_type, payload, tenant in events:
+        event, payload_json = ledger.extend(head, event_type, payload, at)
+        params.append(rows.audit_params(event, payload_json, tenant))
+        head = ChainHead(event.sequence, event.hash)
+    return params, head
 
 
 @dataclass(frozen=True)

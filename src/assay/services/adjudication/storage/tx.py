@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from assay.errors import AlreadyExists, Reason
-from assay.services.adjudication import ledger, records
+from assay.services.adjudication import ledger
 from assay.services.adjudication.canonical import now, to_micros
 from assay.services.adjudication.model import (
     Actor,
@@ -33,7 +33,7 @@ from assay.services.adjudication.model import (
     Reviewer,
     TenantScope,
 )
-from assay.services.adjudication.storage import queries, rows
+from assay.services.adjudication.storage import ledger_rules, queries, rows
 from assay.services.adjudication.storage.engine import StoredResponse
 from assay.services.adjudication.storage.ledger_checks import recorded_sql
 from assay.services.adjudication.storage.memory import Remembered
@@ -213,24 +213,9 @@ class WriteTx:
             f"VALUES ({', '.join('?' * rows.GOLD_WIDTH)})",
             [rows.gold_params(g) for g in gold_list],
         )
-        events: list[tuple[AuditEventType, dict[str, str], str]] = [
-            (
-                AuditEventType.CASE_ENQUEUED,
-                {"case_id": c.case_id, "tenant": c.tenant, "content": c.content_digest},
-                c.tenant,
-            )
-            for c in case_list
-        ]
-        events += [
-            (AuditEventType.GOLD_LABEL_FROZEN, dict(records.gold_commitment(g)), g.tenant)
-            for g in gold_list
-        ]
-        params = []
-        head, at = self._writer.head, self._now()
-        for event_type, payload, tenant in events:
-            event, payload_json = ledger.extend(head, event_type, payload, at)
-            params.append(rows.audit_params(event, payload_json, tenant))
-            head = ChainHead(event.sequence, event.hash)
+        params, head = ledger_rules.seeded_events(
+            self._writer.head, case_list, gold_list, self._now()
+        )
         self._db.executemany(
             f"INSERT INTO audit_events ({rows.AUDIT_INSERT_COLUMNS}) VALUES ({', '.join('?' * 9)})",
             params,

@@ -45,7 +45,7 @@ from typing import Any, TypeVar
 import asyncpg
 
 from assay.errors import AlreadyExists, Reason
-from assay.services.adjudication import ledger, records
+from assay.services.adjudication import ledger
 from assay.services.adjudication.canonical import now, to_micros
 from assay.services.adjudication.model import (
     Actor,
@@ -61,7 +61,7 @@ from assay.services.adjudication.model import (
     Reviewer,
     TenantScope,
 )
-from assay.services.adjudication.storage import rows
+from assay.services.adjudication.storage import ledger_rules, rows
 from assay.services.adjudication.storage.engine import StoredResponse
 from assay.services.adjudication.storage.postgres import prefetch, queries
 from assay.services.adjudication.storage.postgres.bridge import Bridge
@@ -454,24 +454,9 @@ class PostgresWriteTx:
         operation writes (CASE_ENQUEUED, GOLD_LABEL_FROZEN: the same payloads), as on SQLite,
         so reads and exports, which check records against their events, accept them."""
         case_list, gold_list = list(cases), list(gold_labels)
-        events: list[tuple[AuditEventType, dict[str, str], str]] = [
-            (
-                AuditEventType.CASE_ENQUEUED,
-                {"case_id": c.case_id, "tenant": c.tenant, "content": c.content_digest},
-                c.tenant,
-            )
-            for c in case_list
-        ]
-        events += [
-            (AuditEventType.GOLD_LABEL_FROZEN, dict(records.gold_commitment(g)), g.tenant)
-            for g in gold_list
-        ]
-        event_rows = []
-        head, at = self._state.head, self._now()
-        for event_type, payload, tenant in events:
-            event, payload_json = ledger.extend(head, event_type, payload, at)
-            event_rows.append(rows.audit_params(event, payload_json, tenant))
-            head = ChainHead(event.sequence, event.hash)
+        event_rows, head = ledger_rules.seeded_events(
+            self._state.head, case_list, gold_list, self._now()
+        )
         tables = (
             ("cases", rows.CASE_COLUMNS, [rows.case_params(c) for c in case_list]),
             ("gold_labels", rows.GOLD_COLUMNS, [rows.gold_params(g) for g in gold_list]),
