@@ -44,8 +44,9 @@ class _ResolutionDetailEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Reso
     """
 
 class ResolutionDetail(_ResolutionDetail, metaclass=_ResolutionDetailEnumTypeWrapper):
-    """ResolutionDetail says how much of each resolution a ResolveHypotheses
-    response carries.
+    """ResolutionDetail says how much of each resolution a response carries. One
+    concept across ResolveSemantic, ResolveEvidence, ResolveHypotheses and
+    ResolveColumns.
     """
 
 RESOLUTION_DETAIL_UNSPECIFIED: ResolutionDetail.ValueType  # 0
@@ -138,10 +139,16 @@ class ResolveSemanticRequest(_message.Message):
     PREDICATE_FIELD_NUMBER: _builtins.int
     AS_OF_FIELD_NUMBER: _builtins.int
     STALE_AFTER_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
     subject: _builtins.str
     """Required. The subject to resolve."""
     predicate: _builtins.str
     """Required. The predicate to resolve."""
+    detail: Global___ResolutionDetail.ValueType
+    """Optional. How much of the resolution to return; UNSPECIFIED is FULL (see
+    ResolutionDetail). An unknown value is ERROR_REASON_INVALID_FIELD
+    (`detail`).
+    """
     @_builtins.property
     def evidence(self) -> _claim_pb2.Evidence:
         """Required (may be empty of claims: the result is then INSUFFICIENT).
@@ -167,10 +174,11 @@ class ResolveSemanticRequest(_message.Message):
         predicate: _builtins.str = ...,
         as_of: _timestamp_pb2.Timestamp | None = ...,
         stale_after: _duration_pb2.Duration | None = ...,
+        detail: Global___ResolutionDetail.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "evidence", b"evidence", "stale_after", b"stale_after"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "evidence", b"evidence", "predicate", b"predicate", "stale_after", b"stale_after", "subject", b"subject"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "detail", b"detail", "evidence", b"evidence", "predicate", b"predicate", "stale_after", b"stale_after", "subject", b"subject"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -209,6 +217,12 @@ class ResolveEvidenceRequest(_message.Message):
     EVIDENCE_FIELD_NUMBER: _builtins.int
     AS_OF_FIELD_NUMBER: _builtins.int
     STALE_AFTER_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
+    detail: Global___ResolutionDetail.ValueType
+    """Optional. How much of each resolution to return; UNSPECIFIED is FULL.
+    SUMMARY also leaves the response's `warnings` empty. An unknown value is
+    ERROR_REASON_INVALID_FIELD (`detail`).
+    """
     @_builtins.property
     def evidence(self) -> _claim_pb2.Evidence:
         """Required. The evidence."""
@@ -227,10 +241,11 @@ class ResolveEvidenceRequest(_message.Message):
         evidence: _claim_pb2.Evidence | None = ...,
         as_of: _timestamp_pb2.Timestamp | None = ...,
         stale_after: _duration_pb2.Duration | None = ...,
+        detail: Global___ResolutionDetail.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "evidence", b"evidence", "stale_after", b"stale_after"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "evidence", b"evidence", "stale_after", b"stale_after"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "detail", b"detail", "evidence", b"evidence", "stale_after", b"stale_after"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -278,6 +293,168 @@ class ResolveEvidenceResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ResolveEvidenceResponse: _TypeAlias = ResolveEvidenceResponse  # noqa: Y015
+
+@_typing.final
+class ResolveColumnsRequest(_message.Message):
+    """ResolveColumnsRequest carries claims as one Apache Arrow IPC stream: an
+    open columnar format every language reads (pyarrow, apache-arrow for
+    JavaScript, arrow-go, arrow-rs, Arrow Java). One row is one claim, with
+    the meaning of the `Claim` field of the same name.
+
+    Columns, matched by name in any order (string columns may be utf8,
+    large_utf8 or dictionary-encoded utf8 with any integer index type; an
+    unknown column name is refused, so a misspelling is never ignored):
+
+    | column            | type                            | required | null or "" means     |
+    |-------------------|---------------------------------|----------|----------------------|
+    | id                | string                          | no       | no id                |
+    | subject           | string                          | yes      | (invalid)            |
+    | predicate         | string                          | yes      | (invalid)            |
+    | value             | string: the value as JSON text  | yes      | (invalid)            |
+    | source            | string                          | yes      | (invalid)            |
+    | source_ref        | string                          | no       | empty                |
+    | source_revision   | string                          | no       | empty                |
+    | method            | string                          | no       | empty                |
+    | confidence        | float64                         | yes      | (invalid)            |
+    | reliability       | float64                         | no       | not stated           |
+    | observe_time      | timestamp (any unit; UTC)       | no       | never observed       |
+    | correlation_group | string                          | no       | defaulted group      |
+    | relation_kind     | int32 (RelationKind number)     | no       | no relation          |
+    | relation_target   | string (the target claim's id)  | no       | no relation          |
+    | review_status     | int32 (ReviewStatus number)     | no       | UNSPECIFIED          |
+
+    `value` holds JSON text, parsed as `Claim.value` would hold it (two texts
+    with the same canonical JSON are the same value); dictionary-encode it,
+    since a semantic has few values. A relation needs both relation columns
+    set on the row. Record batches may be compressed (LZ4 frame or ZSTD), which
+    keeps a million claims well under the message size limit.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CLAIMS_ARROW_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
+    STALE_AFTER_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
+    claims_arrow: _builtins.bytes
+    """Required. The claims: an Arrow IPC stream (schema, then record batches)."""
+    detail: Global___ResolutionDetail.ValueType
+    """Optional. FULL (the default) returns `claims_arrow`, `groups_arrow` and
+    `warnings_arrow` in the response; SUMMARY leaves them empty.
+    """
+    @_builtins.property
+    def as_of(self) -> _timestamp_pb2.Timestamp:
+        """Optional. As in ResolveSemanticRequest."""
+
+    @_builtins.property
+    def stale_after(self) -> _duration_pb2.Duration:
+        """Optional, with `as_of`."""
+
+    def __init__(
+        self,
+        *,
+        claims_arrow: _builtins.bytes = ...,
+        as_of: _timestamp_pb2.Timestamp | None = ...,
+        stale_after: _duration_pb2.Duration | None = ...,
+        detail: Global___ResolutionDetail.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "stale_after", b"stale_after"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "claims_arrow", b"claims_arrow", "detail", b"detail", "stale_after", b"stale_after"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResolveColumnsRequest: _TypeAlias = ResolveColumnsRequest  # noqa: Y015
+
+@_typing.final
+class ResolveColumnsResponse(_message.Message):
+    """ResolveColumnsResponse is ResolveEvidenceResponse, column-wise: each table
+    is an Arrow IPC stream whose record batches are compressed with the codec
+    of the request's (uncompressed when the request's were). Rows refer to
+    each other by position: `semantic` is a row of `semantics_arrow`, `value`
+    a row of `values_arrow`, `row` a row of the request's `claims_arrow`.
+
+    semantics_arrow, one row per (subject, predicate) present, ordered by
+    subject then predicate: subject (utf8), predicate (utf8), status (int32,
+    ResolutionStatus), leader (int32, the leader's row of `values_arrow`; null
+    when INSUFFICIENT), confidence (float64), safety_sensitive (bool),
+    requires_review (bool), rationale (list<int32> of RationaleFlag numbers,
+    ascending).
+
+    values_arrow, one row per value with active claims, grouped by semantic in
+    semantics order, each semantic's values by support descending then
+    value_key: semantic (int32), value_key (utf8, canonical JSON), support
+    (float64).
+
+    excluded_arrow, one row per claim that did not take part, ordered by row:
+    row (int64), semantic (int32), reason (int32, ExclusionReason),
+    superseded_by (list<utf8>: the ids of the claims whose in-force relations
+    superseded it, ascending).
+
+    At FULL detail only:
+
+    claims_arrow, one row per request row, in request order: value (int32; null
+    for an excluded claim), reliability (float64, the reliability used),
+    effective_weight (float64), correlation_group (utf8), group_declared
+    (bool), counted (bool). Exactly one claim per group counts, chosen as in
+    `ClaimWeight.counted`.
+
+    groups_arrow, one row per correlation group behind a value, grouped by
+    value in values order, strongest first (ties: as in
+    `ValueSupport.groups`): value (int32), correlation_group (utf8), declared
+    (bool), weight (float64), counted_row (int64).
+
+    warnings_arrow, one row per warning, ordered by row then code: row (int64;
+    null for none), code (int32, WarningCode), message (utf8).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEMANTICS_ARROW_FIELD_NUMBER: _builtins.int
+    VALUES_ARROW_FIELD_NUMBER: _builtins.int
+    EXCLUDED_ARROW_FIELD_NUMBER: _builtins.int
+    CLAIMS_ARROW_FIELD_NUMBER: _builtins.int
+    GROUPS_ARROW_FIELD_NUMBER: _builtins.int
+    WARNINGS_ARROW_FIELD_NUMBER: _builtins.int
+    COVERAGE_CONFIDENCE_FIELD_NUMBER: _builtins.int
+    CONFLICTED_SAFETY_PREDICATES_FIELD_NUMBER: _builtins.int
+    semantics_arrow: _builtins.bytes
+    """The semantics table (see above)."""
+    values_arrow: _builtins.bytes
+    """The values table."""
+    excluded_arrow: _builtins.bytes
+    """The excluded claims."""
+    claims_arrow: _builtins.bytes
+    """The per-claim table; empty at SUMMARY detail."""
+    groups_arrow: _builtins.bytes
+    """The groups table; empty at SUMMARY detail."""
+    warnings_arrow: _builtins.bytes
+    """The warnings; empty at SUMMARY detail."""
+    coverage_confidence: _builtins.float
+    """Display only, as in ResolveEvidenceResponse."""
+    @_builtins.property
+    def conflicted_safety_predicates(self) -> _containers.RepeatedCompositeFieldContainer[_resolution_pb2.SemanticKey]:
+        """The safety-sensitive semantics that are CONFLICTED, in semantics order."""
+
+    def __init__(
+        self,
+        *,
+        semantics_arrow: _builtins.bytes = ...,
+        values_arrow: _builtins.bytes = ...,
+        excluded_arrow: _builtins.bytes = ...,
+        claims_arrow: _builtins.bytes = ...,
+        groups_arrow: _builtins.bytes = ...,
+        warnings_arrow: _builtins.bytes = ...,
+        coverage_confidence: _builtins.float = ...,
+        conflicted_safety_predicates: _abc.Iterable[_resolution_pb2.SemanticKey] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["claims_arrow", b"claims_arrow", "conflicted_safety_predicates", b"conflicted_safety_predicates", "coverage_confidence", b"coverage_confidence", "excluded_arrow", b"excluded_arrow", "groups_arrow", b"groups_arrow", "semantics_arrow", b"semantics_arrow", "values_arrow", b"values_arrow", "warnings_arrow", b"warnings_arrow"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResolveColumnsResponse: _TypeAlias = ResolveColumnsResponse  # noqa: Y015
 
 @_typing.final
 class Hypothesis(_message.Message):

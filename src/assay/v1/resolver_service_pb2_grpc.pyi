@@ -73,6 +73,21 @@ class ResolverServiceStub:
     Errors: as ResolveSemantic (ERROR_REASON_RESPONSE_TOO_LARGE names
     `evidence.claims`: split the evidence across calls).
     """
+    ResolveColumns: _grpc.UnaryUnaryMultiCallable[_resolver_service_pb2.ResolveColumnsRequest, _resolver_service_pb2.ResolveColumnsResponse]
+    """Resolves every (subject, predicate) of bulk evidence sent column-wise,
+    and returns the resolutions column-wise: the form for large evidence
+    (10,000 claims and more), read and resolved with vectorized operations.
+    The claims, rules, statuses, supports and errors are those of
+    ResolveEvidence; only the encoding differs (see ResolveColumnsRequest).
+    Every number equals ResolveEvidence's for the same claims.
+
+    Errors: as ResolveEvidence, with field paths naming the column and the
+    row: `claims_arrow.confidence[17]`, `claims_arrow.value[3]`. A stream
+    that is not Arrow IPC, or a missing, unknown or mistyped column, is
+    ERROR_REASON_MALFORMED_REQUEST naming `claims_arrow` or the column
+    (`claims_arrow.subject`). A response over the cap is
+    ERROR_REASON_RESPONSE_TOO_LARGE (`claims_arrow`).
+    """
     ResolveHypotheses: _grpc.UnaryUnaryMultiCallable[_resolver_service_pb2.ResolveHypothesesRequest, _resolver_service_pb2.ResolveHypothesesResponse]
     """Resolves "base evidence + these extra claims" for each hypothesis, in
     one call: how the planner asks whether a probe could change the outcome
@@ -166,6 +181,21 @@ class ResolverServiceAsyncStub(ResolverServiceStub):
 
     Errors: as ResolveSemantic (ERROR_REASON_RESPONSE_TOO_LARGE names
     `evidence.claims`: split the evidence across calls).
+    """
+    ResolveColumns: _aio.UnaryUnaryMultiCallable[_resolver_service_pb2.ResolveColumnsRequest, _resolver_service_pb2.ResolveColumnsResponse]  # type: ignore[assignment]
+    """Resolves every (subject, predicate) of bulk evidence sent column-wise,
+    and returns the resolutions column-wise: the form for large evidence
+    (10,000 claims and more), read and resolved with vectorized operations.
+    The claims, rules, statuses, supports and errors are those of
+    ResolveEvidence; only the encoding differs (see ResolveColumnsRequest).
+    Every number equals ResolveEvidence's for the same claims.
+
+    Errors: as ResolveEvidence, with field paths naming the column and the
+    row: `claims_arrow.confidence[17]`, `claims_arrow.value[3]`. A stream
+    that is not Arrow IPC, or a missing, unknown or mistyped column, is
+    ERROR_REASON_MALFORMED_REQUEST naming `claims_arrow` or the column
+    (`claims_arrow.subject`). A response over the cap is
+    ERROR_REASON_RESPONSE_TOO_LARGE (`claims_arrow`).
     """
     ResolveHypotheses: _aio.UnaryUnaryMultiCallable[_resolver_service_pb2.ResolveHypothesesRequest, _resolver_service_pb2.ResolveHypothesesResponse]  # type: ignore[assignment]
     """Resolves "base evidence + these extra claims" for each hypothesis, in
@@ -269,6 +299,27 @@ class ResolverServiceServicer(metaclass=_abc_1.ABCMeta):
 
         Errors: as ResolveSemantic (ERROR_REASON_RESPONSE_TOO_LARGE names
         `evidence.claims`: split the evidence across calls).
+        """
+
+    @_abc_1.abstractmethod
+    def ResolveColumns(
+        self,
+        request: _resolver_service_pb2.ResolveColumnsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_resolver_service_pb2.ResolveColumnsResponse, _abc.Awaitable[_resolver_service_pb2.ResolveColumnsResponse]]:
+        """Resolves every (subject, predicate) of bulk evidence sent column-wise,
+        and returns the resolutions column-wise: the form for large evidence
+        (10,000 claims and more), read and resolved with vectorized operations.
+        The claims, rules, statuses, supports and errors are those of
+        ResolveEvidence; only the encoding differs (see ResolveColumnsRequest).
+        Every number equals ResolveEvidence's for the same claims.
+
+        Errors: as ResolveEvidence, with field paths naming the column and the
+        row: `claims_arrow.confidence[17]`, `claims_arrow.value[3]`. A stream
+        that is not Arrow IPC, or a missing, unknown or mistyped column, is
+        ERROR_REASON_MALFORMED_REQUEST naming `claims_arrow` or the column
+        (`claims_arrow.subject`). A response over the cap is
+        ERROR_REASON_RESPONSE_TOO_LARGE (`claims_arrow`).
         """
 
     @_abc_1.abstractmethod

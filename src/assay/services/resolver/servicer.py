@@ -294,6 +294,13 @@ class ResolverServicer:
             response.reliability_table.add(source=source, reliability=reliability)
         return response
 
+    async def ResolveColumns(
+        self, request: pb.ResolveColumnsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResolveColumnsResponse:
+        # Placeholder while the columnar path is built (issue 15): refuse rather than guess.
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "ResolveColumns is not available yet")
+        raise AssertionError("abort raises")
+
 
 def _unstoppable(work: Callable[[_Request, Stop], _Response], request: _Request) -> _Response:
     return work(request, NEVER)
