@@ -86,7 +86,7 @@ class WhoAmI:
     async def _unused(self, request: Any, context: Any) -> None:
         raise NotImplementedError
 
-    ResolveSemantic = ResolveEvidence = ResolveHypotheses = Reconcile = _unused
+    ResolveSemantic = ResolveEvidence = ResolveColumns = ResolveHypotheses = Reconcile = _unused
 
 
 def b64url(data: bytes) -> str:

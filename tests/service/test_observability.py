@@ -142,6 +142,7 @@ class TestRpcMetrics:
         methods = {dict(labels).get("grpc_method") for name, labels in got if name == handled}
         assert methods == {"GetResolverPolicy", "ResolveHypotheses", "ResolveSemantic"} | {
             "ResolveEvidence",
+            "ResolveColumns",
             "Reconcile",
         }  # every method bound at start, health and reflection not among them
 

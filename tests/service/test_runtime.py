@@ -55,6 +55,9 @@ class ScriptedServicer:
     async def GetResolverPolicy(self, request: Any, context: Any) -> Any:
         return rs.GetResolverPolicyResponse(conflict_margin=0.2, reliability_table_origin="test")
 
+    async def ResolveColumns(self, request: Any, context: Any) -> Any:
+        return rs.ResolveColumnsResponse()  # bound (every method must be), never called here
+
 
 @pytest.fixture
 async def server(log_stream: io.StringIO) -> AsyncIterator[tuple[RunningService, ScriptedServicer]]:
