@@ -51,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from google.protobuf import json_format
 
+from assay.runtime.logging import configure_logging
 from assay.services.planner.model import ProbeKind
 from assay.services.planner.probes import CATALOGUE, action_risk
 from assay.services.planner.ranking import COST_UNITS
@@ -309,4 +310,7 @@ if __name__ == "__main__":
     parser.add_argument("--seed", type=int, nargs="+", default=[1])
     args = parser.parse_args()
     logging.disable(logging.CRITICAL)
+    # The services' own log lines (one per call, tens of thousands per seed) are structlog's,
+    # which logging.disable does not reach: they flooded stdout and slowed the run.
+    configure_logging("warning")
     asyncio.run(main(args.scenarios, args.seed))

@@ -370,9 +370,16 @@ def _counted(pairs: set[tuple[str, str]], declared: set[str]) -> tuple[m.Counted
     a source's other defaulted groups. A large evidence has hundreds of those (one per
     ``source|source_ref``), so they are dropped here rather than carried through the plan.
     """
-    kept = [m.CountedClaim(s, g, True) for s, g in pairs if g in declared]
-    # Sorted descending, a dict keeps each source's last, i.e. smallest, defaulted group.
-    first_defaulted = dict(sorted((p for p in pairs if p[1] not in declared), reverse=True))
+    kept = []
+    first_defaulted: dict[str, str] = {}
+    for source, group in pairs:
+        if group in declared:
+            kept.append(m.CountedClaim(source, group, True))
+        else:
+            first = first_defaulted.get(source)
+            if first is None or group < first:
+                first_defaulted[source] = group
+    # One pass with a minimum per source, not a sort of every defaulted pair (hundreds).
     kept.extend(m.CountedClaim(s, g, False) for s, g in first_defaulted.items())
     return tuple(sorted(kept))
 

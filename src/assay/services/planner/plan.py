@@ -23,6 +23,8 @@ from assay.services.planner.gaps import derive_gaps
 from assay.services.planner.independence import counted_by_source, independence_of
 from assay.services.planner.model import (
     Candidate,
+    Discrimination,
+    DiscriminationBasis,
     EvidencePlan,
     Gap,
     Outcome,
@@ -62,13 +64,18 @@ def build_candidates(
                 entry[1].append(gap.gap_id)
     resolution = plan_input.resolution
     counted = counted_by_source(resolution)
+    # A probe's outcomes do not depend on the class it targets: enumerated once per probe.
+    by_probe: dict[ProbeKind, tuple[Outcome, ...]] = {}
     candidates = []
     for (_, target), (probe, gap_ids) in sorted(addressed.items()):
         state = runtime_state(target, plan_input.capabilities, plan_input.notes)
-        reliability = reliability_of(probe.expected_source, plan_input.reliability)
-        outcomes = enumerate_outcomes(
-            probe, resolution, counted, reliability, plan_input.stale_refs
-        )
+        outcomes = by_probe.get(probe.kind)
+        if outcomes is None:
+            reliability = reliability_of(probe.expected_source, plan_input.reliability)
+            outcomes = enumerate_outcomes(
+                probe, resolution, counted, reliability, plan_input.stale_refs
+            )
+            by_probe[probe.kind] = outcomes
         candidates.append(
             Candidate(
                 probe=probe,
@@ -102,17 +109,28 @@ def finish_plan(draft: Draft, hypothetical: Sequence[Resolution]) -> EvidencePla
     belief = beliefs(base)
     by_key = {o.dedup_key: h for o, h in zip(draft.outcomes, hypothetical, strict=True)}
     judged = []
+    # Candidates of one probe (one per target class) share their outcomes, hence their
+    # judgement: computed once per probe.
+    by_probe: dict[ProbeKind, tuple[Discrimination, DiscriminationBasis, Outcome, float]] = {}
     for candidate in draft.candidates:
-        answers = [by_key[o.dedup_key] for o in candidate.outcomes]
-        discrimination, basis, reported = discrimination_of(base, candidate.outcomes, answers)
-        reliability = reliability_of(candidate.probe.expected_source, draft.plan_input.reliability)
+        judgement = by_probe.get(candidate.probe.kind)
+        if judgement is None:
+            answers = [by_key[o.dedup_key] for o in candidate.outcomes]
+            discrimination, basis, reported = discrimination_of(base, candidate.outcomes, answers)
+            reliability = reliability_of(
+                candidate.probe.expected_source, draft.plan_input.reliability
+            )
+            value = evsi(base, belief, candidate.outcomes, answers, reliability)
+            judgement = (discrimination, basis, reported, value)
+            by_probe[candidate.probe.kind] = judgement
+        discrimination, basis, reported, value = judgement
         judged.append(
             replace(
                 candidate,
                 discrimination=discrimination,
                 basis=basis,
                 outcome=reported,
-                evsi=evsi(base, belief, candidate.outcomes, answers, reliability),
+                evsi=value,
             )
         )
     context = RankContext(
