@@ -82,6 +82,30 @@ class TestResolveCommand:
         assert result.returncode == 0, result.stderr
         assert expected in result.stdout
 
+    def test_detail_summary(self, resolver: AssayProcess) -> None:
+        """--detail summary asks for resolutions without their per-claim part: the same
+        leaders and supports, no claim weights in the JSON, no claims column in the table."""
+        example = str(EXAMPLES / "safety-conflict.json")
+        runs = {
+            detail: assay(
+                "resolve", example, "--detail", detail, "--json", "--target", resolver.target
+            )
+            for detail in ("full", "summary")
+        }
+        for run in runs.values():
+            assert run.returncode == 0, run.stderr
+        full, summary = (json.loads(runs[d].stdout) for d in ("full", "summary"))
+        assert [r["leader"] for r in summary["resolutions"]] == [
+            r["leader"] for r in full["resolutions"]
+        ]
+        assert any("claims" in v for r in full["resolutions"] for v in r["values"])
+        assert not any("claims" in v for r in summary["resolutions"] for v in r["values"])
+        table = assay("resolve", example, "--detail", "summary", "--target", resolver.target)
+        assert table.returncode == 0, table.stderr
+        assert "REQUIRES REVIEW" in table.stdout
+        assert "effective weight" not in table.stdout
+        assert "effective weight" in assay("resolve", example, "--target", resolver.target).stdout
+
     def test_legacy_bundle_loads_with_a_warning(self, resolver: AssayProcess) -> None:
         """A legacy {items, confidence} bundle loads as empty evidence and warns."""
         result = assay("resolve", str(EXAMPLES / "legacy-bundle.json"), "--target", resolver.target)

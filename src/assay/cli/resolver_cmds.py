@@ -3,7 +3,9 @@
 ``resolve`` reads an evidence file (any shape ``assay.client.evidence``
 accepts, legacy bundles included), resolves one semantic (``--subject`` and
 ``--predicate``) or every semantic in the file, and prints a table per
-semantic or, with ``--json``, the response as proto JSON.
+semantic or, with ``--json``, the response as proto JSON. ``--detail summary``
+asks for each resolution without its per-claim part (claim weights, groups,
+excluded claims' bodies, warnings): what a large evidence file needs to be judged.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from assay.cli.common import (
 from assay.v1 import resolution_pb2, resolver_service_pb2, resolver_service_pb2_grpc
 
 DEFAULT_TARGET = "127.0.0.1:50051"
+_DETAIL = {
+    "full": resolver_service_pb2.RESOLUTION_DETAIL_FULL,
+    "summary": resolver_service_pb2.RESOLUTION_DETAIL_SUMMARY,
+}
 
 
 def register(subparsers: Any) -> None:
@@ -42,6 +48,12 @@ def register(subparsers: Any) -> None:
     )
     resolve.add_argument(
         "--stale-after", type=float, help="seconds after which a claim is stale (with --as-of)"
+    )
+    resolve.add_argument(
+        "--detail",
+        choices=sorted(_DETAIL),
+        default="full",
+        help="full: every claim's weight and group (default); summary: per value only",
     )
     add_target_argument(resolve, "resolver", DEFAULT_TARGET)
     add_json_argument(resolve)
@@ -79,7 +91,10 @@ def _resolve(args: argparse.Namespace) -> int:
         stub = resolver_service_pb2_grpc.ResolverServiceStub(ch)
         if args.subject is not None:
             single = resolver_service_pb2.ResolveSemanticRequest(
-                evidence=evidence, subject=args.subject, predicate=args.predicate
+                evidence=evidence,
+                subject=args.subject,
+                predicate=args.predicate,
+                detail=_DETAIL[args.detail],
             )
             _staleness(args, single)
             response: Any = remote.call(
@@ -88,7 +103,9 @@ def _resolve(args: argparse.Namespace) -> int:
             )
             resolutions = [response.resolution]
         else:
-            every = resolver_service_pb2.ResolveEvidenceRequest(evidence=evidence)
+            every = resolver_service_pb2.ResolveEvidenceRequest(
+                evidence=evidence, detail=_DETAIL[args.detail]
+            )
             _staleness(args, every)
             response = remote.call(
                 lambda: stub.ResolveEvidence(every, timeout=args.timeout),
@@ -132,21 +149,7 @@ def _print_resolution(out: Any, r: resolution_pb2.SemanticResolution) -> None:
         title += "  [bold red]REQUIRES REVIEW[/]"
     out.print(title)
     if r.values:
-        table = Table(show_edge=False, pad_edge=False)
-        for column in ("value", "support", "groups", "claims (effective weight, * = counted)"):
-            table.add_column(column)
-        for v in r.values:
-            groups = ", ".join(
-                f"{g.correlation_group}{'' if g.declared else ' (defaulted)'}" for g in v.groups
-            )
-            claims = ", ".join(
-                f"{c.claim_ref} {c.effective_weight:.3f}{'*' if c.counted else ''}"
-                for c in v.claims
-            )
-            table.add_row(
-                fmt_value(json_format.MessageToDict(v.value)), f"{v.support:.3f}", groups, claims
-            )
-        out.print(table)
+        out.print(_values_table(r))
     if r.rationale:
         flags = ", ".join(
             _enum_name(resolution_pb2.RationaleFlag, f, "RATIONALE_FLAG_") for f in r.rationale
@@ -160,6 +163,33 @@ def _print_resolution(out: Any, r: resolution_pb2.SemanticResolution) -> None:
         code = _enum_name(resolution_pb2.WarningCode, w.code, "WARNING_CODE_")
         out.print(f"  [yellow]warning[/] {code} {w.claim_ref}: {w.message}")
     out.print()
+
+
+def _values_table(r: resolution_pb2.SemanticResolution) -> Table:
+    """Each value's support, and with FULL detail its groups and claims (a summary has none)."""
+    explained = any(v.claims for v in r.values)
+    table = Table(show_edge=False, pad_edge=False)
+    columns = ["value", "support"]
+    if explained:
+        columns += ["groups", "claims (effective weight, * = counted)"]
+    for column in columns:
+        table.add_column(column)
+    for v in r.values:
+        row = [fmt_value(json_format.MessageToDict(v.value)), f"{v.support:.3f}"]
+        if explained:
+            row.append(
+                ", ".join(
+                    f"{g.correlation_group}{'' if g.declared else ' (defaulted)'}" for g in v.groups
+                )
+            )
+            row.append(
+                ", ".join(
+                    f"{c.claim_ref} {c.effective_weight:.3f}{'*' if c.counted else ''}"
+                    for c in v.claims
+                )
+            )
+        table.add_row(*row)
+    return table
 
 
 def _policy(args: argparse.Namespace) -> int:

@@ -4,7 +4,10 @@ Each RPC has a method of the same name in snake_case taking the request
 message; ``resolve``, ``resolve_all`` and ``policy`` build the request from
 plain values (evidence as a message, a list of claim dicts, or decoded JSON).
 Every method takes ``timeout`` (seconds; default: the client's) and
-``x_request_id`` (sent as metadata, logged by the server).
+``x_request_id`` (sent as metadata, logged by the server). ``resolve_semantic``,
+``resolve_evidence``, ``resolve`` and ``resolve_all`` take ``detail``: ``"full"`` (the
+per-claim explanation) or ``"summary"`` (per value only; far smaller for large evidence),
+or a ``ResolutionDetail`` number; left out, the request's own ``detail`` (FULL by default).
 """
 
 # `timeout` here is the gRPC deadline sent with the call (the server sees it), not a
@@ -14,6 +17,7 @@ Every method takes ``timeout`` (seconds; default: the client's) and
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Literal
 
 from assay.client.base import AsyncClient, SyncClient
 from assay.client.builders import (
@@ -26,6 +30,22 @@ from assay.v1 import resolver_service_pb2 as rs
 
 SERVICE = rs.DESCRIPTOR.services_by_name["ResolverService"]
 
+Detail = Literal["full", "summary"] | int
+_DETAILS = {"full": rs.RESOLUTION_DETAIL_FULL, "summary": rs.RESOLUTION_DETAIL_SUMMARY}
+
+
+def _with_detail(
+    request: rs.ResolveSemanticRequest | rs.ResolveEvidenceRequest, detail: Detail | None
+) -> None:
+    """Write ``detail`` into ``request`` (a name or a number), unless it is None."""
+    if detail is None:
+        return
+    if isinstance(detail, str):
+        if detail not in _DETAILS:
+            raise ValueError(f"detail must be 'full' or 'summary', not {detail!r}")
+        detail = _DETAILS[detail]
+    request.detail = rs.ResolutionDetail.ValueType(detail)
+
 
 class ResolverClient(SyncClient):
     """Blocking client for ``assay.v1.ResolverService``."""
@@ -36,9 +56,11 @@ class ResolverClient(SyncClient):
         self,
         request: rs.ResolveSemanticRequest,
         *,
+        detail: Detail | None = None,
         timeout: float | None = None,
         x_request_id: str | None = None,
     ) -> rs.ResolveSemanticResponse:
+        _with_detail(request, detail)
         return self._unary(
             "ResolveSemantic", request, rs.ResolveSemanticResponse, timeout, x_request_id
         )
@@ -47,9 +69,11 @@ class ResolverClient(SyncClient):
         self,
         request: rs.ResolveEvidenceRequest,
         *,
+        detail: Detail | None = None,
         timeout: float | None = None,
         x_request_id: str | None = None,
     ) -> rs.ResolveEvidenceResponse:
+        _with_detail(request, detail)
         return self._unary(
             "ResolveEvidence", request, rs.ResolveEvidenceResponse, timeout, x_request_id
         )
@@ -99,12 +123,16 @@ class ResolverClient(SyncClient):
         *,
         as_of: datetime | None = None,
         stale_after: timedelta | None = None,
+        detail: Detail | None = None,
         timeout: float | None = None,
         x_request_id: str | None = None,
     ) -> resolution_pb2.SemanticResolution:
         """The resolution of one (subject, predicate)."""
         request = resolve_semantic_request(evidence, subject, predicate, as_of, stale_after)
-        return self.resolve_semantic(request, timeout=timeout, x_request_id=x_request_id).resolution
+        response = self.resolve_semantic(
+            request, detail=detail, timeout=timeout, x_request_id=x_request_id
+        )
+        return response.resolution
 
     def resolve_all(
         self,
@@ -112,12 +140,15 @@ class ResolverClient(SyncClient):
         *,
         as_of: datetime | None = None,
         stale_after: timedelta | None = None,
+        detail: Detail | None = None,
         timeout: float | None = None,
         x_request_id: str | None = None,
     ) -> rs.ResolveEvidenceResponse:
         """Every semantic of the evidence, with the evidence-level summary."""
         request = resolve_evidence_request(evidence, as_of, stale_after)
-        return self.resolve_evidence(request, timeout=timeout, x_request_id=x_request_id)
+        return self.resolve_evidence(
+            request, detail=detail, timeout=timeout, x_request_id=x_request_id
+        )
 
     def policy(self, *, timeout: float | None = None) -> dict[str, float]:
         """The reliability table, source kind -> reliability."""
@@ -134,9 +165,11 @@ class AsyncResolverClient(AsyncClient):
         self,
         request: rs.ResolveSemanticRequest,
         *,
+        detail: Detail | None = None,
         timeout: float | None = None,
         x_request_id: str | None = None,
     ) -> rs.ResolveSemanticResponse:
+        _with_detail(request, detail)
         return await self._unary(
             "ResolveSemantic", request, rs.ResolveSemanticResponse, timeout, x_request_id
         )
@@ -145,9 +178,11 @@ class AsyncResolverClient(AsyncClient):
         self,
         request: rs.ResolveEvidenceRequest,
         *,
+        detail: Detail | None = None,
         timeout: float | None = None,
         x_request_id: str | None = None,
     ) -> rs.ResolveEvidenceResponse:
+        _with_detail(request, detail)
         return await self._unary(
             "ResolveEvidence", request, rs.ResolveEvidenceResponse, timeout, x_request_id
         )
@@ -197,12 +232,15 @@ class AsyncResolverClient(AsyncClient):
         *,
         as_of: datetime | None = None,
         stale_after: timedelta | None = None,
+        detail: Detail | None = None,
         timeout: float | None = None,
         x_request_id: str | None = None,
     ) -> resolution_pb2.SemanticResolution:
         """The resolution of one (subject, predicate)."""
         request = resolve_semantic_request(evidence, subject, predicate, as_of, stale_after)
-        response = await self.resolve_semantic(request, timeout=timeout, x_request_id=x_request_id)
+        response = await self.resolve_semantic(
+            request, detail=detail, timeout=timeout, x_request_id=x_request_id
+        )
         return response.resolution
 
     async def resolve_all(
@@ -211,12 +249,15 @@ class AsyncResolverClient(AsyncClient):
         *,
         as_of: datetime | None = None,
         stale_after: timedelta | None = None,
+        detail: Detail | None = None,
         timeout: float | None = None,
         x_request_id: str | None = None,
     ) -> rs.ResolveEvidenceResponse:
         """Every semantic of the evidence, with the evidence-level summary."""
         request = resolve_evidence_request(evidence, as_of, stale_after)
-        return await self.resolve_evidence(request, timeout=timeout, x_request_id=x_request_id)
+        return await self.resolve_evidence(
+            request, detail=detail, timeout=timeout, x_request_id=x_request_id
+        )
 
     async def policy(self, *, timeout: float | None = None) -> dict[str, float]:
         """The reliability table, source kind -> reliability."""

@@ -113,6 +113,7 @@ class ResolverServicer:
     ) -> pb.ResolveSemanticResponse:
         reader = self._reader(stop)
         reader.semantic(request.subject, request.predicate)
+        full = _full_detail(reader, request.detail)
         staleness = reader.staleness(*_staleness_fields(request))
         base = reader.base(request.evidence.claims, "evidence.claims")
         reader.done()
@@ -122,7 +123,7 @@ class ResolverServicer:
         resolution = engine.Layered(base, self.policy, staleness).resolve(sem)
         stop.check()
         response = pb.ResolveSemanticResponse()
-        Emitter(reader.index).resolution(resolution, response.resolution)
+        Emitter(reader.index).resolution(resolution, response.resolution, full)
         return response
 
     async def ResolveEvidence(
@@ -138,6 +139,7 @@ class ResolverServicer:
         self, request: pb.ResolveEvidenceRequest, stop: Stop = NEVER
     ) -> pb.ResolveEvidenceResponse:
         reader = self._reader(stop)
+        full = _full_detail(reader, request.detail)
         staleness = reader.staleness(*_staleness_fields(request))
         base = reader.base(request.evidence.claims, "evidence.claims")
         reader.done()
@@ -150,13 +152,14 @@ class ResolverServicer:
         for i, resolution in enumerate(resolutions):
             if not i % engine.CHECK_EVERY:
                 stop.check()
-            emitter.resolution(resolution, add())
+            emitter.resolution(resolution, add(), full)
         for subject, predicate in engine.conflicted_safety(resolutions):
             response.conflicted_safety_predicates.add(subject=subject, predicate=predicate)
         response.coverage_confidence = engine.coverage(resolutions)
-        for resolution in resolutions:
-            for warning in resolution.warnings:
-                emitter.warning(warning, response.warnings.add())
+        if full:  # SUMMARY leaves the response's warnings out too, as each resolution's
+            for resolution in resolutions:
+                for warning in resolution.warnings:
+                    emitter.warning(warning, response.warnings.add())
         return response
 
     async def ResolveHypotheses(
