@@ -497,6 +497,7 @@ class ResolveHypothesesRequest(_message.Message):
     AS_OF_FIELD_NUMBER: _builtins.int
     STALE_AFTER_FIELD_NUMBER: _builtins.int
     DETAIL_FIELD_NUMBER: _builtins.int
+    BASE_DETAIL_FIELD_NUMBER: _builtins.int
     subject: _builtins.str
     """Required. The subject to resolve."""
     predicate: _builtins.str
@@ -507,6 +508,13 @@ class ResolveHypothesesRequest(_message.Message):
     leader, supports, rationale) and need no per-claim explanation: it keeps
     the response small when the semantic has many claims. An unknown value is
     ERROR_REASON_INVALID_FIELD (`detail`).
+    """
+    base_detail: Global___ResolutionDetail.ValueType
+    """Optional. The detail of `base` alone, when it should differ from
+    `detail`: a caller that shows the base resolution and compares outcomes
+    asks for FULL here and SUMMARY in `detail`, in one call. UNSPECIFIED
+    means as `detail`. An unknown value is ERROR_REASON_INVALID_FIELD
+    (`base_detail`).
     """
     @_builtins.property
     def evidence(self) -> _claim_pb2.Evidence:
@@ -534,10 +542,11 @@ class ResolveHypothesesRequest(_message.Message):
         as_of: _timestamp_pb2.Timestamp | None = ...,
         stale_after: _duration_pb2.Duration | None = ...,
         detail: Global___ResolutionDetail.ValueType = ...,
+        base_detail: Global___ResolutionDetail.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "evidence", b"evidence", "stale_after", b"stale_after"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "detail", b"detail", "evidence", b"evidence", "hypotheses", b"hypotheses", "predicate", b"predicate", "stale_after", b"stale_after", "subject", b"subject"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "base_detail", b"base_detail", "detail", b"detail", "evidence", b"evidence", "hypotheses", b"hypotheses", "predicate", b"predicate", "stale_after", b"stale_after", "subject", b"subject"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

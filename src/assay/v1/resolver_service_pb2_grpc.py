@@ -165,7 +165,8 @@ class ResolverServiceServicer:
         against the base; ids must be unique within base + that hypothesis.
 
         `detail` = RESOLUTION_DETAIL_SUMMARY leaves the per-claim detail out of
-        every resolution in the response (see ResolutionDetail).
+        every resolution in the response (see ResolutionDetail); `base_detail`
+        sets the base's detail apart from the hypotheses'.
 
         Cost: each hypothesis repeats the target's resolution, so a request is
         charged (hypotheses + 1) x the claims about the target in `evidence`
