@@ -1,0 +1,124 @@
+"""Encoding a resolution as the response's Arrow IPC tables (``ResolveColumnsResponse``).
+
+Each table is its own IPC stream, compressed with the request's codec. Column types
+are the contract's: positions into other tables are int32 (int64 for request rows),
+enum numbers int32, strings utf8, a missing leader or value a null.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped]
+
+from assay.services.resolver.columnar.columns import Ints
+from assay.services.resolver.columnar.engine import Resolved
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """The six streams (the last three empty at SUMMARY detail)."""
+
+    semantics: bytes
+    values: bytes
+    excluded: bytes
+    claims: bytes = b""
+    groups: bytes = b""
+    warnings: bytes = b""
+
+
+def encode(resolved: Resolved, codec: str | None, full: bool) -> Encoded:
+    """Every table of ``resolved`` as IPC streams."""
+
+    def write(columns: dict[str, pa.Array]) -> bytes:
+        table = pa.table(columns)
+        sink = pa.BufferOutputStream()
+        options = pa.ipc.IpcWriteOptions(compression=codec)
+        with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
+            writer.write_table(table)
+        return bytes(sink.getvalue())
+
+    r = resolved
+    semantics = write(
+        {
+            "subject": r.subjects.cast(pa.string()),
+            "predicate": r.predicates.cast(pa.string()),
+            "status": _int32(r.status),
+            "leader": _int32(r.leader, r.leader < 0),
+            "confidence": pa.array(r.confidence, pa.float64()),
+            "safety_sensitive": pa.array(r.safety_sensitive, pa.bool_()),
+            "requires_review": pa.array(r.requires_review, pa.bool_()),
+            "rationale": _rationale(r.rationale, len(r.status)),
+        }
+    )
+    values = write(
+        {
+            "semantic": _int32(r.value_semantic),
+            "value_key": r.value_keys.cast(pa.string()),
+            "support": pa.array(r.support, pa.float64()),
+        }
+    )
+    excluded = write(
+        {
+            "row": pa.array(r.excluded_row, pa.int64()),
+            "semantic": _int32(r.excluded_semantic),
+            "reason": _int32(r.excluded_reason),
+            "superseded_by": _superseded_by(r.excluded_row, r.superseded_by),
+        }
+    )
+    if not full:
+        return Encoded(semantics, values, excluded)
+    claims = write(
+        {
+            "value": _int32(r.claim_value, r.claim_value < 0),
+            "reliability": pa.array(r.reliability, pa.float64()),
+            "effective_weight": pa.array(r.weight, pa.float64()),
+            "correlation_group": r.groups.take(pa.array(r.group)).cast(pa.string()),
+            "group_declared": pa.array(r.declared, pa.bool_()),
+            "counted": pa.array(r.counted, pa.bool_()),
+        }
+    )
+    groups = write(
+        {
+            "value": _int32(r.group_value),
+            "correlation_group": r.groups.take(pa.array(r.group_name)).cast(pa.string()),
+            "declared": pa.array(r.group_declared, pa.bool_()),
+            "weight": pa.array(r.group_weight, pa.float64()),
+            "counted_row": pa.array(r.group_counted_row, pa.int64()),
+        }
+    )
+    warnings = write(
+        {
+            "row": pa.array([w[0] for w in r.warnings], pa.int64()),
+            "code": pa.array([int(w[1]) for w in r.warnings], pa.int32()),
+            "message": pa.array([w[2] for w in r.warnings], pa.string()),
+        }
+    )
+    return Encoded(semantics, values, excluded, claims, groups, warnings)
+
+
+def _int32(values: Ints, null: np.ndarray | None = None) -> pa.Array:
+    return pa.array(values.astype(np.int32), pa.int32(), mask=null)
+
+
+def _rationale(flags: list[Ints], semantics: int) -> pa.Array:
+    """list<int32> per semantic: the flag numbers raised, ascending."""
+    raised = np.zeros((semantics, len(flags)), dtype=np.bool_)
+    for number, rows in enumerate(flags):
+        raised[rows, number] = True
+    offsets = np.r_[0, np.cumsum(raised.sum(axis=1))].astype(np.int32)
+    numbers = (np.nonzero(raised)[1] + 1).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(numbers, pa.int32()))
+
+
+def _superseded_by(rows: Ints, by: dict[int, tuple[str, ...]]) -> pa.Array:
+    """list<utf8> per excluded row: who superseded it (empty when reviewed out)."""
+    lengths = np.zeros(len(rows), dtype=np.int64)
+    ids: list[str] = []
+    if by:
+        positions = np.searchsorted(rows, np.array(sorted(by), dtype=np.int64))
+        lengths[positions] = [len(by[row]) for row in sorted(by)]
+        ids = [claim_id for row in sorted(by) for claim_id in by[row]]
+    offsets = np.r_[0, np.cumsum(lengths)].astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids, pa.string()))

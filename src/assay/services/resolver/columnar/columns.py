@@ -1,0 +1,120 @@
+"""The claim table as the engine reads it: integer codes and plain arrays, one entry per row.
+
+Every string column is factorized once, in Arrow (hash-based, in C++), into codes
+into its distinct strings; everything after that is NumPy on integers and floats.
+Codes are chosen so that comparing codes compares what the reference compares:
+semantic codes follow (subject, predicate) order and value codes follow value_key
+order, so "ties by lowest value_key" and "ordered by subject then predicate" are
+integer comparisons. Each distinct value text is parsed once (``texts``) and texts
+with the same canonical key become one value.
+
+``Coded`` columns use -1 for "absent": null, or the empty string, which the contract
+treats alike in every string column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+Ints: TypeAlias = npt.NDArray[np.int64]
+Floats: TypeAlias = npt.NDArray[np.float64]
+Bools: TypeAlias = npt.NDArray[np.bool_]
+
+ABSENT = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Coded:
+    """A string column as codes (``ABSENT`` for null or "") into its distinct strings."""
+
+    codes: Ints
+    strings: pa.Array  # utf8 / large_utf8, no nulls, no "", no duplicates
+
+    @property
+    def present(self) -> Bools:
+        result: Bools = self.codes != ABSENT
+        return result
+
+    def text(self, row: int) -> str:
+        code = int(self.codes[row])
+        return "" if code == ABSENT else str(self.strings[code].as_py())
+
+
+def coded(column: pa.Array) -> Coded:
+    """Factorize one string column (plain or dictionary-encoded, one chunk)."""
+    if pa.types.is_dictionary(column.type):
+        indices = column.indices
+        distinct = pc.dictionary_encode(column.dictionary)
+        remap = _codes(distinct.indices, distinct.dictionary)
+        raw = pc.fill_null(indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        # A null dictionary entry or "" maps to -1; a null index stays -1 (the extra slot).
+        codes = np.append(remap, ABSENT)[raw]
+        return Coded(codes, distinct.dictionary)
+    encoded = pc.dictionary_encode(column)
+    return Coded(_codes(encoded.indices, encoded.dictionary), encoded.dictionary)
+
+
+def _codes(indices: pa.Array, dictionary: pa.Array) -> Ints:
+    codes: Ints = np.asarray(
+        pc.fill_null(indices, -1).to_numpy(zero_copy_only=False), dtype=np.int64
+    )
+    empty = pc.index(dictionary, "").as_py() if len(dictionary) else -1
+    if empty is not None and empty >= 0:
+        codes[codes == empty] = ABSENT
+    return codes
+
+
+def floats(column: pa.Array) -> tuple[Floats, Bools]:
+    """A float64 column as values (NaN where null) and its null mask."""
+    nulls = column.is_null().to_numpy(zero_copy_only=False)
+    values = pc.fill_null(column, float("nan")).to_numpy(zero_copy_only=False)
+    return np.asarray(values, dtype=np.float64), np.asarray(nulls, dtype=np.bool_)
+
+
+def ints(column: pa.Array, default: int) -> tuple[Ints, Bools]:
+    """An int32 column as int64 values (``default`` where null) and its null mask."""
+    nulls = column.is_null().to_numpy(zero_copy_only=False)
+    values = pc.fill_null(column, default).to_numpy(zero_copy_only=False)
+    return np.asarray(values, dtype=np.int64), np.asarray(nulls, dtype=np.bool_)
+
+
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def times(column: pa.Array) -> tuple[Ints, Ints, Bools]:
+    """A timestamp column as (seconds, nanos) like a ``Timestamp`` and its presence mask."""
+    per_second = _PER_SECOND[column.type.unit]
+    present = column.is_valid().to_numpy(zero_copy_only=False)
+    raw = pc.fill_null(column.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+    raw = np.asarray(raw, dtype=np.int64)
+    seconds = raw // per_second  # floor: a time before the epoch has nanos >= 0
+    nanos = (raw - seconds * per_second) * (1_000_000_000 // per_second)
+    return seconds, nanos, np.asarray(present, dtype=np.bool_)
+
+
+def dense(keys: Ints, size: int) -> tuple[Ints, Ints]:
+    """Factorize non-negative ``keys`` below ``size``: (code per key, the key of each code),
+    codes in ascending key order. A presence table when ``size`` is small, else a sort."""
+    if size <= 4 * len(keys) + 1024:
+        seen = np.zeros(size, dtype=np.bool_)
+        seen[keys] = True
+        distinct = np.flatnonzero(seen)
+        lookup = np.zeros(size, dtype=np.int64)
+        lookup[distinct] = np.arange(len(distinct), dtype=np.int64)
+        return lookup[keys], distinct.astype(np.int64)
+    distinct, inverse = np.unique(keys, return_inverse=True)
+    return inverse.astype(np.int64), distinct.astype(np.int64)
+
+
+def ranks(strings: pa.Array) -> Ints:
+    """Each string's rank in code point order (UTF-8 byte order is code point order)."""
+    order = pc.sort_indices(strings).to_numpy(zero_copy_only=False)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    return rank

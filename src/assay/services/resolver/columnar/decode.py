@@ -1,0 +1,313 @@
+"""From the checked Arrow table to ``ClaimColumns``: factorized, validated, weighed.
+
+The decoding is column by column (Arrow and NumPy), and so is validation: each rule of
+``validation.check_claim`` is one mask over the rows. Only the rows some mask flags are
+then explained, one by one, by ``checks`` (the same descriptions and reasons as the
+reference's, with ``claims_arrow.<column>[<row>]`` paths). Ids are checked for
+duplicates and relation targets looked up with one hash pass over ids and targets
+together, with no Python-level loop over the rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+from assay.prototime import MAX_TIMESTAMP_SECONDS, MIN_TIMESTAMP_SECONDS
+from assay.services.resolver.columnar import checks
+from assay.services.resolver.columnar.columns import (
+    ABSENT,
+    Bools,
+    Coded,
+    Floats,
+    Ints,
+    coded,
+    dense,
+    floats,
+    ints,
+    ranks,
+    times,
+)
+from assay.services.resolver.columnar.texts import key_texts
+from assay.services.resolver.model import RelationKind, ReviewStatus
+from assay.services.resolver.validation import Violation
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimColumns:
+    """Valid claims, one entry per request row: what the engine resolves."""
+
+    count: int
+    semantic: Ints  # row -> semantic, semantics in (subject, predicate) order
+    subjects: pa.Array  # semantic -> subject
+    predicates: pa.Array  # semantic -> predicate
+    value: Ints  # row -> value, values in value_key order
+    value_keys: list[str]
+    source: Ints  # row -> index into ``sources``
+    sources: list[str]
+    ceiling: Floats  # the table's reliability of the row's source
+    stated: Floats  # the reliability the claim stated; NaN when it stated none
+    confidence: Floats
+    group: Ints  # row -> correlation group (declared, or source + "|" + source_ref)
+    groups: pa.Array  # group -> its name
+    declared: Bools
+    observed: Floats  # observe_time in seconds since the epoch; NaN when absent
+    rejected: Bools
+    ids: Coded
+    relation: Ints  # RelationKind number; 0 without a relation
+    targets: Coded  # relation_target
+    target_row: Ints  # the row whose id the relation targets; -1 when none is
+
+
+@dataclass(frozen=True, slots=True)
+class Raw:
+    """Every column as read, before anything is rejected (what ``checks`` explains)."""
+
+    count: int
+    subject: Coded
+    predicate: Coded
+    value: Coded
+    value_of_text: Ints
+    value_keys: list[str]
+    value_problems: dict[int, tuple[str, str]]
+    source: Coded
+    known: Ints  # source code -> index into the policy's sources, -1 when unknown
+    sources: list[str]
+    source_ref: Coded
+    group: Coded
+    ids: Coded
+    targets: Coded
+    target_row: Ints
+    duplicate_of: Ints  # the first row with the same id; -1 when the id is its first use
+    confidence: Floats
+    confidence_null: Bools
+    reliability: Floats  # NaN when null
+    reliability_null: Bools
+    observe_seconds: Ints
+    observe_nanos: Ints
+    observe_present: Bools
+    review: Ints
+    kind: Ints
+    kind_null: Bools
+
+
+def read_raw(table: pa.Table, reliability: dict[str, float]) -> Raw:
+    """Decode every column of a schema-checked table."""
+    n = table.num_rows
+    names = set(table.column_names)
+
+    def column(name: str) -> pa.Array | None:
+        if name not in names:
+            return None
+        found = table.column(name)
+        return found.chunk(0) if found.num_chunks == 1 else found.combine_chunks()
+
+    def strings(name: str) -> Coded:
+        found = column(name)
+        if found is None:
+            return Coded(np.full(n, ABSENT, dtype=np.int64), pa.array([], pa.string()))
+        return coded(found)
+
+    value = strings("value")
+    keyed = key_texts(value.strings.to_pylist())
+    source = strings("source")
+    sources = sorted(reliability)
+    position = {name: i for i, name in enumerate(sources)}
+    known = np.array(
+        [position.get(name, -1) for name in source.strings.to_pylist()], dtype=np.int64
+    )
+    ids, targets, target_row, duplicate_of = _ids(column("id"), column("relation_target"), n)
+    confidence_column = column("confidence")
+    assert confidence_column is not None  # required: the schema check saw it
+    confidence, confidence_null = floats(confidence_column)
+    stated_column = column("reliability")
+    if stated_column is not None:
+        stated, stated_null = floats(stated_column)
+    else:
+        stated, stated_null = np.full(n, np.nan), np.ones(n, dtype=np.bool_)
+    observe_column = column("observe_time")
+    if observe_column is not None:
+        seconds, nanos, present = times(observe_column)
+    else:
+        seconds = nanos = np.zeros(n, dtype=np.int64)
+        present = np.zeros(n, dtype=np.bool_)
+    review_column = column("review_status")
+    review = ints(review_column, 0)[0] if review_column is not None else np.zeros(n, np.int64)
+    kind_column = column("relation_kind")
+    if kind_column is not None:
+        kind, kind_null = ints(kind_column, 0)
+    else:
+        kind, kind_null = np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.bool_)
+    return Raw(
+        count=n,
+        subject=strings("subject"),
+        predicate=strings("predicate"),
+        value=value,
+        value_of_text=keyed.value_of_text,
+        value_keys=keyed.keys,
+        value_problems=keyed.problems,
+        source=source,
+        known=known,
+        sources=sources,
+        source_ref=strings("source_ref"),
+        group=strings("correlation_group"),
+        ids=ids,
+        targets=targets,
+        target_row=target_row,
+        duplicate_of=duplicate_of,
+        confidence=confidence,
+        confidence_null=confidence_null,
+        reliability=stated,
+        reliability_null=stated_null,
+        observe_seconds=seconds,
+        observe_nanos=nanos,
+        observe_present=present,
+        review=review,
+        kind=kind,
+        kind_null=kind_null,
+    )
+
+
+def _ids(
+    id_column: pa.Array | None, target_column: pa.Array | None, n: int
+) -> tuple[Coded, Coded, Ints, Ints]:
+    """Id codes, target codes, each target's row, and each repeated id's first row.
+
+    Ids and targets are factorized together (one hash pass), so a target's code is
+    its claim's id code."""
+    absent = np.full(n, ABSENT, dtype=np.int64)
+    empty = pa.array([], pa.string())
+    if id_column is None:
+        targets = coded(target_column) if target_column is not None else Coded(absent, empty)
+        return Coded(absent, empty), targets, absent, absent
+    if target_column is None or target_column.null_count == n:
+        ids = coded(id_column)
+        targets = Coded(absent, empty)
+    else:
+        both = coded(pa.concat_arrays([_plain(id_column), _plain(target_column)]))
+        ids = Coded(both.codes[:n], both.strings)
+        targets = Coded(both.codes[n:], both.strings)
+    rows = np.flatnonzero(ids.present)
+    codes = ids.codes[rows]
+    first = np.full(len(ids.strings) + 1, -1, dtype=np.int64)
+    # Reversed, so the lowest row of each id is written last and wins.
+    first[codes[::-1]] = rows[::-1]
+    duplicate_of = absent.copy()
+    repeated = first[codes] != rows
+    duplicate_of[rows[repeated]] = first[codes[repeated]]
+    target_row = np.where(targets.present, first[targets.codes], ABSENT)
+    return ids, targets, target_row, duplicate_of
+
+
+def _plain(column: pa.Array) -> pa.Array:
+    """A string column without dictionary encoding, as large_utf8 (so two can be joined)."""
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    return column.cast(pa.large_string())
+
+
+def violations(raw: Raw, reliability: dict[str, float]) -> list[Violation]:
+    """Every violation, row by row, as ``validation.check_claims`` lists them."""
+    # Appending ABSENT makes code -1 (absent) look up ABSENT.
+    value_code = np.append(raw.value_of_text, ABSENT)[raw.value.codes]
+    source_known = np.append(raw.known, ABSENT)[raw.source.codes]
+    confidence = raw.confidence
+    stated = raw.reliability
+    has_relation = ~raw.kind_null | raw.targets.present
+    seconds = raw.observe_seconds
+    bad = (
+        ~raw.subject.present
+        | ~raw.predicate.present
+        | (value_code == ABSENT)
+        | (source_known == ABSENT)
+        | raw.confidence_null
+        | ~((confidence >= 0.0) & (confidence <= 1.0))
+        | (~raw.reliability_null & ~((stated >= 0.0) & (stated <= 1.0)))
+        | (
+            raw.observe_present
+            & ((seconds < MIN_TIMESTAMP_SECONDS) | (seconds > MAX_TIMESTAMP_SECONDS))
+        )
+        | ~np.isin(raw.review, list(ReviewStatus._value2member_map_))
+        | (
+            has_relation
+            & (
+                ~raw.ids.present
+                | (raw.kind < 1)
+                | (raw.kind > max(RelationKind))
+                | ~raw.targets.present
+            )
+        )
+        | (raw.duplicate_of != ABSENT)
+    )
+    return checks.explain(raw, np.flatnonzero(bad), reliability) if bad.any() else []
+
+
+def columns(raw: Raw, reliability: dict[str, float]) -> ClaimColumns:
+    """The engine's view of valid claims (``violations`` found nothing)."""
+    n = raw.count
+    subject_rank = ranks(raw.subject.strings)
+    predicate_rank = ranks(raw.predicate.strings)
+    predicates = len(predicate_rank)
+    composite = subject_rank[raw.subject.codes] * predicates + predicate_rank[raw.predicate.codes]
+    semantic, keys = dense(composite, max(1, len(subject_rank) * predicates))
+    subject_order = np.argsort(subject_rank)
+    predicate_order = np.argsort(predicate_rank)
+    subjects = raw.subject.strings.take(pa.array(subject_order[keys // max(1, predicates)]))
+    predicate_names = raw.predicate.strings.take(
+        pa.array(predicate_order[keys % max(1, predicates)])
+    )
+    source = raw.known[raw.source.codes]
+    table = np.array([reliability[name] for name in raw.sources], dtype=np.float64)
+    group, groups, declared = _groups(raw, source, n)
+    observed = np.where(raw.observe_present, raw.observe_seconds + raw.observe_nanos / 1e9, np.nan)
+    relation = np.where(raw.kind_null & ~raw.targets.present, 0, raw.kind)
+    return ClaimColumns(
+        count=n,
+        semantic=semantic,
+        subjects=subjects,
+        predicates=predicate_names,
+        value=raw.value_of_text[raw.value.codes],
+        value_keys=raw.value_keys,
+        source=source,
+        sources=raw.sources,
+        ceiling=table[source] if n else np.zeros(0),
+        stated=raw.reliability,
+        confidence=raw.confidence,
+        group=group,
+        groups=groups,
+        declared=declared,
+        observed=observed,
+        rejected=raw.review == ReviewStatus.REJECTED,
+        ids=raw.ids,
+        relation=relation,
+        targets=raw.targets,
+        target_row=raw.target_row,
+    )
+
+
+def _groups(raw: Raw, source: Ints, n: int) -> tuple[Ints, pa.Array, Bools]:
+    """Each row's correlation group: declared, else ``source + "|" + source_ref``.
+
+    Groups are named strings: a declared group spelled like a defaulted one is that
+    group, as in the reference. The defaulted names are built once per distinct
+    (source, source_ref) pair, then joined with the declared names in one hash pass."""
+    declared = raw.group.present
+    refs = len(raw.source_ref.strings) + 1
+    pair = source * refs + (raw.source_ref.codes + 1)
+    defaulted = ~declared
+    pair_code, pairs = dense(pair[defaulted], max(1, len(raw.sources) * refs))
+    names = pa.array(raw.sources, pa.large_string()).take(pa.array(pairs // refs))
+    ref_names = pa.concat_arrays(
+        [pa.array([""], pa.large_string()), raw.source_ref.strings.cast(pa.large_string())]
+    ).take(pa.array(pairs % refs))
+    made = pc.binary_join_element_wise(names, ref_names, pa.scalar("|", pa.large_string()))
+    declared_names = raw.group.strings.cast(pa.large_string())
+    both = coded(pa.concat_arrays([declared_names, made]))
+    unified = both.codes
+    group = np.empty(n, dtype=np.int64)
+    group[declared] = unified[raw.group.codes[declared]]
+    group[defaulted] = unified[len(declared_names) + pair_code]
+    return group, both.strings, declared

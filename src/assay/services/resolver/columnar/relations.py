@@ -1,0 +1,83 @@
+"""The rare cases, on their own: relations (supersession, cycles, dangling targets) and
+reliability-capped claims.
+
+Few claims carry a relation, so they are handed to the reference's own supersession
+logic (``active.resolve_relations``) as minimal rows: that module reads only a row's
+claim_ref, index and semantic, and its answer (who is superseded, by whom, and the
+warnings) is mapped back to row numbers. Relations only exist on claims with ids, and
+every warning it makes concerns such a claim, so no content reference is computed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from assay.services.resolver.active import resolve_relations
+from assay.services.resolver.columnar.columns import Bools, Ints
+from assay.services.resolver.columnar.decode import ClaimColumns
+from assay.services.resolver.model import Relation, RelationKind, Row, WarningCode
+
+
+@dataclass(frozen=True, slots=True)
+class Relations:
+    """What the relations do: superseded rows (with by whom) and warnings by row."""
+
+    superseded: Bools
+    superseded_by: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    # (row, code, message)
+    warnings: list[tuple[int, WarningCode, str]] = field(default_factory=list)
+
+
+def _row(claims: ClaimColumns, index: int) -> Row:
+    """A minimal reference row: the fields ``active`` reads (ref, index, semantic)."""
+    return (0.0, claims.ids.text(index), "", 0.0, "", False, index, ("", ""), "")
+
+
+def apply(claims: ClaimColumns) -> Relations:
+    """Apply every relation of a claim that is not reviewed out (rule 3)."""
+    superseded = np.zeros(claims.count, dtype=np.bool_)
+    rows = np.flatnonzero((claims.relation > 0) & ~claims.rejected)
+    if not len(rows):
+        return Relations(superseded)
+    relations: list[Relation] = []
+    found: dict[str, Row] = {}
+    for index in rows.tolist():
+        source = _row(claims, index)
+        target_id = claims.targets.text(index)
+        target = int(claims.target_row[index])
+        if target >= 0:
+            found[target_id] = _row(claims, target)
+        relations.append(Relation(source, RelationKind(int(claims.relation[index])), target_id))
+    active = resolve_relations(relations, found.get)
+    by: dict[int, tuple[str, ...]] = {}
+    for index, (_, sources) in active.superseded.items():
+        superseded[index] = True
+        by[index] = sources
+    row_of = {claims.ids.text(index): index for index in rows.tolist()}
+    warnings = [
+        (row_of[w.claim_ref], w.code, w.message)
+        for found_warnings in active.warnings.values()
+        for w in found_warnings
+    ]
+    return Relations(superseded, by, warnings)
+
+
+def capped(
+    claims: ClaimColumns, rows: Ints, reliability: np.ndarray
+) -> list[tuple[int, WarningCode, str]]:
+    """One RELIABILITY_CAPPED warning per row whose stated reliability the table lowered,
+    worded as ``engine.capped_warnings`` words it."""
+    out = []
+    for index in rows.tolist():
+        source = claims.sources[int(claims.source[index])]
+        out.append(
+            (
+                index,
+                WarningCode.RELIABILITY_CAPPED,
+                f"reliability {float(claims.stated[index]):g} exceeds source {source!r}'s "
+                f"{float(reliability[index]):g}; capped",
+            )
+        )
+    return out
