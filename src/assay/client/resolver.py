@@ -8,6 +8,9 @@ Every method takes ``timeout`` (seconds; default: the client's) and
 ``resolve_evidence``, ``resolve`` and ``resolve_all`` take ``detail``: ``"full"`` (the
 per-claim explanation) or ``"summary"`` (per value only; far smaller for large evidence),
 or a ``ResolutionDetail`` number; left out, the request's own ``detail`` (FULL by default).
+``resolve_table`` sends a pyarrow Table of claims through ``resolve_columns`` (the
+columnar form, for large evidence) and returns the response's tables decoded
+(``ColumnsResult``).
 """
 
 # `timeout` here is the gRPC deadline sent with the call (the server sees it), not a
@@ -17,7 +20,7 @@ or a ``ResolutionDetail`` number; left out, the request's own ``detail`` (FULL b
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from assay.client.base import AsyncClient, SyncClient
 from assay.client.builders import (
@@ -25,8 +28,12 @@ from assay.client.builders import (
     resolve_evidence_request,
     resolve_semantic_request,
 )
+from assay.client.columns import ColumnsResult, Compression, columns_request, columns_result
 from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as rs
+
+if TYPE_CHECKING:
+    import pyarrow as pa  # type: ignore[import-untyped]
 
 SERVICE = rs.DESCRIPTOR.services_by_name["ResolverService"]
 
@@ -35,7 +42,8 @@ _DETAILS = {"full": rs.RESOLUTION_DETAIL_FULL, "summary": rs.RESOLUTION_DETAIL_S
 
 
 def _with_detail(
-    request: rs.ResolveSemanticRequest | rs.ResolveEvidenceRequest, detail: Detail | None
+    request: rs.ResolveSemanticRequest | rs.ResolveEvidenceRequest | rs.ResolveColumnsRequest,
+    detail: Detail | None,
 ) -> None:
     """Write ``detail`` into ``request`` (a name or a number), unless it is None."""
     if detail is None:
@@ -76,6 +84,19 @@ class ResolverClient(SyncClient):
         _with_detail(request, detail)
         return self._unary(
             "ResolveEvidence", request, rs.ResolveEvidenceResponse, timeout, x_request_id
+        )
+
+    def resolve_columns(
+        self,
+        request: rs.ResolveColumnsRequest,
+        *,
+        detail: Detail | None = None,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ResolveColumnsResponse:
+        _with_detail(request, detail)
+        return self._unary(
+            "ResolveColumns", request, rs.ResolveColumnsResponse, timeout, x_request_id
         )
 
     def resolve_hypotheses(
@@ -150,6 +171,26 @@ class ResolverClient(SyncClient):
             request, detail=detail, timeout=timeout, x_request_id=x_request_id
         )
 
+    def resolve_table(
+        self,
+        claims: pa.Table,
+        *,
+        as_of: datetime | None = None,
+        stale_after: timedelta | None = None,
+        detail: Detail | None = None,
+        compression: Compression = "zstd",
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> ColumnsResult:
+        """Every semantic of ``claims`` (a pyarrow Table, one row per claim) through
+        ResolveColumns: the form for large evidence. ``compression`` is the request's
+        codec, which the response's tables share; they come back decoded."""
+        request = columns_request(claims, as_of, stale_after, compression)
+        response = self.resolve_columns(
+            request, detail=detail, timeout=timeout, x_request_id=x_request_id
+        )
+        return columns_result(response)
+
     def policy(self, *, timeout: float | None = None) -> dict[str, float]:
         """The reliability table, source kind -> reliability."""
         response = self.get_resolver_policy(timeout=timeout)
@@ -185,6 +226,19 @@ class AsyncResolverClient(AsyncClient):
         _with_detail(request, detail)
         return await self._unary(
             "ResolveEvidence", request, rs.ResolveEvidenceResponse, timeout, x_request_id
+        )
+
+    async def resolve_columns(
+        self,
+        request: rs.ResolveColumnsRequest,
+        *,
+        detail: Detail | None = None,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ResolveColumnsResponse:
+        _with_detail(request, detail)
+        return await self._unary(
+            "ResolveColumns", request, rs.ResolveColumnsResponse, timeout, x_request_id
         )
 
     async def resolve_hypotheses(
@@ -258,6 +312,26 @@ class AsyncResolverClient(AsyncClient):
         return await self.resolve_evidence(
             request, detail=detail, timeout=timeout, x_request_id=x_request_id
         )
+
+    async def resolve_table(
+        self,
+        claims: pa.Table,
+        *,
+        as_of: datetime | None = None,
+        stale_after: timedelta | None = None,
+        detail: Detail | None = None,
+        compression: Compression = "zstd",
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> ColumnsResult:
+        """Every semantic of ``claims`` (a pyarrow Table, one row per claim) through
+        ResolveColumns: the form for large evidence. ``compression`` is the request's
+        codec, which the response's tables share; they come back decoded."""
+        request = columns_request(claims, as_of, stale_after, compression)
+        response = await self.resolve_columns(
+            request, detail=detail, timeout=timeout, x_request_id=x_request_id
+        )
+        return columns_result(response)
 
     async def policy(self, *, timeout: float | None = None) -> dict[str, float]:
         """The reliability table, source kind -> reliability."""

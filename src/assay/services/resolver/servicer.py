@@ -28,6 +28,7 @@ from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.services.resolver import engine, reconcile
 from assay.services.resolver.budget import charge
+from assay.services.resolver.columnar import resolve_stream
 from assay.services.resolver.convert import Emitter, claim_ref
 from assay.services.resolver.intake import source_table, without_gc
 from assay.services.resolver.model import Intake, Resolution, SemKey
@@ -40,6 +41,10 @@ from assay.v1 import resolver_service_pb2 as pb
 _Request = TypeVar("_Request", bound=Message)
 _Response = TypeVar("_Response", bound=Message)
 _HasEvidence = pb.ResolveSemanticRequest | pb.ResolveEvidenceRequest
+
+
+# ResolveColumns counts one unit of work per this many bytes of Arrow stream.
+COLUMNS_BYTES_PER_UNIT = 8
 
 
 class ResolverServicer:
@@ -299,10 +304,56 @@ class ResolverServicer:
 
     async def ResolveColumns(
         self, request: pb.ResolveColumnsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResolveColumnsResponse | bytes:
+        # A claim takes more than 8 bytes of Arrow even compressed, so this never counts
+        # fewer units than claims: every large request goes to a worker.
+        units = len(request.claims_arrow) // COLUMNS_BYTES_PER_UNIT
+        return await self._serve(
+            "ResolveColumns", self._ResolveColumns, request, context, units, self._columns_budget
+        )
+
+    def _columns_budget(self, request: pb.ResolveColumnsRequest) -> ResponseBudget:
+        """The response grows with the claims (one row each at FULL), so it is held to the
+        request's size like ResolveEvidence's, naming the stream."""
+        return self._budget(
+            request,
+            len(request.claims_arrow),
+            "claims_arrow",
+            "split the claims across calls, or ask for RESOLUTION_DETAIL_SUMMARY",
+        )
+
+    def _ResolveColumns(
+        self, request: pb.ResolveColumnsRequest, stop: Stop = NEVER
     ) -> pb.ResolveColumnsResponse:
-        # Placeholder while the columnar path is built (issue 15): refuse rather than guess.
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "ResolveColumns is not available yet")
-        raise AssertionError("abort raises")
+        reader = self._reader(stop)
+        full = _full_detail(reader, request.detail)
+        as_of = stale_after = None
+        if request.HasField("as_of"):
+            as_of = (request.as_of.seconds, request.as_of.nanos)
+        if request.HasField("stale_after"):
+            stale_after = (request.stale_after.seconds, request.stale_after.nanos)
+        staleness = reader.staleness(as_of, stale_after)
+        answer = resolve_stream(
+            request.claims_arrow,
+            self.policy,
+            None if staleness is None else staleness.horizon,
+            full=full,
+            problems=reader.problems,
+            check=stop.check,
+        )
+        tables = answer.tables
+        response = pb.ResolveColumnsResponse(
+            semantics_arrow=tables.semantics,
+            values_arrow=tables.values,
+            excluded_arrow=tables.excluded,
+            claims_arrow=tables.claims,
+            groups_arrow=tables.groups,
+            warnings_arrow=tables.warnings,
+            coverage_confidence=answer.coverage,
+        )
+        for subject, predicate in answer.conflicted_safety:
+            response.conflicted_safety_predicates.add(subject=subject, predicate=predicate)
+        return response
 
 
 def _unstoppable(work: Callable[[_Request, Stop], _Response], request: _Request) -> _Response:
