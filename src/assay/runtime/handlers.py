@@ -157,6 +157,12 @@ def _log_rpc(
     elapsed = time.perf_counter() - started
     if method.meter is not None:
         method.meter.record(code, elapsed)
+    caller = bound_principal()
+    if code is _OK:  # the common line, without building its fields (``RpcLog.ok``)
+        # who (never the credential itself); none for the dev-mode caller
+        subject = caller.subject if caller is not None and caller.authenticated else None
+        rpc_line().ok(method.path, round(elapsed * 1000, 3), request_id, peer, subject)
+        return
     fields: dict[str, Any] = {
         "method": method.path,
         "code": code.name,
@@ -164,12 +170,8 @@ def _log_rpc(
         "request_id": request_id,
         "peer": peer,
     }
-    caller = bound_principal()
     if caller is not None and caller.authenticated:
         fields["caller"] = caller.subject  # who, never the credential itself
-    if code is _OK:
-        rpc_line().info(fields)
-        return
     if reason:
         fields["reason"] = reason
     if error:

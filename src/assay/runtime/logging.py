@@ -47,6 +47,8 @@ def _fallback(value: Any) -> Any:
 
 
 _ENCODER = json.JSONEncoder(sort_keys=True, default=_fallback)
+# What _ENCODER (ensure_ascii, the default) writes for a str, quotes included.
+_json_str: Callable[[str], str] = json.encoder.encode_basestring_ascii
 
 MAX_FIELD_CHARS = 512
 MAX_TRACEBACK_CHARS = 4096
@@ -118,12 +120,15 @@ class _UtcTimestamp:
         self._second = -1
         self._prefix = ""
 
-    def __call__(self, logger: WrappedLogger, name: str, event_dict: EventDict) -> EventDict:
+    def now(self) -> str:
         second, nanos = divmod(time.time_ns(), 1_000_000_000)
         if second != self._second:
             self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
             self._second = second
-        event_dict["timestamp"] = f"{self._prefix}.{nanos // 1000:06d}Z"
+        return f"{self._prefix}.{nanos // 1000:06d}Z"
+
+    def __call__(self, logger: WrappedLogger, name: str, event_dict: EventDict) -> EventDict:
+        event_dict["timestamp"] = self.now()
         return event_dict
 
 
@@ -133,6 +138,12 @@ class RpcLine(Protocol):
     def info(self, fields: dict[str, Any]) -> None: ...
 
     def warning(self, fields: dict[str, Any]) -> None: ...
+
+    def ok(
+        self, method: str, duration_ms: float, request_id: str, peer: str, caller: str | None
+    ) -> None:
+        """The line of a call that succeeded: ``info`` of these fields (``caller`` if not
+        None), written the same way."""
 
 
 class RpcLog:
@@ -159,6 +170,31 @@ class RpcLog:
         if self.warning_enabled:
             self._write("warning", fields)
 
+    def ok(
+        self, method: str, duration_ms: float, request_id: str, peer: str, caller: str | None
+    ) -> None:
+        """The common line (see ``RpcLine.ok``), formatted directly when nothing else joins
+        it: no bound context variable, no trace ids, no field to cut. That is the line
+        ``_render`` would write, byte for byte (keys sorted, strings escaped by the same
+        function as the encoder's, the float by its ``repr`` as the encoder does), and about
+        a third of its cost; anything else takes the general path."""
+        if not self.info_enabled:
+            return
+        if not _STATE.trace_ids:
+            bound: EventDict = {}
+            structlog.contextvars.merge_contextvars(self._logger, "info", bound)
+            if not bound:
+                who = "" if caller is None else f'"caller": {_json_str(caller)}, '
+                line = (
+                    f'{{{who}"code": "OK", "duration_ms": {duration_ms!r}, "event": "rpc", '
+                    f'"level": "info", "method": {_json_str(method)}, "peer": {_json_str(peer)}, '
+                    f'"request_id": {_json_str(request_id)}, "timestamp": "{self._stamp.now()}"}}'
+                )
+                if len(line) <= MAX_FIELD_CHARS:
+                    self._logger.msg(line)
+                    return
+        self._write("info", _ok_fields(method, duration_ms, request_id, peer, caller))
+
     def _write(self, level: str, fields: dict[str, Any]) -> None:
         fields["event"] = "rpc"
         fields["level"] = level
@@ -177,6 +213,26 @@ class _StructlogRpcLine:
 
     def warning(self, fields: dict[str, Any]) -> None:
         get_logger("assay.rpc").warning("rpc", **fields)
+
+    def ok(
+        self, method: str, duration_ms: float, request_id: str, peer: str, caller: str | None
+    ) -> None:
+        self.info(_ok_fields(method, duration_ms, request_id, peer, caller))
+
+
+def _ok_fields(
+    method: str, duration_ms: float, request_id: str, peer: str, caller: str | None
+) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "method": method,
+        "code": "OK",
+        "duration_ms": duration_ms,
+        "request_id": request_id,
+        "peer": peer,
+    }
+    if caller is not None:
+        fields["caller"] = caller
+    return fields
 
 
 def _no_span() -> Any:
