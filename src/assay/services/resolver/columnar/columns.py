@@ -45,6 +45,38 @@ class Coded:
         code = int(self.codes[row])
         return "" if code == ABSENT else str(self.strings[code].as_py())
 
+    def texts(self, rows: Ints) -> list[str]:
+        """The strings of many rows at once ("" where absent)."""
+        codes = self.codes[rows]
+        found = self.strings.take(np.maximum(codes, 0)).to_pylist() if len(self.strings) else []
+        return [
+            text if code != ABSENT else ""
+            for code, text in zip(codes.tolist(), found or [""] * len(codes), strict=True)
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class Plain:
+    """A string column kept as it came (ids: unique, so codes would only repeat rows)."""
+
+    column: pa.Array  # utf8 or large_utf8
+    present: Bools  # neither null nor ""
+
+    def text(self, row: int) -> str:
+        return str(self.column[row].as_py() or "")
+
+    def texts(self, rows: Ints) -> list[str]:
+        """The strings of many rows at once ("" where absent)."""
+        return [text or "" for text in self.column.take(rows).to_pylist()]
+
+
+def plain(column: pa.Array) -> Plain:
+    """A string column as ``Plain`` (a dictionary-encoded one is decoded)."""
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    present = pc.fill_null(pc.not_equal(column, pa.scalar("", column.type)), False)
+    return Plain(column, np.asarray(present.to_numpy(zero_copy_only=False), dtype=np.bool_))
+
 
 def coded(column: pa.Array) -> Coded:
     """Factorize one string column (plain or dictionary-encoded, one chunk)."""

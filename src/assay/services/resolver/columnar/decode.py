@@ -24,10 +24,12 @@ from assay.services.resolver.columnar.columns import (
     Coded,
     Floats,
     Ints,
+    Plain,
     coded,
     dense,
     floats,
     ints,
+    plain,
     ranks,
     times,
 )
@@ -56,7 +58,7 @@ class ClaimColumns:
     declared: Bools
     observed: Floats  # observe_time in seconds since the epoch; NaN when absent
     rejected: Bools
-    ids: Coded
+    ids: Plain
     relation: Ints  # RelationKind number; 0 without a relation
     targets: Coded  # relation_target
     target_row: Ints  # the row whose id the relation targets; -1 when none is
@@ -78,7 +80,7 @@ class Raw:
     sources: list[str]
     source_ref: Coded
     group: Coded
-    ids: Coded
+    ids: Plain
     targets: Coded
     target_row: Ints
     duplicate_of: Ints  # the first row with the same id; -1 when the id is its first use
@@ -173,40 +175,47 @@ def read_raw(table: pa.Table, reliability: dict[str, float]) -> Raw:
 
 def _ids(
     id_column: pa.Array | None, target_column: pa.Array | None, n: int
-) -> tuple[Coded, Coded, Ints, Ints]:
-    """Id codes, target codes, each target's row, and each repeated id's first row.
+) -> tuple[Plain, Coded, Ints, Ints]:
+    """The ids, target codes, each target's row, and each repeated id's first row.
 
-    Ids and targets are factorized together (one hash pass), so a target's code is
-    its claim's id code."""
+    Ids are normally unique, so one hash pass only counts the distinct ones; the rows
+    of repeats are looked for only when there are some (an invalid request). Targets
+    are few, so they are found by probing each id against their distinct strings."""
     absent = np.full(n, ABSENT, dtype=np.int64)
     empty = pa.array([], pa.string())
+    targets = coded(target_column) if target_column is not None else Coded(absent, empty)
     if id_column is None:
-        targets = coded(target_column) if target_column is not None else Coded(absent, empty)
-        return Coded(absent, empty), targets, absent, absent
-    if target_column is None or target_column.null_count == n:
-        ids = coded(id_column)
-        targets = Coded(absent, empty)
-    else:
-        both = coded(pa.concat_arrays([_plain(id_column), _plain(target_column)]))
-        ids = Coded(both.codes[:n], both.strings)
-        targets = Coded(both.codes[n:], both.strings)
-    rows = np.flatnonzero(ids.present)
-    codes = ids.codes[rows]
-    first = np.full(len(ids.strings) + 1, -1, dtype=np.int64)
-    # Reversed, so the lowest row of each id is written last and wins.
-    first[codes[::-1]] = rows[::-1]
-    duplicate_of = absent.copy()
-    repeated = first[codes] != rows
-    duplicate_of[rows[repeated]] = first[codes[repeated]]
-    target_row = np.where(targets.present, first[targets.codes], ABSENT)
+        return Plain(pa.nulls(n, pa.string()), np.zeros(n, dtype=np.bool_)), targets, absent, absent
+    ids = plain(id_column)
+    column = ids.column
+    present = int(ids.present.sum())
+    # ``unique`` also lists null and "" when they occur: neither is an id.
+    absent_kinds = int(column.null_count > 0) + int(present + column.null_count < n)
+    duplicate_of = absent
+    if len(pc.unique(column)) - absent_kinds < present:
+        duplicate_of = _repeats(coded(column), n)
+    target_row = absent
+    if len(targets.strings):
+        which = pc.index_in(column, value_set=targets.strings.cast(column.type))
+        rows = np.flatnonzero(which.is_valid().to_numpy(zero_copy_only=False) & ids.present)
+        hits = np.asarray(which.take(rows).to_numpy(zero_copy_only=False), dtype=np.int64)
+        row_of_target = np.full(len(targets.strings) + 1, ABSENT, dtype=np.int64)
+        # Reversed, so the first row with a repeated id wins (the request is invalid then).
+        row_of_target[hits[::-1]] = rows[::-1]
+        target_row = row_of_target[targets.codes]  # code -1 (no target) reads the last slot
     return ids, targets, target_row, duplicate_of
 
 
-def _plain(column: pa.Array) -> pa.Array:
-    """A string column without dictionary encoding, as large_utf8 (so two can be joined)."""
-    if pa.types.is_dictionary(column.type):
-        column = column.dictionary_decode()
-    return column.cast(pa.large_string())
+def _repeats(ids: Coded, n: int) -> Ints:
+    """For each row whose id an earlier row has, that earlier row's number; else -1."""
+    rows = np.flatnonzero(ids.present)
+    codes = ids.codes[rows]
+    first = np.full(len(ids.strings) + 1, -1, dtype=np.int64)
+    first[codes[::-1]] = rows[::-1]  # reversed: the lowest row of each id wins
+    duplicate_of = np.full(n, ABSENT, dtype=np.int64)
+    repeated = first[codes] != rows
+    duplicate_of[rows[repeated]] = first[codes[repeated]]
+    return duplicate_of
 
 
 def violations(raw: Raw, reliability: dict[str, float]) -> list[Violation]:
@@ -307,7 +316,8 @@ def _groups(raw: Raw, source: Ints, n: int) -> tuple[Ints, pa.Array, Bools]:
     declared_names = raw.group.strings.cast(pa.large_string())
     both = coded(pa.concat_arrays([declared_names, made]))
     unified = both.codes
+    names_of_groups = both.strings.cast(pa.string())
     group = np.empty(n, dtype=np.int64)
     group[declared] = unified[raw.group.codes[declared]]
     group[defaulted] = unified[len(declared_names) + pair_code]
-    return group, both.strings, declared
+    return group, names_of_groups, declared

@@ -149,7 +149,7 @@ def resolve_table(
     value_code = sv_keys[value_sv] % values_total
 
     # Values per semantic by support descending, then value_key (the code order).
-    v_order = _by_weight(value_sem, support)
+    v_order = _by_support(value_sem, support)
     check()
     value_pos = np.empty(len(v_order), dtype=np.int64)
     value_pos[v_order] = np.arange(len(v_order), dtype=np.int64)
@@ -232,7 +232,7 @@ def resolve_table(
     ordered_counted = counted_row[in_values_order]
     lead_support = confidence
     subjects = claims.subjects
-    conflicted = np.flatnonzero(review).tolist()
+    conflicted = np.flatnonzero(review)
     return Resolved(
         subjects=subjects,
         predicates=claims.predicates,
@@ -243,9 +243,7 @@ def resolve_table(
         requires_review=review,
         rationale=flags,
         value_semantic=sem_sorted,
-        value_keys=pa.array(claims.value_keys, pa.string()).take(pa.array(value_code[v_order]))
-        if len(v_order)
-        else pa.array([], pa.string()),
+        value_keys=pa.array(claims.value_keys, pa.string()).take(value_code[v_order]),
         support=support_sorted,
         excluded_row=excluded_rows,
         excluded_semantic=claims.semantic[excluded_rows],
@@ -265,7 +263,13 @@ def resolve_table(
         group_counted_row=ordered_counted,
         warnings=warnings,
         coverage=float(confidence.min()) if semantics else 0.0,
-        conflicted_safety=[(subjects[i].as_py(), claims.predicates[i].as_py()) for i in conflicted],
+        conflicted_safety=list(
+            zip(
+                subjects.take(conflicted).to_pylist(),
+                claims.predicates.take(conflicted).to_pylist(),
+                strict=True,
+            )
+        ),
     )
 
 
@@ -285,15 +289,33 @@ def _sort_rows(sv: Ints, group: Ints, groups: int, weight: Floats) -> Ints:
 
 
 def _by_weight(outer: Ints, weight: Floats) -> Ints:
-    """The order by ``outer`` ascending, then weight descending, ties keeping index order."""
+    """The order by ``outer`` ascending, then weight descending (ties in any order)."""
     k = len(outer)
     if not k:
         return np.zeros(0, dtype=np.int64)
-    by_weight = np.argsort(-weight, kind="stable")
     rank = np.empty(k, dtype=np.int64)
-    rank[by_weight] = np.arange(k, dtype=np.int64)
+    rank[np.argsort(-weight)] = np.arange(k, dtype=np.int64)
     result: Ints = np.argsort(outer * k + rank)
     return result
+
+
+def _by_support(outer: Ints, support: Floats) -> Ints:
+    """The order by ``outer`` ascending, support descending, then index ascending (values
+    arrive in value_key order, so equal supports keep value_key order)."""
+    k = len(outer)
+    if not k:
+        return np.zeros(0, dtype=np.int64)
+    by_support = np.argsort(-support)
+    ordered = support[by_support]
+    # Equal supports share a rank, so that the index decides between them.
+    rank = np.empty(k, dtype=np.int64)
+    rank[by_support] = np.cumsum(np.r_[0, ordered[1:] != ordered[:-1]])
+    if int(outer.max()) + 1 < (1 << 62) // (k * k):
+        key = (outer * k + rank) * k + np.arange(k, dtype=np.int64)
+        result: Ints = np.argsort(key)
+        return result
+    found: Ints = np.lexsort((np.arange(k), rank, outer))
+    return found
 
 
 def _break_counted_ties(

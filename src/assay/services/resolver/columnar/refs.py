@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
 
 from assay.protovalues import json_to_value
@@ -31,7 +32,7 @@ class ContentRefs:
 
     def __call__(self, rows: Sequence[int]) -> list[str]:
         raw = self._raw
-        out = [raw.ids.text(row) for row in rows]
+        out = raw.ids.texts(np.asarray(rows, dtype=np.int64))
         missing = [i for i, ref in enumerate(out) if not ref]
         if missing:
             for i, claim in zip(missing, self.claims([rows[i] for i in missing]), strict=True):

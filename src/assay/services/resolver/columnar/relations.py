@@ -30,9 +30,9 @@ class Relations:
     warnings: list[tuple[int, WarningCode, str]] = field(default_factory=list)
 
 
-def _row(claims: ClaimColumns, index: int) -> Row:
+def _row(claim_id: str, index: int) -> Row:
     """A minimal reference row: the fields ``active`` reads (ref, index, semantic)."""
-    return (0.0, claims.ids.text(index), "", 0.0, "", False, index, ("", ""), "")
+    return (0.0, claim_id, "", 0.0, "", False, index, ("", ""), "")
 
 
 def apply(claims: ClaimColumns) -> Relations:
@@ -41,21 +41,24 @@ def apply(claims: ClaimColumns) -> Relations:
     rows = np.flatnonzero((claims.relation > 0) & ~claims.rejected)
     if not len(rows):
         return Relations(superseded)
-    relations: list[Relation] = []
+    target_rows = claims.target_row[rows]
+    source_ids = claims.ids.texts(rows)
+    target_ids = claims.targets.texts(rows)
     found: dict[str, Row] = {}
-    for index in rows.tolist():
-        source = _row(claims, index)
-        target_id = claims.targets.text(index)
-        target = int(claims.target_row[index])
+    relations: list[Relation] = []
+    kinds = claims.relation[rows].tolist()
+    for index, claim_id, kind, target_id, target in zip(
+        rows.tolist(), source_ids, kinds, target_ids, target_rows.tolist(), strict=True
+    ):
         if target >= 0:
-            found[target_id] = _row(claims, target)
-        relations.append(Relation(source, RelationKind(int(claims.relation[index])), target_id))
+            found[target_id] = _row(target_id, target)
+        relations.append(Relation(_row(claim_id, index), RelationKind(kind), target_id))
     active = resolve_relations(relations, found.get)
     by: dict[int, tuple[str, ...]] = {}
     for index, (_, sources) in active.superseded.items():
         superseded[index] = True
         by[index] = sources
-    row_of = {claims.ids.text(index): index for index in rows.tolist()}
+    row_of = dict(zip(source_ids, rows.tolist(), strict=True))
     warnings = [
         (row_of[w.claim_ref], w.code, w.message)
         for found_warnings in active.warnings.values()
