@@ -174,16 +174,23 @@ class Emitter:
                     [resolution_pb2.RationaleFlag.ValueType(f) for f in res.rationale]
                 )
         add_value = out.values.add
+        value = self.value
         if not full:
             for support in res.values:
-                msg = add_value(value_key=support.value_key, support=support.support)
-                msg.value.CopyFrom(self.value(support.value_key))
+                msg = add_value()
+                key = support.value_key
+                msg.value.CopyFrom(value(key))
+                msg.value_key = key
+                msg.support = support.support
             for excluded in res.excluded:
                 self.excluded(excluded, out.excluded.add(), with_claim=False)
             return
         for support in res.values:
-            msg = add_value(value_key=support.value_key, support=support.support)
-            msg.value.CopyFrom(self.value(support.value_key))
+            msg = add_value()
+            key = support.value_key
+            msg.value.CopyFrom(value(key))
+            msg.value_key = key
+            msg.support = support.support
             # Usually every claim is its group's only member, so all count and no lookup is needed.
             every = len(support.claims) == len(support.counted)
             counted = () if every else {row[INDEX] for row in support.counted}
