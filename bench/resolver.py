@@ -201,20 +201,23 @@ def stage_breakdown(servicer: ResolverServicer, raw: bytes, repeats: int, floor:
     reader, base = read()
     resolutions = engine.resolve_evidence(base, servicer.policy)
 
-    def emit() -> resolver_service_pb2.ResolveEvidenceResponse:
+    def emit(full: bool = True) -> resolver_service_pb2.ResolveEvidenceResponse:
         response = resolver_service_pb2.ResolveEvidenceResponse()
         emitter = Emitter(reader.index)
         for resolution in resolutions:
-            emitter.resolution(resolution, response.resolutions.add())
+            emitter.resolution(resolution, response.resolutions.add(), full)
         return response
 
     response = emit()
+    summary = emit(full=False)
     stages = {
         "parse request bytes": lambda: resolver_service_pb2.ResolveEvidenceRequest.FromString(raw),
         "intake (read + validate + group)": read,
         "fusion (groups, noisy-OR, status)": lambda: engine.resolve_evidence(base, servicer.policy),
         "emit response messages": emit,
         "serialize response": lambda: response.SerializeToString(deterministic=True),
+        "emit at SUMMARY detail": lambda: emit(full=False),
+        "serialize at SUMMARY detail": lambda: summary.SerializeToString(deterministic=True),
         "floor's Python grouping pass": lambda: _group_only(claims),
         "bound: parse + read intake's fields": lambda: _read_only(raw),
         "bound: same messages, constant numbers": lambda: _emit_only(response),
