@@ -117,16 +117,16 @@ def resolve_table(
     m = len(active)
     groups_total = max(1, len(claims.groups))
     w_active = weight[active]
-    order = _sort_rows(sv, claims.group[active], groups_total, w_active)
+    # One sort groups the rows; each group's strongest row is found by a segmented max.
+    gkey = sv * groups_total + claims.group[active]
+    order: Ints = np.argsort(gkey)
     check()
     rows = active[order]
-    gkey = sv[order] * groups_total + claims.group[rows]
+    gkey = gkey[order]
     starts = np.flatnonzero(np.r_[True, gkey[1:] != gkey[:-1]]) if m else np.zeros(0, np.int64)
     w_sorted = w_active[order]
-    counted_row = rows[starts]
-    _break_counted_ties(counted_row, starts, rows, gkey, w_sorted, refs)
+    counted_row, group_w = _counted(rows, starts, w_sorted, refs)
     group_sv = sv[order][starts]
-    group_w = w_sorted[starts]
     check()
 
     # Groups by (value, weight descending): the multiplication order of the reference.
@@ -273,21 +273,6 @@ def resolve_table(
     )
 
 
-def _sort_rows(sv: Ints, group: Ints, groups: int, weight: Floats) -> Ints:
-    """The order of the active rows by (value, group, weight descending)."""
-    m = len(sv)
-    if not m:
-        return np.zeros(0, dtype=np.int64)
-    by_weight = np.argsort(-weight)
-    rank = np.empty(m, dtype=np.int64)
-    rank[by_weight] = np.arange(m, dtype=np.int64)
-    key = sv * groups + group
-    if int(key.max()) >= (1 << 62) // m:
-        key = dense(key, int(key.max()) + 1)[0]  # np.unique: fits in any case
-    result: Ints = np.argsort(key * m + rank)
-    return result
-
-
 def _by_weight(outer: Ints, weight: Floats) -> Ints:
     """The order by ``outer`` ascending, then weight descending (ties in any order)."""
     k = len(outer)
@@ -318,29 +303,35 @@ def _by_support(outer: Ints, support: Floats) -> Ints:
     return found
 
 
-def _break_counted_ties(
-    counted_row: Ints, starts: Ints, rows: Ints, gkey: Ints, weight: Floats, refs: Refs
-) -> None:
-    """Where a group's top weight is shared, the lowest claim_ref counts (in place)."""
-    if len(rows) < 2:
-        return
-    tied = np.r_[False, (gkey[1:] == gkey[:-1]) & (weight[1:] == weight[:-1])]
-    tie_groups = np.flatnonzero(
-        tied[np.minimum(starts + 1, len(rows) - 1)] & (starts + 1 < len(rows))
-    )
-    if not len(tie_groups):
-        return
-    spans: list[tuple[int, int, int]] = []
-    for g in tie_groups.tolist():
-        start = int(starts[g])
-        end = start + 1
-        while end < len(rows) and tied[end]:
-            end += 1
-        spans.append((g, start, end))
-    candidates = [int(r) for _, start, end in spans for r in rows[start:end]]
-    names = dict(zip(candidates, refs(candidates), strict=True))
-    for g, start, end in spans:
-        counted_row[g] = min(rows[start:end].tolist(), key=names.__getitem__)
+def _counted(rows: Ints, starts: Ints, weight: Floats, refs: Refs) -> tuple[Ints, Floats]:
+    """Each group's counted row and weight: its strongest, ties by claim_ref ascending.
+
+    ``rows`` are grouped (``starts`` opens each group) in any order within a group."""
+    if not len(rows):
+        return rows, weight
+    top = np.maximum.reduceat(weight, starts)
+    sizes = np.diff(np.r_[starts, len(rows)])
+    group_of = np.repeat(np.arange(len(starts), dtype=np.int64), sizes)
+    at_top = np.flatnonzero(weight == top[group_of])
+    top_group = group_of[at_top]
+    first = np.r_[True, top_group[1:] != top_group[:-1]]
+    counted = rows[at_top[first]]
+    tops = np.bincount(top_group, minlength=len(starts))
+    tied = tops[top_group] > 1
+    if tied.any():
+        candidates = rows[at_top[tied]]
+        names = refs(candidates.tolist())
+        best: dict[int, tuple[str, int]] = {}
+        for group, row, name in zip(
+            top_group[tied].tolist(), candidates.tolist(), names, strict=True
+        ):
+            found = best.get(group)
+            # Identical id-less claims share a reference: the earlier row counts.
+            if found is None or (name, row) < found:
+                best[group] = (name, row)
+        for group, (_, row) in best.items():
+            counted[group] = row
+    return counted, top
 
 
 def _break_group_ties(group_sv: Ints, group_w: Floats, counted_row: Ints, refs: Refs) -> None:

@@ -1,0 +1,217 @@
+"""The columnar engine on plain values: pyarrow tables in, arrays out, no protobuf anywhere."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped]
+import pytest
+
+from assay.errors import InvalidArgument, Reason
+from assay.services.resolver.columnar import decode, stream
+from assay.services.resolver.columnar.engine import Resolved, resolve_table
+from assay.services.resolver.model import Flag, Status, WarningCode
+from assay.services.resolver.policy import DEFAULT_POLICY
+from assay.services.resolver.validation import raise_if_any
+
+TABLE = dict(DEFAULT_POLICY.reliability)
+
+
+def resolve(columns: dict[str, Any], horizon: float | None = None, full: bool = True) -> Resolved:
+    """Decode, validate and resolve a table given as plain columns."""
+    table = pa.table(columns)
+    assert not stream.check_schema(table.schema)
+    raw = decode.read_raw(table.combine_chunks(), TABLE)
+    raise_if_any(decode.violations(raw, TABLE), TABLE)
+    claims = decode.columns(raw, TABLE)
+
+    def refs(rows: Any) -> list[str]:
+        return claims.ids.texts(np.asarray(rows, dtype=np.int64))
+
+    return resolve_table(claims, DEFAULT_POLICY, horizon, refs=refs, full=full)
+
+
+def claims(n: int, **columns: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "id": [f"c{i}" for i in range(n)],
+        "subject": ["s"] * n,
+        "predicate": ["p"] * n,
+        "value": ['"a"'] * n,
+        "source": ["human_review"] * n,
+        "confidence": [1.0] * n,
+    }
+    base.update(columns)
+    return base
+
+
+class TestFusion:
+    def test_a_certain_group_gives_support_one_exactly(self) -> None:
+        """w == 1 in any group makes the support exactly 1 (1 - Π(1 - w), no logarithms)."""
+        out = resolve(claims(3, source_ref=["a", "b", "c"], confidence=[1.0, 0.5, 0.25]))
+        assert out.support.tolist() == [1.0]
+
+    def test_supports_multiply_strongest_first(self) -> None:
+        """Three groups: 1 - (1 - w1)(1 - w2)(1 - w3) in descending weight order."""
+        weights = [0.3, 0.9, 0.6]
+        out = resolve(claims(3, source_ref=["a", "b", "c"], confidence=weights))
+        remaining = 1.0
+        for w in sorted(weights, reverse=True):
+            remaining *= 1.0 - w
+        assert out.support.tolist() == [1.0 - remaining]
+
+    def test_one_claim_per_group_counts_and_ties_go_to_the_lowest_id(self) -> None:
+        """Two equally strong claims of one group: the lower id counts."""
+        out = resolve(claims(3, id=["z", "b", "m"], confidence=[0.5, 0.9, 0.9]))
+        assert out.counted.tolist() == [False, True, False]
+        assert out.group_counted_row.tolist() == [1]
+        assert out.support.tolist() == [0.9]
+
+    def test_equal_texts_are_one_value_and_leader_ties_go_to_the_lowest_key(self) -> None:
+        """ "1" and "1.0" are one value; equal supports: the lower value_key leads, CONFLICTED."""
+        out = resolve(
+            claims(3, value=["2", "1", "1.0"], source_ref=["a", "b", "b"], confidence=[0.5] * 3)
+        )
+        assert out.value_keys.to_pylist() == ["1", "2"]
+        assert out.status.tolist() == [Status.CONFLICTED]
+        assert out.leader.tolist() == [0]
+
+    def test_the_margin_has_a_tolerance(self) -> None:
+        """0.7 against 0.5 is a gap of 0.2 on paper: CONFLICTED, as the reference says."""
+        out = resolve(claims(2, value=['"a"', '"b"'], source_ref=["x", "y"], confidence=[0.7, 0.5]))
+        assert out.status.tolist() == [Status.CONFLICTED]
+
+    def test_semantics_are_ordered_and_flags_raised(self) -> None:
+        """Semantics by subject then predicate; a stale, undeclared, corroborated leader."""
+        out = resolve(
+            claims(
+                4,
+                subject=["b", "a", "a", "a"],
+                source=["llm_inference"] * 4,
+                source_ref=["x", "x", "y", "y"],
+                observe_time=pa.array([None, 10, 20, None], pa.timestamp("s")),
+            ),
+            horizon=100.0,
+        )
+        assert out.subjects.to_pylist() == ["a", "b"]
+        flags = {Flag(number + 1): rows.tolist() for number, rows in enumerate(out.rationale)}
+        assert flags[Flag.ALL_SUPPORT_DISCOUNTED] == [0, 1]
+        assert flags[Flag.INDEPENDENCE_UNVERIFIED] == [0]
+        assert flags[Flag.STALE_SUPPORT] == [0, 1]
+        assert flags[Flag.SINGLE_SOURCE_CORROBORATION] == []
+
+    def test_cycles_and_dangling_relations(self) -> None:
+        """A supersession cycle drops both claims with a warning each; a dangling one warns."""
+        out = resolve(
+            claims(
+                3,
+                relation_kind=pa.array([3, 3, 1], pa.int32()),
+                relation_target=["c1", "c0", "ghost"],
+            )
+        )
+        assert out.excluded_row.tolist() == [0, 1]
+        assert out.superseded_by == {0: ("c1",), 1: ("c0",)}
+        assert [(row, code) for row, code, _ in out.warnings] == [
+            (0, WarningCode.SUPERSESSION_CYCLE),
+            (1, WarningCode.SUPERSESSION_CYCLE),
+            (2, WarningCode.DANGLING_RELATION),
+        ]
+
+    def test_summary_skips_the_per_claim_arrays(self) -> None:
+        """SUMMARY: no counted flags, value positions or warnings are filled in."""
+        out = resolve(claims(2, reliability=[1.0, 0.5], source=["api_spec"] * 2), full=False)
+        assert out.warnings == []
+        assert not out.counted.any()
+        assert out.status.tolist() == [Status.RESOLVED]
+
+
+class TestColumns:
+    def test_string_encodings_and_batches_agree(self) -> None:
+        """large_utf8, dictionaries with int8 indices and repeated entries, and batches
+        with different dictionaries all read as the same claims."""
+        plain = claims(4, value=['"a"', '"b"', '"a"', '"b"'], source_ref=["x", "y", "x", "y"])
+        expected = resolve(plain)
+        large = {
+            k: pa.array(v, pa.large_string()) if isinstance(v[0], str) else v
+            for k, v in plain.items()
+        }
+        assert resolve(large).support.tolist() == expected.support.tolist()
+        value = pa.DictionaryArray.from_arrays(
+            pa.array([0, 1, 2, 1], pa.int8()), pa.array(['"a"', '"b"', '"a"'])
+        )
+        assert resolve({**plain, "value": value}).support.tolist() == expected.support.tolist()
+        first = pa.table({k: v[:2] for k, v in plain.items()})
+        second = pa.table({k: v[2:] for k, v in plain.items()})
+        column = first.schema.get_field_index("value")
+        first = first.set_column(column, "value", pa.array(['"a"', '"b"']).dictionary_encode())
+        second = second.set_column(
+            column,
+            "value",
+            pa.DictionaryArray.from_arrays(pa.array([1, 0], pa.int32()), pa.array(['"b"', '"a"'])),
+        )
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, first.schema) as writer:
+            writer.write_table(first)
+            writer.write_table(second)
+        read, problems = stream.read(sink.getvalue().to_pybytes())
+        assert read is not None
+        assert not problems
+        raw = decode.read_raw(read.table, TABLE)
+        assert not decode.violations(raw, TABLE)
+        claims_read = decode.columns(raw, TABLE)
+        assert claims_read.value.tolist() == [0, 1, 0, 1]
+
+    @pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
+    def test_timestamps_of_any_unit(self, unit: str) -> None:
+        """-1.5 s before the epoch is (seconds -2, nanos 500,000,000), as a Timestamp."""
+        per_second = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}[unit]
+        value = -3 * per_second // 2 if unit != "s" else -2
+        table = pa.table(claims(1, observe_time=pa.array([value], pa.timestamp(unit, tz="UTC"))))
+        raw = decode.read_raw(table, TABLE)
+        assert raw.observe_seconds.tolist() == [-2]
+        assert raw.observe_nanos.tolist() == [0 if unit == "s" else 500_000_000]
+
+    def test_codec_of_names_the_request_codec(self) -> None:
+        """codec_of reads the codec from the first record batch's metadata."""
+        table = pa.table(claims(2))
+        for codec in (None, "lz4", "zstd"):
+            sink = pa.BufferOutputStream()
+            options = pa.ipc.IpcWriteOptions(compression=codec)
+            with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
+                writer.write_table(table)
+            assert stream.codec_of(sink.getvalue().to_pybytes()) == codec
+
+
+class TestValidation:
+    def test_violations_name_column_and_row(self) -> None:
+        """Bad cells are listed row by row with claims_arrow.<column>[<row>] paths."""
+        table = pa.table(
+            claims(3, confidence=[0.5, float("nan"), 2.0], source=["api_spec", "x", "api_spec"])
+        )
+        raw = decode.read_raw(table, TABLE)
+        found = decode.violations(raw, TABLE)
+        assert [(v.reason, v.field) for v in found] == [
+            (Reason.UNKNOWN_SOURCE, "claims_arrow.source[1]"),
+            (Reason.INVALID_CLAIM, "claims_arrow.confidence[1]"),
+            (Reason.INVALID_CLAIM, "claims_arrow.confidence[2]"),
+        ]
+
+    def test_duplicates_are_found_in_bulk(self) -> None:
+        """A repeated id among many names the repeat and the first use."""
+        ids = [f"c{i}" for i in range(10_000)]
+        ids[7_000] = "c42"
+        raw = decode.read_raw(pa.table(claims(10_000, id=ids)), TABLE)
+        found = decode.violations(raw, TABLE)
+        assert [(v.reason, v.field) for v in found] == [
+            (Reason.DUPLICATE_CLAIM_ID, "claims_arrow.id[7000]")
+        ]
+        assert "claims_arrow.id[42]" in found[0].description
+
+    def test_violations_are_capped_like_the_reference(self) -> None:
+        """Past MAX_VIOLATIONS the list stops after the row that reached it."""
+        raw = decode.read_raw(pa.table(claims(500, confidence=[2.0] * 500)), TABLE)
+        found = decode.violations(raw, TABLE)
+        assert len(found) == 100
+        with pytest.raises(InvalidArgument) as error:
+            raise_if_any(found, TABLE)
+        assert not error.value.violations_complete
