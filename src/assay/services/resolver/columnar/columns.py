@@ -14,7 +14,7 @@ treats alike in every string column.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeAlias
 
 import numpy as np
@@ -35,11 +35,10 @@ class Coded:
 
     codes: Ints
     strings: pa.Array  # utf8 / large_utf8, no nulls, no "", no duplicates
+    present: Bools = field(init=False)  # computed once: rare-row code reads it per row
 
-    @property
-    def present(self) -> Bools:
-        result: Bools = self.codes != ABSENT
-        return result
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "present", self.codes != ABSENT)
 
     def text(self, row: int) -> str:
         code = int(self.codes[row])
