@@ -97,3 +97,60 @@ class TestSavepointsOnTheLoop:
             assert stored == 25
         finally:
             await store.close()
+
+
+class TestOneSavepointPerBatch:
+    @pytest.mark.parametrize("small", [True, False])
+    async def test_a_job_refused_before_writing_runs_nothing_twice(
+        self, tmp_path: Path, small: bool
+    ) -> None:
+        """Jobs refused before their first write leave the batch's first run standing."""
+        runs: list[str] = []
+
+        def counted(tx: WriteTx) -> int:
+            runs.append("swept")
+            return swept(tx)
+
+        store = await Store.open(tmp_path / "w.db")
+        try:
+            results = await asyncio.gather(
+                store.write(counted, small),
+                store.write(refused, small),
+                store.write(counted, small),
+                return_exceptions=True,
+            )
+            assert sorted(r for r in results if isinstance(r, int)) == [1, 2]
+            assert isinstance(results[1], ValueError)
+            assert runs == ["swept", "swept"]
+        finally:
+            await store.close()
+
+    @pytest.mark.parametrize("small", [True, False])
+    async def test_a_job_failing_after_writing_reruns_its_batch_job_by_job(
+        self, tmp_path: Path, small: bool
+    ) -> None:
+        """After a failure past a write the batch runs again, isolated: its rows and event
+        vanish, the others' stand once, numbered without a gap."""
+        runs: list[str] = []
+
+        def counted(tx: WriteTx) -> int:
+            runs.append("swept")
+            return swept(tx)
+
+        store = await Store.open(tmp_path / "w.db")
+        try:
+            await store.write(swept, small)  # the writer is idle again: the next three batch
+            results = await asyncio.gather(
+                store.write(counted, small),
+                store.write(broken_after_write, small),
+                store.write(counted, small),
+                return_exceptions=True,
+            )
+            assert sorted(r for r in results if isinstance(r, int)) == [2, 3]
+            assert isinstance(results[1], RuntimeError)
+            assert runs == ["swept"] * 3  # the first, then both again in the isolated run
+            verdict = await store.verify_chain()
+            assert verdict.ok
+            assert verdict.head.sequence == 3
+        finally:
+            await store.close()

@@ -30,7 +30,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import json.encoder
 import math
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,6 +46,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ENCODE = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 ).encode
+# The string encoder ``_ENCODE`` calls for every string (json's C one, when built): calling it
+# directly spells a string exactly as ``_ENCODE`` does without the encoder's Python wrapper.
+_STRING = json.encoder.encode_basestring
 
 
 _AS_IS = frozenset({str, int, bool, type(None)})
@@ -75,13 +80,43 @@ def _normalized(value: Any) -> Any:
 
 def encode_json(value: str) -> str:
     """One JSON string, spelled as ``canonical_json`` (and JCS) spell it."""
-    return _ENCODE(value)
+    return _STRING(value)
+
+
+def string_object_json(value: Mapping[str, str]) -> str | None:
+    """``canonical_json`` of an object whose keys and values are all strings (audit payloads,
+    commitments), spelled out directly; None when one is not a string.
+
+    Every ledger write hashes such an object, and the general path normalizes it and goes
+    through the encoder's Python layers first; this spells the same bytes (keys sorted by
+    code point, each string as ``_ENCODE`` spells it), which a property test holds equal."""
+    for key, item in value.items():
+        if type(key) is not str or type(item) is not str:
+            return None
+    return "{" + ",".join([f"{_STRING(k)}:{_STRING(v)}" for k, v in sorted(value.items())]) + "}"
+
+
+def _string_list_json(value: list[Any] | tuple[Any, ...]) -> str | None:
+    for item in value:
+        if type(item) is not str:
+            return None
+    return "[" + ",".join(map(_STRING, value)) + "]"
 
 
 def canonical_json(value: Any) -> str:
     """The legacy v1 form: sorted keys, no spaces, integral floats as integers."""
-    if type(value) is str:
-        return _ENCODE(value)
+    kind = type(value)
+    if kind is str:
+        return _STRING(value)
+    # Flat strings (audit payloads, answer commitments): spelled directly, same bytes.
+    if kind is dict:
+        flat = string_object_json(value)
+        if flat is not None:
+            return flat
+    elif kind is list or kind is tuple:
+        flat = _string_list_json(value)
+        if flat is not None:
+            return flat
     return _ENCODE(_normalized(value))
 
 
@@ -112,7 +147,7 @@ def jcs(value: Any) -> str:
     """RFC 8785 canonical JSON of ``value`` (every number a double, as ``google.protobuf.Value``
     carries it). ValueError for NaN, infinities and anything that is not JSON."""
     if type(value) is str:
-        return _ENCODE(value)  # a JSON string is spelled alike in both forms (property-tested)
+        return _STRING(value)  # a JSON string is spelled alike in both forms (property-tested)
     try:
         return rfc8785.dumps(_as_doubles(value)).decode("utf-8")
     except rfc8785.CanonicalizationError as error:

@@ -7,6 +7,7 @@ becomes the domain's ``Caller``. Value, time and enum helpers are in ``values``.
 
 from __future__ import annotations
 
+import functools
 import math
 from datetime import datetime
 from typing import Any
@@ -57,6 +58,7 @@ from assay.v1 import gold_pb2
 # --- requests -> domain ----------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1024)  # one per principal, asked on every call it makes
 def caller(principal: Principal) -> Caller:
     """The principal as the adjudication rules see it. The dev-mode principal (no
     authentication) has no actor, so no identity rule applies to it."""

@@ -36,6 +36,7 @@ from assay.services.adjudication.canonical import (
     canonical_json,
     encode_json,
     rfc3339,
+    string_object_json,
 )
 from assay.services.adjudication.model import (
     Actor,
@@ -126,11 +127,13 @@ def extend(
     actor: Actor | None = None,
 ) -> tuple[AuditEvent, str]:
     """``next_event``, with the payload's canonical JSON (what is stored) computed once."""
-    for key, value in payload.items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError("audit payloads map strings to strings (ids, digests, counts)")
     fields = dict(payload)
-    payload_json = canonical_json(fields)
+    payload_json = string_object_json(fields)
+    if payload_json is None:  # not plain strings: str subclasses pass, anything else not
+        for key, value in fields.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise TypeError("audit payloads map strings to strings (ids, digests, counts)")
+        payload_json = canonical_json(fields)
     sequence = head.sequence + 1
     event = AuditEvent(
         sequence=sequence,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
 
@@ -96,7 +95,8 @@ class Adjudication:
     ) -> bytes:
         """``small``: a few rows of one case (the default); deletions over many cases say False,
         so the writer keeps them off the event loop. The request id is the caller's own."""
-        owned = replace(key, owner=permissions.request_owner(caller))
+        owner = permissions.request_owner(caller)
+        owned = RequestKey(key.request_id, key.method, key.request_digest, owner)
         job_run = retryable(owned, job, render, scope, self.clock)
         return await self.store.write(job_run, small)
 

@@ -7,6 +7,7 @@ silently mapping to UNSPECIFIED.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from datetime import datetime
 from enum import Enum
@@ -21,6 +22,10 @@ from assay.services.adjudication.canonical import from_micros, to_micros
 E = TypeVar("E", bound=Enum)
 
 
+# The conversions below run for every request and response (SubmitReview: three of them) and
+# each took a descriptor lookup or a name built and parsed; the answers never change, so they
+# are cached. Bounded: a request may carry any number for an open enum.
+@functools.lru_cache(maxsize=1024)
 def from_proto_enum(domain: type[E], proto_name: str, prefix: str) -> E | None:
     """The domain member for a proto enum value name, or None for UNSPECIFIED/unknown."""
     if not proto_name.startswith(prefix):
@@ -31,11 +36,13 @@ def from_proto_enum(domain: type[E], proto_name: str, prefix: str) -> E | None:
         return None
 
 
+@functools.lru_cache(maxsize=1024)
 def enum_name(enum_type: Any, number: int) -> str:
     found = enum_type.DESCRIPTOR.values_by_number.get(number)
     return found.name if found is not None else ""
 
 
+@functools.lru_cache(maxsize=1024)
 def to_proto_enum(enum_type: Any, prefix: str, member: Enum) -> Any:
     # Any: each mypy-protobuf enum has its own ValueType; the name lookup is checked at runtime.
     return enum_type.Value(prefix + member.value)

@@ -57,6 +57,9 @@ class WriteTx:
         self._writer = writer
         self._db = db
         self._at: datetime | None = None
+        # Set before the job's first write: a job that fails with it unset left nothing to
+        # undo (``writer`` then rolls nothing back).
+        self.wrote = False
 
     def _now(self) -> datetime:
         """One clock reading per job for the rows it stamps (the audit event, the retry record)."""
@@ -83,6 +86,7 @@ class WriteTx:
         tenant: str,
         case_id: str,
     ) -> None:
+        self.wrote = True
         self._db.execute(
             "INSERT INTO idempotency (caller_issuer, caller_subject, request_id, method, "
             "request_digest, response, tenant, case_id, create_time) "
@@ -140,9 +144,11 @@ class WriteTx:
 
     def remember_snapshot(self, value: CaseSnapshot) -> None:
         """The case's round as this job leaves it, after its last write to the case."""
+        self.wrote = True  # the writer's memory changes: a failure after this undoes it
         self._writer.memory.keep_snapshot(value)
 
     def insert_reviewer(self, value: Reviewer) -> None:
+        self.wrote = True
         try:
             self._db.execute(
                 f"INSERT INTO reviewers ({rows.REVIEWER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
@@ -154,12 +160,14 @@ class WriteTx:
             ) from None
 
     def insert_case(self, value: Case) -> None:
+        self.wrote = True
         self._db.execute(
             f"INSERT INTO cases ({rows.CASE_COLUMNS}) VALUES ({', '.join('?' * rows.CASE_WIDTH)})",
             rows.case_params(value),
         )
 
     def insert_review(self, value: Review) -> None:
+        self.wrote = True
         self._writer.memory.drop_snapshot(value.case_id)
         try:
             self._db.execute(
@@ -175,6 +183,7 @@ class WriteTx:
             ) from None
 
     def insert_resolution(self, value: Resolution) -> None:
+        self.wrote = True
         self._writer.memory.drop_snapshot(value.case_id)
         self._db.execute(
             f"INSERT INTO resolutions ({rows.RESOLUTION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -182,6 +191,7 @@ class WriteTx:
         )
 
     def insert_gold_label(self, value: GoldLabelRevision) -> None:
+        self.wrote = True
         self._writer.memory.drop_snapshot(value.case_id)
         try:
             self._db.execute(
@@ -202,6 +212,7 @@ class WriteTx:
         """Seed many rows at once (benchmarks, imports), each with the ledger event its
         operation writes (CASE_ENQUEUED, GOLD_LABEL_FROZEN: the same payloads), so reads and
         exports, which check every record against its event, accept them. No retry records."""
+        self.wrote = True
         self._writer.memory.forget_cases()
         case_list, gold_list = list(cases), list(gold_labels)
         self._db.executemany(
@@ -224,10 +235,12 @@ class WriteTx:
 
     def delete_tenant_cases(self, tenant: str) -> DeletedCounts:
         """Delete ``tenant``'s cases with their reviews, resolutions and stored responses."""
+        self.wrote = True
         return self._delete("tenant = ?", (tenant,))
 
     def delete_expired(self, at: datetime, scope: TenantScope) -> DeletedCounts:
         """Delete the cases of ``scope``'s tenants that expired by ``at``, likewise."""
+        self.wrote = True
         tenants = queries.tenants_param(scope)
         return self._delete(
             "expire_time <= ? AND (? IS NULL OR tenant IN (SELECT value FROM json_each(?)))",
@@ -251,6 +264,7 @@ class WriteTx:
         return DeletedCounts(len(ids), counts[0], counts[1])
 
     def delete_tenant_responses(self, tenant: str) -> None:
+        self.wrote = True
         self._db.execute("DELETE FROM idempotency WHERE tenant = ?", (tenant,))
 
     def append_event(
@@ -262,6 +276,7 @@ class WriteTx:
     ) -> AuditEvent:
         """Extend the chain. ``tenant``: the one tenant the event is about ("" when none or
         several: then only principals granted every tenant see it); ``actor``: who did it."""
+        self.wrote = True
         event, payload_json = ledger.extend(
             self._writer.head, event_type, payload, self._now(), actor
         )
