@@ -1,11 +1,13 @@
 """The rare cases, on their own: relations (supersession, cycles, dangling targets) and
 reliability-capped claims.
 
-Few claims carry a relation, so they are handed to the reference's own supersession
-logic (``active.resolve_relations``) as minimal rows: that module reads only a row's
-claim_ref, index and semantic, and its answer (who is superseded, by whom, and the
-warnings) is mapped back to row numbers. Relations only exist on claims with ids, and
-every warning it makes concerns such a claim, so no content reference is computed.
+Supersession without cycles is one scatter: every target of an in-force SUPERSEDES
+relation is dropped, superseded by its sources' ids. Anything more is handed to the
+reference's own logic (``active.resolve_relations``) as minimal rows (it reads only a
+row's claim_ref, index and semantic), its answer mapped back to row numbers: all the
+relations when they form a cycle (found by pointer doubling over the few rows involved),
+and the dangling ones, whose warnings it words. Relations only exist on claims with ids,
+and every warning concerns such a claim, so no content reference is computed.
 """
 
 from __future__ import annotations
@@ -41,6 +43,42 @@ def apply(claims: ClaimColumns) -> Relations:
     rows = np.flatnonzero((claims.relation > 0) & ~claims.rejected)
     if not len(rows):
         return Relations(superseded)
+    targets = claims.target_row[rows]
+    supersedes = (claims.relation[rows] == RelationKind.SUPERSEDES) & (targets >= 0)
+    sources, dropped = rows[supersedes], targets[supersedes]
+    if _has_cycle(sources, dropped):
+        return _by_reference(claims, rows)
+    dangling = rows[targets < 0]
+    warnings = _by_reference(claims, dangling).warnings if len(dangling) else []
+    superseded[dropped] = True
+    by: dict[int, list[str]] = {}
+    for target, claim_id in zip(dropped.tolist(), claims.ids.texts(sources), strict=True):
+        by.setdefault(target, []).append(claim_id)
+    return Relations(
+        superseded, {target: tuple(sorted(ids)) for target, ids in by.items()}, warnings
+    )
+
+
+def _has_cycle(sources: Ints, targets: Ints) -> bool:
+    """Whether the edges source -> target (at most one per source) contain a cycle.
+
+    After 2^k >= nodes steps, every walk has either fallen off the end of its chain or
+    is going round a cycle; steps are doubled (``follow = follow[follow]``), so this
+    takes log2(nodes) gathers over the few nodes involved."""
+    if not len(sources):
+        return False
+    nodes, compact = np.unique(np.r_[sources, targets], return_inverse=True)
+    end = len(nodes)  # where a chain falls off, and stays
+    follow = np.full(end + 1, end, dtype=np.int64)
+    follow[compact[: len(sources)]] = compact[len(sources) :]
+    for _ in range(int(end).bit_length() + 1):
+        follow = follow[follow]
+    return bool((follow[:end] != end).any())
+
+
+def _by_reference(claims: ClaimColumns, rows: Ints) -> Relations:
+    """The relations of ``rows`` applied by ``active.resolve_relations`` itself."""
+    superseded = np.zeros(claims.count, dtype=np.bool_)
     target_rows = claims.target_row[rows]
     source_ids = claims.ids.texts(rows)
     target_ids = claims.targets.texts(rows)
