@@ -18,6 +18,7 @@ from assay.runtime.status import DecodedError, decode_rpc_error
 from assay.services.registry import ServeOptions
 from assay.services.resolver.columnar.stream import codec_of
 from assay.services.resolver.service import build_spec
+from assay.services.resolver.servicer import ResolverServicer
 from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb
 from assay.v1 import resolver_service_pb2_grpc as pb_grpc
@@ -267,3 +268,48 @@ class TestClient:
         ]
         assert result.warnings is not None
         assert result.warnings.column("row").to_pylist() == [4]
+
+
+def big_request(claims: int) -> bytes:
+    """``claims`` valid claims over 1,000 semantics, as serialized request bytes."""
+    table = pa.table(
+        {
+            "id": pa.array([f"c{i}" for i in range(claims)]),
+            "subject": pa.array([f"s{i % 1000}" for i in range(claims)]).dictionary_encode(),
+            "predicate": pa.array(["p"] * claims).dictionary_encode(),
+            "value": pa.array(['"a"', '"b"'] * (claims // 2)).dictionary_encode(),
+            "source": pa.array(["test_result"] * claims).dictionary_encode(),
+            "source_ref": pa.array([f"r{i % 7}" for i in range(claims)]).dictionary_encode(),
+            "confidence": pa.array([0.5 + (i % 50) / 100 for i in range(claims)]),
+        }
+    )
+    return pb.ResolveColumnsRequest(claims_arrow=stream(table, "zstd")).SerializeToString()
+
+
+class TestHeavyWork:
+    async def test_heavy_work_runs_on_a_worker_and_stops_when_cancelled(self) -> None:
+        """A small request stays on the loop; a large one goes to a worker, whose work
+        stops once its caller cancels."""
+        spec = await build_spec(ServeOptions(port=0))
+        servicer = spec.servicer
+        assert isinstance(servicer, ResolverServicer)
+        async with (
+            serving([spec]) as running,
+            grpc.aio.insecure_channel(
+                running[0].address, options=ServerConfig().channel_options()
+            ) as chan,
+        ):
+            call = chan.unary_unary("/assay.v1.ResolverService/ResolveColumns")
+            await call(request().SerializeToString(), timeout=TIMEOUT)
+            assert servicer.offload.started == 0
+            await call(big_request(20_000), timeout=TIMEOUT)
+            assert servicer.offload.started == 1
+            heavy = call(big_request(600_000), timeout=120)
+            deadline = asyncio.get_running_loop().time() + TIMEOUT
+            while servicer.offload.started == 1:  # the work is under way
+                assert asyncio.get_running_loop().time() < deadline
+                await asyncio.sleep(0.005)
+            heavy.cancel()
+            while servicer.offload.stopped == 0:
+                assert asyncio.get_running_loop().time() < deadline, "never stopped"
+                await asyncio.sleep(0.01)
