@@ -77,6 +77,53 @@ def plain(column: pa.Array) -> Plain:
     return Plain(column, np.asarray(present.to_numpy(zero_copy_only=False), dtype=np.bool_))
 
 
+# Strings hashed per pass of ``may_repeat``: bounds its scratch memory (about 24 bytes
+# per byte of the chunk's strings).
+_HASH_CHUNK = 65536
+_MULTIPLIER = np.uint64(0x100000001B3)  # odd: every power is distinct modulo 2**64
+_LENGTH_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def may_repeat(column: pa.Array, present: Bools) -> bool:
+    """Whether two present strings of ``column`` (utf8 or large_utf8) might be equal.
+
+    Ids are unique in every valid request, and hashing a million distinct strings into
+    Arrow's memo table costs a fifth of a second; a polynomial hash of each string's
+    bytes (NumPy over the column's own buffers, wrapping modulo 2**64) and one integer
+    sort cost a fraction of that. Equal hashes only say "maybe": the caller then finds
+    the repeats exactly, so a collision costs time, never a wrong answer."""
+    rows = np.flatnonzero(present)
+    if len(rows) < 2:
+        return False
+    width = np.int64 if pa.types.is_large_string(column.type) else np.int32
+    buffers = column.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=width)[
+        column.offset : column.offset + len(column) + 1
+    ]
+    data = (
+        np.frombuffer(buffers[2], dtype=np.uint8)
+        if buffers[2] is not None
+        else np.zeros(0, np.uint8)
+    )
+    starts = offsets[rows].astype(np.int64)
+    lengths = offsets[rows + 1].astype(np.int64) - starts
+    powers = np.full(int(lengths.max()), _MULTIPLIER, dtype=np.uint64)
+    powers[0] = 1
+    powers = np.cumprod(powers, dtype=np.uint64)
+    hashes = np.empty(len(rows), dtype=np.uint64)
+    for first in range(0, len(rows), _HASH_CHUNK):
+        begin = starts[first : first + _HASH_CHUNK]
+        size = lengths[first : first + _HASH_CHUNK]
+        opens = np.r_[0, np.cumsum(size)[:-1]]
+        local = np.arange(int(size.sum()), dtype=np.int64) - np.repeat(opens, size)
+        contributions = data[np.repeat(begin, size) + local].astype(np.uint64) * powers[local]
+        hashes[first : first + _HASH_CHUNK] = np.add.reduceat(contributions, opens) ^ (
+            size.astype(np.uint64) * _LENGTH_MIX
+        )
+    hashes.sort()
+    return bool((hashes[1:] == hashes[:-1]).any())
+
+
 def coded(column: pa.Array) -> Coded:
     """Factorize one string column (plain or dictionary-encoded, one chunk)."""
     if pa.types.is_dictionary(column.type):
