@@ -139,6 +139,8 @@ def resolve_evidence(
     active = context.active
     excluded = context.excluded
     warnings = context.warnings
+    # Only these semantics lose rows to supersession; the others are resolved as read.
+    touched = {row[SEM] for row, _ in active.superseded.values()}
     for i, sem in enumerate(sorted(sems)):
         if not i % CHECK_EVERY:
             check()
@@ -146,7 +148,7 @@ def resolve_evidence(
         out.append(
             resolve(
                 sem,
-                without_superseded(values, active) if active.superseded else values.values(),
+                without_superseded(values, active) if sem in touched else values.values(),
                 policy=policy,
                 excluded=excluded.get(sem, ()),
                 warnings=warnings.get(sem, ()),
