@@ -6,9 +6,11 @@ planner as separate ``assay serve`` processes on loopback, then for evidence of 
 both sides alike):
 
 - ``ResolveSemantic`` straight to the resolver (the baseline), and
-- ``PlanEvidence`` through the planner, which costs one more hop plus two resolver calls
-  (``ResolveSemantic``, then one ``ResolveHypotheses`` at SUMMARY detail with one
-  hypothesis per distinct candidate outcome) plus the planning itself.
+- ``PlanEvidence`` through the planner, which costs one more hop plus its resolver calls
+  plus the planning itself: when every claim is about the target, one
+  ``ResolveHypotheses`` (the base at FULL detail, one hypothesis per outcome any plan over
+  these claims may weigh at SUMMARY); otherwise ``ResolveSemantic``, then one
+  ``ResolveHypotheses`` over the target's scope with exactly the plan's outcomes.
 
 It prints median and p99 latency for each and the ratio planner/resolver. Target: planning
 a 1,000-claim evidence within 3x of resolving it directly (median).
@@ -192,7 +194,10 @@ def main(argv: list[str] | None = None) -> int:
             measure(resolver, planner, 1000, False, args.iterations_large),
             measure(resolver, planner, 1000, True, args.iterations_large),
         ]
-    print("PlanEvidence (client -> planner -> resolver x2) vs ResolveSemantic (client -> resolver)")
+    print(
+        "PlanEvidence (client -> planner -> resolver: x1 concentrated, x2 spread) "
+        "vs ResolveSemantic (client -> resolver)"
+    )
     print("separate processes on loopback; interleaved sequential calls; same evidence\n")
     header = (
         f"{'claims':>7} {'target':>6} {'gaps':>4} {'cands':>5} | {'resolve med':>11} {'p99':>8} | "

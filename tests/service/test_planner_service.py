@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 import pytest
 
 from assay.runtime.status import decode_rpc_error
+from assay.services.planner.probes import CATALOGUE
 from assay.services.resolver import service as resolver_service
 from assay.v1 import claim_pb2, plan_pb2, planner_service_pb2, resolution_pb2
 from assay.v1 import resolver_service_pb2 as rpb
@@ -22,6 +24,18 @@ P = plan_pb2
 def fusion_calls(calls: list[str]) -> list[str]:
     """The resolution calls, without the reliability table fetched once per TTL beside them."""
     return [c for c in calls if c != "GetResolverPolicy"]
+
+
+@dataclass
+class BaseDetailWatcher(WatchingResolver):
+    """Also records each ResolveHypotheses call's ``base_detail``."""
+
+    base_details: list[int] = field(default_factory=list)
+
+    async def ResolveHypotheses(self, request: Any, context: Any) -> Any:
+        self.base_details.append(request.base_detail)
+        # The watching (calls, details, request ids) as for every other method.
+        return await WatchingResolver.__getattr__(self, "ResolveHypotheses")(request, context)
 
 
 async def plan_of(
@@ -126,24 +140,27 @@ class TestPlanEvidence:
                 outputs.add(reply.SerializeToString(deterministic=True))
         assert len(outputs) == 1
 
-    async def test_one_semantic_call_and_one_hypotheses_call_per_plan(self) -> None:
-        """Fusion is two resolver calls; the second carries one hypothesis per distinct outcome:
-        per source, each claimed value, plus an unclaimed one for a fresh observation."""
-        watcher = WatchingResolver(resolver_service.make_servicer())
+    async def test_one_hypotheses_call_per_plan(self) -> None:
+        """Fusion is one resolver call: the base in full, and in summary one hypothesis per
+        distinct outcome any plan over these claims may weigh: per probe source of the
+        catalogue, each claimed value, plus an unclaimed one for a fresh observation."""
+        watcher = BaseDetailWatcher(resolver_service.make_servicer())
         request = example("capability-gap.json")
         async with both(watcher) as (stub, _):
             reply = await stub.PlanEvidence(
                 request, timeout=10, metadata=(("x-request-id", "r-1"),)
             )
-        assert fusion_calls(watcher.calls) == ["ResolveSemantic", "ResolveHypotheses"]
-        everything = [*reply.plan.candidates, *reply.plan.unavailable]
-        sources = {c.expected_source_kind for c in everything}
-        values = min(len(reply.resolution.values), 4)
+        assert fusion_calls(watcher.calls) == ["ResolveHypotheses"]
+        values = len({c.value.SerializeToString() for c in request.evidence.claims})
+        assert values == len(reply.resolution.values)
+        sources = {p.expected_source for p in CATALOGUE.values()}
         per_source = {s: values + (s != "human_review" or not values) for s in sources}
         assert watcher.hypotheses_per_call == [sum(per_source.values())]
-        assert len(sources) < len(everything)
+        everything = [*reply.plan.candidates, *reply.plan.unavailable]
+        assert len({c.expected_source_kind for c in everything}) < len(everything)
         assert set(watcher.request_ids) == {"r-1"}
         assert watcher.details == [rpb.RESOLUTION_DETAIL_SUMMARY]
+        assert watcher.base_details == [rpb.RESOLUTION_DETAIL_FULL]
 
     async def test_the_caller_still_gets_the_full_resolution(self) -> None:
         """Hypotheses are asked for in summary; the base the caller receives is complete."""

@@ -159,6 +159,32 @@ class TestResolverSide:
             with pytest.raises(ValueError, match=r"resolution field|varint"):
                 convert.plan_response_bytes(plan, bad)
 
+    def test_plan_response_bytes_from_a_hypotheses_answer(self) -> None:
+        """The one-call plan echoes ResolveHypothesesResponse.base (field 1 too): re-tagged,
+        the hypotheses after it skipped; a base that appears twice is refused."""
+        base = resolution_pb2.SemanticResolution(subject="s", predicate="p")
+        base.values.add(value_key='"a"', support=0.5).claims.add(claim_ref="c")
+        answer = rpb.ResolveHypothesesResponse(base=base)
+        for label in ("h0", "h1"):
+            answer.hypotheses.add(label=label).resolution.CopyFrom(base)
+        raw = answer.SerializeToString(deterministic=True)
+        plan = plan_pb2.EvidencePlan(subject="s", predicate="p")
+        expected = planner_service_pb2.PlanEvidenceResponse(
+            plan=plan, resolution=base
+        ).SerializeToString(deterministic=True)
+        assert convert.plan_response_bytes(plan, raw) == expected
+        twice = rpb.ResolveHypothesesResponse(base=base).SerializeToString()
+        with pytest.raises(ValueError, match="more than once"):
+            convert.plan_response_bytes(plan, raw + twice)
+        request_bytes = convert.hypotheses_request_bytes(
+            request(), [], b"", rpb.RESOLUTION_DETAIL_FULL
+        )
+        sent = rpb.ResolveHypothesesRequest.FromString(request_bytes)
+        assert (sent.detail, sent.base_detail) == (
+            rpb.RESOLUTION_DETAIL_SUMMARY,
+            rpb.RESOLUTION_DETAIL_FULL,
+        )
+
     def test_counted_pairs_keep_declared_groups_and_each_sources_first_defaulted(
         self,
     ) -> None:

@@ -203,22 +203,25 @@ def hypotheses_request(
     request: planner_service_pb2.PlanEvidenceRequest,
     outcomes: Sequence[m.Outcome],
     evidence: claim_pb2.Evidence | None = None,
+    base_detail: rpb.ResolutionDetail.ValueType = rpb.RESOLUTION_DETAIL_UNSPECIFIED,
 ) -> rpb.ResolveHypothesesRequest:
     """One ResolveHypotheses call carrying one hypothesis per distinct outcome, in order,
     over ``evidence`` (the request's own by default), at SUMMARY detail: a hypothesis is
-    judged on status, leader, supports and flags, never on per-claim weights."""
-    out = _hypotheses_without_evidence(request, outcomes)
+    judged on status, leader, supports and flags, never on per-claim weights. The base
+    comes at ``base_detail`` (FULL when the plan echoes it; UNSPECIFIED: as the rest)."""
+    out = _hypotheses_without_evidence(request, outcomes, base_detail)
     out.evidence.CopyFrom(request.evidence if evidence is None else evidence)
     return out
 
 
 # --- The same calls as bytes, sharing one serialization of the evidence -----------------
 #
-# A plan sends the caller's evidence to the resolver twice (ResolveSemantic, then
-# ResolveHypotheses when nothing is scoped out). Both requests hold it as field 1, and a
+# A plan sends the caller's evidence to the resolver once or twice (one ResolveHypotheses
+# that also returns the base; or ResolveSemantic, then ResolveHypotheses when something is
+# scoped out or the guessed outcomes missed one). Both requests hold it as field 1, and a
 # serialized message is the concatenation of its serialized fields, so the evidence is
 # serialized once and each request is that field followed by its other (small) fields:
-# no copy of the evidence into either request message, no second serialization.
+# no copy of the evidence into any request message, no second serialization.
 
 
 def _varint(n: int) -> bytes:
@@ -231,8 +234,9 @@ def _varint(n: int) -> bytes:
 
 
 # ``evidence`` is field 1 (length-delimited) of both ResolveSemanticRequest and
-# ResolveHypothesesRequest; ``resolution`` is field 1 of ResolveSemanticResponse and
-# field 2 of PlanEvidenceResponse (pinned by a unit test).
+# ResolveHypothesesRequest; ``resolution`` is field 1 of ResolveSemanticResponse, as
+# ``base`` is of ResolveHypothesesResponse, and field 2 of PlanEvidenceResponse (pinned
+# by a unit test).
 _EVIDENCE_TAG = _varint(1 << 3 | 2)
 _RESOLVER_RESOLUTION_TAG = 1 << 3 | 2
 _PLAN_RESOLUTION_TAG = bytes([2 << 3 | 2])
@@ -260,27 +264,49 @@ def hypotheses_request_bytes(
     request: planner_service_pb2.PlanEvidenceRequest,
     outcomes: Sequence[m.Outcome],
     evidence: bytes,
+    base_detail: rpb.ResolutionDetail.ValueType = rpb.RESOLUTION_DETAIL_UNSPECIFIED,
 ) -> bytes:
     """``hypotheses_request`` serialized, with ``evidence`` from ``evidence_field``."""
-    return evidence + _hypotheses_without_evidence(request, outcomes).SerializeToString()
+    rest = _hypotheses_without_evidence(request, outcomes, base_detail)
+    return evidence + rest.SerializeToString()
 
 
 def plan_response_bytes(plan_message: plan_pb2.EvidencePlan, resolver_answer: bytes) -> bytes:
     """The PlanEvidenceResponse of ``plan_message`` and the resolution the resolver sent in
-    ``resolver_answer`` (a serialized ResolveSemanticResponse), without parsing that
-    resolution into the response and serializing it again: its bytes are re-tagged from
-    field 1 to field 2. The result is byte for byte what serializing the response message
-    deterministically gives (fields in number order; the resolver serializes
-    deterministically too). Raises ValueError when the answer is not exactly one
-    resolution field (the caller then builds the message)."""
+    ``resolver_answer`` (a serialized ResolveSemanticResponse, or a ResolveHypothesesResponse
+    whose ``base`` is it), without parsing that resolution into the response and
+    serializing it again: its bytes are re-tagged from field 1 to field 2. The result is
+    byte for byte what serializing the response message deterministically gives (fields
+    in number order; the resolver serializes deterministically too). Raises ValueError
+    when the answer does not start with the resolution field, or holds it more than
+    once (the caller then builds the message)."""
     tag, at = _read_varint(resolver_answer, 0)
     length, at = _read_varint(resolver_answer, at)
-    if tag != _RESOLVER_RESOLUTION_TAG or at + length != len(resolver_answer):
-        raise ValueError("the resolver's answer is not exactly one resolution field")
+    end = at + length
+    if tag != _RESOLVER_RESOLUTION_TAG or end > len(resolver_answer):
+        raise ValueError("the resolver's answer does not start with one resolution field")
+    if end < len(resolver_answer) and _tags_after(resolver_answer, end, _RESOLVER_RESOLUTION_TAG):
+        raise ValueError("the resolver's answer holds the resolution field more than once")
     head = planner_service_pb2.PlanEvidenceResponse(plan=plan_message).SerializeToString(
         deterministic=True
     )
-    return b"".join((head, _PLAN_RESOLUTION_TAG, memoryview(resolver_answer)[1:]))
+    return b"".join((head, _PLAN_RESOLUTION_TAG, memoryview(resolver_answer)[1:end]))
+
+
+def _tags_after(data: bytes, at: int, wanted: int) -> bool:
+    """Whether a length-delimited field tagged ``wanted`` follows ``at`` (top level only:
+    a ResolveHypothesesResponse's hypotheses are skipped over, not read)."""
+    while at < len(data):
+        tag, at = _read_varint(data, at)
+        if tag & 7 != 2:
+            raise ValueError("unexpected wire type in the resolver's answer")
+        length, at = _read_varint(data, at)
+        if tag == wanted:
+            return True
+        at += length
+    if at != len(data):
+        raise ValueError("truncated field in the resolver's answer")
+    return False
 
 
 def _read_varint(data: bytes, at: int) -> tuple[int, int]:
@@ -297,12 +323,15 @@ def _read_varint(data: bytes, at: int) -> tuple[int, int]:
 
 
 def _hypotheses_without_evidence(
-    request: planner_service_pb2.PlanEvidenceRequest, outcomes: Sequence[m.Outcome]
+    request: planner_service_pb2.PlanEvidenceRequest,
+    outcomes: Sequence[m.Outcome],
+    base_detail: rpb.ResolutionDetail.ValueType,
 ) -> rpb.ResolveHypothesesRequest:
     out = rpb.ResolveHypothesesRequest(
         subject=request.subject,
         predicate=request.predicate,
         detail=rpb.RESOLUTION_DETAIL_SUMMARY,
+        base_detail=base_detail,
     )
     if request.HasField("as_of"):
         out.as_of.CopyFrom(request.as_of)

@@ -107,7 +107,7 @@ def base_paths_only(path: str) -> str | None:
 
 
 class ResolverClient:
-    """A long-lived channel to the resolver and the two calls the planner makes."""
+    """A long-lived channel to the resolver and the calls the planner makes."""
 
     def __init__(
         self,
@@ -145,6 +145,7 @@ class ResolverClient:
             f"/{service}/ResolveHypotheses",
             response_deserializer=rpb.ResolveHypothesesResponse.FromString,
         )
+        self._hypotheses_raw = self._channel.unary_unary(f"/{service}/ResolveHypotheses")
 
     async def close(self) -> None:
         await self._channel.close()
@@ -200,6 +201,19 @@ class ResolverClient:
             deadline,
             metadata,
             base_paths_only,
+        )
+        return answer
+
+    async def resolve_hypotheses_raw(
+        self,
+        request: bytes,
+        deadline: Deadline,
+        metadata: Sequence[tuple[str, str]] = (),
+    ) -> bytes:
+        """``resolve_hypotheses_bytes`` answering the serialized response: the plan that
+        takes its base from this call keeps the base's bytes for its own answer."""
+        answer: bytes = await self._call(
+            "ResolveHypotheses", self._hypotheses_raw, request, deadline, metadata, base_paths_only
         )
         return answer
 

@@ -188,6 +188,12 @@ class ResolverServicer:
                 Violation(Reason.INVALID_FIELD, "hypotheses", f"at most {MAX_HYPOTHESES}")
             )
         full = _full_detail(reader, request.detail)
+        # The base's own detail: a caller that echoes the base asks FULL for it alone.
+        base_full = (
+            full
+            if request.base_detail == pb.RESOLUTION_DETAIL_UNSPECIFIED
+            else _full_detail(reader, request.base_detail, "base_detail")
+        )
         staleness = reader.staleness(*_staleness_fields(request))
         base = reader.base(request.evidence.claims, "evidence.claims")
         extras = [
@@ -216,7 +222,7 @@ class ResolverServicer:
         )
         response = pb.ResolveHypothesesResponse()
         emitter = Emitter(reader.index)
-        emitter.resolution(layered.resolve(sem), response.base, full)
+        emitter.resolution(layered.resolve(sem), response.base, base_full)
         budget.element(response.base.ByteSize())
         for hypothesis, extra in zip(request.hypotheses, extras, strict=True):
             assert extra is not None
@@ -377,13 +383,14 @@ def _after(layered: engine.Layered, extra: Intake, sem: SemKey) -> Resolution:
     return layered.resolve_with(extra, sem)
 
 
-def _full_detail(reader: Reader, detail: int) -> bool:
-    """True unless SUMMARY was asked for; an unknown number is recorded as a violation."""
+def _full_detail(reader: Reader, detail: int, field: str = "detail") -> bool:
+    """True unless SUMMARY was asked for; an unknown number is recorded as a violation
+    of ``field``."""
     if detail == pb.RESOLUTION_DETAIL_SUMMARY:
         return False
     if detail not in (pb.RESOLUTION_DETAIL_UNSPECIFIED, pb.RESOLUTION_DETAIL_FULL):
         reader.problems.append(
-            Violation(Reason.INVALID_FIELD, "detail", f"unknown ResolutionDetail value {detail}")
+            Violation(Reason.INVALID_FIELD, field, f"unknown ResolutionDetail value {detail}")
         )
     return True
 

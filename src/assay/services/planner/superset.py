@@ -1,0 +1,189 @@
+"""The outcomes a plan may weigh, foreseen from the request's claims before any resolution.
+
+A probe's outcomes (``outcomes.enumerate_outcomes``) depend on the base resolution in
+three ways only: which claimed values it may report (the strongest few, and the leader),
+the counted group its source would join, and the stale claims of that group it would
+supersede. All three are read off the claims about the target: a value with support is a
+value some active claim states, a counted group is a group some active claim is in, and
+the claims a fresh observation supersedes are that group's active, stale, named claims.
+So the planner can send the hypotheses before it has the base, in the same call that
+returns the base (``ResolveHypotheses`` with ``base_detail`` FULL), instead of resolving
+the target once to enumerate and a second time to weigh.
+
+The set built here is a superset of what any plan over the request needs when every claim
+is active: every probe of the catalogue (the gaps are not known yet), every claimed value
+(the support ranking is not known yet), and each source's group as the resolver would
+count it if nothing were excluded. A claim the resolver excludes (superseded, reviewed
+out) can make it miss one: the draft then names an outcome the guess lacks, and the
+servicer asks for the missing ones in a second call. Hypotheses the plan turns out not to
+need are ignored, which costs the resolver a little (each re-resolves the target's claims).
+
+Outcomes are matched to the draft's by ``match_key``, the hypothetical claim's content
+with the value in the planner's own canonical JSON: the resolver's value keys are not
+known before the resolution, and a value the resolver spells otherwise only costs a
+second call, never a wrong answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from itertools import product
+
+from google.protobuf import json_format
+
+from assay.services.planner import model as m
+from assay.services.planner.outcomes import (
+    OUTCOME_CONFIDENCE,
+    OUTCOME_GROUP_PREFIX,
+    UNCLAIMED_KEY,
+    UNCLAIMED_VALUE,
+)
+from assay.services.planner.probes import Catalogue
+from assay.v1 import claim_pb2, planner_service_pb2
+
+# More distinct values than this, and guessing every one costs more than it saves (each
+# value is a hypothesis per source): the plan resolves first, then weighs, as before.
+MAX_GUESSED_VALUES = 8
+
+MatchKey = tuple[str, str, bool, str, tuple[str, ...], float]
+
+
+def canonical(value: m.JsonValue) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def match_key(outcome: m.Outcome) -> MatchKey:
+    """What decides an outcome's hypothesis, the value as canonical JSON (module docstring)."""
+    return (
+        outcome.source,
+        outcome.correlation_group,
+        outcome.declared,
+        canonical(outcome.value),
+        outcome.supersedes,
+        outcome.confidence,
+    )
+
+
+_REJECTED = claim_pb2.REVIEW_STATUS_REJECTED
+
+
+def guess_outcomes(
+    request: planner_service_pb2.PlanEvidenceRequest,
+    catalogue: Catalogue,
+    stale_refs: frozenset[str],
+    reliability: Mapping[str, float] | None = None,
+) -> tuple[m.Outcome, ...] | None:
+    """Every outcome any plan over ``request`` may weigh (module docstring), in a fixed order.
+
+    ``reliability``: the resolver's table when known; a probe whose source it lacks is left
+    out (the resolver would refuse its claim, and a plan that needs it fails anyway).
+
+    None when the guess is not worth making: some claim is about another semantic (the
+    hypotheses then go over the target's scope, checked against a full base resolution
+    that only a separate call gives), or there are more than ``MAX_GUESSED_VALUES`` values.
+    """
+    subject, predicate = request.subject, request.predicate
+    probes = [
+        catalogue[kind]
+        for kind in sorted(catalogue)
+        if reliability is None or catalogue[kind].expected_source in reliability
+    ]
+    sources = {probe.expected_source for probe in probes}
+    # One claim per distinct value: a string value by its text, any other by its bytes.
+    values: dict[str | bytes, claim_pb2.Claim] = {}
+    # Per probe source: its declared groups, its first defaulted group's ``source_ref``, and
+    # (stale claims only) its named claims by group.
+    declared: dict[str, set[str]] = {}
+    first_ref: dict[str, str] = {}
+    named: dict[tuple[str, str], list[str]] = {}
+    # Per declared group and value, every source with a claim there (any source).
+    members: dict[str, dict[str | bytes, set[str]]] = {}
+    # The loop reads each field once: at 1,000 claims every attribute read costs ~0.07 ms.
+    for claim in request.evidence.claims:
+        if claim.subject != subject or claim.predicate != predicate:
+            return None
+        if claim.review_status == _REJECTED:
+            continue
+        value = claim.value
+        key: str | bytes = value.string_value or value.SerializeToString(deterministic=True)
+        if key not in values:
+            if len(values) == MAX_GUESSED_VALUES:
+                return None
+            values[key] = claim
+        source = claim.source
+        group = claim.correlation_group
+        if group:
+            members.setdefault(group, {}).setdefault(key, set()).add(source)
+            if source not in sources:
+                continue
+            declared.setdefault(source, set()).add(group)
+        elif source in sources:
+            ref = claim.source_ref
+            first = first_ref.get(source)
+            if first is None or ref < first:
+                first_ref[source] = ref
+            if not stale_refs:
+                continue
+            group = f"{source}|{ref}"
+        else:
+            continue
+        if stale_refs and claim.id in stale_refs:
+            named.setdefault((source, group), []).append(claim.id)
+    defaulted = {source: f"{source}|{ref}" for source, ref in first_ref.items()}
+    claimed: list[m.JsonValue] = [json_format.MessageToDict(c.value) for c in values.values()]
+    outcomes: dict[MatchKey, m.Outcome] = {}
+    for probe in probes:
+        source, kind = probe.expected_source, probe.kind
+        fresh = probe.recency is m.Recency.FRESH_OBSERVATION
+        reported = list(claimed)
+        if fresh or not reported:
+            reported.append(UNCLAIMED_VALUE)
+        own = OUTCOME_GROUP_PREFIX + kind.name.lower()
+        joined = joinable(source, declared, defaulted, members, own)
+        for (group, is_declared), value in product(joined, reported):
+            supersedes: tuple[str, ...] = ()
+            if fresh and group != own:
+                supersedes = tuple(sorted(named.get((source, group), ())))
+            outcome = m.Outcome(
+                assumption=m.OutcomeAssumption.UNSPECIFIED,
+                source=source,
+                value_key=UNCLAIMED_KEY if value == UNCLAIMED_VALUE else canonical(value),
+                value=value,
+                correlation_group=group,
+                declared=is_declared,
+                supersedes=supersedes,
+                confidence=OUTCOME_CONFIDENCE,
+            )
+            outcomes.setdefault(match_key(outcome), outcome)
+    return tuple(outcomes.values())
+
+
+def joinable(
+    source: str,
+    declared: Mapping[str, set[str]],
+    defaulted: Mapping[str, str],
+    members: Mapping[str, Mapping[str | bytes, set[str]]],
+    own: str,
+) -> list[tuple[str, bool]]:
+    """The groups a new claim from ``source`` may join: ``independence.shared_group``'s
+    pick (its first counted declared group, else its first counted defaulted one), for
+    every way the resolution may fall out.
+
+    A group counts its strongest member, which depends on reliabilities and confidences
+    the resolution weighs: a declared group other sources share may count another
+    source's claim. So every declared group is a candidate, in name order, until one that
+    certainly counts ``source`` (it alone has claims there for some value); failing that,
+    the first defaulted group, which holds only ``source``'s claims, or when it has none,
+    the probe's ``own`` declared group (nothing of ``source`` counted).
+    """
+    out: list[tuple[str, bool]] = []
+    for group in sorted(declared.get(source, ())):
+        out.append((group, True))
+        if any(found == {source} for found in members[group].values()):
+            return out
+    if source in defaulted:
+        out.append((defaulted[source], False))
+    else:
+        out.append((own, True))
+    return out
