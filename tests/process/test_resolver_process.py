@@ -7,11 +7,13 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from prometheus_client.parser import text_string_to_metric_families
 
 from assay.client.evidence import load_evidence_file
 from assay.runtime.config import ServerConfig
@@ -33,6 +35,18 @@ def big_evidence(claims: int) -> claim_pb2.Evidence:
         claim.source_ref = f"ref-{i % 97}"
         claim.confidence = 0.5 + (i % 50) / 100
     return evidence
+
+
+def in_flight(metrics_port: int) -> float:
+    """The resolver's calls in flight, as its ``/metrics`` endpoint reports them now."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as reply:
+        text = reply.read().decode()
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "assay_rpc_in_flight"
+    )
 
 
 class TestServeResolver:
@@ -66,15 +80,18 @@ class TestServeResolver:
         assert isinstance(mine[0]["duration_ms"], float)
 
     def test_in_flight_call_completes_across_sigterm(self, tmp_path: Path) -> None:
-        """A 100,000-claim call in flight when SIGTERM arrives still completes; exit code 0."""
-        port = free_port()
+        """A 100,000-claim call in flight when SIGTERM arrives still completes; exit code 0.
+
+        "In flight" is observed, not assumed: the signal is sent once the server's own
+        ``assay_rpc_in_flight`` gauge counts the call, and the call's log line must come
+        after the server logged the shutdown request, so the call was drained, not finished
+        before the signal."""
+        port, metrics_port = free_port(), free_port()
         evidence = big_evidence(100_000)
         outcome: dict[str, object] = {}
-        with assay_process(
-            ["serve", "resolver", "--port", str(port), "--grace", "60"],
-            tmp_path / "resolver.log",
-            port,
-        ) as proc:
+        args = ["serve", "resolver", "--port", str(port), "--grace", "60"]
+        args += ["--metrics-port", str(metrics_port)]
+        with assay_process(args, tmp_path / "resolver.log", port) as proc:
 
             def call() -> None:
                 options = ServerConfig().channel_options()
@@ -91,15 +108,25 @@ class TestServeResolver:
 
             caller = threading.Thread(target=call)
             caller.start()
-            # Wait until the server has the request (its log shows nothing yet: the line is
-            # written when the call ends), then signal while it is being processed.
-            time.sleep(1.0)
+            deadline = time.monotonic() + 60
+            while in_flight(metrics_port) < 1:
+                assert caller.is_alive(), "the call ended before it was seen in flight"
+                assert time.monotonic() < deadline, "the call never showed as in flight"
+                time.sleep(0.01)
             os.kill(proc.process.pid, signal.SIGTERM)
             caller.join(timeout=150)
             code = proc.process.wait(timeout=90)
         assert "error" not in outcome, outcome.get("error")
         assert outcome["resolutions"] == 3000
         assert code == 0
+        events = [
+            (line.get("event"), line.get("method"))
+            for line in proc.log_lines()
+            if line.get("event")
+        ]
+        shutdown = events.index(("shutdown_requested", None))
+        drained = events.index(("rpc", "/assay.v1.ResolverService/ResolveEvidence"))
+        assert shutdown < drained, events
 
     def test_health_goes_not_serving_then_process_exits(self, tmp_path: Path) -> None:
         """After SIGTERM the server stops answering SERVING and the process ends cleanly."""
