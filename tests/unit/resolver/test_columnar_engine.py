@@ -9,7 +9,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 
 from assay.errors import InvalidArgument, Reason
-from assay.services.resolver.columnar import columns, decode, stream
+from assay.services.resolver.columnar import decode, stream
 from assay.services.resolver.columnar.engine import Resolved, resolve_table
 from assay.services.resolver.model import Flag, Status, WarningCode
 from assay.services.resolver.policy import DEFAULT_POLICY
@@ -215,20 +215,3 @@ class TestValidation:
         with pytest.raises(InvalidArgument) as error:
             raise_if_any(found, TABLE)
         assert not error.value.violations_complete
-
-    @pytest.mark.parametrize("kind", [pa.string(), pa.large_string()])
-    @pytest.mark.parametrize(
-        ("strings", "repeats"),
-        [
-            (["a", "b", "a"], True),
-            (["a", "ab", "b", "ba"], False),
-            ([None, "x", "", ""], False),  # null and "" are no id
-            (["\x00", "\x00\x00"], False),
-            (["é", "e"], False),
-            ([f"id-{i}" for i in range(70_000)] + ["id-69999"], True),  # across hash chunks
-        ],
-    )
-    def test_may_repeat(self, kind: pa.DataType, strings: list[str | None], repeats: bool) -> None:
-        """The hash finds every repeat (and, here, no false one), on slices too."""
-        column = pa.array(["pad", *strings], kind).slice(1)
-        assert columns.may_repeat(column, columns.plain(column).present) is repeats

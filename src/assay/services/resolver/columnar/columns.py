@@ -15,7 +15,7 @@ treats alike in every string column.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -77,89 +77,47 @@ def plain(column: pa.Array) -> Plain:
     return Plain(column, np.asarray(present.to_numpy(zero_copy_only=False), dtype=np.bool_))
 
 
-# Strings hashed per pass of ``may_repeat``: bounds its scratch memory (about 24 bytes
-# per byte of the chunk's strings).
-_HASH_CHUNK = 65536
-_MULTIPLIER = np.uint64(0x100000001B3)  # odd: every power is distinct modulo 2**64
-_LENGTH_MIX = np.uint64(0x9E3779B97F4A7C15)
-
-
-def may_repeat(column: pa.Array, present: Bools) -> bool:
-    """Whether two present strings of ``column`` (utf8 or large_utf8) might be equal.
-
-    Ids are unique in every valid request, and hashing a million distinct strings into
-    Arrow's memo table costs a fifth of a second; a polynomial hash of each string's
-    bytes (NumPy over the column's own buffers, wrapping modulo 2**64) and one integer
-    sort cost a fraction of that. Equal hashes only say "maybe": the caller then finds
-    the repeats exactly, so a collision costs time, never a wrong answer."""
-    rows = np.flatnonzero(present)
-    if len(rows) < 2:
-        return False
-    width = np.int64 if pa.types.is_large_string(column.type) else np.int32
-    buffers = column.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=width)[
-        column.offset : column.offset + len(column) + 1
-    ]
-    data = (
-        np.frombuffer(buffers[2], dtype=np.uint8)
-        if buffers[2] is not None
-        else np.zeros(0, np.uint8)
-    )
-    starts = offsets[rows].astype(np.int64)
-    lengths = offsets[rows + 1].astype(np.int64) - starts
-    powers = np.full(int(lengths.max()), _MULTIPLIER, dtype=np.uint64)
-    powers[0] = 1
-    powers = np.cumprod(powers, dtype=np.uint64)
-    hashes = np.empty(len(rows), dtype=np.uint64)
-    for first in range(0, len(rows), _HASH_CHUNK):
-        begin = starts[first : first + _HASH_CHUNK]
-        size = lengths[first : first + _HASH_CHUNK]
-        opens = np.r_[0, np.cumsum(size)[:-1]]
-        local = np.arange(int(size.sum()), dtype=np.int64) - np.repeat(opens, size)
-        contributions = data[np.repeat(begin, size) + local].astype(np.uint64) * powers[local]
-        hashes[first : first + _HASH_CHUNK] = np.add.reduceat(contributions, opens) ^ (
-            size.astype(np.uint64) * _LENGTH_MIX
-        )
-    hashes.sort()
-    return bool((hashes[1:] == hashes[:-1]).any())
-
-
 def coded(column: pa.Array) -> Coded:
     """Factorize one string column (plain or dictionary-encoded, one chunk)."""
     if pa.types.is_dictionary(column.type):
-        indices = column.indices
         distinct = pc.dictionary_encode(column.dictionary)
         remap = _codes(distinct.indices, distinct.dictionary)
-        raw = pc.fill_null(indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-        # A null dictionary entry or "" maps to -1; a null index stays -1 (the extra slot).
-        codes = np.append(remap, ABSENT)[raw]
+        # A null dictionary entry or "" maps to -1; a null index reads the extra slot.
+        codes: Ints = np.append(remap, ABSENT)[_numbers(column.indices, -1)]
         return Coded(codes, distinct.dictionary)
     encoded = pc.dictionary_encode(column)
     return Coded(_codes(encoded.indices, encoded.dictionary), encoded.dictionary)
 
 
+def _numbers(column: pa.Array, default: float) -> npt.NDArray[Any]:
+    """A numeric column as NumPy, ``default`` where null (zero-copy when there is none)."""
+    if column.null_count:
+        column = pc.fill_null(column, default)
+    return np.asarray(column.to_numpy(zero_copy_only=False))
+
+
 def _codes(indices: pa.Array, dictionary: pa.Array) -> Ints:
-    codes: Ints = np.asarray(
-        pc.fill_null(indices, -1).to_numpy(zero_copy_only=False), dtype=np.int64
-    )
+    codes: Ints = _numbers(indices, -1).astype(np.int64)
     empty = pc.index(dictionary, "").as_py() if len(dictionary) else -1
     if empty is not None and empty >= 0:
         codes[codes == empty] = ABSENT
     return codes
 
 
+def _nulls(column: pa.Array) -> Bools:
+    if not column.null_count:
+        return np.zeros(len(column), dtype=np.bool_)
+    return np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=np.bool_)
+
+
 def floats(column: pa.Array) -> tuple[Floats, Bools]:
     """A float64 column as values (NaN where null) and its null mask."""
-    nulls = column.is_null().to_numpy(zero_copy_only=False)
-    values = pc.fill_null(column, float("nan")).to_numpy(zero_copy_only=False)
-    return np.asarray(values, dtype=np.float64), np.asarray(nulls, dtype=np.bool_)
+    return _numbers(column, float("nan")).astype(np.float64, copy=False), _nulls(column)
 
 
 def ints(column: pa.Array, default: int) -> tuple[Ints, Bools]:
     """An int32 column as int64 values (``default`` where null) and its null mask."""
-    nulls = column.is_null().to_numpy(zero_copy_only=False)
-    values = pc.fill_null(column, default).to_numpy(zero_copy_only=False)
-    return np.asarray(values, dtype=np.int64), np.asarray(nulls, dtype=np.bool_)
+    return _numbers(column, default).astype(np.int64), _nulls(column)
 
 
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
@@ -168,9 +126,8 @@ _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 def times(column: pa.Array) -> tuple[Ints, Ints, Bools]:
     """A timestamp column as (seconds, nanos) like a ``Timestamp`` and its presence mask."""
     per_second = _PER_SECOND[column.type.unit]
-    present = column.is_valid().to_numpy(zero_copy_only=False)
-    raw = pc.fill_null(column.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
-    raw = np.asarray(raw, dtype=np.int64)
+    present = ~_nulls(column)
+    raw = _numbers(column.cast(pa.int64()), 0).astype(np.int64, copy=False)
     seconds = raw // per_second  # floor: a time before the epoch has nanos >= 0
     nanos = (raw - seconds * per_second) * (1_000_000_000 // per_second)
     return seconds, nanos, np.asarray(present, dtype=np.bool_)

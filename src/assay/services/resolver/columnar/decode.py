@@ -29,7 +29,6 @@ from assay.services.resolver.columnar.columns import (
     dense,
     floats,
     ints,
-    may_repeat,
     plain,
     ranks,
     times,
@@ -179,9 +178,9 @@ def _ids(
 ) -> tuple[Plain, Coded, Ints, Ints]:
     """The ids, target codes, each target's row, and each repeated id's first row.
 
-    Ids are normally unique, so a cheap hash only asks whether two might be equal; the
-    rows of repeats are looked for exactly only then. Targets are few, so they are found
-    by probing each id against their distinct strings."""
+    Ids are normally unique, so one hash pass only counts the distinct ones; the rows
+    of repeats are looked for only when there are some (an invalid request). Targets are
+    few, so they are found by probing each id against their distinct strings."""
     absent = np.full(n, ABSENT, dtype=np.int64)
     empty = pa.array([], pa.string())
     targets = coded(target_column) if target_column is not None else Coded(absent, empty)
@@ -189,8 +188,11 @@ def _ids(
         return Plain(pa.nulls(n, pa.string()), np.zeros(n, dtype=np.bool_)), targets, absent, absent
     ids = plain(id_column)
     column = ids.column
+    present = int(ids.present.sum())
+    # ``unique`` also lists null and "" when they occur: neither is an id.
+    absent_kinds = int(column.null_count > 0) + int(present + column.null_count < n)
     duplicate_of = absent
-    if may_repeat(column, ids.present):
+    if len(pc.unique(column)) - absent_kinds < present:
         duplicate_of = _repeats(coded(column), n)
     target_row = absent
     if len(targets.strings):
