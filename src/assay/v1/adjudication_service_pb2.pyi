@@ -873,6 +873,58 @@ class EnqueueCaseResponse(_message.Message):
 Global___EnqueueCaseResponse: _TypeAlias = EnqueueCaseResponse  # noqa: Y015
 
 @_typing.final
+class EnqueueCasesRequest(_message.Message):
+    """EnqueueCasesRequest is a batch of cases, stored all or nothing."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    CASES_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """Optional retry key (1-128 printable ASCII characters) for the batch."""
+    @_builtins.property
+    def cases(self) -> _containers.RepeatedCompositeFieldContainer[Global___Case]:
+        """Required, 1 to 1,000 cases; output-only fields are ignored."""
+
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        cases: _abc.Iterable[Global___Case] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cases", b"cases", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EnqueueCasesRequest: _TypeAlias = EnqueueCasesRequest  # noqa: Y015
+
+@_typing.final
+class EnqueueCasesResponse(_message.Message):
+    """EnqueueCasesResponse is the stored batch."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CASES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def cases(self) -> _containers.RepeatedCompositeFieldContainer[Global___Case]:
+        """The cases as stored, with their ids, in request order."""
+
+    def __init__(
+        self,
+        *,
+        cases: _abc.Iterable[Global___Case] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cases", b"cases"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EnqueueCasesResponse: _TypeAlias = EnqueueCasesResponse  # noqa: Y015
+
+@_typing.final
 class GetCaseRequest(_message.Message):
     """GetCaseRequest names a case."""
 
@@ -1045,6 +1097,104 @@ class ListQueueResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListQueueResponse: _TypeAlias = ListQueueResponse  # noqa: Y015
+
+@_typing.final
+class ListAdjudicationQueueRequest(_message.Message):
+    """ListAdjudicationQueueRequest asks for one page of an adjudicator's
+    worklist.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ADJUDICATOR_ID_FIELD_NUMBER: _builtins.int
+    TENANT_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    adjudicator_id: _builtins.str
+    """Required. The adjudicator (a registered reviewer)."""
+    tenant: _builtins.str
+    """Optional: only this tenant's cases."""
+    page_size: _builtins.int
+    """At most this many (0 means 50; at most 1000)."""
+    page_token: _builtins.str
+    """From a previous response; empty for the first page."""
+    def __init__(
+        self,
+        *,
+        adjudicator_id: _builtins.str = ...,
+        tenant: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["adjudicator_id", b"adjudicator_id", "page_size", b"page_size", "page_token", b"page_token", "tenant", b"tenant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListAdjudicationQueueRequest: _TypeAlias = ListAdjudicationQueueRequest  # noqa: Y015
+
+@_typing.final
+class AdjudicationItem(_message.Message):
+    """AdjudicationItem is one case waiting for an adjudicator's decision."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CASE_FIELD_NUMBER: _builtins.int
+    ROUND_FIELD_NUMBER: _builtins.int
+    REVIEWS_FIELD_NUMBER: _builtins.int
+    round: _builtins.int
+    """The disagreed round."""
+    @_builtins.property
+    def case(self) -> Global___Case:
+        """The case as the adjudicator sees it: no `local_verdict`."""
+
+    @_builtins.property
+    def reviews(self) -> _containers.RepeatedCompositeFieldContainer[Global___Review]:
+        """That round's reviews, in submit order."""
+
+    def __init__(
+        self,
+        *,
+        case: Global___Case | None = ...,
+        round: _builtins.int = ...,
+        reviews: _abc.Iterable[Global___Review] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["case", b"case"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "reviews", b"reviews", "round", b"round"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AdjudicationItem: _TypeAlias = AdjudicationItem  # noqa: Y015
+
+@_typing.final
+class ListAdjudicationQueueResponse(_message.Message):
+    """ListAdjudicationQueueResponse is one page of the worklist."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ITEMS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Empty on the last page."""
+    @_builtins.property
+    def items(self) -> _containers.RepeatedCompositeFieldContainer[Global___AdjudicationItem]:
+        """The cases, by case id."""
+
+    def __init__(
+        self,
+        *,
+        items: _abc.Iterable[Global___AdjudicationItem] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items", "next_page_token", b"next_page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListAdjudicationQueueResponse: _TypeAlias = ListAdjudicationQueueResponse  # noqa: Y015
 
 @_typing.final
 class SubmitReviewRequest(_message.Message):
@@ -1388,19 +1538,25 @@ class ExportCorpusRequest(_message.Message):
 
     TENANT_FIELD_NUMBER: _builtins.int
     BATCH_SIZE_FIELD_NUMBER: _builtins.int
+    INCLUDE_REVIEWS_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     """Optional: only this tenant's labels."""
     batch_size: _builtins.int
     """Records per batch message (0 means 500; at most 5000)."""
+    include_reviews: _builtins.bool
+    """Include each record's individual reviews (`CorpusRecord.reviews`), for
+    running one's own agreement or aggregation (crowd-kit, Krippendorff).
+    """
     def __init__(
         self,
         *,
         tenant: _builtins.str = ...,
         batch_size: _builtins.int = ...,
+        include_reviews: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch_size", b"batch_size", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch_size", b"batch_size", "include_reviews", b"include_reviews", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1417,6 +1573,7 @@ class CorpusRecord(_message.Message):
     CASE_FIELD_NUMBER: _builtins.int
     REVISION_FIELD_NUMBER: _builtins.int
     INCLUSION_FIELD_NUMBER: _builtins.int
+    REVIEWS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def case(self) -> Global___BlindedCase:
         """The blinded case."""
@@ -1431,16 +1588,24 @@ class CorpusRecord(_message.Message):
         event's inclusion proof in the tree the manifest's checkpoint signs.
         """
 
+    @_builtins.property
+    def reviews(self) -> _containers.RepeatedCompositeFieldContainer[Global___Review]:
+        """With `include_reviews`: every review of the case, by round then submit
+        order. Each was given blind (no reviewer saw another's answer or the
+        verdict); reviewer ids are as registered.
+        """
+
     def __init__(
         self,
         *,
         case: Global___BlindedCase | None = ...,
         revision: _gold_pb2.GoldLabelRevision | None = ...,
         inclusion: Global___GoldLabelInclusion | None = ...,
+        reviews: _abc.Iterable[Global___Review] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "inclusion", b"inclusion", "revision", b"revision"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "inclusion", b"inclusion", "revision", b"revision"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "inclusion", b"inclusion", "reviews", b"reviews", "revision", b"revision"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1674,20 +1839,156 @@ class ComputeAgreementRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     TENANT_FIELD_NUMBER: _builtins.int
+    BOOTSTRAP_RESAMPLES_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     """Optional: only this tenant's cases."""
+    bootstrap_resamples: _builtins.int
+    """Bootstrap resamples for Krippendorff's alpha's interval: 0 means 1,000;
+    at most 10,000; negative is invalid. The resampling is seeded from the
+    data, so the same corpus gives the same interval.
+    """
     def __init__(
         self,
         *,
         tenant: _builtins.str = ...,
+        bootstrap_resamples: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bootstrap_resamples", b"bootstrap_resamples", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ComputeAgreementRequest: _TypeAlias = ComputeAgreementRequest  # noqa: Y015
+
+@_typing.final
+class AgreementFigure(_message.Message):
+    """AgreementFigure is one agreement coefficient with the same honesty rules
+    as the pooled kappa: a value only when COMPUTED.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STATUS_FIELD_NUMBER: _builtins.int
+    CASE_COUNT_FIELD_NUMBER: _builtins.int
+    MIN_CASES_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    CI_LOWER_FIELD_NUMBER: _builtins.int
+    CI_UPPER_FIELD_NUMBER: _builtins.int
+    UNDEFINED_REASON_FIELD_NUMBER: _builtins.int
+    FIXTURE_REVIEWERS_CONTRIBUTED_FIELD_NUMBER: _builtins.int
+    status: Global___AgreementStatus.ValueType
+    """COMPUTED, INSUFFICIENT or UNDEFINED."""
+    case_count: _builtins.int
+    """Case rounds (units) that entered the figure."""
+    min_cases: _builtins.int
+    """The minimum for a value (20 case rounds)."""
+    value: _builtins.float
+    """The coefficient; COMPUTED only."""
+    ci_lower: _builtins.float
+    """Lower end of its 95% interval; COMPUTED only, when the method has one."""
+    ci_upper: _builtins.float
+    """Upper end of its 95% interval; COMPUTED only, when the method has one."""
+    undefined_reason: Global___AgreementUndefinedReason.ValueType
+    """For UNDEFINED: why."""
+    fixture_reviewers_contributed: _builtins.bool
+    """True when any review behind the figure comes from a
+    MECHANISM_TEST_FIXTURE reviewer.
+    """
+    def __init__(
+        self,
+        *,
+        status: Global___AgreementStatus.ValueType = ...,
+        case_count: _builtins.int = ...,
+        min_cases: _builtins.int = ...,
+        value: _builtins.float | None = ...,
+        ci_lower: _builtins.float | None = ...,
+        ci_upper: _builtins.float | None = ...,
+        undefined_reason: Global___AgreementUndefinedReason.ValueType = ...,
+        fixture_reviewers_contributed: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_ci_lower", b"_ci_lower", "_ci_upper", b"_ci_upper", "_value", b"_value", "ci_lower", b"ci_lower", "ci_upper", b"ci_upper", "value", b"value"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_ci_lower", b"_ci_lower", "_ci_upper", b"_ci_upper", "_value", b"_value", "case_count", b"case_count", "ci_lower", b"ci_lower", "ci_upper", b"ci_upper", "fixture_reviewers_contributed", b"fixture_reviewers_contributed", "min_cases", b"min_cases", "status", b"status", "undefined_reason", b"undefined_reason", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__ci_lower: _TypeAlias = _typing.Literal["ci_lower"]  # noqa: Y015
+    _WhichOneofArgType__ci_lower: _TypeAlias = _typing.Literal["_ci_lower", b"_ci_lower"]  # noqa: Y015
+    _WhichOneofReturnType__ci_upper: _TypeAlias = _typing.Literal["ci_upper"]  # noqa: Y015
+    _WhichOneofArgType__ci_upper: _TypeAlias = _typing.Literal["_ci_upper", b"_ci_upper"]  # noqa: Y015
+    _WhichOneofReturnType__value: _TypeAlias = _typing.Literal["value"]  # noqa: Y015
+    _WhichOneofArgType__value: _TypeAlias = _typing.Literal["_value", b"_value"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__ci_lower) -> _WhichOneofReturnType__ci_lower | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__ci_upper) -> _WhichOneofReturnType__ci_upper | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__value) -> _WhichOneofReturnType__value | None: ...
+
+Global___AgreementFigure: _TypeAlias = AgreementFigure  # noqa: Y015
+
+@_typing.final
+class PairAgreement(_message.Message):
+    """PairAgreement is Cohen's kappa between two reviewers over the case rounds
+    both reviewed.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REVIEWER_A_FIELD_NUMBER: _builtins.int
+    REVIEWER_B_FIELD_NUMBER: _builtins.int
+    KAPPA_FIELD_NUMBER: _builtins.int
+    reviewer_a: _builtins.str
+    """The reviewer whose id sorts first."""
+    reviewer_b: _builtins.str
+    """The other reviewer."""
+    @_builtins.property
+    def kappa(self) -> Global___AgreementFigure:
+        """Cohen's kappa with its asymptotic 95% interval."""
+
+    def __init__(
+        self,
+        *,
+        reviewer_a: _builtins.str = ...,
+        reviewer_b: _builtins.str = ...,
+        kappa: Global___AgreementFigure | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["kappa", b"kappa"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kappa", b"kappa", "reviewer_a", b"reviewer_a", "reviewer_b", b"reviewer_b"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PairAgreement: _TypeAlias = PairAgreement  # noqa: Y015
+
+@_typing.final
+class CategoryAgreement(_message.Message):
+    """CategoryAgreement is Cohen's kappa for one category against all others
+    (first vs second review, as the pooled kappa).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CATEGORY_FIELD_NUMBER: _builtins.int
+    KAPPA_FIELD_NUMBER: _builtins.int
+    category: _builtins.str
+    """The category: a label key, "unresolved" or "not evaluable"."""
+    @_builtins.property
+    def kappa(self) -> Global___AgreementFigure:
+        """Its one-vs-rest kappa with its asymptotic 95% interval."""
+
+    def __init__(
+        self,
+        *,
+        category: _builtins.str = ...,
+        kappa: Global___AgreementFigure | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["kappa", b"kappa"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["category", b"category", "kappa", b"kappa"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CategoryAgreement: _TypeAlias = CategoryAgreement  # noqa: Y015
 
 @_typing.final
 class ComputeAgreementResponse(_message.Message):
@@ -1710,6 +2011,10 @@ class ComputeAgreementResponse(_message.Message):
     UNDEFINED_REASON_FIELD_NUMBER: _builtins.int
     FIXTURE_REVIEWERS_CONTRIBUTED_FIELD_NUMBER: _builtins.int
     CATEGORY_COUNT_FIELD_NUMBER: _builtins.int
+    PAIRS_FIELD_NUMBER: _builtins.int
+    CATEGORIES_FIELD_NUMBER: _builtins.int
+    FLEISS_KAPPA_FIELD_NUMBER: _builtins.int
+    KRIPPENDORFF_ALPHA_FIELD_NUMBER: _builtins.int
     status: Global___AgreementStatus.ValueType
     """COMPUTED, INSUFFICIENT or UNDEFINED."""
     case_count: _builtins.int
@@ -1737,6 +2042,27 @@ class ComputeAgreementResponse(_message.Message):
     """
     category_count: _builtins.int
     """Distinct categories used."""
+    @_builtins.property
+    def pairs(self) -> _containers.RepeatedCompositeFieldContainer[Global___PairAgreement]:
+        """Cohen's kappa per reviewer pair, by reviewer_a then reviewer_b."""
+
+    @_builtins.property
+    def categories(self) -> _containers.RepeatedCompositeFieldContainer[Global___CategoryAgreement]:
+        """Cohen's kappa per category (one against the rest), by category."""
+
+    @_builtins.property
+    def fleiss_kappa(self) -> Global___AgreementFigure:
+        """Fleiss' kappa over the case rounds with the most common number of
+        reviews (no interval).
+        """
+
+    @_builtins.property
+    def krippendorff_alpha(self) -> Global___AgreementFigure:
+        """Krippendorff's alpha (nominal) over every review of every case round
+        with two or more, with a bootstrap 95% percentile interval over case
+        rounds.
+        """
+
     def __init__(
         self,
         *,
@@ -1752,10 +2078,14 @@ class ComputeAgreementResponse(_message.Message):
         undefined_reason: Global___AgreementUndefinedReason.ValueType = ...,
         fixture_reviewers_contributed: _builtins.bool = ...,
         category_count: _builtins.int = ...,
+        pairs: _abc.Iterable[Global___PairAgreement] | None = ...,
+        categories: _abc.Iterable[Global___CategoryAgreement] | None = ...,
+        fleiss_kappa: Global___AgreementFigure | None = ...,
+        krippendorff_alpha: Global___AgreementFigure | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_ci_lower", b"_ci_lower", "_ci_upper", b"_ci_upper", "_expected_agreement", b"_expected_agreement", "_kappa", b"_kappa", "_observed_agreement", b"_observed_agreement", "_standard_error", b"_standard_error", "ci_lower", b"ci_lower", "ci_upper", b"ci_upper", "expected_agreement", b"expected_agreement", "kappa", b"kappa", "observed_agreement", b"observed_agreement", "standard_error", b"standard_error"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_ci_lower", b"_ci_lower", "_ci_upper", b"_ci_upper", "_expected_agreement", b"_expected_agreement", "_kappa", b"_kappa", "_observed_agreement", b"_observed_agreement", "_standard_error", b"_standard_error", "ci_lower", b"ci_lower", "ci_upper", b"ci_upper", "expected_agreement", b"expected_agreement", "fleiss_kappa", b"fleiss_kappa", "kappa", b"kappa", "krippendorff_alpha", b"krippendorff_alpha", "observed_agreement", b"observed_agreement", "standard_error", b"standard_error"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_ci_lower", b"_ci_lower", "_ci_upper", b"_ci_upper", "_expected_agreement", b"_expected_agreement", "_kappa", b"_kappa", "_observed_agreement", b"_observed_agreement", "_standard_error", b"_standard_error", "case_count", b"case_count", "category_count", b"category_count", "ci_lower", b"ci_lower", "ci_upper", b"ci_upper", "expected_agreement", b"expected_agreement", "fixture_reviewers_contributed", b"fixture_reviewers_contributed", "kappa", b"kappa", "min_cases", b"min_cases", "observed_agreement", b"observed_agreement", "standard_error", b"standard_error", "status", b"status", "undefined_reason", b"undefined_reason"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_ci_lower", b"_ci_lower", "_ci_upper", b"_ci_upper", "_expected_agreement", b"_expected_agreement", "_kappa", b"_kappa", "_observed_agreement", b"_observed_agreement", "_standard_error", b"_standard_error", "case_count", b"case_count", "categories", b"categories", "category_count", b"category_count", "ci_lower", b"ci_lower", "ci_upper", b"ci_upper", "expected_agreement", b"expected_agreement", "fixture_reviewers_contributed", b"fixture_reviewers_contributed", "fleiss_kappa", b"fleiss_kappa", "kappa", b"kappa", "krippendorff_alpha", b"krippendorff_alpha", "min_cases", b"min_cases", "observed_agreement", b"observed_agreement", "pairs", b"pairs", "standard_error", b"standard_error", "status", b"status", "undefined_reason", b"undefined_reason"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__ci_lower: _TypeAlias = _typing.Literal["ci_lower"]  # noqa: Y015
     _WhichOneofArgType__ci_lower: _TypeAlias = _typing.Literal["_ci_lower", b"_ci_lower"]  # noqa: Y015

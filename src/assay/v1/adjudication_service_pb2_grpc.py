@@ -85,6 +85,11 @@ class AdjudicationServiceStub:
                 request_serializer=assay_dot_v1_dot_adjudication__service__pb2.EnqueueCaseRequest.SerializeToString,
                 response_deserializer=assay_dot_v1_dot_adjudication__service__pb2.EnqueueCaseResponse.FromString,
                 _registered_method=True)
+        self.EnqueueCases = channel.unary_unary(
+                '/assay.v1.AdjudicationService/EnqueueCases',
+                request_serializer=assay_dot_v1_dot_adjudication__service__pb2.EnqueueCasesRequest.SerializeToString,
+                response_deserializer=assay_dot_v1_dot_adjudication__service__pb2.EnqueueCasesResponse.FromString,
+                _registered_method=True)
         self.GetCase = channel.unary_unary(
                 '/assay.v1.AdjudicationService/GetCase',
                 request_serializer=assay_dot_v1_dot_adjudication__service__pb2.GetCaseRequest.SerializeToString,
@@ -99,6 +104,11 @@ class AdjudicationServiceStub:
                 '/assay.v1.AdjudicationService/ListQueue',
                 request_serializer=assay_dot_v1_dot_adjudication__service__pb2.ListQueueRequest.SerializeToString,
                 response_deserializer=assay_dot_v1_dot_adjudication__service__pb2.ListQueueResponse.FromString,
+                _registered_method=True)
+        self.ListAdjudicationQueue = channel.unary_unary(
+                '/assay.v1.AdjudicationService/ListAdjudicationQueue',
+                request_serializer=assay_dot_v1_dot_adjudication__service__pb2.ListAdjudicationQueueRequest.SerializeToString,
+                response_deserializer=assay_dot_v1_dot_adjudication__service__pb2.ListAdjudicationQueueResponse.FromString,
                 _registered_method=True)
         self.SubmitReview = channel.unary_unary(
                 '/assay.v1.AdjudicationService/SubmitReview',
@@ -253,6 +263,23 @@ class AdjudicationServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def EnqueueCases(self, request, context):
+        """Enqueues a batch of cases all or nothing: either every case is stored
+        (one transaction, one CASE_ENQUEUED event each, in request order) or
+        none is. Every case is validated first and every violation is reported
+        at once, named by position (`cases[4].candidate_values[1]`), capped at
+        100 violations. A retry with the same `request_id` returns the first
+        result, whichever replica answers. At most 1,000 cases per batch.
+
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`cases`, when
+        empty or over 1,000, and each case's fields as in EnqueueCase);
+        PERMISSION_DENIED with ERROR_REASON_TENANT_NOT_PERMITTED naming
+        `cases[i].tenant`; ALREADY_EXISTS with ERROR_REASON_REQUEST_ID_REUSED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetCase(self, request, context):
         """Returns the operator view of a case: everything, including
         `local_verdict`, the reviews and the resolutions. Not for reviewers. An
@@ -286,6 +313,24 @@ class AdjudicationServiceServicer:
 
         Errors: NOT_FOUND with ERROR_REASON_REVIEWER_NOT_FOUND; INVALID_ARGUMENT
         with ERROR_REASON_INVALID_PAGE_TOKEN.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListAdjudicationQueue(self, request, context):
+        """Lists the cases an adjudicator may decide: DISAGREED in their current
+        round, not expired, and not reviewed by this adjudicator in that round.
+        Each comes as an adjudicator sees it through GetCase (no
+        `local_verdict`, no earlier rounds or resolutions), with the current
+        round's reviews. Ordered by case id, paginated. An adjudicator may list
+        only their own worklist (`adjudicator_id` is their subject); an operator
+        may list anyone's, within its tenants.
+
+        Errors: NOT_FOUND with ERROR_REASON_REVIEWER_NOT_FOUND; INVALID_ARGUMENT
+        with ERROR_REASON_INVALID_FIELD (`adjudicator_id`, `page_size`) or
+        ERROR_REASON_INVALID_PAGE_TOKEN; PERMISSION_DENIED with
+        ERROR_REASON_IDENTITY_MISMATCH.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -372,10 +417,14 @@ class AdjudicationServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ComputeAgreement(self, request, context):
-        """Computes Cohen's kappa over double-reviewed case rounds. Never invents a
-        number: INSUFFICIENT below 20 cases, UNDEFINED when kappa has no value.
+        """Computes Cohen's kappa over double-reviewed case rounds, and beside it
+        Cohen's kappa per reviewer pair and per category, Fleiss' kappa and
+        Krippendorff's alpha with a bootstrap interval. Never invents a number:
+        each figure is INSUFFICIENT below its minimum of cases, UNDEFINED when it
+        has no value, and flags fixture reviewers.
 
-        Errors: only the common ones.
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD
+        (`bootstrap_resamples`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -481,6 +530,11 @@ def add_AdjudicationServiceServicer_to_server(servicer, server):
                     request_deserializer=assay_dot_v1_dot_adjudication__service__pb2.EnqueueCaseRequest.FromString,
                     response_serializer=assay_dot_v1_dot_adjudication__service__pb2.EnqueueCaseResponse.SerializeToString,
             ),
+            'EnqueueCases': grpc.unary_unary_rpc_method_handler(
+                    servicer.EnqueueCases,
+                    request_deserializer=assay_dot_v1_dot_adjudication__service__pb2.EnqueueCasesRequest.FromString,
+                    response_serializer=assay_dot_v1_dot_adjudication__service__pb2.EnqueueCasesResponse.SerializeToString,
+            ),
             'GetCase': grpc.unary_unary_rpc_method_handler(
                     servicer.GetCase,
                     request_deserializer=assay_dot_v1_dot_adjudication__service__pb2.GetCaseRequest.FromString,
@@ -495,6 +549,11 @@ def add_AdjudicationServiceServicer_to_server(servicer, server):
                     servicer.ListQueue,
                     request_deserializer=assay_dot_v1_dot_adjudication__service__pb2.ListQueueRequest.FromString,
                     response_serializer=assay_dot_v1_dot_adjudication__service__pb2.ListQueueResponse.SerializeToString,
+            ),
+            'ListAdjudicationQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAdjudicationQueue,
+                    request_deserializer=assay_dot_v1_dot_adjudication__service__pb2.ListAdjudicationQueueRequest.FromString,
+                    response_serializer=assay_dot_v1_dot_adjudication__service__pb2.ListAdjudicationQueueResponse.SerializeToString,
             ),
             'SubmitReview': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitReview,
@@ -717,6 +776,33 @@ class AdjudicationService:
             _registered_method=True)
 
     @staticmethod
+    def EnqueueCases(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/assay.v1.AdjudicationService/EnqueueCases',
+            assay_dot_v1_dot_adjudication__service__pb2.EnqueueCasesRequest.SerializeToString,
+            assay_dot_v1_dot_adjudication__service__pb2.EnqueueCasesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def GetCase(request,
             target,
             options=(),
@@ -787,6 +873,33 @@ class AdjudicationService:
             '/assay.v1.AdjudicationService/ListQueue',
             assay_dot_v1_dot_adjudication__service__pb2.ListQueueRequest.SerializeToString,
             assay_dot_v1_dot_adjudication__service__pb2.ListQueueResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAdjudicationQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/assay.v1.AdjudicationService/ListAdjudicationQueue',
+            assay_dot_v1_dot_adjudication__service__pb2.ListAdjudicationQueueRequest.SerializeToString,
+            assay_dot_v1_dot_adjudication__service__pb2.ListAdjudicationQueueResponse.FromString,
             options,
             channel_credentials,
             insecure,

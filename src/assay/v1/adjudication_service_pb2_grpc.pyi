@@ -95,6 +95,19 @@ class AdjudicationServiceStub:
     case.subject, case.predicate, case.candidate_values,
     case.local_verdict, case.expire_time, ...).
     """
+    EnqueueCases: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.EnqueueCasesRequest, _adjudication_service_pb2.EnqueueCasesResponse]
+    """Enqueues a batch of cases all or nothing: either every case is stored
+    (one transaction, one CASE_ENQUEUED event each, in request order) or
+    none is. Every case is validated first and every violation is reported
+    at once, named by position (`cases[4].candidate_values[1]`), capped at
+    100 violations. A retry with the same `request_id` returns the first
+    result, whichever replica answers. At most 1,000 cases per batch.
+
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`cases`, when
+    empty or over 1,000, and each case's fields as in EnqueueCase);
+    PERMISSION_DENIED with ERROR_REASON_TENANT_NOT_PERMITTED naming
+    `cases[i].tenant`; ALREADY_EXISTS with ERROR_REASON_REQUEST_ID_REUSED.
+    """
     GetCase: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetCaseRequest, _adjudication_service_pb2.GetCaseResponse]
     """Returns the operator view of a case: everything, including
     `local_verdict`, the reviews and the resolutions. Not for reviewers. An
@@ -120,6 +133,20 @@ class AdjudicationServiceStub:
 
     Errors: NOT_FOUND with ERROR_REASON_REVIEWER_NOT_FOUND; INVALID_ARGUMENT
     with ERROR_REASON_INVALID_PAGE_TOKEN.
+    """
+    ListAdjudicationQueue: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.ListAdjudicationQueueRequest, _adjudication_service_pb2.ListAdjudicationQueueResponse]
+    """Lists the cases an adjudicator may decide: DISAGREED in their current
+    round, not expired, and not reviewed by this adjudicator in that round.
+    Each comes as an adjudicator sees it through GetCase (no
+    `local_verdict`, no earlier rounds or resolutions), with the current
+    round's reviews. Ordered by case id, paginated. An adjudicator may list
+    only their own worklist (`adjudicator_id` is their subject); an operator
+    may list anyone's, within its tenants.
+
+    Errors: NOT_FOUND with ERROR_REASON_REVIEWER_NOT_FOUND; INVALID_ARGUMENT
+    with ERROR_REASON_INVALID_FIELD (`adjudicator_id`, `page_size`) or
+    ERROR_REASON_INVALID_PAGE_TOKEN; PERMISSION_DENIED with
+    ERROR_REASON_IDENTITY_MISMATCH.
     """
     SubmitReview: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.SubmitReviewRequest, _adjudication_service_pb2.SubmitReviewResponse]
     """Records one reviewer's review of a case in the current round. One review
@@ -178,10 +205,14 @@ class AdjudicationServiceStub:
     ERROR_REASON_GOLD_LABEL_INVALID (the stream stops; no manifest).
     """
     ComputeAgreement: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.ComputeAgreementRequest, _adjudication_service_pb2.ComputeAgreementResponse]
-    """Computes Cohen's kappa over double-reviewed case rounds. Never invents a
-    number: INSUFFICIENT below 20 cases, UNDEFINED when kappa has no value.
+    """Computes Cohen's kappa over double-reviewed case rounds, and beside it
+    Cohen's kappa per reviewer pair and per category, Fleiss' kappa and
+    Krippendorff's alpha with a bootstrap interval. Never invents a number:
+    each figure is INSUFFICIENT below its minimum of cases, UNDEFINED when it
+    has no value, and flags fixture reviewers.
 
-    Errors: only the common ones.
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD
+    (`bootstrap_resamples`).
     """
     VerifyAuditChain: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.VerifyAuditChainRequest, _adjudication_service_pb2.VerifyAuditChainResponse]
     """Walks the audit ledger, re-computing every hash, and cross-checks each
@@ -300,6 +331,19 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
     case.subject, case.predicate, case.candidate_values,
     case.local_verdict, case.expire_time, ...).
     """
+    EnqueueCases: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.EnqueueCasesRequest, _adjudication_service_pb2.EnqueueCasesResponse]  # type: ignore[assignment]
+    """Enqueues a batch of cases all or nothing: either every case is stored
+    (one transaction, one CASE_ENQUEUED event each, in request order) or
+    none is. Every case is validated first and every violation is reported
+    at once, named by position (`cases[4].candidate_values[1]`), capped at
+    100 violations. A retry with the same `request_id` returns the first
+    result, whichever replica answers. At most 1,000 cases per batch.
+
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`cases`, when
+    empty or over 1,000, and each case's fields as in EnqueueCase);
+    PERMISSION_DENIED with ERROR_REASON_TENANT_NOT_PERMITTED naming
+    `cases[i].tenant`; ALREADY_EXISTS with ERROR_REASON_REQUEST_ID_REUSED.
+    """
     GetCase: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetCaseRequest, _adjudication_service_pb2.GetCaseResponse]  # type: ignore[assignment]
     """Returns the operator view of a case: everything, including
     `local_verdict`, the reviews and the resolutions. Not for reviewers. An
@@ -325,6 +369,20 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
 
     Errors: NOT_FOUND with ERROR_REASON_REVIEWER_NOT_FOUND; INVALID_ARGUMENT
     with ERROR_REASON_INVALID_PAGE_TOKEN.
+    """
+    ListAdjudicationQueue: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.ListAdjudicationQueueRequest, _adjudication_service_pb2.ListAdjudicationQueueResponse]  # type: ignore[assignment]
+    """Lists the cases an adjudicator may decide: DISAGREED in their current
+    round, not expired, and not reviewed by this adjudicator in that round.
+    Each comes as an adjudicator sees it through GetCase (no
+    `local_verdict`, no earlier rounds or resolutions), with the current
+    round's reviews. Ordered by case id, paginated. An adjudicator may list
+    only their own worklist (`adjudicator_id` is their subject); an operator
+    may list anyone's, within its tenants.
+
+    Errors: NOT_FOUND with ERROR_REASON_REVIEWER_NOT_FOUND; INVALID_ARGUMENT
+    with ERROR_REASON_INVALID_FIELD (`adjudicator_id`, `page_size`) or
+    ERROR_REASON_INVALID_PAGE_TOKEN; PERMISSION_DENIED with
+    ERROR_REASON_IDENTITY_MISMATCH.
     """
     SubmitReview: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.SubmitReviewRequest, _adjudication_service_pb2.SubmitReviewResponse]  # type: ignore[assignment]
     """Records one reviewer's review of a case in the current round. One review
@@ -383,10 +441,14 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
     ERROR_REASON_GOLD_LABEL_INVALID (the stream stops; no manifest).
     """
     ComputeAgreement: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.ComputeAgreementRequest, _adjudication_service_pb2.ComputeAgreementResponse]  # type: ignore[assignment]
-    """Computes Cohen's kappa over double-reviewed case rounds. Never invents a
-    number: INSUFFICIENT below 20 cases, UNDEFINED when kappa has no value.
+    """Computes Cohen's kappa over double-reviewed case rounds, and beside it
+    Cohen's kappa per reviewer pair and per category, Fleiss' kappa and
+    Krippendorff's alpha with a bootstrap interval. Never invents a number:
+    each figure is INSUFFICIENT below its minimum of cases, UNDEFINED when it
+    has no value, and flags fixture reviewers.
 
-    Errors: only the common ones.
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD
+    (`bootstrap_resamples`).
     """
     VerifyAuditChain: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.VerifyAuditChainRequest, _adjudication_service_pb2.VerifyAuditChainResponse]  # type: ignore[assignment]
     """Walks the audit ledger, re-computing every hash, and cross-checks each
@@ -528,6 +590,25 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         """
 
     @_abc_1.abstractmethod
+    def EnqueueCases(
+        self,
+        request: _adjudication_service_pb2.EnqueueCasesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_adjudication_service_pb2.EnqueueCasesResponse, _abc.Awaitable[_adjudication_service_pb2.EnqueueCasesResponse]]:
+        """Enqueues a batch of cases all or nothing: either every case is stored
+        (one transaction, one CASE_ENQUEUED event each, in request order) or
+        none is. Every case is validated first and every violation is reported
+        at once, named by position (`cases[4].candidate_values[1]`), capped at
+        100 violations. A retry with the same `request_id` returns the first
+        result, whichever replica answers. At most 1,000 cases per batch.
+
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`cases`, when
+        empty or over 1,000, and each case's fields as in EnqueueCase);
+        PERMISSION_DENIED with ERROR_REASON_TENANT_NOT_PERMITTED naming
+        `cases[i].tenant`; ALREADY_EXISTS with ERROR_REASON_REQUEST_ID_REUSED.
+        """
+
+    @_abc_1.abstractmethod
     def GetCase(
         self,
         request: _adjudication_service_pb2.GetCaseRequest,
@@ -569,6 +650,26 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
 
         Errors: NOT_FOUND with ERROR_REASON_REVIEWER_NOT_FOUND; INVALID_ARGUMENT
         with ERROR_REASON_INVALID_PAGE_TOKEN.
+        """
+
+    @_abc_1.abstractmethod
+    def ListAdjudicationQueue(
+        self,
+        request: _adjudication_service_pb2.ListAdjudicationQueueRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_adjudication_service_pb2.ListAdjudicationQueueResponse, _abc.Awaitable[_adjudication_service_pb2.ListAdjudicationQueueResponse]]:
+        """Lists the cases an adjudicator may decide: DISAGREED in their current
+        round, not expired, and not reviewed by this adjudicator in that round.
+        Each comes as an adjudicator sees it through GetCase (no
+        `local_verdict`, no earlier rounds or resolutions), with the current
+        round's reviews. Ordered by case id, paginated. An adjudicator may list
+        only their own worklist (`adjudicator_id` is their subject); an operator
+        may list anyone's, within its tenants.
+
+        Errors: NOT_FOUND with ERROR_REASON_REVIEWER_NOT_FOUND; INVALID_ARGUMENT
+        with ERROR_REASON_INVALID_FIELD (`adjudicator_id`, `page_size`) or
+        ERROR_REASON_INVALID_PAGE_TOKEN; PERMISSION_DENIED with
+        ERROR_REASON_IDENTITY_MISMATCH.
         """
 
     @_abc_1.abstractmethod
@@ -669,10 +770,14 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _adjudication_service_pb2.ComputeAgreementRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_adjudication_service_pb2.ComputeAgreementResponse, _abc.Awaitable[_adjudication_service_pb2.ComputeAgreementResponse]]:
-        """Computes Cohen's kappa over double-reviewed case rounds. Never invents a
-        number: INSUFFICIENT below 20 cases, UNDEFINED when kappa has no value.
+        """Computes Cohen's kappa over double-reviewed case rounds, and beside it
+        Cohen's kappa per reviewer pair and per category, Fleiss' kappa and
+        Krippendorff's alpha with a bootstrap interval. Never invents a number:
+        each figure is INSUFFICIENT below its minimum of cases, UNDEFINED when it
+        has no value, and flags fixture reviewers.
 
-        Errors: only the common ones.
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD
+        (`bootstrap_resamples`).
         """
 
     @_abc_1.abstractmethod

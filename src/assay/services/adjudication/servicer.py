@@ -288,3 +288,19 @@ class AdjudicationServicer:
     ) -> pb.GetConsistencyProofResponse:
         size, hashes = await self.log.consistency(request.first_size, request.second_size)
         return pb.GetConsistencyProofResponse(hashes=hashes, second_size=size)
+
+    # --- placeholders while issue 16's RPCs are built: refuse rather than guess ----
+
+    async def EnqueueCases(
+        self, request: pb.EnqueueCasesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.EnqueueCasesResponse:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "EnqueueCases is not available yet")
+        raise AssertionError("abort raises")
+
+    async def ListAdjudicationQueue(
+        self, request: pb.ListAdjudicationQueueRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListAdjudicationQueueResponse:
+        await context.abort(
+            grpc.StatusCode.UNIMPLEMENTED, "ListAdjudicationQueue is not available yet"
+        )
+        raise AssertionError("abort raises")
