@@ -207,11 +207,7 @@ def resolve_table(
     reasons = np.where(
         claims.rejected[excluded_rows], int(Exclusion.REVIEWED_OUT), int(Exclusion.SUPERSEDED)
     )
-    by = {
-        row: found.superseded_by[row]
-        for row in excluded_rows.tolist()
-        if row in found.superseded_by and not claims.rejected[row]
-    }
+    by = {row: ids for row, ids in found.superseded_by.items() if not claims.rejected[row]}
 
     counted = np.zeros(n, dtype=np.bool_)
     claim_value = np.full(n, -1, dtype=np.int64)
@@ -226,11 +222,16 @@ def resolve_table(
             [*found.warnings, *relations.capped(claims, capped, reliability)],
             key=lambda w: (w[0], w[1]),
         )
-    # Groups in values order: a stable sort of the groups by their value's position.
-    group_value = np.repeat(value_pos, groups_per_value)
-    in_values_order = np.argsort(group_value, kind="stable")
+    # Groups in values order: each value's run of groups, taken in the values' order.
+    in_values_order = group_value = np.zeros(0, dtype=np.int64)
+    if full and len(v_order):
+        sizes = groups_per_value[v_order]
+        opens = np.cumsum(sizes) - sizes
+        in_values_order = np.repeat(v_starts[v_order] - opens, sizes) + np.arange(
+            len(group_sv), dtype=np.int64
+        )
+        group_value = np.repeat(np.arange(len(v_order), dtype=np.int64), sizes)
     ordered_counted = counted_row[in_values_order]
-    lead_support = confidence
     subjects = claims.subjects
     conflicted = np.flatnonzero(review)
     return Resolved(
@@ -238,7 +239,7 @@ def resolve_table(
         predicates=claims.predicates,
         status=status,
         leader=leader,
-        confidence=lead_support,
+        confidence=confidence,
         safety_sensitive=sensitive,
         requires_review=review,
         rationale=flags,
@@ -256,7 +257,7 @@ def resolve_table(
         groups=claims.groups,
         declared=claims.declared,
         counted=counted,
-        group_value=group_value[in_values_order],
+        group_value=group_value,
         group_name=claims.group[ordered_counted],
         group_declared=claims.declared[ordered_counted],
         group_weight=group_w[in_values_order],
