@@ -9,7 +9,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 
 from assay.errors import InvalidArgument, Reason
-from assay.services.resolver.columnar import decode, stream
+from assay.services.resolver.columnar import decode, resolve_stream, stream
 from assay.services.resolver.columnar.engine import Resolved, resolve_table
 from assay.services.resolver.model import Flag, Status, WarningCode
 from assay.services.resolver.policy import DEFAULT_POLICY
@@ -215,3 +215,29 @@ class TestValidation:
         with pytest.raises(InvalidArgument) as error:
             raise_if_any(found, TABLE)
         assert not error.value.violations_complete
+
+
+class TestUntrustedStreams:
+    @pytest.mark.parametrize("codec", [None, "zstd"])
+    def test_corrupted_streams_are_refused_or_resolved(self, codec: str | None) -> None:
+        """Bytes flipped anywhere in a stream: it is either resolved (it still reads as
+        valid claims) or refused with INVALID_ARGUMENT, never another error."""
+        import random
+
+        table = pa.table(claims(20, value=['"a"', '"b"'] * 10, source_ref=["x", "y"] * 10))
+        sink = pa.BufferOutputStream()
+        options = pa.ipc.IpcWriteOptions(compression=codec)
+        with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
+            writer.write_table(table)
+        original = sink.getvalue().to_pybytes()
+        refused = 0
+        for seed in range(300):
+            rng = random.Random(seed)
+            data = bytearray(original)
+            for _ in range(3):
+                data[rng.randrange(len(data))] = rng.randrange(256)
+            try:
+                resolve_stream(bytes(data), DEFAULT_POLICY)
+            except InvalidArgument:
+                refused += 1
+        assert refused > 0
