@@ -7,7 +7,8 @@ Every method takes ``timeout`` (seconds; default: the client's) and
 ``x_request_id`` (sent as metadata, logged by the server). ``resolve_semantic``,
 ``resolve_evidence``, ``resolve`` and ``resolve_all`` take ``detail``: ``"full"`` (the
 per-claim explanation) or ``"summary"`` (per value only; far smaller for large evidence),
-or a ``ResolutionDetail`` number; left out, the request's own ``detail`` (FULL by default).
+or a ``ResolutionDetail`` number, written into the request message; left out, the
+request's own ``detail`` (FULL by default).
 ``resolve_table`` sends a pyarrow Table of claims through ``resolve_columns`` (the
 columnar form, for large evidence) and returns the response's tables decoded
 (``ColumnsResult``).
