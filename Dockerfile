@@ -1,9 +1,10 @@
 # syntax=docker/dockerfile:1
 # Assay's three services in one image; the command picks one:
 #   docker run assay serve resolver --host 0.0.0.0 ...
-# Stage 1 builds a virtualenv from the project exactly as CI installs it (pip, the pins in
-# pyproject.toml, no test extra); stage 2 copies only that virtualenv onto a slim Python,
-# without compilers or pip caches, and runs it as an unprivileged user.
+# Stage 1 builds a virtualenv as CI installs it (pip, a hash-checked lock file, then the
+# project with --no-deps): requirements-server.txt, the server extra at the versions CI tests,
+# without the test tools; stage 2 copies only that virtualenv onto a slim Python, without
+# compilers or pip caches, and runs it as an unprivileged user.
 
 ARG PYTHON_VERSION=3.11
 
@@ -11,10 +12,12 @@ FROM python:${PYTHON_VERSION}-slim-bookworm AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 RUN python -m venv /opt/assay
-# The project's metadata first, so the dependency layer is reused while only code changes.
+# The locked dependencies first, so their layer is reused while only code changes.
+COPY requirements-server.txt ./
+RUN /opt/assay/bin/pip install --no-compile -r requirements-server.txt
 COPY pyproject.toml README.md ./
 COPY src ./src
-RUN /opt/assay/bin/pip install --no-compile . \
+RUN /opt/assay/bin/pip install --no-compile --no-deps . \
  && /opt/assay/bin/python -m compileall -q /opt/assay/lib
 
 FROM python:${PYTHON_VERSION}-slim-bookworm AS runtime

@@ -1,15 +1,27 @@
 # Assay's developer tasks. `just` lists them; `just check` runs what CI runs.
 
 venv := ".venv/bin"
+# The resolver `just lock` runs (uv's `pip compile`); installed on demand, not a test dependency.
+uv_version := "0.13.9"
 
 # List the recipes.
 default:
     @just --list
 
-# Create the virtualenv and install Assay with everything the tests need.
+# Create the virtualenv and install Assay with everything the tests need, from the lock file.
 install:
     python3 -m venv .venv
-    {{venv}}/pip install -q -e '.[test]'
+    {{venv}}/pip install -q -r requirements-test.txt
+    {{venv}}/pip install -q --no-deps -e .
+
+# requirements-test.txt is what CI and `just install` install, requirements-server.txt what the
+# container image does (the same versions). Versions already locked stay unless a range
+# excludes them; `just lock --upgrade` moves everything to the newest releases allowed.
+# Regenerate the lock files after a dependency edit in pyproject.toml (the suite fails until then).
+lock *args:
+    {{venv}}/pip install -q 'uv=={{uv_version}}'
+    {{venv}}/uv pip compile pyproject.toml --extra test --universal --python-version 3.11 --generate-hashes --no-emit-package assay -o requirements-test.txt {{args}}
+    {{venv}}/uv pip compile pyproject.toml --extra server --universal --python-version 3.11 --generate-hashes --no-emit-package assay -c requirements-test.txt -o requirements-server.txt
 
 # Regenerate the Python code from proto/ (committed; the suite fails if it is stale).
 proto:

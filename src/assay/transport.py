@@ -213,3 +213,9 @@ class TokenFile:
     def metadata(self) -> tuple[tuple[str, str], ...]:
         """What to send with a call."""
         return bearer_metadata(self.token())
+
+
+# The largest message either side sends or accepts, unless told otherwise: servers
+# (``--max-message-bytes``, whose reasons are in ``assay.runtime.config``) and clients use the
+# same default, so a response the server may build is one its caller may receive.
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024

@@ -36,8 +36,7 @@ from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 
 from assay.client.credentials import Credentials
 from assay.client.overload import AioOverloadRetry, OverloadRetry
-from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
-from assay.transport import LOAD_BALANCING_CONFIG
+from assay.transport import DEFAULT_MAX_MESSAGE_BYTES, LOAD_BALANCING_CONFIG
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 RETRY_POLICY = {

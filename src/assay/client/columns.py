@@ -5,7 +5,8 @@ helpers do the encoding both ways, so a caller hands ``ResolverClient.resolve_co
 a ``pyarrow.Table`` (one row per claim, the columns of ``ResolveColumnsRequest``) and
 gets ``ColumnsResult``, whose tables are ``pyarrow.Table``s (``None`` for the per-claim
 tables at summary detail). pyarrow is imported on first use, so the rest of the client
-does not pay for it.
+does not pay for it, and does not need it: it is not among the client's own dependencies
+(``pip install 'assay[columnar]'`` adds it), and these helpers say so when it is missing.
 """
 
 from __future__ import annotations
@@ -44,8 +45,7 @@ def columns_request(
     compression: Compression = "zstd",
 ) -> rs.ResolveColumnsRequest:
     """A ResolveColumnsRequest carrying ``claims`` as one Arrow IPC stream."""
-    import pyarrow as pa
-
+    pa = _pyarrow()
     sink = pa.BufferOutputStream()
     options = pa.ipc.IpcWriteOptions(compression=compression)
     with pa.ipc.new_stream(sink, claims.schema, options=options) as writer:
@@ -74,7 +74,18 @@ def columns_result(response: rs.ResolveColumnsResponse) -> ColumnsResult:
     )
 
 
-def _table(data: bytes) -> Any:
-    import pyarrow as pa
+def _pyarrow() -> Any:
+    """pyarrow, or an ImportError that says how to install it."""
+    try:
+        import pyarrow
+    except ImportError as error:
+        raise ImportError(
+            "the columnar helpers (resolve_columns, resolve_table) need pyarrow, which the "
+            "client does not install by itself: pip install 'assay[columnar]'"
+        ) from error
+    return pyarrow
 
+
+def _table(data: bytes) -> Any:
+    pa = _pyarrow()
     return pa.ipc.open_stream(pa.py_buffer(data)).read_all()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import grpc
 
 from assay.errors import FieldViolation
-from assay.runtime.status import decode_rpc_error
+from assay.rpc_errors import decode_rpc_error
 
 
 class AssayCallError(Exception):

@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from assay.runtime.auth import DEV_GATE, Gate
 from assay.runtime.tls import ServerTls
 
-DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+# Defined on neutral ground, which the client library shares; re-exported for the servers.
+from assay.transport import DEFAULT_MAX_MESSAGE_BYTES as DEFAULT_MAX_MESSAGE_BYTES
+
 DEFAULT_GRACE_SECONDS = 10.0
 DEFAULT_HOST = "127.0.0.1"
 # Calls one service runs at once; more are refused with RESOURCE_EXHAUSTED and a retry delay

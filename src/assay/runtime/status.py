@@ -3,7 +3,8 @@
 Server side: ``to_status`` looks an exception's class up along its MRO and
 builds a ``google.rpc.Status`` carrying ``ErrorInfo`` (reason, domain,
 metadata) and, when there are field violations, ``BadRequest``. Client side:
-``decode_rpc_error`` reads those details back out of an ``RpcError``.
+``decode_rpc_error`` reads those details back out of an ``RpcError``
+(it lives in ``assay.rpc_errors``, which the client library shares; re-exported here).
 
 Every status is bounded here, once for every service, because the details
 travel in a trailer (``grpc-status-details-bin``, next to the percent-encoded
@@ -20,7 +21,6 @@ shortening the metadata) until it fits.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from itertools import islice
 
 import grpc
@@ -30,6 +30,7 @@ from google.rpc.error_details_pb2 import BadRequest
 from grpc_status import rpc_status
 
 from assay import errors
+from assay.rpc_errors import DecodedError, decode_rpc_error
 
 STATUS_BY_ERROR: dict[type[errors.AssayError], grpc.StatusCode] = {
     errors.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
@@ -188,52 +189,6 @@ def internal_status(request_id: str) -> grpc.Status:
             f"internal error; see the server log for request_id {request_id}",
         ),
         request_id,
-    )
-
-
-@dataclass(frozen=True)
-class DecodedError:
-    """What a client learns from a failed call: code, reason and the bad fields."""
-
-    code: grpc.StatusCode
-    message: str
-    reason: str = ""
-    domain: str = ""
-    metadata: dict[str, str] = field(default_factory=dict)
-    violations: tuple[errors.FieldViolation, ...] = ()
-
-
-def decode_rpc_error(error: grpc.RpcError) -> DecodedError:
-    """Read the rich status details (if any) out of a failed call."""
-    code: grpc.StatusCode = error.code()
-    message: str = error.details() or ""
-    try:
-        proto = rpc_status.from_call(error)
-    except ValueError:
-        proto = None
-    if proto is None:
-        return DecodedError(code=code, message=message)
-    reason = domain = ""
-    metadata: dict[str, str] = {}
-    violations: list[errors.FieldViolation] = []
-    for detail in proto.details:
-        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            detail.Unpack(info)
-            reason, domain, metadata = info.reason, info.domain, dict(info.metadata)
-        elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-            bad = error_details_pb2.BadRequest()
-            detail.Unpack(bad)
-            violations.extend(
-                errors.FieldViolation(v.field, v.description) for v in bad.field_violations
-            )
-    return DecodedError(
-        code=code,
-        message=proto.message or message,
-        reason=reason,
-        domain=domain,
-        metadata=metadata,
-        violations=tuple(violations),
     )
 
 
