@@ -1,8 +1,10 @@
-"""The direct spellings of flat string objects and lists (every ledger write hashes one)
-against the general encoder they stand in for, and against RFC 8785 where the forms agree."""
+"""The fast spellings against what they stand in for: flat string objects and lists (every
+ledger write hashes one) against the general encoder and RFC 8785, and ``jcs`` through json's
+C encoder against the ``rfc8785`` package itself (differential, any JSON value)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -13,7 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.services.adjudication import canonical, ledger
-from assay.services.adjudication.canonical import canonical_json, encode_json, string_object_json
+from assay.services.adjudication.canonical import (
+    canonical_json,
+    encode_json,
+    jcs,
+    jcs_digest,
+    rfc8785_jcs,
+    string_object_json,
+)
 from assay.services.adjudication.model import AuditEventType, ChainHead
 
 # Any text, lone surrogates included: both spellings hand every string to the same encoder.
@@ -107,3 +116,59 @@ class TestLedgerPayloads:
         payload = {"id": Name("x")}
         _, stored = ledger.extend(head, AuditEventType.REVIEW_SUBMITTED, payload, self.AT)
         assert stored == '{"id":"x"}'
+
+
+# Everything rfc8785 treats specially: doubles of every kind (-0.0, integral, huge, tiny),
+# integers past 2**53, lone surrogates, keys outside the BMP and beside U+E000.
+awkward_text = st.text(max_size=8) | st.sampled_from(
+    ["\ud800", "a\udfff", "\U0001f600", "\ue000", "\uffff", "\u2028", "\x7f", "\x1f", ""]
+)
+numbers = (
+    st.floats()
+    | st.integers()
+    | st.integers(-(2**53), 2**53).map(float)
+    | st.sampled_from([-0.0, 1e21, 1e-7, 2.0**53, 2.0**53 + 2, 123456789012345680000])
+)
+any_json = st.recursive(
+    awkward_text | numbers | st.booleans() | st.none(),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(awkward_text, inner, max_size=4)
+    ),
+    max_leaves=16,
+)
+
+
+def _outcome(encode: Any, value: Any) -> str:
+    try:
+        return "ok:" + str(encode(value))
+    except (ValueError, TypeError) as error:
+        return f"refused:{type(error).__name__}"
+
+
+class TestJcsAgainstRfc8785:
+    @given(any_json)
+    @settings(max_examples=1500)
+    def test_jcs_spells_every_value_as_the_rfc8785_package_does(self, value: Any) -> None:
+        """The fast path gives rfc8785's bytes, or is refused alike (NaN, lone surrogates)."""
+        assert _outcome(jcs, value) == _outcome(rfc8785_jcs, value)
+
+    @given(st.dictionaries(st.text(max_size=8), any_json, max_size=6))
+    @settings(max_examples=500)
+    def test_objects_with_any_keys_agree(self, value: dict[str, Any]) -> None:
+        """Key order (UTF-16 code units in JCS) agrees whichever path the object takes."""
+        assert _outcome(jcs, value) == _outcome(rfc8785_jcs, value)
+
+    def test_a_case_shaped_value_takes_the_fast_path_and_digests_alike(self) -> None:
+        """What a case's content digest hashes: fast, and the same digest as rfc8785's."""
+        content: dict[str, Any] = {
+            "v": "assay.case.v2",
+            "case_id": "case_0123456789abcdef",
+            "candidate_values": [1.0, "safe", {"mode": "key", "n": 2.0}, None, True],
+            "lineage": {"origin": "bench", "origin_ref": "é"},
+            "create_time": "2026-01-02T03:04:05.678901Z",
+        }
+        expected = rfc8785.dumps(content).decode("utf-8")
+        assert jcs(content) == expected
+        assert jcs_digest(content) == "sha256:" + hashlib.sha256(expected.encode()).hexdigest()

@@ -5,10 +5,11 @@ reproducible by anyone holding the rows (an auditor with ``sqlite3`` and a
 SHA-256 tool), so they are computed over a documented canonical form. There are
 two, and each record says which one its digest used:
 
-- **v2, RFC 8785 (JCS)** (``jcs``, ``jcs_digest``), through the ``rfc8785``
-  package: what every record written since uses (label keys, case content
-  digests ``assay.case.v2``, gold-label digests ``assay.gold.v2``), so an
-  auditor with any standard JCS library gets the same bytes.
+- **v2, RFC 8785 (JCS)** (``jcs``, ``jcs_digest``), the ``rfc8785`` package's
+  bytes (json's C encoder where it spells them identically): what every record
+  written since uses (label keys, case content digests ``assay.case.v2``,
+  gold-label digests ``assay.gold.v2``), so an auditor with any standard JCS
+  library gets the same bytes.
 - **v1, Assay's legacy form** (``canonical_json``, ``digest``): JSON with keys
   sorted by code point, no spaces, UTF-8, integral floats below 2**53 written as
   integers, other floats as Python's ``repr`` (``1e-07``, ``1e+22``). Kept only so
@@ -32,6 +33,7 @@ import hashlib
 import json
 import json.encoder
 import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -143,11 +145,67 @@ def _as_doubles(value: Any) -> Any:
     return value  # rfc8785 names what it cannot encode
 
 
+class _NotPlain(Exception):
+    """``value`` holds something only ``rfc8785`` spells right (see ``_plain``)."""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _plain_text(text: str) -> bool:
+    # A lone surrogate has no UTF-8 form: rfc8785 refuses it, so it takes that path.
+    return text.isascii() or _SURROGATE.search(text) is None
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as json's encoder spells it exactly as RFC 8785 does, or ``_NotPlain``.
+
+    The two agree on strings, booleans, null and integers within 2**53 (a double that is
+    an integer, as ``google.protobuf.Value`` carries every number, is spelled as that
+    integer), and on object key order while keys stay in the BMP: JCS sorts by UTF-16
+    code unit, json by code point, which differ only for characters outside it. Other
+    numbers (ECMAScript's number spelling) and astral keys go through ``rfc8785``."""
+    kind = type(value)
+    if kind is str:
+        if _plain_text(value):
+            return value
+        raise _NotPlain
+    if kind is bool or value is None:
+        return value
+    if kind is int or kind is float:
+        if -_SAFE_INTEGER <= value <= _SAFE_INTEGER and (kind is int or value.is_integer()):
+            return int(value)
+        raise _NotPlain
+    if kind is dict:
+        plain = {}
+        for key, item in value.items():
+            if type(key) is not str or not _plain_text(key) or (key and max(key) > "\uffff"):
+                raise _NotPlain
+            plain[key] = _plain(item)
+        return plain
+    if kind is list or kind is tuple:
+        return [_plain(item) for item in value]
+    raise _NotPlain
+
+
 def jcs(value: Any) -> str:
     """RFC 8785 canonical JSON of ``value`` (every number a double, as ``google.protobuf.Value``
-    carries it). ValueError for NaN, infinities and anything that is not JSON."""
-    if type(value) is str:
+    carries it). ValueError for NaN, infinities and anything that is not JSON.
+
+    ``rfc8785`` is pure Python (measured ~29 us for a small case's content, ~12 us this
+    way), so what json's C encoder spells identically (``_plain``; a differential property
+    test against ``rfc8785`` holds the two equal) goes through that; the rest through
+    ``rfc8785`` (``rfc8785_jcs``)."""
+    if type(value) is str and _plain_text(value):
         return _STRING(value)  # a JSON string is spelled alike in both forms (property-tested)
+    try:
+        return _ENCODE(_plain(value))
+    except _NotPlain:
+        return rfc8785_jcs(value)
+
+
+def rfc8785_jcs(value: Any) -> str:
+    """``jcs`` through the ``rfc8785`` package alone: the reference the fast path is held to."""
     try:
         return rfc8785.dumps(_as_doubles(value)).decode("utf-8")
     except rfc8785.CanonicalizationError as error:
