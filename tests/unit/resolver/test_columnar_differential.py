@@ -151,6 +151,9 @@ def _normal_reference(response: pb.ResolveEvidenceResponse) -> dict[str, Any]:
 def _normal_columnar(rows: list[dict[str, Any]], as_of: int | None) -> dict[str, Any]:
     horizon = None if as_of is None else float(as_of - 500)
     answer = resolve_stream(stream(to_table(rows)), DEFAULT_POLICY, horizon)
+    summary = resolve_stream(stream(to_table(rows)), DEFAULT_POLICY, horizon, full=False)
+    for name in ("semantics", "values", "excluded"):  # SUMMARY keeps exactly what FULL says
+        assert getattr(summary.tables, name) == getattr(answer.tables, name)
     sems = read(answer.tables.semantics).to_pylist()
     values = read(answer.tables.values).to_pylist()
     excluded = read(answer.tables.excluded).to_pylist()
