@@ -372,7 +372,9 @@ class ResolveColumnsResponse(_message.Message):
     is an Arrow IPC stream whose record batches are compressed with the codec
     of the request's (uncompressed when the request's were). Rows refer to
     each other by position: `semantic` is a row of `semantics_arrow`, `value`
-    a row of `values_arrow`, `row` a row of the request's `claims_arrow`.
+    a row of `values_arrow`, `row` a row of the request's `claims_arrow`. A
+    utf8 column may come dictionary-encoded (dictionary<int32, utf8>) where
+    its strings repeat, such as `correlation_group`: read either form.
 
     semantics_arrow, one row per (subject, predicate) present, ordered by
     subject then predicate: subject (utf8), predicate (utf8), status (int32,
