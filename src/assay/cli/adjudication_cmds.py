@@ -23,7 +23,7 @@ import grpc
 from google.protobuf import json_format
 
 from assay.cli import adjudication_render as render
-from assay.cli import audit_log_cmds
+from assay.cli import audit_log_cmds, case_batches
 from assay.cli.common import (
     CliError,
     Remote,
@@ -90,8 +90,18 @@ def register(subparsers: Any) -> None:
 
     case = subparsers.add_parser("case", help="enqueue, inspect, resolve and freeze cases")
     sub = case.add_subparsers(dest="case_command", metavar="COMMAND", required=True)
-    enqueue = _command(sub, "enqueue", "enqueue the case(s) of a JSON file", _case_enqueue, True)
+    enqueue = _command(
+        sub,
+        "enqueue",
+        "enqueue the case(s) of a JSON file: all or nothing per 1,000; running it again "
+        "stores nothing twice (request ids derive from --request-id, else the content)",
+        _case_enqueue,
+        True,
+    )
     enqueue.add_argument("file", help="a Case as proto JSON, a list of them, or {cases: [...]}")
+    enqueue.add_argument(
+        "--jsonl", action="store_true", help="print the stored cases as JSON Lines, one per line"
+    )
     show = _command(sub, "show", "operator view: verdict, reviews, resolutions", _case_show)
     show.add_argument("case_id")
     state = _command(sub, "state", "the case's derived state", _case_state)
@@ -107,8 +117,16 @@ def register(subparsers: Any) -> None:
     revisions = _command(sub, "revisions", "list gold-label revisions", _revisions)
     revisions.add_argument("case_id", nargs="?", default="", help="one case (default: all)")
 
-    queue = _command(subparsers, "queue", "the cases a reviewer still has to review", _queue)
-    queue.add_argument("--reviewer", required=True)
+    queue = _command(
+        subparsers,
+        "queue",
+        "the cases a reviewer still has to review, or (--adjudicator) the disagreements an "
+        "adjudicator may decide",
+        _queue,
+    )
+    whose = queue.add_mutually_exclusive_group(required=True)
+    whose.add_argument("--reviewer", help="a reviewer's queue (blinded cases)")
+    whose.add_argument("--adjudicator", help="an adjudicator's worklist (with the reviews)")
     queue.add_argument("--tenant", default="")
 
     review = _command(subparsers, "review", "submit a review (blinded)", _review, True)
@@ -240,6 +258,11 @@ def _reviewer_list(args: argparse.Namespace) -> int:
 
 def load_cases(path: str) -> list[pb.Case]:
     """Cases from a JSON file; every error names the file (and the case index)."""
+    return read_cases(path)[0]
+
+
+def read_cases(path: str) -> tuple[list[pb.Case], bool]:
+    """``load_cases``, and whether the file held a list of cases (not one case object)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as error:
@@ -248,7 +271,8 @@ def load_cases(path: str) -> list[pb.Case]:
         raise CliError(f"{path}: not JSON: {error}") from None
     if isinstance(data, dict) and "cases" in data:
         data = data["cases"]
-    items = data if isinstance(data, list) else [data]
+    many = isinstance(data, list)
+    items = data if many else [data]
     cases = []
     for i, item in enumerate(items):
         where = f"{path}" + (f" case {i}" if len(items) > 1 else "")
@@ -261,23 +285,14 @@ def load_cases(path: str) -> list[pb.Case]:
             raise CliError(f"{where}: {error}") from None
     if not cases:
         raise CliError(f"{path}: no cases")
-    return cases
+    return cases, many
 
 
 def _case_enqueue(args: argparse.Namespace) -> int:
-    cases = load_cases(args.file)
-    base = _request_id(args)
-    stored = []
-    for i, case in enumerate(cases):
-        request_id = base if len(cases) == 1 else f"{base}-{i}"
-        request = pb.EnqueueCaseRequest(request_id=request_id, case=case)
-        where = args.file if len(cases) == 1 else f"{args.file} case {i}"
-        stored.append(_rpc(args, "EnqueueCase", request, context=where).case)
-    if args.json:
-        for case in stored:
-            print_json(case)
-        return 0
-    render.cases(stored)
+    if args.json and args.jsonl:
+        raise CliError("give --json or --jsonl, not both", exit_code=2)
+    cases, many = read_cases(args.file)
+    case_batches.emit(args, case_batches.enqueue(args, cases, many), many)
     return 0
 
 
@@ -334,6 +349,8 @@ def _revisions(args: argparse.Namespace) -> int:
 
 
 def _queue(args: argparse.Namespace) -> int:
+    if args.adjudicator:
+        return _worklist(args)
     found: list[Any] = []
     token = ""
     while True:
@@ -347,6 +364,22 @@ def _queue(args: argparse.Namespace) -> int:
             break
     reply = pb.ListQueueResponse(cases=found)
     return _emit(args, reply, lambda r: render.queue(args.reviewer, found))
+
+
+def _worklist(args: argparse.Namespace) -> int:
+    items: list[Any] = []
+    token = ""
+    while True:
+        request = pb.ListAdjudicationQueueRequest(
+            adjudicator_id=args.adjudicator, tenant=args.tenant, page_size=1000, page_token=token
+        )
+        page = _rpc(args, "ListAdjudicationQueue", request)
+        items.extend(page.items)
+        token = page.next_page_token
+        if not token:
+            break
+    reply = pb.ListAdjudicationQueueResponse(items=items)
+    return _emit(args, reply, lambda r: render.worklist(args.adjudicator, items))
 
 
 def _review(args: argparse.Namespace) -> int:

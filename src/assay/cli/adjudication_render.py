@@ -149,6 +149,29 @@ def queue(reviewer: str, found: Sequence[pb.BlindedCase]) -> None:
     console().print(table)
 
 
+def worklist(adjudicator: str, found: Sequence[pb.AdjudicationItem]) -> None:
+    if not found:
+        console().print(f"nothing to adjudicate for {adjudicator}")
+        return
+    table = Table("case", "round", "subject", "predicate", "candidates", "reviews")
+    for item in found:
+        c = item.case
+        reviews = "; ".join(
+            f"{r.reviewer_id}: "
+            + (r.label_key or _name(pb.ReviewOutcome, r.outcome, "REVIEW_OUTCOME_").lower())
+            for r in item.reviews
+        )
+        table.add_row(
+            c.case_id,
+            str(item.round),
+            c.subject,
+            c.predicate,
+            ", ".join(_value(v) for v in c.candidate_values),
+            reviews,
+        )
+    console().print(table)
+
+
 @contextlib.contextmanager
 def export_progress(enabled: bool) -> Iterator[Callable[[int], None]]:
     """A live count of exported records on a terminal; a no-op otherwise."""

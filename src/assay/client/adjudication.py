@@ -72,6 +72,15 @@ class AdjudicationClient(SyncClient):
     ) -> adj.EnqueueCaseResponse:
         return self._unary("EnqueueCase", request, adj.EnqueueCaseResponse, timeout, x_request_id)
 
+    def enqueue_cases(
+        self,
+        request: adj.EnqueueCasesRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> adj.EnqueueCasesResponse:
+        return self._unary("EnqueueCases", request, adj.EnqueueCasesResponse, timeout, x_request_id)
+
     def get_case(
         self,
         request: adj.GetCaseRequest,
@@ -100,6 +109,21 @@ class AdjudicationClient(SyncClient):
         x_request_id: str | None = None,
     ) -> adj.ListQueueResponse:
         return self._unary("ListQueue", request, adj.ListQueueResponse, timeout, x_request_id)
+
+    def list_adjudication_queue(
+        self,
+        request: adj.ListAdjudicationQueueRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> adj.ListAdjudicationQueueResponse:
+        return self._unary(
+            "ListAdjudicationQueue",
+            request,
+            adj.ListAdjudicationQueueResponse,
+            timeout,
+            x_request_id,
+        )
 
     def submit_review(
         self,
@@ -422,6 +446,22 @@ class AdjudicationClient(SyncClient):
             request = adj.ListQueueRequest(reviewer_id=reviewer_id, tenant=tenant, page_token=token)
             page = self.list_queue(request, timeout=timeout)
             yield from page.cases
+            token = page.next_page_token
+            if not token:
+                return
+
+    def worklist(
+        self, adjudicator_id: str, tenant: str = "", *, timeout: float | None = None
+    ) -> Iterator[adj.AdjudicationItem]:
+        """The disagreed cases ``adjudicator_id`` may decide (no verdict, with the round's
+        reviews), following pages."""
+        token = ""
+        while True:
+            request = adj.ListAdjudicationQueueRequest(
+                adjudicator_id=adjudicator_id, tenant=tenant, page_token=token
+            )
+            page = self.list_adjudication_queue(request, timeout=timeout)
+            yield from page.items
             token = page.next_page_token
             if not token:
                 return

@@ -81,6 +81,17 @@ class AsyncAdjudicationClient(AsyncClient):
             "EnqueueCase", request, adj.EnqueueCaseResponse, timeout, x_request_id
         )
 
+    async def enqueue_cases(
+        self,
+        request: adj.EnqueueCasesRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> adj.EnqueueCasesResponse:
+        return await self._unary(
+            "EnqueueCases", request, adj.EnqueueCasesResponse, timeout, x_request_id
+        )
+
     async def get_case(
         self,
         request: adj.GetCaseRequest,
@@ -109,6 +120,21 @@ class AsyncAdjudicationClient(AsyncClient):
         x_request_id: str | None = None,
     ) -> adj.ListQueueResponse:
         return await self._unary("ListQueue", request, adj.ListQueueResponse, timeout, x_request_id)
+
+    async def list_adjudication_queue(
+        self,
+        request: adj.ListAdjudicationQueueRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> adj.ListAdjudicationQueueResponse:
+        return await self._unary(
+            "ListAdjudicationQueue",
+            request,
+            adj.ListAdjudicationQueueResponse,
+            timeout,
+            x_request_id,
+        )
 
     async def submit_review(
         self,
@@ -441,6 +467,23 @@ class AsyncAdjudicationClient(AsyncClient):
             page = await self.list_queue(request, timeout=timeout)
             for case in page.cases:
                 yield case
+            token = page.next_page_token
+            if not token:
+                return
+
+    async def worklist(
+        self, adjudicator_id: str, tenant: str = "", *, timeout: float | None = None
+    ) -> AsyncIterator[adj.AdjudicationItem]:
+        """The disagreed cases ``adjudicator_id`` may decide (no verdict, with the round's
+        reviews), following pages."""
+        token = ""
+        while True:
+            request = adj.ListAdjudicationQueueRequest(
+                adjudicator_id=adjudicator_id, tenant=tenant, page_token=token
+            )
+            page = await self.list_adjudication_queue(request, timeout=timeout)
+            for item in page.items:
+                yield item
             token = page.next_page_token
             if not token:
                 return

@@ -14,10 +14,11 @@ own version's form, and an unknown version is an unreadable row.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from assay.errors import NotFound, Reason
+from assay.errors import FieldViolation, InvalidArgument, NotFound, Reason
 from assay.services.adjudication.canonical import digest, jcs, jcs_digest, rfc3339
 from assay.services.adjudication.fields import bad, bounded_text, require_tenant, require_text
 from assay.services.adjudication.model import Case, CaseInput, JsonValue
@@ -43,38 +44,67 @@ def _check_json(value: JsonValue, path: str) -> str:
 
 def validate_case(data: CaseInput, now: datetime, prefix: str = "case") -> None:
     """Every field rule of a new case; raises InvalidArgument naming the first bad field."""
-    require_tenant(data.tenant, f"{prefix}.tenant")
-    require_text(data.subject, f"{prefix}.subject", MAX_TEXT)
-    require_text(data.predicate, f"{prefix}.predicate", MAX_TEXT)
+    for found in case_violations(data, now, prefix):
+        raise InvalidArgument(Reason.INVALID_FIELD, f"{found.field}: {found.description}", [found])
+
+
+def _broken(check: Callable[..., object], *args: Any) -> list[FieldViolation]:
+    """The violations the raising field check ``check(*args)`` reports ([] when it passes)."""
+    try:
+        check(*args)
+    except InvalidArgument as error:
+        return list(error.violations)
+    return []
+
+
+def case_violations(
+    data: CaseInput, now: datetime, prefix: str = "case"
+) -> Iterator[FieldViolation]:
+    """Every broken field rule of a new case, in field order, lazily: ``validate_case`` stops
+    at the first, a batch (``batches``) lists them all. Lists too long to accept are reported
+    without checking their items, so a huge list costs one violation, not one per item."""
+    yield from _broken(require_tenant, data.tenant, f"{prefix}.tenant")
+    yield from _broken(require_text, data.subject, f"{prefix}.subject", MAX_TEXT)
+    yield from _broken(require_text, data.predicate, f"{prefix}.predicate", MAX_TEXT)
+    candidates = f"{prefix}.candidate_values"
     if not data.candidate_values:
-        raise bad(f"{prefix}.candidate_values", "at least one candidate value is required")
-    if len(data.candidate_values) > MAX_CANDIDATES:
-        raise bad(f"{prefix}.candidate_values", f"at most {MAX_CANDIDATES} candidate values")
-    seen: dict[str, int] = {}
-    for i, value in enumerate(data.candidate_values):
-        path = f"{prefix}.candidate_values[{i}]"
-        if value is None:
-            raise bad(path, "must not be null")
-        key = _check_json(value, path)
-        earlier = seen.setdefault(key, i)
-        if earlier != i:
-            # Named by position, never quoted: a candidate value may be arbitrarily large.
-            raise bad(path, f"duplicates {prefix}.candidate_values[{earlier}]")
+        yield FieldViolation(candidates, "at least one candidate value is required")
+    elif len(data.candidate_values) > MAX_CANDIDATES:
+        yield FieldViolation(candidates, f"at most {MAX_CANDIDATES} candidate values")
+    else:
+        seen: dict[str, int] = {}
+        for i, value in enumerate(data.candidate_values):
+            path = f"{candidates}[{i}]"
+            if value is None:
+                yield FieldViolation(path, "must not be null")
+                continue
+            try:
+                key = jcs(value)
+            except (TypeError, ValueError) as error:
+                yield FieldViolation(path, f"is not a representable JSON value ({error})")
+                continue
+            earlier = seen.setdefault(key, i)
+            if earlier != i:
+                # Named by position, never quoted: a candidate value may be arbitrarily large.
+                yield FieldViolation(path, f"duplicates {candidates}[{earlier}]")
     if len(data.evidence_refs) > MAX_EVIDENCE_REFS:
-        raise bad(f"{prefix}.evidence_refs", f"at most {MAX_EVIDENCE_REFS} references")
-    for i, ref in enumerate(data.evidence_refs):
-        require_text(ref, f"{prefix}.evidence_refs[{i}]", MAX_REF)
-    bounded_text(data.context, f"{prefix}.context", MAX_CONTEXT)
+        yield FieldViolation(f"{prefix}.evidence_refs", f"at most {MAX_EVIDENCE_REFS} references")
+    else:
+        for i, ref in enumerate(data.evidence_refs):
+            yield from _broken(require_text, ref, f"{prefix}.evidence_refs[{i}]", MAX_REF)
+    yield from _broken(bounded_text, data.context, f"{prefix}.context", MAX_CONTEXT)
     if data.local_verdict is None:
-        raise bad(f"{prefix}.local_verdict", "is required (the system's own verdict)")
-    _check_json(data.local_verdict, f"{prefix}.local_verdict")
-    require_text(data.lineage.origin, f"{prefix}.lineage.origin", MAX_TEXT)
-    bounded_text(data.lineage.origin_ref, f"{prefix}.lineage.origin_ref", MAX_REF)
+        yield FieldViolation(f"{prefix}.local_verdict", "is required (the system's own verdict)")
+    else:
+        yield from _broken(_check_json, data.local_verdict, f"{prefix}.local_verdict")
+    origin, ref = data.lineage.origin, data.lineage.origin_ref
+    yield from _broken(require_text, origin, f"{prefix}.lineage.origin", MAX_TEXT)
+    yield from _broken(bounded_text, ref, f"{prefix}.lineage.origin_ref", MAX_REF)
     if data.expire_time is not None:
         if data.expire_time <= now:
-            raise bad(f"{prefix}.expire_time", "must be in the future")
-        if data.expire_time - now > MAX_TTL:
-            raise bad(f"{prefix}.expire_time", "must be within 10 years")
+            yield FieldViolation(f"{prefix}.expire_time", "must be in the future")
+        elif data.expire_time - now > MAX_TTL:
+            yield FieldViolation(f"{prefix}.expire_time", "must be within 10 years")
 
 
 def content_digest(
@@ -108,9 +138,10 @@ def content_digest(
     raise ValueError(f"unknown case digest version {version!r}")
 
 
-def new_case(case_id: str, data: CaseInput, now: datetime) -> Case:
-    """A validated case with its expiry and content digest fixed."""
-    validate_case(data, now)
+def new_case(case_id: str, data: CaseInput, now: datetime, prefix: str = "case") -> Case:
+    """A validated case with its expiry and content digest fixed (``prefix``: where the case
+    is in its request, for the field paths of a violation)."""
+    validate_case(data, now, prefix)
     expire = data.expire_time if data.expire_time is not None else now + DEFAULT_TTL
     return Case(
         case_id=case_id,

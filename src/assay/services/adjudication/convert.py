@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from assay.errors import FieldViolation
 from assay.protovalues import json_to_value, value_to_json
 from assay.runtime.auth.principal import Principal, Role
 from assay.services.adjudication import agreement as agreement_rules
+from assay.services.adjudication import batches
+from assay.services.adjudication.batches import BatchItem
 from assay.services.adjudication.fields import bad
 from assay.services.adjudication.model import (
     EVERY_TENANT,
@@ -78,13 +82,30 @@ def reviewer_kind(number: int) -> ReviewerKind | None:
 
 
 def case_input(message: pb.Case) -> CaseInput:
+    item = batch_item(message, "case")
+    if item.unreadable:
+        found = item.unreadable[0]
+        raise bad(found.field, found.description)
+    return item.data
+
+
+def batch_items(messages: Sequence[pb.Case]) -> list[BatchItem]:
+    """A batch's cases; of too many, only one more than allowed (which refuses them all)."""
+    shown = messages[: batches.MAX_CASES + 1]
+    return [batch_item(m, batches.path(i)) for i, m in enumerate(shown)]
+
+
+def batch_item(message: pb.Case, prefix: str) -> BatchItem:
+    """The case, and a violation instead of its expiry when no datetime can hold it."""
     expire = None
+    unreadable: tuple[FieldViolation, ...] = ()
     if message.HasField("expire_time"):
         try:
             expire = from_timestamp(message.expire_time)
         except (OverflowError, ValueError, OSError):
-            raise bad("case.expire_time", "is not a valid timestamp") from None
-    return CaseInput(
+            path = f"{prefix}.expire_time"
+            unreadable = (FieldViolation(path, "is not a valid timestamp"),)
+    data = CaseInput(
         tenant=message.tenant,
         subject=message.subject,
         predicate=message.predicate,
@@ -97,6 +118,7 @@ def case_input(message: pb.Case) -> CaseInput:
         lineage=Lineage(message.lineage.origin, message.lineage.origin_ref),
         expire_time=expire,
     )
+    return BatchItem(data, unreadable)
 
 
 def submission(request: pb.SubmitReviewRequest) -> ReviewSubmission:
@@ -169,6 +191,16 @@ def case_detail(value: CaseDetail) -> pb.GetCaseResponse:
         round=snap.round,
         reviews=[review(r) for r in value.reviews],
         resolutions=[resolution(r) for r in value.resolutions],
+    )
+
+
+def adjudication_item(value: CaseDetail) -> pb.AdjudicationItem:
+    """A worklist entry: the case as ``value`` shows it, its round and that round's reviews."""
+    snap = value.snapshot
+    return pb.AdjudicationItem(
+        case=case(snap.case, with_verdict=value.verdict_shown),
+        round=snap.round,
+        reviews=[review(r) for r in value.reviews],
     )
 
 

@@ -119,6 +119,32 @@ class Lookups:
         views = [blind(case, round_) for case, round_ in found]
         return _page(views, size, query, lambda c: c.case_id)
 
+    async def worklist(
+        self, adjudicator_id: str, tenant: str, page_size: int, page_token: str, caller: Caller
+    ) -> Page[CaseDetail]:
+        """The disagreed cases ``adjudicator_id`` may decide, as GetCase shows them to an
+        adjudicator. Storage returns a superset; the rule (``permissions``) decides, and a
+        page short of cases after that reads on, so pages stay full."""
+        check_reviewer_id(adjudicator_id, "adjudicator_id")
+        optional_tenant(tenant, "tenant")
+        permissions.check_worklist_owner(caller, adjudicator_id)
+        scope = permissions.tenant_filter(caller, tenant)
+        size = paging.page_size(page_size)
+        query = f"worklist|{adjudicator_id}|{tenant}{scope.fingerprint()}"
+        after = paging.decode_token(query, page_token)
+        if await self.store.reviewer(adjudicator_id) is None:
+            raise reviewer_not_found(adjudicator_id, "adjudicator_id")
+        at = self.clock()
+        kept: list[CaseSnapshot] = []
+        while len(kept) <= size:
+            found = await self.store.worklist(adjudicator_id, scope, after, size + 1, at)
+            kept.extend(s for s in found if permissions.awaits_decision_by(s, adjudicator_id, at))
+            if len(found) <= size:
+                break
+            after = found[-1].case.case_id
+        views = [permissions.adjudicator_view(s) for s in kept[: size + 1]]
+        return _page(views, size, query, lambda d: d.snapshot.case.case_id)
+
     async def gold_labels(
         self, case_id: str, page_size: int, page_token: str, caller: Caller
     ) -> Page[GoldLabelRevision]:

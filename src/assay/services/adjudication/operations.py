@@ -16,12 +16,20 @@ authentication: every tenant, no identity rule, no actor.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TypeVar
 
 from assay.errors import AlreadyExists, FailedPrecondition, Reason, invalid_field
-from assay.services.adjudication import cases, gold, permissions, records, resolution, reviews
+from assay.services.adjudication import (
+    batches,
+    cases,
+    gold,
+    permissions,
+    records,
+    resolution,
+    reviews,
+)
 from assay.services.adjudication.canonical import now, to_micros
 from assay.services.adjudication.fields import require_id, require_tenant
 from assay.services.adjudication.model import (
@@ -168,6 +176,39 @@ class Adjudication:
             job,
             render,
             lambda case: (case.tenant, case.case_id),
+        )
+
+    async def enqueue_cases(
+        self,
+        key: RequestKey,
+        items: Sequence[batches.BatchItem],
+        render: Callable[[list[Case]], bytes],
+        caller: Caller = DEV_CALLER,
+    ) -> bytes:
+        """All the cases or none: every violation of the batch is reported before anything
+        runs, and the job stores them in one transaction, one CASE_ENQUEUED event each in
+        request order; a case that fails inside it (its expiry passed while it waited)
+        undoes the whole job, rows and events (the writer rolls a failed job back alone)."""
+        batches.check_batch(key.request_id, items, self.clock())
+        batches.check_tenants(caller, items)
+
+        def job(tx: WriteTx, at: datetime) -> list[Case]:
+            stored: list[Case] = []
+            for i, item in enumerate(items):
+                case = cases.new_case(new_id("case"), item.data, at, batches.path(i))
+                tx.insert_case(case)
+                tx.remember_snapshot(CaseSnapshot(case, 0, (), None))
+                tx.append_event(
+                    AuditEventType.CASE_ENQUEUED,
+                    records.enqueued_payload(case),
+                    tenant=case.tenant,
+                    actor=caller.actor,
+                )
+                stored.append(case)
+            return stored
+
+        return await self._idempotent(
+            key, caller, job, render, batches.response_scope, small=len(items) <= 1
         )
 
     async def submit_review(

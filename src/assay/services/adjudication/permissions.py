@@ -218,7 +218,22 @@ def case_view(
     waiting = derive_state(snap) is CaseState.DISAGREED and caller.subject not in reviewed
     if not (caller.adjudicator and waiting):
         raise case_not_found(case_id)
-    return CaseDetail(snap, snap.round_reviews, (), verdict_shown=False)
+    return adjudicator_view(snap)
+
+
+def adjudicator_view(snapshot: CaseSnapshot) -> CaseDetail:
+    """A case as an adjudicator sees it (GetCase, the worklist): no verdict, only the
+    current round's reviews, no resolutions."""
+    return CaseDetail(snapshot, snapshot.round_reviews, (), verdict_shown=False)
+
+
+def awaits_decision_by(snapshot: CaseSnapshot, adjudicator_id: str, now: datetime) -> bool:
+    """The case is in ``adjudicator_id``'s worklist: DISAGREED in its current round, not
+    expired, and they did not review that round. The worklist query keeps a superset of
+    these in SQL (it cannot compare labels stored before JCS); this rule decides."""
+    if cases.is_expired(snapshot.case, now) or derive_state(snapshot) is not CaseState.DISAGREED:
+        return False
+    return all(r.reviewer_id != adjudicator_id for r in snapshot.round_reviews)
 
 
 def may_see_reviewer(caller: Caller, reviewer_id: str) -> bool:
@@ -230,3 +245,9 @@ def check_queue_owner(caller: Caller, reviewer_id: str) -> None:
     """A reviewer lists only their own queue; an operator anyone's."""
     if not caller.operator:
         check_acting_as(caller, reviewer_id, "reviewer_id")
+
+
+def check_worklist_owner(caller: Caller, adjudicator_id: str) -> None:
+    """An adjudicator lists only their own worklist; an operator anyone's."""
+    if not caller.operator:
+        check_acting_as(caller, adjudicator_id, "adjudicator_id")

@@ -293,14 +293,26 @@ class AdjudicationServicer:
 
     async def EnqueueCases(
         self, request: pb.EnqueueCasesRequest, context: grpc.aio.ServicerContext
-    ) -> pb.EnqueueCasesResponse:
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "EnqueueCases is not available yet")
-        raise AssertionError("abort raises")
+    ) -> bytes:
+        raw = await self.adjudication.enqueue_cases(
+            _key("EnqueueCases", request),
+            convert.batch_items(request.cases),
+            lambda stored: _bytes(pb.EnqueueCasesResponse(cases=[convert.case(c) for c in stored])),
+            _caller(),
+        )
+        return raw
 
     async def ListAdjudicationQueue(
         self, request: pb.ListAdjudicationQueueRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListAdjudicationQueueResponse:
-        await context.abort(
-            grpc.StatusCode.UNIMPLEMENTED, "ListAdjudicationQueue is not available yet"
+        page = await self.lookups.worklist(
+            request.adjudicator_id,
+            request.tenant,
+            request.page_size,
+            request.page_token,
+            _caller(),
         )
-        raise AssertionError("abort raises")
+        return pb.ListAdjudicationQueueResponse(
+            items=[convert.adjudication_item(d) for d in page.items],
+            next_page_token=page.next_page_token,
+        )

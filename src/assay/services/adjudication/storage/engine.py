@@ -150,6 +150,14 @@ class Store(Protocol):
         self, reviewer_id: str, scope: model.TenantScope, after: str, limit: int, at: datetime
     ) -> list[tuple[model.Case, int]]: ...
 
+    async def worklist(
+        self, adjudicator_id: str, scope: model.TenantScope, after: str, limit: int, at: datetime
+    ) -> list[model.CaseSnapshot]:
+        """Up to ``limit`` cases after ``after`` that may wait for ``adjudicator_id``'s
+        decision (a superset: ``permissions.awaits_decision_by`` decides), each with its
+        current round's reviews; every row that decided it checked against the ledger."""
+        ...
+
     async def gold_labels(
         self, case_id: str, after: tuple[str, int] | None, limit: int, scope: model.TenantScope
     ) -> list[model.GoldLabelRevision]: ...

@@ -37,7 +37,14 @@ from assay.services.adjudication.model import (
     Reviewer,
     TenantScope,
 )
-from assay.services.adjudication.storage import files, ledger_checks, queries, rows, verify_walk
+from assay.services.adjudication.storage import (
+    files,
+    ledger_checks,
+    queries,
+    rows,
+    verify_walk,
+    worklist,
+)
 from assay.services.adjudication.storage.engine import ExportBatch
 from assay.services.adjudication.storage.schema import MIGRATIONS, PRAGMAS, SCHEMA_VERSION
 from assay.services.adjudication.storage.single_process import ProcessLock
@@ -229,6 +236,13 @@ class Store:
             return found
 
         return await self._read(work)
+
+    async def worklist(
+        self, adjudicator_id: str, scope: TenantScope, after: str, limit: int, at: datetime
+    ) -> list[CaseSnapshot]:
+        return await self._read(
+            lambda db: worklist.worklist(db, adjudicator_id, scope, after, limit, at)
+        )
 
     async def gold_labels(
         self, case_id: str, after: tuple[str, int] | None, limit: int, scope: TenantScope

@@ -32,7 +32,7 @@ from assay.services.adjudication.model import (
 )
 from assay.services.adjudication.storage.engine import ExportBatch
 from assay.services.adjudication.storage.postgres import ledger_checks as checks
-from assay.services.adjudication.storage.postgres import queries, schema, verify
+from assay.services.adjudication.storage.postgres import queries, schema, verify, worklist
 from assay.services.adjudication.storage.postgres.tx import PostgresWriteTx
 from assay.services.adjudication.storage.postgres.writer import PostgresWriter
 
@@ -170,6 +170,13 @@ class PostgresStore:
             return found
 
         return await self._read(work)
+
+    async def worklist(
+        self, adjudicator_id: str, scope: TenantScope, after: str, limit: int, at: datetime
+    ) -> list[CaseSnapshot]:
+        return await self._read(
+            lambda db: worklist.worklist(db, adjudicator_id, scope, after, limit, at)
+        )
 
     async def gold_labels(
         self, case_id: str, after: tuple[str, int] | None, limit: int, scope: TenantScope

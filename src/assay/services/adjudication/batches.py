@@ -1,0 +1,111 @@
+"""A batch of cases, checked whole before any of it is stored (EnqueueCases).
+
+A batch is all or nothing, so a caller fixing one has to see everything wrong
+with it at once: every case is checked with the rules of a single case
+(``cases.case_violations``), each violation named by the case's position
+(``cases[4].candidate_values[1]``), and only then are the tenants checked, one
+PERMISSION_DENIED naming every case of a tenant the caller is not granted.
+Both lists keep the first ``MAX_VIOLATIONS`` and count the rest, so a batch of
+a thousand bad cases costs a bounded error (the runtime lists fewer still).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from assay.errors import FieldViolation, InvalidArgument, PermissionDenied, Reason
+from assay.services.adjudication.cases import case_violations
+from assay.services.adjudication.fields import check_request_id
+from assay.services.adjudication.model import Caller, Case, CaseInput
+
+MAX_CASES = 1000
+MAX_VIOLATIONS = 100
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One case of a batch as read from the request, and what reading it already found
+    wrong (a timestamp no datetime can hold: the input then has no expiry)."""
+
+    data: CaseInput
+    unreadable: tuple[FieldViolation, ...] = ()
+
+
+@dataclass
+class _Found:
+    """The first ``MAX_VIOLATIONS`` violations and a count of the rest."""
+
+    kept: list[FieldViolation] = field(default_factory=list)
+    more: int = 0
+
+    def add(self, violations: Iterable[FieldViolation]) -> None:
+        for violation in violations:
+            if len(self.kept) < MAX_VIOLATIONS:
+                self.kept.append(violation)
+            else:
+                self.more += 1
+
+    def summary(self) -> str:
+        first = self.kept[0]
+        others = len(self.kept) - 1 + self.more
+        return f"{first.field}: {first.description}" + (f" (and {others} more)" if others else "")
+
+
+def path(index: int) -> str:
+    """Where case ``index`` is in the request."""
+    return f"cases[{index}]"
+
+
+def check_batch(request_id: str, items: Sequence[BatchItem], now: datetime) -> None:
+    """INVALID_ARGUMENT listing every violation of the batch (capped), else nothing."""
+    found = _Found()
+    try:
+        check_request_id(request_id)
+    except InvalidArgument as error:
+        found.add(error.violations)
+    if not items:
+        found.add([FieldViolation("cases", "at least one case is required")])
+    elif len(items) > MAX_CASES:
+        # Not read case by case: the size alone refuses it.
+        found.add([FieldViolation("cases", f"at most {MAX_CASES:,} cases per batch")])
+    else:
+        for i, item in enumerate(items):
+            found.add(item.unreadable)
+            found.add(case_violations(item.data, now, path(i)))
+    if found.kept:
+        raise InvalidArgument(
+            Reason.INVALID_FIELD, found.summary(), found.kept, more_violations=found.more
+        )
+
+
+def check_tenants(caller: Caller, items: Sequence[BatchItem]) -> None:
+    """PERMISSION_DENIED (TENANT_NOT_PERMITTED) naming every case whose tenant the caller is
+    not granted, else nothing."""
+    found = _Found()
+    denied: list[str] = []
+    for i, item in enumerate(items):
+        tenant = item.data.tenant
+        if not caller.scope.allows(tenant):
+            denied.append(tenant)
+            found.add(
+                [FieldViolation(f"{path(i)}.tenant", f"the caller is not granted tenant {tenant}")]
+            )
+    if found.kept:
+        raise PermissionDenied(
+            Reason.TENANT_NOT_PERMITTED,
+            found.summary(),
+            found.kept,
+            metadata={"tenant": denied[0]},
+            more_violations=found.more,
+        )
+
+
+def response_scope(stored: Sequence[Case]) -> tuple[str, str]:
+    """The (tenant, case) a batch's stored response is filed under, so deleting data deletes
+    it: the tenant when the batch has one ("" for several), and the case that expires first,
+    so a sweep that removes any of the batch's cases removes the response with it."""
+    tenants = {case.tenant for case in stored}
+    first = min(stored, key=lambda case: (case.expire_time, case.case_id))
+    return (next(iter(tenants)) if len(tenants) == 1 else "", first.case_id)

@@ -1,0 +1,124 @@
+"""An adjudicator's worklist on SQLite: the disagreed rounds they may decide, checked.
+
+One page is read in one read transaction: the candidate cases (not expired,
+in scope, current round unresolved, not reviewed by the adjudicator, and two
+of the round's reviews with different answers), then every row that decided
+whether a case of the page's range is in it, checked against its ledger
+event, as the reviewer's queue does (``store.queue``): the adjudicator's own
+reviews and the resolutions of the current rounds (a forged one must not hide
+a case), and every review of a round that is unresolved with two or more
+reviews (an edited label must neither hide a disagreement nor invent one). The
+returned cases' reviews are among the latter, so they are read once.
+
+The query compares stored label keys, so it keeps a superset of the DISAGREED
+rounds (two keys of one value, stored before and after JCS, differ as text);
+``permissions.awaits_decision_by`` decides for each case it returns.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from datetime import datetime
+
+from assay.services.adjudication.canonical import to_micros
+from assay.services.adjudication.model import Case, CaseSnapshot, Review, TenantScope
+from assay.services.adjudication.storage import ledger_checks, rows
+from assay.services.adjudication.storage.queries import IN_SCOPE, tenants_param
+
+
+def _prefixed(alias: str, columns: str) -> str:
+    return ", ".join(f"{alias}.{c.strip()}" for c in columns.split(","))
+
+
+# The current round of a case, and its review and resolution predicates.
+_ROUND = "(SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = c.case_id) + 1"
+_RESOLVED = (
+    "EXISTS (SELECT 1 FROM resolutions x WHERE x.case_id = k.case_id AND x.round = k.current_round)"
+)
+
+_WORKLIST = f"""
+WITH k AS (
+    SELECT {_prefixed("c", rows.CASE_COLUMNS)}, {_ROUND} AS current_round
+    FROM cases c
+    WHERE c.expire_time > :now AND c.case_id > :after AND {IN_SCOPE.format(column="c.tenant")}
+)
+SELECT * FROM k
+WHERE NOT {_RESOLVED}
+  AND NOT EXISTS (SELECT 1 FROM reviews r WHERE r.case_id = k.case_id
+                     AND r.round = k.current_round AND r.reviewer_id = :adjudicator)
+  AND EXISTS (SELECT 1 FROM reviews a JOIN reviews b
+                ON b.case_id = a.case_id AND b.round = a.round
+               WHERE a.case_id = k.case_id AND a.round = k.current_round
+                 AND (a.outcome <> b.outcome OR a.label_key <> b.label_key))
+ORDER BY case_id
+LIMIT :limit
+"""
+
+_RANGE = f"""
+WITH k AS (
+    SELECT c.case_id, {_ROUND} AS current_round
+    FROM cases c
+    WHERE c.expire_time > :now AND c.case_id > :after AND (:upto IS NULL OR c.case_id <= :upto)
+      AND {IN_SCOPE.format(column="c.tenant")}
+)
+"""
+_DECIDING_REVIEWS = (
+    _RANGE
+    + f"""
+SELECT {_prefixed("r", rows.REVIEW_COLUMNS)}
+FROM k JOIN reviews r ON r.case_id = k.case_id AND r.round = k.current_round
+WHERE r.reviewer_id = :adjudicator
+   OR (NOT {_RESOLVED}
+       AND (SELECT COUNT(*) FROM reviews n
+             WHERE n.case_id = k.case_id AND n.round = k.current_round) >= 2)
+ORDER BY r.case_id, r.rowid
+"""
+)
+_DECIDING_RESOLUTIONS = (
+    _RANGE
+    + f"""
+SELECT {_prefixed("x", rows.RESOLUTION_COLUMNS)}
+FROM k JOIN resolutions x ON x.case_id = k.case_id AND x.round = k.current_round
+"""
+)
+
+
+def worklist(
+    db: sqlite3.Connection,
+    adjudicator_id: str,
+    scope: TenantScope,
+    after: str,
+    limit: int,
+    at: datetime,
+) -> list[CaseSnapshot]:
+    """Up to ``limit`` candidate cases after ``after``, each with its current round's
+    reviews, every deciding row checked (DATA_LOSS naming the first that disagrees).
+    Call inside one read transaction."""
+    params = {"now": to_micros(at), "after": after, "tenants": tenants_param(scope)}
+    found = db.execute(
+        _WORKLIST, {**params, "adjudicator": adjudicator_id, "limit": limit}
+    ).fetchall()
+    candidates = [(rows.case(r), int(r["current_round"])) for r in found]
+    ledger_checks.check_cases(db, [case for case, _ in candidates])
+    # The range the page covers: to its last case when full, else to the end.
+    ranged = {**params, "upto": candidates[-1][0].case_id if len(found) == limit else None}
+    reviews = [
+        rows.review(r)
+        for r in db.execute(_DECIDING_REVIEWS, {**ranged, "adjudicator": adjudicator_id})
+    ]
+    resolutions = [rows.resolution(r) for r in db.execute(_DECIDING_RESOLUTIONS, ranged)]
+    ledger_checks.check_reviews(db, reviews)
+    ledger_checks.check_resolutions(db, resolutions)
+    return snapshots(candidates, reviews)
+
+
+def snapshots(candidates: list[tuple[Case, int]], reviews: list[Review]) -> list[CaseSnapshot]:
+    """Each candidate as a snapshot of its (unresolved) current round, reviews in order."""
+    by_round: defaultdict[tuple[str, int], list[Review]] = defaultdict(list)
+    for review in reviews:
+        by_round[(review.case_id, review.round)].append(review)
+    return [
+        CaseSnapshot(case, current - 1, tuple(by_round[(case.case_id, current)]), None)
+        for case, current in candidates
+    ]
