@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 import grpc
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 import pytest
 
 from assay.client.resolver import AsyncResolverClient, ResolverClient

@@ -4,9 +4,13 @@
 helpers do the encoding both ways, so a caller hands ``ResolverClient.resolve_columns``
 a ``pyarrow.Table`` (one row per claim, the columns of ``ResolveColumnsRequest``) and
 gets ``ColumnsResult``, whose tables are ``pyarrow.Table``s (``None`` for the per-claim
-tables at summary detail). pyarrow is imported on first use, so the rest of the client
-does not pay for it, and does not need it: it is not among the client's own dependencies
-(``pip install 'assay[columnar]'`` adds it), and these helpers say so when it is missing.
+tables at summary detail). The tables are returned as the server wrote them: a string
+column may be dictionary-encoded where its strings repeat (the ``correlation_group``
+columns are), which pyarrow reads like utf8 (``to_pylist``) and pandas as a categorical;
+decoding it here would only copy the repeated strings back out. pyarrow is imported on
+first use, so the rest of the client does not pay for it, and does not need it: it is not
+among the client's own dependencies (``pip install 'assay[columnar]'`` adds it), and these
+helpers say so when it is missing.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from assay.v1 import resolver_service_pb2 as rs
 
 if TYPE_CHECKING:
-    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow as pa
 
 Compression = str | None
 """The codec of the request's record batches: "zstd" (the default), "lz4" or None."""

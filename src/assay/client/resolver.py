@@ -34,7 +34,7 @@ from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as rs
 
 if TYPE_CHECKING:
-    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow as pa
 
 SERVICE = rs.DESCRIPTOR.services_by_name["ResolverService"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 
 from assay.protovalues import json_to_value
 from assay.v1 import claim_pb2

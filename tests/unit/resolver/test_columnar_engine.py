@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 import pytest
 
 from assay.errors import InvalidArgument, Reason
@@ -241,3 +241,28 @@ class TestUntrustedStreams:
             except InvalidArgument:
                 refused += 1
         assert refused > 0
+
+
+class TestResponseTables:
+    def test_correlation_groups_go_out_dictionary_encoded(self) -> None:
+        """Both correlation_group columns are dictionary<int32, utf8> and read as the names."""
+        columns = claims(
+            4,
+            value=['"a"', '"a"', '"b"', '"a"'],
+            source=["api_spec"] * 4,
+            source_ref=["r1", "r1", "r2", None],
+            correlation_group=[None, None, None, "run-7"],
+        )
+        table = pa.table(columns)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        answer = resolve_stream(sink.getvalue().to_pybytes(), DEFAULT_POLICY)
+        named = {}
+        for name in ("claims", "groups"):
+            read = pa.ipc.open_stream(getattr(answer.tables, name)).read_all()
+            kind = read.schema.field("correlation_group").type
+            assert kind == pa.dictionary(pa.int32(), pa.string())
+            named[name] = read.column("correlation_group").to_pylist()
+        assert named["claims"] == ["api_spec|r1", "api_spec|r1", "api_spec|r2", "run-7"]
+        assert sorted(named["groups"]) == ["api_spec|r1", "api_spec|r2", "run-7"]

