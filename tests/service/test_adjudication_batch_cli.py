@@ -33,10 +33,13 @@ def quiet_server(log_stream: io.StringIO) -> io.StringIO:
     return log_stream
 
 
-def write_cases(path: Path, size: int, bad: tuple[int, ...] = ()) -> Path:
+def write_cases(
+    path: Path, size: int, bad: tuple[int, ...] = (), tenants: tuple[str, ...] = ()
+) -> Path:
+    """``size`` cases; case i of tenant ``tenants[i]`` when given."""
     found: list[dict[str, Any]] = []
     for i in range(size):
-        message = case_message()
+        message = case_message(tenant=tenants[i]) if tenants else case_message()
         message.subject = f"api:item-{i}"
         if i in bad:
             message.subject = ""
@@ -100,6 +103,20 @@ class TestEnqueueFile:
             assert [c["subject"] for c in lines] == [f"api:item-{i}" for i in range(2100)]
             assert captured.err == ""
             assert await case_events(server) == [c["caseId"] for c in lines]
+
+    async def test_a_file_of_several_tenants_goes_in_runs_of_one_tenant(
+        self, adjudication_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A batch has one tenant, so a file alternating tenants in runs is sent run by run:
+        every case stored, in file order, each with its own tenant."""
+        tenants = ("tenant-a",) * 3 + ("tenant-b",) * 2 + ("tenant-a",)
+        async with adjudication_server(adjudication_db) as server:
+            cases = write_cases(tmp_path / "tenants.json", 6, tenants=tenants)
+            assert await run(server, "case", "enqueue", str(cases), "--json") == 0
+            stored = json.loads(capsys.readouterr().out)
+            assert [c["subject"] for c in stored] == [f"api:item-{i}" for i in range(6)]
+            assert tuple(c["tenant"] for c in stored) == tenants
+            assert await case_events(server) == [c["caseId"] for c in stored]
 
     async def test_a_refused_chunk_keeps_the_earlier_chunks_and_prints_them(
         self, adjudication_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -56,14 +56,14 @@ class TestStored:
     async def test_every_case_is_stored_in_request_order_with_one_event_each(
         self, adjudication_db: str
     ) -> None:
-        """Three cases of two tenants: ids in request order, one CASE_ENQUEUED each, in order."""
+        """Three cases: ids in request order, one CASE_ENQUEUED each, in order."""
         async with adjudication_server(adjudication_db) as server:
-            cases = [*batch(2), *batch(1, tenant="tenant-b")]
+            cases = batch(3)
             reply = await server.stub.EnqueueCases(
                 pb.EnqueueCasesRequest(request_id=rid(), cases=cases), timeout=TIMEOUT
             )
-            assert [c.subject for c in reply.cases] == ["api:item-0", "api:item-1", "api:item-0"]
-            assert [c.tenant for c in reply.cases] == ["tenant-a", "tenant-a", "tenant-b"]
+            assert [c.subject for c in reply.cases] == ["api:item-0", "api:item-1", "api:item-2"]
+            assert [c.tenant for c in reply.cases] == ["tenant-a"] * 3
             assert len({c.case_id for c in reply.cases}) == 3
             assert all(c.content_digest and c.HasField("local_verdict") for c in reply.cases)
             found = await events(server.stub)
@@ -95,6 +95,23 @@ class TestStored:
 
 
 class TestRefusedWhole:
+    async def test_a_batch_of_two_tenants_is_refused_naming_the_others(
+        self, adjudication_db: str
+    ) -> None:
+        """A batch has one tenant (its saved response is deleted with that tenant's data):
+        cases of another tenant than cases[0]'s are named, and nothing is stored."""
+        async with adjudication_server(adjudication_db) as server:
+            cases = [*batch(2), *batch(1, tenant="tenant-b"), *batch(1)]
+            error = await failure(
+                server.stub.EnqueueCases(
+                    pb.EnqueueCasesRequest(request_id=rid(), cases=cases), timeout=TIMEOUT
+                )
+            )
+            assert error.code == grpc.StatusCode.INVALID_ARGUMENT
+            assert error.reason == "ERROR_REASON_INVALID_FIELD"
+            assert [v.field for v in error.violations] == ["cases[2].tenant"]
+            assert await events(server.stub) == []
+
     async def test_a_bad_fifth_case_stores_none_and_every_violation_is_listed(
         self, adjudication_db: str
     ) -> None:

@@ -2,7 +2,8 @@
 
 A file of up to 1,000 cases is one EnqueueCases call: every case is stored or
 none is, and a refusal lists every bad field (``cases[4].subject``). A longer
-file goes in chunks of 1,000, each all or nothing; when one is refused the
+file goes in chunks of up to 1,000 cases of one tenant (a batch has one), each
+all or nothing; when one is refused the
 chunks before it stay stored, and the command prints them before the error, so
 nothing stored goes unreported.
 
@@ -38,7 +39,14 @@ PROGRESS_AFTER_SECONDS = 1.0
 
 
 def chunks(cases: Sequence[pb.Case], size: int = CHUNK) -> list[Sequence[pb.Case]]:
-    return [cases[start : start + size] for start in range(0, len(cases), size)]
+    """Runs of at most ``size`` cases of one tenant (a batch has one), in file order."""
+    parts: list[Sequence[pb.Case]] = []
+    start = 0
+    for end in range(1, len(cases) + 1):
+        if end == len(cases) or end - start == size or cases[end].tenant != cases[start].tenant:
+            parts.append(cases[start:end])
+            start = end
+    return parts
 
 
 def request_ids(given: str, parts: Sequence[Sequence[pb.Case]]) -> list[str]:
@@ -92,9 +100,9 @@ def enqueue(args: argparse.Namespace, cases: Sequence[pb.Case], many: bool) -> l
     quiet = args.json or getattr(args, "jsonl", False)
     with remote.channel() as ch, progress(len(cases), sys.stderr.isatty() and not quiet) as step:
         stub = pb_grpc.AdjudicationServiceStub(ch)
-        for i, (part, request_id) in enumerate(zip(parts, ids, strict=True)):
+        for part, request_id in zip(parts, ids, strict=True):
             request = pb.EnqueueCasesRequest(request_id=request_id, cases=part)
-            first = i * CHUNK
+            first = len(stored)
             where = (
                 args.file
                 if len(parts) == 1

@@ -269,12 +269,16 @@ class AdjudicationServiceServicer:
         none is. Every case is validated first and every violation is reported
         at once, named by position (`cases[4].candidate_values[1]`), capped at
         100 violations. A retry with the same `request_id` returns the first
-        result, whichever replica answers. At most 1,000 cases per batch.
+        result, whichever replica answers. At most 1,000 cases per batch, all of
+        one tenant (a case of another than `cases[0]`'s is INVALID_FIELD
+        `cases[i].tenant`): the saved response holds the cases' content and is
+        deleted with that tenant's data.
 
         Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`cases`, when
         empty or over 1,000, and each case's fields as in EnqueueCase);
         PERMISSION_DENIED with ERROR_REASON_TENANT_NOT_PERMITTED naming
-        `cases[i].tenant`; ALREADY_EXISTS with ERROR_REASON_REQUEST_ID_REUSED.
+        `cases[i].tenant`; INVALID_ARGUMENT with ERROR_REASON_REQUEST_ID_REUSED
+        (`request_id`) when a retry key is reused with another batch.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

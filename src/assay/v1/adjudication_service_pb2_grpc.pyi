@@ -101,12 +101,16 @@ class AdjudicationServiceStub:
     none is. Every case is validated first and every violation is reported
     at once, named by position (`cases[4].candidate_values[1]`), capped at
     100 violations. A retry with the same `request_id` returns the first
-    result, whichever replica answers. At most 1,000 cases per batch.
+    result, whichever replica answers. At most 1,000 cases per batch, all of
+    one tenant (a case of another than `cases[0]`'s is INVALID_FIELD
+    `cases[i].tenant`): the saved response holds the cases' content and is
+    deleted with that tenant's data.
 
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`cases`, when
     empty or over 1,000, and each case's fields as in EnqueueCase);
     PERMISSION_DENIED with ERROR_REASON_TENANT_NOT_PERMITTED naming
-    `cases[i].tenant`; ALREADY_EXISTS with ERROR_REASON_REQUEST_ID_REUSED.
+    `cases[i].tenant`; INVALID_ARGUMENT with ERROR_REASON_REQUEST_ID_REUSED
+    (`request_id`) when a retry key is reused with another batch.
     """
     GetCase: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetCaseRequest, _adjudication_service_pb2.GetCaseResponse]
     """Returns the operator view of a case: everything, including
@@ -337,12 +341,16 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
     none is. Every case is validated first and every violation is reported
     at once, named by position (`cases[4].candidate_values[1]`), capped at
     100 violations. A retry with the same `request_id` returns the first
-    result, whichever replica answers. At most 1,000 cases per batch.
+    result, whichever replica answers. At most 1,000 cases per batch, all of
+    one tenant (a case of another than `cases[0]`'s is INVALID_FIELD
+    `cases[i].tenant`): the saved response holds the cases' content and is
+    deleted with that tenant's data.
 
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`cases`, when
     empty or over 1,000, and each case's fields as in EnqueueCase);
     PERMISSION_DENIED with ERROR_REASON_TENANT_NOT_PERMITTED naming
-    `cases[i].tenant`; ALREADY_EXISTS with ERROR_REASON_REQUEST_ID_REUSED.
+    `cases[i].tenant`; INVALID_ARGUMENT with ERROR_REASON_REQUEST_ID_REUSED
+    (`request_id`) when a retry key is reused with another batch.
     """
     GetCase: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetCaseRequest, _adjudication_service_pb2.GetCaseResponse]  # type: ignore[assignment]
     """Returns the operator view of a case: everything, including
@@ -600,12 +608,16 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         none is. Every case is validated first and every violation is reported
         at once, named by position (`cases[4].candidate_values[1]`), capped at
         100 violations. A retry with the same `request_id` returns the first
-        result, whichever replica answers. At most 1,000 cases per batch.
+        result, whichever replica answers. At most 1,000 cases per batch, all of
+        one tenant (a case of another than `cases[0]`'s is INVALID_FIELD
+        `cases[i].tenant`): the saved response holds the cases' content and is
+        deleted with that tenant's data.
 
         Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`cases`, when
         empty or over 1,000, and each case's fields as in EnqueueCase);
         PERMISSION_DENIED with ERROR_REASON_TENANT_NOT_PERMITTED naming
-        `cases[i].tenant`; ALREADY_EXISTS with ERROR_REASON_REQUEST_ID_REUSED.
+        `cases[i].tenant`; INVALID_ARGUMENT with ERROR_REASON_REQUEST_ID_REUSED
+        (`request_id`) when a retry key is reused with another batch.
         """
 
     @_abc_1.abstractmethod

@@ -3,8 +3,9 @@
 A batch is all or nothing, so a caller fixing one has to see everything wrong
 with it at once: every case is checked with the rules of a single case
 (``cases.case_violations``), each violation named by the case's position
-(``cases[4].candidate_values[1]``), and only then are the tenants checked, one
-PERMISSION_DENIED naming every case of a tenant the caller is not granted.
+(``cases[4].candidate_values[1]``), every case must share the first case's
+tenant, and only then are the tenants checked, one PERMISSION_DENIED naming
+every case of a tenant the caller is not granted.
 Both lists keep the first ``MAX_VIOLATIONS`` and count the rest, so a batch of
 a thousand bad cases costs a bounded error (the runtime lists fewer still).
 """
@@ -74,6 +75,7 @@ def check_batch(request_id: str, items: Sequence[BatchItem], now: datetime) -> N
         for i, item in enumerate(items):
             found.add(item.unreadable)
             found.add(case_violations(item.data, now, path(i)))
+        found.add(_other_tenants(items))
     if found.kept:
         raise InvalidArgument(
             Reason.INVALID_FIELD, found.summary(), found.kept, more_violations=found.more
@@ -102,10 +104,23 @@ def check_tenants(caller: Caller, items: Sequence[BatchItem]) -> None:
         )
 
 
+def _other_tenants(items: Sequence[BatchItem]) -> list[FieldViolation]:
+    """A batch belongs to one tenant: every case of another than the first case's is named.
+
+    The batch's stored response (which a retry returns) holds every case's content and is
+    deleted with its tenant's data; a batch spanning tenants would leave one tenant's cases
+    in a response filed under another's, surviving that tenant's deletion."""
+    tenant = items[0].data.tenant
+    return [
+        FieldViolation(f"{path(i)}.tenant", f"a batch has one tenant: {tenant!r}, as cases[0]")
+        for i, item in enumerate(items)
+        if item.data.tenant != tenant
+    ]
+
+
 def response_scope(stored: Sequence[Case]) -> tuple[str, str]:
     """The (tenant, case) a batch's stored response is filed under, so deleting data deletes
-    it: the tenant when the batch has one ("" for several), and the case that expires first,
-    so a sweep that removes any of the batch's cases removes the response with it."""
-    tenants = {case.tenant for case in stored}
+    it: the batch's one tenant, and the case that expires first, so a sweep that removes any
+    of the batch's cases removes the response with it."""
     first = min(stored, key=lambda case: (case.expire_time, case.case_id))
-    return (next(iter(tenants)) if len(tenants) == 1 else "", first.case_id)
+    return first.tenant, first.case_id
