@@ -11,6 +11,7 @@ retry a command safely from a script). Values given on the command line
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -23,7 +24,7 @@ import grpc
 from google.protobuf import json_format
 
 from assay.cli import adjudication_render as render
-from assay.cli import audit_log_cmds, case_batches
+from assay.cli import audit_log_cmds, case_batches, corpus_export
 from assay.cli.common import (
     CliError,
     Remote,
@@ -138,13 +139,42 @@ def register(subparsers: Any) -> None:
     outcome.add_argument("--unresolved", metavar="REASON", help="cannot decide, and why")
     outcome.add_argument("--not-evaluable", metavar="REASON", help="cannot be judged as posed")
 
-    export = _command(subparsers, "export", "write the gold corpus as JSON lines", _export)
-    export.add_argument("--out", required=True, type=Path, help="corpus.jsonl to write")
-    export.add_argument("--manifest", type=Path, help="default: OUT with .manifest.json")
+    export = _command(
+        subparsers, "export", "write the gold corpus as JSON lines, or reviews as CSV", _export
+    )
+    export.add_argument(
+        "--out", required=True, type=Path, help="the file to write ('-': standard output)"
+    )
+    export.add_argument(
+        "--manifest", type=Path, help="default: OUT with .manifest.json (none for '-')"
+    )
     export.add_argument("--tenant", default="")
+    export.add_argument(
+        "--format",
+        choices=corpus_export.FORMATS,
+        default="jsonl",
+        help="jsonl: the records with their proofs; csv: (case_id, reviewer_id, label) rows, "
+        "one per review of each label's round, for crowd-kit or krippendorff",
+    )
+    export.add_argument(
+        "--reviews", action="store_true", help="jsonl: add every review of each case"
+    )
 
-    agreement = _command(subparsers, "agreement", "Cohen's kappa of double reviews", _agreement)
+    agreement = _command(
+        subparsers,
+        "agreement",
+        "Cohen's kappa of double reviews, per reviewer pair and per category; Fleiss' kappa; "
+        "Krippendorff's alpha",
+        _agreement,
+    )
     agreement.add_argument("--tenant", default="")
+    agreement.add_argument(
+        "--bootstrap-resamples",
+        type=int,
+        default=0,
+        metavar="N",
+        help="resamples for Krippendorff's alpha's interval (default 1,000; at most 10,000)",
+    )
 
     audit = subparsers.add_parser("audit", help="verify and list the audit ledger")
     sub = audit.add_subparsers(dest="audit_command", metavar="COMMAND", required=True)
@@ -407,39 +437,52 @@ def _review(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     out: Path = args.out
-    manifest_path: Path = args.manifest or out.with_name(out.name + ".manifest.json")
-    partial = out.with_name(out.name + ".partial")
-    request = pb.ExportCorpusRequest(tenant=args.tenant)
+    to_stdout = str(out) == "-"
+    # On standard output only the records go out; a manifest only where --manifest says.
+    default_manifest = None if to_stdout else out.with_name(out.name + ".manifest.json")
+    manifest_path: Path | None = args.manifest or default_manifest
+    partial = None if to_stdout else out.with_name(out.name + ".partial")
+    reviews = args.reviews or args.format == "csv"
+    request = pb.ExportCorpusRequest(tenant=args.tenant, include_reviews=reviews)
     manifest: pb.ExportManifest | None = None
     remote = Remote.of(args, SERVICE)
     try:
-        with remote.channel() as ch, partial.open("w", encoding="utf-8") as sink:
+        with (
+            remote.channel() as ch,
+            (
+                contextlib.nullcontext(sys.stdout)
+                if partial is None
+                else partial.open("w", encoding="utf-8", newline="")
+            ) as sink,
+        ):
             stub = pb_grpc.AdjudicationServiceStub(ch)
             stream = stub.ExportCorpus(request, timeout=args.timeout)
+            write = corpus_export.record_writer(args.format, sink)
             with render.export_progress(enabled=sys.stderr.isatty() and not args.json) as advance:
                 try:
                     for message in stream:
                         if message.WhichOneof("item") == "manifest":
                             manifest = message.manifest
                             continue
-                        for record in message.batch.records:
-                            data = json_format.MessageToDict(record)
-                            line = json.dumps(data, sort_keys=True, separators=(",", ":"))
-                            sink.write(line + "\n")
-                        advance(len(message.batch.records))
+                        advance(write(message.batch.records))
                 except grpc.RpcError as error:
                     failed: Exception = error
                     remote.call(lambda: _reraise(failed), "export")
         if manifest is None:
             raise CliError("the export stream ended without a manifest; nothing was written")
-        os.replace(partial, out)
+        if partial is not None:
+            os.replace(partial, out)
     except OSError as error:
         raise CliError(f"{out}: cannot write: {error.strerror}") from None
     finally:
-        if partial.exists():
+        if partial is not None and partial.exists():
             partial.unlink()
     data = json_format.MessageToDict(manifest)
-    manifest_path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if manifest_path is not None:
+        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+        manifest_path.write_text(text, encoding="utf-8")
+    if to_stdout or manifest_path is None:
+        return 0
     if args.json:
         print_json(manifest)
         return 0
@@ -452,7 +495,10 @@ def _reraise(error: Exception) -> None:
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    reply = _rpc(args, "ComputeAgreement", pb.ComputeAgreementRequest(tenant=args.tenant))
+    request = pb.ComputeAgreementRequest(
+        tenant=args.tenant, bootstrap_resamples=args.bootstrap_resamples
+    )
+    reply = _rpc(args, "ComputeAgreement", request)
     return _emit(args, reply, render.agreement)
 
 

@@ -229,6 +229,33 @@ def agreement(a: pb.ComputeAgreementResponse) -> None:
             "[yellow]fixture reviewers contributed[/]: a mechanism demonstration, "
             "not a real inter-rater agreement"
         )
+    out.print(f"Fleiss' kappa: {figure_text(a.fleiss_kappa)}")
+    out.print(f"Krippendorff's alpha (nominal): {figure_text(a.krippendorff_alpha)}")
+    if a.pairs:
+        pairs = Table("reviewer a", "reviewer b", "Cohen's kappa")
+        for p in a.pairs:
+            pairs.add_row(p.reviewer_a, p.reviewer_b, figure_text(p.kappa))
+        out.print(pairs)
+    if a.categories:
+        categories = Table("category", "kappa, one against the rest")
+        for c in a.categories:
+            categories.add_row(c.category, figure_text(c.kappa))
+        out.print(categories)
+
+
+def figure_text(f: pb.AgreementFigure) -> str:
+    """One figure in a line: the value and interval, or why there is none."""
+    fixture = " [yellow](fixture reviewers)[/]" if f.fixture_reviewers_contributed else ""
+    rounds = f"{f.case_count} round(s)"
+    if f.status == pb.AGREEMENT_STATUS_COMPUTED:
+        interval = (
+            f", 95% CI {f.ci_lower:.3f} to {f.ci_upper:.3f}" if f.HasField("ci_lower") else ""
+        )
+        return f"{f.value:.3f}{interval} over {rounds}{fixture}"
+    if f.status == pb.AGREEMENT_STATUS_INSUFFICIENT:
+        return f"INSUFFICIENT: {rounds}; {f.min_cases} needed{fixture}"
+    why = _name(pb.AgreementUndefinedReason, f.undefined_reason, "AGREEMENT_UNDEFINED_REASON_")
+    return f"UNDEFINED ({why}) over {rounds}{fixture}"
 
 
 def verdict(v: pb.VerifyAuditChainResponse) -> None:

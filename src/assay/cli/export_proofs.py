@@ -9,6 +9,13 @@ is recomputed from its fields (``ledger.event_hash``); and that hash is leaf
 ``sequence - 1`` of the signed tree. A label edited in the file, a forged event, or an event
 not in the signed ledger fails one of these, and the first failing record is named.
 
+An export with reviews (``--reviews``, ``include_reviews``) carries every review of each
+case. The server checked each against its REVIEW_SUBMITTED event before sending it, but
+those events commit to the answer with a salted digest and are not in the export, so
+offline a review's answer is not proven. What is checked is that the reviews fit the
+proven label: they are of its case, in round order, and hold every review the label names
+as contributing, in the label's round, by a reviewer it names.
+
 The rules come from the pure domain modules (no storage, no grpc): the verifier is the
 algorithm the server uses, not a second spelling of it.
 """
@@ -79,8 +86,32 @@ def _expect(recorded: Mapping[str, str], field: str, value: str) -> None:
         raise BadRecord(f"its ledger event's {field} is {recorded.get(field)!r}, not {value!r}")
 
 
+def check_reviews(record: pb.CorpusRecord) -> None:
+    """``BadRecord`` unless the record's reviews (if any) fit its (proven) label."""
+    if not record.reviews:
+        return
+    revision = record.revision
+    if any(r.case_id != revision.case_id for r in record.reviews):
+        raise BadRecord("one of its reviews is of another case")
+    rounds = [r.round for r in record.reviews]
+    if rounds != sorted(rounds):
+        raise BadRecord("its reviews are not in round order")
+    given = {r.review_id: r for r in record.reviews}
+    for review_id in revision.contributing_review_ids:
+        found = given.get(review_id)
+        if found is None:
+            raise BadRecord(f"its label names review {review_id}, which is not among its reviews")
+        if found.round != revision.round or found.reviewer_id not in set(
+            revision.contributing_reviewer_ids
+        ):
+            raise BadRecord(
+                f"review {review_id} is not of round {revision.round} by a reviewer its label names"
+            )
+
+
 def check_record(record: pb.CorpusRecord, signed: Checkpoint) -> None:
-    """``BadRecord`` unless the record is proven by the tree ``signed`` commits to."""
+    """``BadRecord`` unless the record is proven by the tree ``signed`` commits to (and its
+    reviews, if any, fit its label: ``check_reviews``)."""
     revision = record.revision
     if record.case.case_id != revision.case_id:
         raise BadRecord(f"its case is {record.case.case_id!r}, its label's {revision.case_id!r}")
@@ -120,3 +151,4 @@ def check_record(record: pb.CorpusRecord, signed: Checkpoint) -> None:
             f"its ledger event {event.sequence} is not proven to be in the signed tree of "
             f"{signed.size} event(s)"
         )
+    check_reviews(record)

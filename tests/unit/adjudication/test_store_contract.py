@@ -293,8 +293,8 @@ class TestReads:
         assert [e.payload["case_id"] for e in tenant_b] == [other]
         assert await store.audit_events(2, 2, EVERY_TENANT) == events[2:4]
 
-        assert len(await store.rated_pairs(EVERY_TENANT)) == 1
-        assert await store.rated_pairs(TenantScope(frozenset({"tenant-b"}))) == []
+        assert len(await store.rated_rounds(EVERY_TENANT)) == 1
+        assert await store.rated_rounds(TenantScope(frozenset({"tenant-b"}))) == []
 
     async def test_chain_hashes_are_the_events_hashes(self, engine: Engine) -> None:
         """chain_hashes lists (sequence, hash) of every event after the one given."""

@@ -46,6 +46,27 @@ class RatedPair:
 
 
 @dataclass(frozen=True)
+class Rating:
+    """One review as agreement sees it: who gave it, its category, whether a fixture gave it."""
+
+    reviewer_id: str
+    category: str
+    fixture: bool
+
+
+@dataclass(frozen=True)
+class RatedRound:
+    """A case round with two or more reviews (a unit of agreement), in submit order."""
+
+    ratings: tuple[Rating, ...]
+
+    def first_pair(self) -> RatedPair:
+        """The first two reviews: what the pooled kappa compares."""
+        first, second = self.ratings[0], self.ratings[1]
+        return RatedPair(first.category, second.category, first.fixture or second.fixture)
+
+
+@dataclass(frozen=True)
 class Agreement:
     status: AgreementStatus
     case_count: int
@@ -61,12 +82,18 @@ class Agreement:
     min_cases: int = MIN_KAPPA_CASES
 
 
+# The categories of answers that are not labels. A label's category is its canonical JSON key,
+# which is never one of these bare words (a JSON string is quoted), so the names cannot collide.
+UNRESOLVED = "unresolved"
+NOT_EVALUABLE = "not evaluable"
+
+
 def category_of(outcome: Outcome, label_key: str) -> str:
     """Labels by their JCS key (so a review keyed ``1e-07`` before JCS and one keyed ``1e-7``
     after agree); unresolved and not-evaluable are categories of their own."""
     if outcome is Outcome.LABEL:
-        return f"label:{same_label_key(label_key)}"
-    return f"outcome:{outcome.value}"
+        return same_label_key(label_key)
+    return UNRESOLVED if outcome is Outcome.UNRESOLVED else NOT_EVALUABLE
 
 
 def category(review: Review) -> str:
@@ -145,4 +172,33 @@ def cohens_kappa(pairs: Iterable[RatedPair]) -> Agreement:
         ci_upper=kappa + Z_975 * se,
         observed_agreement=observed,
         expected_agreement=expected,
+    )
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One coefficient under the same honesty rules as the pooled kappa: a value only when
+    COMPUTED; an interval only when the method has one."""
+
+    status: AgreementStatus
+    case_count: int
+    fixture_reviewers_contributed: bool
+    value: float | None = None
+    ci_lower: float | None = None
+    ci_upper: float | None = None
+    undefined_reason: UndefinedReason | None = None
+    min_cases: int = MIN_KAPPA_CASES
+
+
+def figure_of(kappa: Agreement) -> Figure:
+    """A kappa as a ``Figure`` (the pairs' and categories' form)."""
+    return Figure(
+        kappa.status,
+        kappa.case_count,
+        kappa.fixture_reviewers_contributed,
+        value=kappa.kappa,
+        ci_lower=kappa.ci_lower,
+        ci_upper=kappa.ci_upper,
+        undefined_reason=kappa.undefined_reason,
+        min_cases=kappa.min_cases,
     )

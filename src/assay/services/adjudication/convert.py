@@ -18,6 +18,7 @@ from assay.protovalues import json_to_value, value_to_json
 from assay.runtime.auth.principal import Principal, Role
 from assay.services.adjudication import agreement as agreement_rules
 from assay.services.adjudication import batches
+from assay.services.adjudication.agreement_report import AgreementReport
 from assay.services.adjudication.batches import BatchItem
 from assay.services.adjudication.fields import bad
 from assay.services.adjudication.model import (
@@ -322,13 +323,54 @@ def deleted(value: DeletedCounts) -> pb.DeletedCounts:
     return pb.DeletedCounts(cases=value.cases, reviews=value.reviews, resolutions=value.resolutions)
 
 
-def agreement(value: agreement_rules.Agreement) -> pb.ComputeAgreementResponse:
+def _reason(
+    value: agreement_rules.UndefinedReason | None,
+) -> pb.AgreementUndefinedReason.ValueType:
+    if value is None:
+        return pb.AGREEMENT_UNDEFINED_REASON_UNSPECIFIED
+    reason: pb.AgreementUndefinedReason.ValueType = to_proto_enum(
+        pb.AgreementUndefinedReason, "AGREEMENT_UNDEFINED_REASON_", value
+    )
+    return reason
+
+
+def figure(value: agreement_rules.Figure) -> pb.AgreementFigure:
+    """A figure; a number only when finite (never NaN on the wire)."""
+    message = pb.AgreementFigure(
+        status=to_proto_enum(pb.AgreementStatus, "AGREEMENT_STATUS_", value.status),
+        case_count=value.case_count,
+        min_cases=value.min_cases,
+        undefined_reason=_reason(value.undefined_reason),
+        fixture_reviewers_contributed=value.fixture_reviewers_contributed,
+    )
+    for name in ("value", "ci_lower", "ci_upper"):
+        number = getattr(value, name)
+        if number is not None and math.isfinite(number):
+            setattr(message, name, number)
+    return message
+
+
+def agreement(found: AgreementReport) -> pb.ComputeAgreementResponse:
+    value = found.pooled
     message = pb.ComputeAgreementResponse(
         status=to_proto_enum(pb.AgreementStatus, "AGREEMENT_STATUS_", value.status),
         case_count=value.case_count,
         min_cases=value.min_cases,
         fixture_reviewers_contributed=value.fixture_reviewers_contributed,
         category_count=value.category_count,
+        undefined_reason=_reason(value.undefined_reason),
+        pairs=[
+            pb.PairAgreement(
+                reviewer_a=p.reviewer_a, reviewer_b=p.reviewer_b, kappa=figure(p.kappa)
+            )
+            for p in found.pairs
+        ],
+        categories=[
+            pb.CategoryAgreement(category=c.category, kappa=figure(c.kappa))
+            for c in found.categories
+        ],
+        fleiss_kappa=figure(found.fleiss),
+        krippendorff_alpha=figure(found.krippendorff),
     )
     for name in (
         "kappa",
@@ -341,17 +383,17 @@ def agreement(value: agreement_rules.Agreement) -> pb.ComputeAgreementResponse:
         number = getattr(value, name)
         if number is not None and math.isfinite(number):
             setattr(message, name, number)
-    if value.undefined_reason is not None:
-        message.undefined_reason = to_proto_enum(
-            pb.AgreementUndefinedReason, "AGREEMENT_UNDEFINED_REASON_", value.undefined_reason
-        )
     return message
 
 
 def corpus_record(value: ExportRecord, inclusion_path: list[bytes]) -> pb.CorpusRecord:
     """The record with its label's GOLD_LABEL_FROZEN event (leaf ``sequence - 1``) and that
     leaf's inclusion proof in the export's tree."""
-    message = pb.CorpusRecord(case=blinded(value.case), revision=gold_label(value.revision))
+    message = pb.CorpusRecord(
+        case=blinded(value.case),
+        revision=gold_label(value.revision),
+        reviews=[review(r) for r in value.reviews],
+    )
     if value.event is not None:
         message.inclusion.CopyFrom(
             pb.GoldLabelInclusion(

@@ -13,13 +13,14 @@ tenants they were issued for.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
 
 from assay.services.adjudication import paging, permissions, records
-from assay.services.adjudication.agreement import Agreement, cohens_kappa
+from assay.services.adjudication.agreement_report import AgreementReport, report, resample_count
 from assay.services.adjudication.blinding import blind
 from assay.services.adjudication.canonical import now
 from assay.services.adjudication.cases import case_not_found
@@ -179,20 +180,26 @@ class Lookups:
         return _page(found, size, query, lambda e: str(e.sequence))
 
     async def export(
-        self, tenant: str, batch_size: int, caller: Caller
+        self, tenant: str, batch_size: int, caller: Caller, include_reviews: bool = False
     ) -> AsyncIterator[ChainHead | ExportBatch]:
-        """The ledger head, then batches of records (latest revision per case) and exclusions,
-        of the tenant named or else of every tenant the caller is granted."""
+        """The ledger head, then batches of records (latest revision per case, with every
+        review of its case when asked) and exclusions, of the tenant named or else of every
+        tenant the caller is granted."""
         optional_tenant(tenant, "tenant")
         size = paging.page_size(batch_size, "batch_size", MAX_EXPORT_BATCH)
         scope = permissions.tenant_filter(caller, tenant)
-        async for item in self.store.export(scope, size if batch_size else DEFAULT_EXPORT_BATCH):
+        batch = size if batch_size else DEFAULT_EXPORT_BATCH
+        async for item in self.store.export(scope, batch, include_reviews):
             yield item
 
-    async def agreement(self, tenant: str, caller: Caller) -> Agreement:
+    async def agreement(self, tenant: str, resamples: int, caller: Caller) -> AgreementReport:
+        """Every figure over the caller's case rounds. Computed off the event loop: a
+        bootstrap of 10,000 resamples over a large corpus takes seconds."""
         optional_tenant(tenant, "tenant")
+        count = resample_count(resamples)
         scope = permissions.tenant_filter(caller, tenant)
-        return cohens_kappa(await self.store.rated_pairs(scope))
+        units = await self.store.rated_rounds(scope)
+        return await asyncio.to_thread(report, units, count)
 
     async def verify(self) -> ChainVerdict:
         return await self.store.verify_chain()

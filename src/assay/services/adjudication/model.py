@@ -326,6 +326,8 @@ class ExportRecord:
     revision: GoldLabelRevision
     # The GOLD_LABEL_FROZEN event that recorded ``revision`` (set once checked against it).
     event: AuditEvent | None = None
+    # Every review of the case, by round then submit order (an export with reviews only).
+    reviews: tuple[Review, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -188,7 +188,9 @@ class AdjudicationServicer:
         started = now()
         tally = ExportTally()
         head = ChainHead(0, "")
-        async for item in self.lookups.export(request.tenant, request.batch_size, _caller()):
+        async for item in self.lookups.export(
+            request.tenant, request.batch_size, _caller(), request.include_reviews
+        ):
             if isinstance(item, ChainHead):
                 head = item
                 continue
@@ -218,7 +220,8 @@ class AdjudicationServicer:
     async def ComputeAgreement(
         self, request: pb.ComputeAgreementRequest, context: grpc.aio.ServicerContext
     ) -> pb.ComputeAgreementResponse:
-        return convert.agreement(await self.lookups.agreement(request.tenant, _caller()))
+        found = await self.lookups.agreement(request.tenant, request.bootstrap_resamples, _caller())
+        return convert.agreement(found)
 
     # --- the ledger and deletion -------------------------------------------
 

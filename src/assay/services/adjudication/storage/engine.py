@@ -19,12 +19,12 @@ has to understand the other's dialect.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol, TypeVar
 
 from assay.services.adjudication import model
-from assay.services.adjudication.agreement import RatedPair
+from assay.services.adjudication.agreement import RatedRound
 
 T = TypeVar("T")
 
@@ -44,6 +44,16 @@ class ExportBatch:
 
     records: list[model.ExportRecord]
     exclusions: list[model.ExportExclusion]
+
+    def attach_reviews(self, found: Iterable[model.Review]) -> None:
+        """Give each record the reviews of its case, in the order ``found`` has them."""
+        by_case: dict[str, list[model.Review]] = {}
+        for review in found:
+            by_case.setdefault(review.case_id, []).append(review)
+        if by_case:
+            self.records = [
+                replace(r, reviews=tuple(by_case.get(r.revision.case_id, ()))) for r in self.records
+            ]
 
 
 class BatchSource(Protocol):
@@ -170,12 +180,13 @@ class Store(Protocol):
         """(sequence, hash) of every committed audit event after ``after``, in order."""
         ...
 
-    async def rated_pairs(self, scope: model.TenantScope) -> list[RatedPair]: ...
+    async def rated_rounds(self, scope: model.TenantScope) -> list[RatedRound]: ...
 
     def export(
-        self, scope: model.TenantScope, batch_size: int
+        self, scope: model.TenantScope, batch_size: int, include_reviews: bool = False
     ) -> AsyncIterator[model.ChainHead | ExportBatch]:
-        """The chain head, then batches, all from one snapshot."""
+        """The chain head, then batches, all from one snapshot; with ``include_reviews``,
+        each record with every review of its case, checked against the ledger."""
         ...
 
     async def verify_chain(self) -> model.ChainVerdict:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from assay.services.adjudication import ledger
-from assay.services.adjudication.agreement import RatedPair, category_of
+from assay.services.adjudication.agreement import RatedRound, Rating, category_of
 from assay.services.adjudication.canonical import to_micros
 from assay.services.adjudication.model import (
     EVERY_TENANT,
@@ -112,6 +112,24 @@ def snapshot(db: sqlite3.Connection, case_id: str, case: Case | None = None) -> 
         tuple(rows.review(r) for r in reviews),
         rows.resolution(resolution[0]) if resolution else None,
     )
+
+
+# Ids per query: under SQLite's smallest default limit on bound variables (999).
+_CHUNK = 500
+
+
+def reviews_of_cases(db: sqlite3.Connection, case_ids: Sequence[str]) -> list[Review]:
+    """Every review of the cases, by case, then round, then submit order."""
+    found: list[Review] = []
+    for start in range(0, len(case_ids), _CHUNK):
+        chunk = case_ids[start : start + _CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        sql = (
+            f"SELECT {rows.REVIEW_COLUMNS} FROM reviews WHERE case_id IN ({marks}) "
+            "ORDER BY case_id, round, rowid"
+        )
+        found.extend(rows.review(r) for r in _all(db, sql, chunk))
+    return found
 
 
 def case_history(db: sqlite3.Connection, case_id: str) -> tuple[list[Review], list[Resolution]]:
@@ -274,7 +292,7 @@ def audit_events(
 
 
 _PAIRS = f"""
-SELECT r.case_id, r.round, r.outcome, r.label_key, v.kind
+SELECT r.case_id, r.round, r.reviewer_id, r.outcome, r.label_key, v.kind
 FROM reviews r
 JOIN reviewers v ON v.reviewer_id = r.reviewer_id
 JOIN cases c ON c.case_id = r.case_id
@@ -283,18 +301,19 @@ ORDER BY r.case_id, r.round, r.rowid
 """
 
 
-def rated_pairs(db: sqlite3.Connection, scope: TenantScope) -> list[RatedPair]:
-    """The first two reviews of every case round that has at least two."""
-    pairs: list[RatedPair] = []
+def rated_rounds(db: sqlite3.Connection, scope: TenantScope) -> list[RatedRound]:
+    """Every review of every case round that has at least two, in submit order."""
+    units: list[RatedRound] = []
     key: tuple[str, int] | None = None
-    held: list[tuple[str, bool]] = []
+    held: list[Rating] = []
     for row in db.execute(_PAIRS, {"tenants": tenants_param(scope)}):
         if (row["case_id"], row["round"]) != key:
+            if len(held) >= 2:
+                units.append(RatedRound(tuple(held)))
             key, held = (row["case_id"], row["round"]), []
-        if len(held) >= 2:
-            continue
         category = category_of(Outcome(row["outcome"]), row["label_key"])
-        held.append((category, row["kind"] != ReviewerKind.HUMAN.value))
-        if len(held) == 2:
-            pairs.append(RatedPair(held[0][0], held[1][0], held[0][1] or held[1][1]))
-    return pairs
+        fixture = row["kind"] != ReviewerKind.HUMAN.value
+        held.append(Rating(row["reviewer_id"], category, fixture))
+    if len(held) >= 2:
+        units.append(RatedRound(tuple(held)))
+    return units

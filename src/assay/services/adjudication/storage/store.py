@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from assay.services.adjudication import cases, records
-from assay.services.adjudication.agreement import RatedPair
+from assay.services.adjudication.agreement import RatedRound
 from assay.services.adjudication.blinding import blind
 from assay.services.adjudication.model import (
     AuditEvent,
@@ -275,16 +275,17 @@ class Store:
             ]
         )
 
-    async def rated_pairs(self, scope: TenantScope) -> list[RatedPair]:
-        return await self._read(lambda db: queries.rated_pairs(db, scope))
+    async def rated_rounds(self, scope: TenantScope) -> list[RatedRound]:
+        return await self._read(lambda db: queries.rated_rounds(db, scope))
 
     async def export(
-        self, scope: TenantScope, batch_size: int
+        self, scope: TenantScope, batch_size: int, include_reviews: bool = False
     ) -> AsyncIterator[ChainHead | ExportBatch]:
         """The chain head first, then batches: one consistent snapshot on its own connection.
         Only labels of ``scope``'s tenants, so the manifest counts only those too. Each
-        batch's labels and cases are checked against the ledger in that snapshot (DATA_LOSS
-        ends the stream naming the record) and carry their GOLD_LABEL_FROZEN events."""
+        batch's labels and cases (and with ``include_reviews`` every review of its cases)
+        are checked against the ledger in that snapshot (DATA_LOSS ends the stream naming
+        the record) and carry their GOLD_LABEL_FROZEN events."""
         db = await _connect(self.path, read_only=True)
         sql = (
             f"SELECT {', '.join('g.' + c.strip() for c in rows.GOLD_COLUMNS.split(','))}, "
@@ -305,7 +306,7 @@ class Store:
 
         def next_batch(raw: sqlite3.Connection) -> ExportBatch | None:
             found = cursor[0].fetchmany(batch_size)
-            return _checked(raw, _export_batch(found)) if found else None
+            return _checked(raw, _export_batch(found), include_reviews) if found else None
 
         try:
             yield await db.run(begin)
@@ -343,12 +344,18 @@ def _verify(raw: sqlite3.Connection) -> ChainVerdict:
         raw.execute("COMMIT")
 
 
-def _checked(raw: sqlite3.Connection, batch: ExportBatch) -> ExportBatch:
+def _checked(raw: sqlite3.Connection, batch: ExportBatch, include_reviews: bool) -> ExportBatch:
     """``batch`` with every label checked against its GOLD_LABEL_FROZEN event and every
-    case's content against its CASE_ENQUEUED event; each record carries its label's event."""
+    case's content against its CASE_ENQUEUED event; each record carries its label's event,
+    and with ``include_reviews`` its case's reviews, each checked against its
+    REVIEW_SUBMITTED event."""
     frozen = ledger_checks.check_gold_labels(raw, [r.revision for r in batch.records])
-    ledger_checks.check_case_ids(raw, [r.revision.case_id for r in batch.records])
+    case_ids = [r.revision.case_id for r in batch.records]
+    ledger_checks.check_case_ids(raw, case_ids)
+    found = queries.reviews_of_cases(raw, case_ids) if include_reviews else []
+    ledger_checks.check_reviews(raw, found)
     batch.records = [replace(r, event=frozen[records.gold_id(r.revision)]) for r in batch.records]
+    batch.attach_reviews(found)
     return batch
 
 

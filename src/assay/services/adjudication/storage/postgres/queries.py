@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import collections
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import asyncpg
 
 from assay.services.adjudication import ledger
-from assay.services.adjudication.agreement import RatedPair, category_of
+from assay.services.adjudication.agreement import RatedRound, Rating, category_of
 from assay.services.adjudication.canonical import to_micros
 from assay.services.adjudication.model import (
     EVERY_TENANT,
@@ -176,6 +176,16 @@ def snapshot_of(found: asyncpg.Record | None) -> CaseSnapshot | None:
     )
 
 
+async def reviews_of_cases(db: Db, case_ids: Sequence[str]) -> list[Review]:
+    """Every review of the cases, by case, then round, then submit order."""
+    found = await db.fetch(
+        f"SELECT {rows.REVIEW_COLUMNS} FROM reviews WHERE case_id = ANY($1::text[]) "
+        "ORDER BY case_id, round, position",
+        list(case_ids),
+    )
+    return [rows.review(row(r)) for r in found]
+
+
 async def case_history(db: Db, case_id: str) -> tuple[list[Review], list[Resolution]]:
     reviews = await db.fetch(
         f"SELECT {rows.REVIEW_COLUMNS} FROM reviews WHERE case_id = $1 ORDER BY round, position",
@@ -284,7 +294,7 @@ async def chain_hashes(db: Db, after: int) -> list[tuple[int, str]]:
 
 
 _PAIRS = f"""
-SELECT r.case_id, r.round, r.outcome, r.label_key, v.kind
+SELECT r.case_id, r.round, r.reviewer_id, r.outcome, r.label_key, v.kind
 FROM reviews r
 JOIN reviewers v ON v.reviewer_id = r.reviewer_id
 JOIN cases c ON c.case_id = r.case_id
@@ -293,18 +303,19 @@ ORDER BY r.case_id, r.round, r.position
 """
 
 
-async def rated_pairs(db: Db, scope: TenantScope) -> list[RatedPair]:
-    """The first two reviews of every case round that has at least two."""
-    pairs: list[RatedPair] = []
+async def rated_rounds(db: Db, scope: TenantScope) -> list[RatedRound]:
+    """Every review of every case round that has at least two, in submit order."""
+    units: list[RatedRound] = []
     key: tuple[str, int] | None = None
-    held: list[tuple[str, bool]] = []
+    held: list[Rating] = []
     for found in await db.fetch(_PAIRS, tenants_param(scope)):
         if (found["case_id"], found["round"]) != key:
+            if len(held) >= 2:
+                units.append(RatedRound(tuple(held)))
             key, held = (found["case_id"], found["round"]), []
-        if len(held) >= 2:
-            continue
         category = category_of(Outcome(found["outcome"]), found["label_key"])
-        held.append((category, found["kind"] != ReviewerKind.HUMAN.value))
-        if len(held) == 2:
-            pairs.append(RatedPair(held[0][0], held[1][0], held[0][1] or held[1][1]))
-    return pairs
+        fixture = found["kind"] != ReviewerKind.HUMAN.value
+        held.append(Rating(found["reviewer_id"], category, fixture))
+    if len(held) >= 2:
+        units.append(RatedRound(tuple(held)))
+    return units

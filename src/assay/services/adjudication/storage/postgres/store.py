@@ -17,7 +17,7 @@ from typing import TypeVar
 
 import asyncpg
 
-from assay.services.adjudication.agreement import RatedPair
+from assay.services.adjudication.agreement import RatedRound
 from assay.services.adjudication.model import (
     AuditEvent,
     Case,
@@ -202,11 +202,11 @@ class PostgresStore:
         """(sequence, hash) of every committed audit event after ``after``, in order."""
         return await self._read(lambda db: queries.chain_hashes(db, after))
 
-    async def rated_pairs(self, scope: TenantScope) -> list[RatedPair]:
-        return await self._read(lambda db: queries.rated_pairs(db, scope))
+    async def rated_rounds(self, scope: TenantScope) -> list[RatedRound]:
+        return await self._read(lambda db: queries.rated_rounds(db, scope))
 
     async def export(
-        self, scope: TenantScope, batch_size: int
+        self, scope: TenantScope, batch_size: int, include_reviews: bool = False
     ) -> AsyncIterator[ChainHead | ExportBatch]:
         """The chain head first, then batches: one consistent snapshot on its own connection."""
         async with contextlib.AsyncExitStack() as stack:
@@ -214,7 +214,7 @@ class PostgresStore:
             await stack.enter_async_context(
                 db.transaction(isolation="repeatable_read", readonly=True)
             )
-            async for item in verify.export(db, scope, batch_size):
+            async for item in verify.export(db, scope, batch_size, include_reviews):
                 yield item
 
     async def verify_chain(self) -> ChainVerdict:

@@ -59,22 +59,28 @@ _EXPORT = (
 
 
 async def export(
-    db: queries.Db, scope: TenantScope, batch_size: int
+    db: queries.Db, scope: TenantScope, batch_size: int, include_reviews: bool = False
 ) -> AsyncIterator[ChainHead | ExportBatch]:
     """The chain head, then batches of the latest revision of every label in ``scope``.
     ``db`` is inside a read-only REPEATABLE READ transaction."""
     yield await queries.chain_head(db)
     cursor = await db.cursor(_EXPORT, queries.tenants_param(scope))
     while chunk := await cursor.fetch(batch_size):
-        yield await _checked(db, _export_batch(chunk))
+        yield await _checked(db, _export_batch(chunk), include_reviews)
 
 
-async def _checked(db: queries.Db, batch: ExportBatch) -> ExportBatch:
+async def _checked(db: queries.Db, batch: ExportBatch, include_reviews: bool) -> ExportBatch:
     """``batch`` with every label checked against its GOLD_LABEL_FROZEN event and every
-    case's content against its CASE_ENQUEUED event; each record carries its label's event."""
+    case's content against its CASE_ENQUEUED event; each record carries its label's event,
+    and with ``include_reviews`` its case's reviews, each checked against its
+    REVIEW_SUBMITTED event."""
     frozen = await ledger_checks.check_gold_labels(db, [r.revision for r in batch.records])
-    await ledger_checks.check_case_ids(db, [r.revision.case_id for r in batch.records])
+    case_ids = [r.revision.case_id for r in batch.records]
+    await ledger_checks.check_case_ids(db, case_ids)
+    found = await queries.reviews_of_cases(db, case_ids) if include_reviews and case_ids else []
+    await ledger_checks.check_reviews(db, found)
     batch.records = [replace(r, event=frozen[records.gold_id(r.revision)]) for r in batch.records]
+    batch.attach_reviews(found)
     return batch
 
 

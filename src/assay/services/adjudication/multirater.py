@@ -1,0 +1,187 @@
+"""Fleiss' kappa and Krippendorff's alpha: agreement of every review of a case round, not two.
+
+The pooled kappa compares the first two reviews of each round; these two use them all.
+Both are computed by the reference libraries (statsmodels' ``fleiss_kappa``, the
+``krippendorff`` package) from one table of counts, case rounds by categories, and both
+are held to the pooled kappa's honesty rules: INSUFFICIENT below ``MIN_KAPPA_CASES`` case
+rounds, UNDEFINED when every answer falls in one category (DEGENERATE_MARGINALS) or when
+the library answers NaN (ZERO_DENOMINATOR: a chance agreement of 1 is the only way either
+formula divides zero by zero), and fixture reviewers flagged.
+
+Fleiss' kappa assumes the same number of ratings per unit, so it takes the case rounds
+with the most common number of reviews (on a tie, the larger number). Krippendorff's alpha
+takes any number of two or more, so it takes every case round that has two or more.
+
+Alpha's 95% interval is a percentile bootstrap over case rounds. A bootstrap needs
+thousands of alphas, so it evaluates the closed form of nominal alpha,
+``1 - (n - 1)(n - A) / (n² - Σ n_c²)`` (n pairable values, n_c of them in category c, A the
+coincidences within a category), on every resample at once with NumPy; a differential
+test holds it equal to the library. The generator is seeded from the counts, so the same
+corpus gives the same interval on either engine and every replica.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import krippendorff
+import numpy as np
+from numpy.typing import NDArray
+from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kappa
+
+from assay.services.adjudication.agreement import (
+    MIN_KAPPA_CASES,
+    AgreementStatus,
+    Figure,
+    RatedRound,
+    UndefinedReason,
+)
+
+Counts = NDArray[np.float64]
+
+DEFAULT_RESAMPLES = 1000
+MAX_RESAMPLES = 10_000
+# Numbers per NumPy step (resamples × distinct rows), about 32 MB, so even a corpus of
+# all-different rows bootstraps in bounded memory.
+_STEP_CELLS = 4_000_000
+
+
+def value_counts(units: Sequence[RatedRound]) -> tuple[Counts, list[str]]:
+    """Units by categories: how many of each unit's reviews fell in each category."""
+    categories = sorted({r.category for unit in units for r in unit.ratings})
+    column = {c: i for i, c in enumerate(categories)}
+    table = np.zeros((len(units), len(categories)))
+    for row, unit in enumerate(units):
+        for rating in unit.ratings:
+            table[row, column[rating.category]] += 1
+    return table, categories
+
+
+def _refusal(units: Sequence[RatedRound], categories: int) -> Figure | None:
+    """The INSUFFICIENT or degenerate UNDEFINED figure, or None when a value may be computed."""
+    fixture = any(r.fixture for unit in units for r in unit.ratings)
+    if len(units) < MIN_KAPPA_CASES:
+        return Figure(AgreementStatus.INSUFFICIENT, len(units), fixture)
+    if categories < 2:
+        return Figure(
+            AgreementStatus.UNDEFINED,
+            len(units),
+            fixture,
+            undefined_reason=UndefinedReason.DEGENERATE_MARGINALS,
+        )
+    return None
+
+
+def _undefined_if_nan(value: float, units: Sequence[RatedRound]) -> Figure | None:
+    if math.isfinite(value):
+        return None
+    fixture = any(r.fixture for unit in units for r in unit.ratings)
+    return Figure(
+        AgreementStatus.UNDEFINED,
+        len(units),
+        fixture,
+        undefined_reason=UndefinedReason.ZERO_DENOMINATOR,
+    )
+
+
+def modal_units(units: Sequence[RatedRound]) -> list[RatedRound]:
+    """The units with the most common number of ratings (on a tie, the larger number)."""
+    sizes = Counter(len(unit.ratings) for unit in units)
+    if not sizes:
+        return []
+    modal = max(sizes, key=lambda size: (sizes[size], size))
+    return [unit for unit in units if len(unit.ratings) == modal]
+
+
+def fleiss_kappa(units: Sequence[RatedRound]) -> Figure:
+    """Fleiss' kappa (statsmodels) over the modal units; it has no interval."""
+    chosen = modal_units(units)
+    table, categories = value_counts(chosen)
+    refused = _refusal(chosen, len(categories))
+    if refused is not None:
+        return refused
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = float(statsmodels_fleiss_kappa(table, method="fleiss"))
+    undefined = _undefined_if_nan(value, chosen)
+    if undefined is not None:
+        return undefined
+    fixture = any(r.fixture for unit in chosen for r in unit.ratings)
+    return Figure(AgreementStatus.COMPUTED, len(chosen), fixture, value=value)
+
+
+def krippendorff_alpha(units: Sequence[RatedRound], resamples: int) -> Figure:
+    """Nominal alpha (the ``krippendorff`` package) over every unit, with a bootstrap 95%
+    percentile interval of ``resamples`` resamples (left out, the value kept, when any
+    resample has no alpha: the data are too near one category for an interval)."""
+    table, categories = value_counts(units)
+    refused = _refusal(units, len(categories))
+    if refused is not None:
+        return refused
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = float(krippendorff.alpha(value_counts=table, level_of_measurement="nominal"))
+    undefined = _undefined_if_nan(value, units)
+    if undefined is not None:
+        return undefined
+    low, high = bootstrap_interval(table, resamples, data_seed(table, categories))
+    fixture = any(r.fixture for unit in units for r in unit.ratings)
+    return Figure(
+        AgreementStatus.COMPUTED, len(units), fixture, value=value, ci_lower=low, ci_upper=high
+    )
+
+
+def data_seed(table: Counts, categories: Sequence[str]) -> int:
+    """A seed that is a function of the counts alone (and their category names)."""
+    digest = hashlib.sha256()
+    digest.update("\x00".join(categories).encode("utf-8"))
+    digest.update(table.astype("<i8").tobytes())
+    return int.from_bytes(digest.digest()[:8], "big")
+
+
+def nominal_alpha(totals: Counts, within: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Nominal alpha of each row: ``totals`` the pairable values per category, ``within``
+    the coincidences within a category (A). NaN where every value is in one category."""
+    n = totals.sum(axis=1)
+    spread = n * n - (totals * totals).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = 1.0 - (n - 1.0) * (n - within) / spread
+    return np.where(spread > 0, alpha, np.nan)
+
+
+def coincidences_within(table: Counts) -> NDArray[np.float64]:
+    """Each unit's coincidences within a category: Σ_c n_uc(n_uc - 1) / (m_u - 1)."""
+    pairable = table.sum(axis=1)
+    within: NDArray[np.float64] = (table * (table - 1.0)).sum(axis=1) / (pairable - 1.0)
+    return within
+
+
+def bootstrap_interval(
+    table: Counts, resamples: int, seed: int
+) -> tuple[float | None, float | None]:
+    """The 2.5th and 97.5th percentiles of alpha over ``resamples`` resamples of the units
+    (rows of ``table``, each with two or more values); (None, None) when any resample has
+    no alpha.
+
+    Units with the same counts are interchangeable, so a resample is drawn as how many
+    units of each distinct row it holds (a multinomial over the rows' frequencies: the same
+    distribution as drawing units one by one), which costs the number of distinct rows —
+    a few dozen — instead of the number of units."""
+    rng = np.random.default_rng(seed)
+    units = table.shape[0]
+    rows, frequency = np.unique(table, axis=0, return_counts=True)
+    within = coincidences_within(rows)
+    step = max(1, _STEP_CELLS // len(rows))
+    alphas: list[NDArray[np.float64]] = []
+    done = 0
+    while done < resamples:
+        count = min(step, resamples - done)
+        weights = rng.multinomial(units, frequency / units, size=count).astype(np.float64)
+        alphas.append(nominal_alpha(weights @ rows, weights @ within))
+        done += count
+    values = np.concatenate(alphas)
+    if not np.isfinite(values).all():
+        return None, None
+    low, high = np.percentile(values, [2.5, 97.5])
+    return float(low), float(high)
