@@ -11,15 +11,17 @@ groups, 2% reviewed out, 1% superseding) at 1,000, 10,000, 100,000 and 1,000,000
 - Assay, request bytes in -> response bytes out, in-process through the real servicer
   (``ResolveEvidence`` for the per-claim form, ``ResolveColumns`` for the columnar one: an
   Arrow IPC stream built with pyarrow from the same claims, strings dictionary-encoded,
-  ZSTD-compressed), at FULL and SUMMARY detail, with the cyclic GC paused as the servicer
-  pauses it per request. The per-claim form at a size whose request passes the server's
-  64 MiB message limit is skipped, with the reason printed.
+  once ZSTD-compressed and once uncompressed, each on its own line), at FULL and SUMMARY
+  detail, with the cyclic GC paused as the servicer pauses it per request. A form whose
+  request passes the server's 64 MiB message limit (the per-claim form at 1,000,000
+  claims, and the uncompressed columnar one) is skipped, with the reason printed.
 
 Every measurement is one line a program can read (each shown here over two)::
 
     peers: form=<per-claim|columnar> detail=<full|summary> claims=<N>
         assay_s=<s> majority_vote_s=<s> ratio=<assay/majority_vote>
         assay_cpu_s=<s> majority_vote_cpu_s=<s> cpu_ratio=<assay/majority_vote>
+        [codec=<zstd|none>]  (columnar lines only: the request's record batches)
     peers: peer=<wawa|dawid_skene_10> claims=<N> peer_s=<s> majority_vote_s=<s>
         peer_cpu_s=<s> majority_vote_cpu_s=<s>
     peers: memory form=<...> detail=<...> claims=<N>
@@ -70,6 +72,7 @@ def _module(name: str) -> Any:
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 DETAILS = {"full": pb.RESOLUTION_DETAIL_FULL, "summary": pb.RESOLUTION_DETAIL_SUMMARY}
 FORMS = ("per-claim", "columnar")
+CODECS = {"zstd": "zstd", "none": None}  # the columnar request's record batches, by name
 
 
 def repeats_for(claims: int) -> int:
@@ -139,8 +142,9 @@ def columns_of(evidence: claim_pb2.Evidence) -> dict[str, list[Any]]:
     return cols
 
 
-def arrow_claims(cols: dict[str, list[Any]]) -> bytes:
-    """An Arrow IPC stream of the claims: repeated strings dictionary-encoded, ZSTD."""
+def arrow_claims(cols: dict[str, list[Any]], codec: str | None = "zstd") -> bytes:
+    """An Arrow IPC stream of the claims: repeated strings dictionary-encoded, its record
+    batches compressed with ``codec`` (None: uncompressed)."""
     pa = _module("pyarrow")
 
     dictionary = {"subject", "predicate", "value", "source", "source_ref", "source_revision"}
@@ -159,7 +163,7 @@ def arrow_claims(cols: dict[str, list[Any]]) -> bytes:
             arrays[name] = pa.array(data, pa.string())
     table = pa.table(arrays)
     sink = pa.BufferOutputStream()
-    options = pa.ipc.IpcWriteOptions(compression="zstd")
+    options = pa.ipc.IpcWriteOptions(compression=codec)
     with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
         writer.write_table(table, max_chunksize=65_536)
     return bytes(sink.getvalue().to_pybytes())
@@ -180,17 +184,27 @@ def frame_of(cols: dict[str, list[Any]]) -> Any:
     )
 
 
-def requests_of(evidence: claim_pb2.Evidence, arrow: bytes) -> dict[tuple[str, str], bytes]:
-    """Serialized requests by (form, detail)."""
+Key = tuple[str, str, str]
+"""(form, detail, codec): codec is "" for the per-claim form (protobuf, never compressed)."""
+
+
+def requests_of(evidence: claim_pb2.Evidence, arrow: dict[str, bytes]) -> dict[Key, bytes]:
+    """Serialized requests by (form, detail, codec); ``arrow`` holds the stream per codec."""
     out = {}
     for detail, number in DETAILS.items():
-        out["per-claim", detail] = pb.ResolveEvidenceRequest(
+        out["per-claim", detail, ""] = pb.ResolveEvidenceRequest(
             evidence=evidence, detail=number
         ).SerializeToString()
-        out["columnar", detail] = pb.ResolveColumnsRequest(
-            claims_arrow=arrow, detail=number
-        ).SerializeToString()
+        for codec, stream in arrow.items():
+            out["columnar", detail, codec] = pb.ResolveColumnsRequest(
+                claims_arrow=stream, detail=number
+            ).SerializeToString()
     return out
+
+
+def _fields(codec: str) -> str:
+    """The fields a line gains after the required ones: the columnar form's codec."""
+    return f" codec={codec}" if codec else ""
 
 
 # ---- the calls timed ------------------------------------------------------------------
@@ -231,14 +245,15 @@ def measure(claims: int, memory: bool) -> None:
     started = time.perf_counter()
     evidence = build_evidence(claims)
     cols = columns_of(evidence)
-    arrow = arrow_claims(cols)
+    arrow = {name: arrow_claims(cols, codec) for name, codec in CODECS.items()}
     frame = frame_of(cols)
     requests = requests_of(evidence, arrow)
     del cols
     print(
         f"# {claims:,} claims: generated in {time.perf_counter() - started:.1f} s; "
-        f"per-claim request {len(requests['per-claim', 'full']):,} bytes, "
-        f"columnar {len(requests['columnar', 'full']):,} bytes",
+        f"per-claim request {len(requests['per-claim', 'full', '']):,} bytes, "
+        f"columnar {len(requests['columnar', 'full', 'zstd']):,} bytes (ZSTD), "
+        f"{len(requests['columnar', 'full', 'none']):,} bytes (uncompressed)",
         flush=True,
     )
     repeats = repeats_for(claims)
@@ -248,13 +263,13 @@ def measure(claims: int, memory: bool) -> None:
     peer_s = {name: best_of(partial(call, frame), repeats) for name, call in peer_calls.items()}
     mv, mv_cpu = peer_s["majority_vote"]
     assay = Assay()
-    usable: dict[tuple[str, str], bytes] = {}
-    for (form, detail), raw in requests.items():
+    usable: dict[Key, bytes] = {}
+    for (form, detail, codec), raw in requests.items():
         head = f"peers: form={form} detail={detail} claims={claims}"
         if len(raw) > DEFAULT_MAX_MESSAGE_BYTES:
             print(
                 f"{head} skipped=request_over_message_limit request_bytes={len(raw)} "
-                f"limit_bytes={DEFAULT_MAX_MESSAGE_BYTES}",
+                f"limit_bytes={DEFAULT_MAX_MESSAGE_BYTES}{_fields(codec)}",
                 flush=True,
             )
             continue
@@ -262,16 +277,16 @@ def measure(claims: int, memory: bool) -> None:
             assay.call(form, raw)  # warm up
         except Exception as error:  # reported; the other forms still run
             reason = f"{type(error).__name__}: {error}".replace("\n", " ")[:200]
-            print(f"{head} skipped=error reason={json.dumps(reason)}", flush=True)
+            print(f"{head} skipped=error reason={json.dumps(reason)}{_fields(codec)}", flush=True)
             continue
         took, took_cpu = best_of(partial(assay.call, form, raw), repeats)
         print(
             f"{head} assay_s={took:.6f} majority_vote_s={mv:.6f} ratio={took / mv:.3f} "
             f"assay_cpu_s={took_cpu:.6f} majority_vote_cpu_s={mv_cpu:.6f} "
-            f"cpu_ratio={took_cpu / mv_cpu:.3f}",
+            f"cpu_ratio={took_cpu / mv_cpu:.3f}{_fields(codec)}",
             flush=True,
         )
-        usable[form, detail] = raw
+        usable[form, detail, codec] = raw
     for name in ("wawa", "dawid_skene_10"):
         print(
             f"peers: peer={name} claims={claims} peer_s={peer_s[name][0]:.6f} "
@@ -280,12 +295,12 @@ def measure(claims: int, memory: bool) -> None:
             flush=True,
         )
     if memory:
-        for (form, detail), raw in usable.items():
+        for (form, detail, codec), raw in usable.items():
             peak, per_claim = memory_of(form, raw, claims)
             print(
                 f"peers: memory form={form} detail={detail} claims={claims} "
                 f"peak_rss_bytes={peak} bytes_per_claim={per_claim:.0f} "
-                "method=vmhwm-subprocess",
+                f"method=vmhwm-subprocess{_fields(codec)}",
                 flush=True,
             )
         peak, per_claim = memory_of("majority_vote", _frame_bytes(frame), claims)
