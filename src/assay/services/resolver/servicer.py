@@ -28,7 +28,7 @@ from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.services.resolver import engine, reconcile
 from assay.services.resolver.budget import charge
-from assay.services.resolver.columnar import resolve_stream
+from assay.services.resolver.columnar import bridge, resolve_stream
 from assay.services.resolver.convert import Emitter, claim_ref
 from assay.services.resolver.intake import source_table, without_gc
 from assay.services.resolver.model import Intake, Resolution, SemKey
@@ -56,6 +56,10 @@ class ResolverServicer:
         self.max_message_bytes = max_message_bytes
         self._sources = source_table(policy.reliability)
         self.offload = Offload()
+        # ResolveEvidence with at least this many claims is resolved column-wise (SUMMARY,
+        # FULL detail): see ``bridge``.
+        self.bridge_min_claims = bridge.MIN_CLAIMS
+        self.bridge_min_claims_full = bridge.MIN_CLAIMS_FULL
 
     async def close(self) -> None:
         """The ServiceSpec hook: heavy work that has not started is dropped."""
@@ -146,6 +150,13 @@ class ResolverServicer:
         reader = self._reader(stop)
         full = _full_detail(reader, request.detail)
         staleness = reader.staleness(*_staleness_fields(request))
+        least = self.bridge_min_claims_full if full else self.bridge_min_claims
+        if not reader.problems and len(request.evidence.claims) >= least:
+            bulk = bridge.resolve_evidence(
+                request.evidence, self.policy, staleness, full, stop.check
+            )
+            if bulk is not None:  # else invalid or unusual: the per-claim path answers
+                return bulk
         base = reader.base(request.evidence.claims, "evidence.claims")
         reader.done()
         assert base is not None
