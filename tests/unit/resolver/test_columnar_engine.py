@@ -7,9 +7,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assay.errors import InvalidArgument, Reason
-from assay.services.resolver.columnar import decode, resolve_stream, stream
+from assay.services.resolver.columnar import decode, distinct, resolve_stream, stream
 from assay.services.resolver.columnar.engine import Resolved, resolve_table
 from assay.services.resolver.model import Flag, Status, WarningCode
 from assay.services.resolver.policy import DEFAULT_POLICY
@@ -266,3 +268,34 @@ class TestResponseTables:
             named[name] = read.column("correlation_group").to_pylist()
         assert named["claims"] == ["api_spec|r1", "api_spec|r1", "api_spec|r2", "run-7"]
         assert sorted(named["groups"]) == ["api_spec|r1", "api_spec|r2", "run-7"]
+
+
+class TestDistinctIds:
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.lists(
+            st.one_of(
+                st.none(),
+                st.text(max_size=20),
+                st.sampled_from(["", "a", "a\x00", "ab", "x" * 70 + "1" + "y" * 9]),
+                st.integers(0, 30).map(lambda i: "p" * 64 + str(i % 7) + "m" * i + "tail0000"),
+            ),
+            max_size=60,
+        ),
+        st.booleans(),
+        st.integers(0, 3),
+    )
+    def test_repeats_are_found_exactly(self, ids: list[str | None], wide: bool, cut: int) -> None:
+        """``has_repeats`` says whether two present ids are equal, for short ids, ids
+        that differ only past their 64th byte, nulls, "", large_utf8 and sliced arrays."""
+        column = pa.array(["pad"] * cut + ids, pa.large_string() if wide else pa.string())[cut:]
+        present = np.array([bool(text) for text in ids], dtype=np.bool_)
+        texts = [text for text in ids if text]
+        assert distinct.has_repeats(column, present) == (len(set(texts)) < len(texts))
+
+    def test_long_ids_that_share_fingerprints_are_compared(self) -> None:
+        """Ids differing only between byte 64 and their last eight are told apart."""
+        ids = ["z" * 64 + f"{i:04d}" + "constant" for i in range(500)]
+        present = np.ones(len(ids), dtype=np.bool_)
+        assert not distinct.has_repeats(pa.array(ids), present)
+        assert distinct.has_repeats(pa.array([*ids, ids[250]]), np.r_[present, True])

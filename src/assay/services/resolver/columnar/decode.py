@@ -4,8 +4,9 @@ The decoding is column by column (Arrow and NumPy), and so is validation: each r
 ``validation.check_claim`` is one mask over the rows. Only the rows some mask flags are
 then explained, one by one, by ``checks`` (the same descriptions and reasons as the
 reference's, with ``claims_arrow.<column>[<row>]`` paths). Ids are checked for
-duplicates and relation targets looked up with one hash pass over ids and targets
-together, with no Python-level loop over the rows.
+duplicates by sorting fingerprints (``distinct``) and relation targets looked up by
+probing the ids against the few distinct targets, with no Python-level loop over the
+rows.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from assay.prototime import MAX_TIMESTAMP_SECONDS, MIN_TIMESTAMP_SECONDS
-from assay.services.resolver.columnar import checks
+from assay.services.resolver.columnar import checks, distinct
 from assay.services.resolver.columnar.columns import (
     ABSENT,
     Bools,
@@ -178,9 +179,9 @@ def _ids(
 ) -> tuple[Plain, Coded, Ints, Ints]:
     """The ids, target codes, each target's row, and each repeated id's first row.
 
-    Ids are normally unique, so one hash pass only counts the distinct ones; the rows
-    of repeats are looked for only when there are some (an invalid request). Targets are
-    few, so they are found by probing each id against their distinct strings."""
+    Ids are normally unique, so ``distinct`` only answers whether any repeats; the rows
+    of repeats are looked for only when one does (an invalid request). Targets are few,
+    so they are found by probing each id against their distinct strings."""
     absent = np.full(n, ABSENT, dtype=np.int64)
     empty = pa.array([], pa.string())
     targets = coded(target_column) if target_column is not None else Coded(absent, empty)
@@ -188,11 +189,8 @@ def _ids(
         return Plain(pa.nulls(n, pa.string()), np.zeros(n, dtype=np.bool_)), targets, absent, absent
     ids = plain(id_column)
     column = ids.column
-    present = int(ids.present.sum())
-    # ``unique`` also lists null and "" when they occur: neither is an id.
-    absent_kinds = int(column.null_count > 0) + int(present + column.null_count < n)
     duplicate_of = absent
-    if len(pc.unique(column)) - absent_kinds < present:
+    if distinct.has_repeats(column, ids.present):
         duplicate_of = _repeats(coded(column), n)
     target_row = absent
     if len(targets.strings):
