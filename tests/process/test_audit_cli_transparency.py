@@ -29,8 +29,8 @@ def ok(*args: str) -> str:
 
 
 def failed_line(done: subprocess.CompletedProcess[str]) -> str:
-    """A failed verification: exit 2 and one line, no traceback."""
-    assert done.returncode == 2, (done.stdout, done.stderr)
+    """A failed verification: exit 3 (not 2, a usage error) and one line, no traceback."""
+    assert done.returncode == 3, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr

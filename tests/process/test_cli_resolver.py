@@ -179,8 +179,9 @@ class TestResolveErrors:
         assert str(missing) in line
 
     def test_subject_without_predicate(self) -> None:
-        """--subject alone is refused with a one-line explanation."""
-        line = one_line_error(
-            assay("resolve", str(EXAMPLES / "corroborated.json"), "--subject", "x")
-        )
-        assert "--predicate" in line
+        """--subject alone is a usage error: exit 2 and a one-line explanation."""
+        done = assay("resolve", str(EXAMPLES / "corroborated.json"), "--subject", "x")
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.count("\n") == 1
+        assert "Traceback" not in done.stderr
+        assert "--predicate" in done.stderr

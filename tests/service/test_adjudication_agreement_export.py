@@ -237,5 +237,5 @@ class TestExportWithReviews:
         named = lines[0]["revision"]["contributingReviewIds"][0]
         lines[0]["reviews"] = [r for r in lines[0]["reviews"] if r["reviewId"] != named]
         corpus.write_text("".join(json.dumps(line) + "\n" for line in lines))
-        assert cli(verify) == 2
+        assert cli(verify) == 3
         assert f"names review {named}" in capsys.readouterr().err

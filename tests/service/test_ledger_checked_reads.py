@@ -349,7 +349,7 @@ class TestVerifyExport:
             changed = json.loads(json.dumps(original))
             edit(changed[0])
             _write(corpus, changed)
-            assert cli(verify) == 2, name
+            assert cli(verify) == 3, name
             err = capsys.readouterr().err
             assert f"case {built.frozen} revision 1" in err, (name, err)
             assert expected in err, (name, err)

@@ -708,6 +708,6 @@ class TestAuditorsCommand:
                     results[name] = (proc.returncode, stderr.decode())
         assert results["untouched"][0] == 0, results["untouched"]
         code, err = results["rewritten"]
-        assert code == 2, results["rewritten"]
+        assert code == 3, results["rewritten"]  # exit 3: a failed verification
         assert "Traceback" not in err
         assert "rewritten" in err

@@ -5,7 +5,8 @@ Every mutating command sends a fresh ``request_id`` (or ``--request-id``, to
 retry a command safely from a script). Values given on the command line
 (``--label``) are JSON when they parse as JSON and strings otherwise, so
 ``--label key`` and ``--label '"key"'`` mean the same. Tables by default,
-``--json`` everywhere; rendering lives in ``adjudication_render``.
+``-o json|jsonl`` everywhere; rendering lives in ``adjudication_render``. Calls go
+through ``assay.client.AdjudicationClient`` (its timeout, request ids and typed errors).
 """
 
 from __future__ import annotations
@@ -26,12 +27,18 @@ from google.protobuf import json_format
 from assay.cli import adjudication_render as render
 from assay.cli import audit_log_cmds, case_batches, corpus_export
 from assay.cli.common import (
+    EXIT_OK,
+    EXIT_VERIFICATION_FAILED,
     CliError,
     Remote,
     add_json_argument,
     add_target_argument,
+    emit,
     print_json,
+    read_text,
+    usage_error,
 )
+from assay.client import AdjudicationClient
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
 from assay.v1 import gold_pb2
@@ -99,9 +106,8 @@ def register(subparsers: Any) -> None:
         _case_enqueue,
         True,
     )
-    enqueue.add_argument("file", help="a Case as proto JSON, a list of them, or {cases: [...]}")
     enqueue.add_argument(
-        "--jsonl", action="store_true", help="print the stored cases as JSON Lines, one per line"
+        "file", help="a Case as proto JSON, a list of them, or {cases: [...]} ('-': stdin)"
     )
     show = _command(sub, "show", "operator view: verdict, reviews, resolutions", _case_show)
     show.add_argument("case_id")
@@ -224,11 +230,20 @@ def register(subparsers: Any) -> None:
 # --- plumbing -------------------------------------------------------------
 
 
+# RPC name -> AdjudicationClient method, for the commands that name the RPC they make.
+_METHODS = {
+    method.name: "".join("_" + c.lower() if c.isupper() else c for c in method.name).lstrip("_")
+    for method in AdjudicationClient.SERVICE.methods
+}
+
+
 def _rpc(args: argparse.Namespace, name: str, request: Any, context: str = "") -> Any:
+    """One call through ``AdjudicationClient``: the library's timeout (``--timeout``),
+    request ids and error decoding; a failure is one ``CliError`` line."""
     remote = Remote.of(args, SERVICE)
-    with remote.channel() as ch:
-        method = getattr(pb_grpc.AdjudicationServiceStub(ch), name)
-        return remote.call(lambda: method(request, timeout=args.timeout), context)
+    with remote.client(AdjudicationClient) as client:
+        method = getattr(client, _METHODS[name])
+        return remote.call(lambda: method(request), context)
 
 
 def _request_id(args: argparse.Namespace) -> str:
@@ -247,12 +262,14 @@ def _set_value(target: Any, text: str) -> None:
     json_format.ParseDict(parse_value(text), target)
 
 
-def _emit(args: argparse.Namespace, response: Any, table: Callable[[Any], None]) -> int:
-    if args.json:
-        print_json(response)
-    else:
-        table(response)
-    return 0
+def _emit(
+    args: argparse.Namespace,
+    response: Any,
+    table: Callable[[Any], None],
+    items: Any = None,
+) -> int:
+    """``-o``: a table, the response as JSON, or JSON Lines (one per item of ``items``)."""
+    return emit(args, response, lambda: table(response), items)
 
 
 # --- reviewers ------------------------------------------------------------
@@ -280,7 +297,8 @@ def _reviewer_list(args: argparse.Namespace) -> int:
         token = page.next_page_token
         if not token:
             break
-    return _emit(args, pb.ListReviewersResponse(reviewers=found), lambda r: render.reviewers(found))
+    reply = pb.ListReviewersResponse(reviewers=found)
+    return _emit(args, reply, lambda r: render.reviewers(found), found)
 
 
 # --- cases ----------------------------------------------------------------
@@ -292,11 +310,11 @@ def load_cases(path: str) -> list[pb.Case]:
 
 
 def read_cases(path: str) -> tuple[list[pb.Case], bool]:
-    """``load_cases``, and whether the file held a list of cases (not one case object)."""
+    """``load_cases``, and whether the file held a list of cases (not one case object).
+    ``-`` reads standard input."""
+    text = read_text(path, "the cases")
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise CliError(f"{path}: cannot read: {error.strerror}") from None
+        data = json.loads(text)
     except json.JSONDecodeError as error:
         raise CliError(f"{path}: not JSON: {error}") from None
     if isinstance(data, dict) and "cases" in data:
@@ -319,8 +337,6 @@ def read_cases(path: str) -> tuple[list[pb.Case], bool]:
 
 
 def _case_enqueue(args: argparse.Namespace) -> int:
-    if args.json and args.jsonl:
-        raise CliError("give --json or --jsonl, not both", exit_code=2)
     cases, many = read_cases(args.file)
     case_batches.emit(args, case_batches.enqueue(args, cases, many), many)
     return 0
@@ -372,7 +388,7 @@ def _revisions(args: argparse.Namespace) -> int:
         if not token:
             break
     reply = pb.ListGoldLabelRevisionsResponse(revisions=found)
-    return _emit(args, reply, lambda r: render.revisions(found))
+    return _emit(args, reply, lambda r: render.revisions(found), found)
 
 
 # --- reviewing --------------------------------------------------------------
@@ -393,7 +409,7 @@ def _queue(args: argparse.Namespace) -> int:
         if not token:
             break
     reply = pb.ListQueueResponse(cases=found)
-    return _emit(args, reply, lambda r: render.queue(args.reviewer, found))
+    return _emit(args, reply, lambda r: render.queue(args.reviewer, found), found)
 
 
 def _worklist(args: argparse.Namespace) -> int:
@@ -409,7 +425,7 @@ def _worklist(args: argparse.Namespace) -> int:
         if not token:
             break
     reply = pb.ListAdjudicationQueueResponse(items=items)
-    return _emit(args, reply, lambda r: render.worklist(args.adjudicator, items))
+    return _emit(args, reply, lambda r: render.worklist(args.adjudicator, items), items)
 
 
 def _review(args: argparse.Namespace) -> int:
@@ -515,12 +531,12 @@ def _audit_verify(args: argparse.Namespace) -> int:
         return audit_log_cmds.verify_since(args, _rpc)
     reply = _rpc(args, "VerifyAuditChain", pb.VerifyAuditChainRequest())
     _emit(args, reply, render.verdict)
-    return 0 if reply.ok else 2
+    return EXIT_OK if reply.ok else EXIT_VERIFICATION_FAILED
 
 
 def _audit_events(args: argparse.Namespace) -> int:
     if args.limit < 1:
-        raise CliError("--limit must be at least 1")
+        raise usage_error("--limit must be at least 1")
     found: list[Any] = []
     token = ""
     while len(found) < args.limit:
@@ -532,7 +548,7 @@ def _audit_events(args: argparse.Namespace) -> int:
         if not token:
             break
     reply = pb.ListAuditEventsResponse(events=found)
-    return _emit(args, reply, lambda r: render.audit_events(found))
+    return _emit(args, reply, lambda r: render.audit_events(found), found)
 
 
 def _tenant_delete(args: argparse.Namespace) -> int:

@@ -1,8 +1,9 @@
 """Tables for the adjudication commands (``adjudication_cmds``): one function per response kind.
 
-Every table names what the operator needs to act on; enum values are shown
-without their prefixes; fixture provenance is always spelled out, so a
-synthetic label is never mistaken for human ground truth on screen.
+Every table names what the operator needs to act on; enum values are shown by
+name without their prefixes; ids are never wrapped or cut (``print_table``),
+digests are shortened unless ``-o wide``; fixture provenance is always spelled
+out, so a synthetic label is never mistaken for human ground truth on screen.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from google.protobuf import json_format
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from assay.cli.common import console, fmt_value
+from assay.cli.common import console, fmt_value, id_columns, print_table, short
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import gold_pb2
 
@@ -55,7 +56,7 @@ def reviewers(found: Sequence[pb.Reviewer]) -> None:
             _identity(r.identity_subject),
             _time(r.register_time),
         )
-    console().print(table)
+    print_table(id_columns(table, "reviewer", "bound to"))
 
 
 def cases(found: Sequence[pb.Case]) -> None:
@@ -63,7 +64,7 @@ def cases(found: Sequence[pb.Case]) -> None:
     for c in found:
         candidates = ", ".join(_value(v) for v in c.candidate_values)
         table.add_row(c.case_id, c.tenant, c.subject, c.predicate, candidates, _time(c.expire_time))
-    console().print(table)
+    print_table(id_columns(table, "case"))
 
 
 def case_state(reply: pb.GetCaseStateResponse) -> None:
@@ -88,7 +89,7 @@ def case_detail(reply: pb.GetCaseResponse) -> None:
     for r in reply.reviews:
         outcome = _name(pb.ReviewOutcome, r.outcome, "REVIEW_OUTCOME_")
         table.add_row(str(r.round), r.review_id, r.reviewer_id, outcome, r.label_key or r.reason)
-    out.print(table)
+    print_table(id_columns(table, "review", "reviewer"), out)
     for res in reply.resolutions:
         _print_resolution(res)
 
@@ -126,9 +127,9 @@ def revisions(found: Sequence[gold_pb2.GoldLabelRevision]) -> None:
             _PROVENANCE.get(g.provenance, "?"),
             ", ".join(g.contributing_reviewer_ids)
             + (f" (adj. {g.adjudicator_reviewer_id})" if g.adjudicator_reviewer_id else ""),
-            g.digest[:19] + "…",
+            short(g.digest),
         )
-    console().print(table)
+    print_table(id_columns(table, "case"))
 
 
 def queue(reviewer: str, found: Sequence[pb.BlindedCase]) -> None:
@@ -146,7 +147,7 @@ def queue(reviewer: str, found: Sequence[pb.BlindedCase]) -> None:
             ", ".join(c.evidence_refs),
             c.context,
         )
-    console().print(table)
+    print_table(id_columns(table, "case"))
 
 
 def worklist(adjudicator: str, found: Sequence[pb.AdjudicationItem]) -> None:
@@ -169,7 +170,7 @@ def worklist(adjudicator: str, found: Sequence[pb.AdjudicationItem]) -> None:
             ", ".join(_value(v) for v in c.candidate_values),
             reviews,
         )
-    console().print(table)
+    print_table(id_columns(table, "case"))
 
 
 @contextlib.contextmanager
@@ -207,7 +208,7 @@ def manifest(m: pb.ExportManifest, out: Path, manifest_path: Path) -> None:
         console().print(f"excluded {e.case_id} revision {e.revision}: {reason}")
     console().print(
         f"manifest {manifest_path}; audit chain head #{m.audit_chain_head.sequence} "
-        f"{m.audit_chain_head.hash[:19]}…"
+        f"{short(m.audit_chain_head.hash)}"
     )
 
 
@@ -263,7 +264,7 @@ def verdict(v: pb.VerifyAuditChainResponse) -> None:
     if v.ok:
         out.print(
             f"[green]audit chain verified[/]: {v.events_checked} event(s), head "
-            f"#{v.head.sequence} {v.head.hash[:19]}…"
+            f"#{v.head.sequence} {short(v.head.hash)}"
         )
         return
     problem = _name(pb.AuditProblem, v.problem, "AUDIT_PROBLEM_")
@@ -281,9 +282,9 @@ def audit_events(found: Sequence[pb.AuditEvent]) -> None:
             _identity(e.actor.subject),
             _time(e.occur_time),
             payload,
-            e.hash[:19] + "…",
+            short(e.hash),
         )
-    console().print(table)
+    print_table(table)
 
 
 def deleted(what: str, reply: Any) -> None:

@@ -9,6 +9,10 @@ export's manifest carries the checkpoint of the ledger head it was read at;
 ``verify-export`` checks that signature offline, then every record's label and inclusion
 proof against it (``export_proofs``).
 
+Every file argument takes ``-`` for standard input (``checkpoint --out -``: standard
+output), and a check that fails exits 3 (``EXIT_VERIFICATION_FAILED``), never 2 like a
+command line argparse refused.
+
 The checking uses ``merkle`` and ``checkpoint``: pure modules (hashing, Ed25519, parsing —
 no server, storage or grpc code), shared so the verifier is the algorithm the log uses.
 """
@@ -28,20 +32,25 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 from google.protobuf import json_format
 
 from assay.cli import export_proofs
-from assay.cli.common import CliError, print_json
+from assay.cli.common import (
+    EXIT_VERIFICATION_FAILED,
+    STDIO,
+    CliError,
+    emit,
+    emit_data,
+    read_bytes,
+    write_text,
+)
 from assay.tlog.checkpoint import Checkpoint, parse_signed_checkpoint
 from assay.tlog.merkle import verify_consistency
 from assay.v1 import adjudication_service_pb2 as pb
 
-# A verification that fails: exit 2 like `assay audit verify` on a broken chain.
-FAILED = 2
+# A verification that fails: exit 3, like `assay audit verify` on a broken chain.
+FAILED = EXIT_VERIFICATION_FAILED
 
 
 def _read(path: Path, what: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as error:
-        raise CliError(f"{path}: cannot read {what}: {error.strerror}") from None
+    return read_bytes(path, what)
 
 
 def public_key_pem_of(key_file: Path) -> str:
@@ -79,7 +88,7 @@ def origin_of(note: str) -> str:
 
 
 def check_note(note: str, key: Ed25519PublicKey, what: str) -> Checkpoint:
-    """The checkpoint in ``note`` if ``key`` signed it; ``CliError`` (exit 2) otherwise."""
+    """The checkpoint in ``note`` if ``key`` signed it; ``CliError`` (exit 3) otherwise."""
     try:
         return parse_signed_checkpoint(note, key, origin_of(note))
     except ValueError as error:
@@ -87,7 +96,7 @@ def check_note(note: str, key: Ed25519PublicKey, what: str) -> Checkpoint:
 
 
 def check_consistency(old: Checkpoint, new: Checkpoint, proof: list[bytes]) -> None:
-    """``CliError`` (exit 2) unless ``new`` provably extends ``old``."""
+    """``CliError`` (exit 3) unless ``new`` provably extends ``old``."""
     if old.origin != new.origin:
         raise CliError(
             f"the saved checkpoint is of log {old.origin}, the server's of {new.origin}",
@@ -121,17 +130,20 @@ def public_key(args: argparse.Namespace, rpc: Any) -> int:
 def checkpoint(args: argparse.Namespace, rpc: Any) -> int:
     reply: pb.GetCheckpointResponse = rpc(args, "GetCheckpoint", pb.GetCheckpointRequest())
     if args.out is not None:
-        try:
-            args.out.write_text(reply.signed_note, encoding="utf-8")
-        except OSError as error:
-            raise CliError(f"{args.out}: cannot write: {error.strerror}") from None
-    if args.json:
-        print_json(reply)
-    elif args.out is None:
+        # With ``--out -`` the note is the whole output: nothing else may follow it.
+        write_text(args.out, reply.signed_note)
+        if str(args.out) == STDIO:
+            return 0
+    elif args.output in ("table", "wide"):
         print(reply.signed_note, end="")
-    else:
-        print(f"checkpoint of {reply.tree_size} event(s) ({reply.origin}) saved to {args.out}")
-    return 0
+        return 0
+    return emit(
+        args,
+        reply,
+        lambda: print(
+            f"checkpoint of {reply.tree_size} event(s) ({reply.origin}) saved to {args.out}"
+        ),
+    )
 
 
 def verify_since(args: argparse.Namespace, rpc: Any) -> int:
@@ -154,15 +166,17 @@ def verify_since(args: argparse.Namespace, rpc: Any) -> int:
         proof = list(found.hashes)
     check_consistency(old, new, proof)
     result = {"ok": True, "origin": new.origin, "from_size": old.size, "to_size": new.size}
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(f"audit log consistent: {old.size} -> {new.size} event(s) ({new.origin})")
-    return 0
+    return emit_data(
+        args,
+        result,
+        lambda: print(f"audit log consistent: {old.size} -> {new.size} event(s) ({new.origin})"),
+    )
 
 
 def verify_export(args: argparse.Namespace) -> int:
     corpus: Path = args.corpus
+    if str(corpus) == STDIO and args.manifest is None:
+        raise CliError("a corpus on standard input needs --manifest", exit_code=2)
     manifest_path: Path = args.manifest or corpus.with_name(corpus.name + ".manifest.json")
     try:
         manifest = json.loads(_read(manifest_path, "the export manifest"))
@@ -194,18 +208,18 @@ def verify_export(args: argparse.Namespace) -> int:
         "root": found.root.hex(),
         "records": records,
     }
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(
+    return emit_data(
+        args,
+        result,
+        lambda: print(
             f"export verified: {records} record(s) proven in the signed checkpoint of "
             f"{found.size} event(s) ({found.origin}), root {found.root.hex()[:16]}…"
-        )
-    return 0
+        ),
+    )
 
 
 def check_records(corpus: Path, signed: Checkpoint) -> int:
-    """How many records ``corpus`` holds, each proven in ``signed``; ``CliError`` (exit 2)
+    """How many records ``corpus`` holds, each proven in ``signed``; ``CliError`` (exit 3)
     naming the first that is not."""
     count = 0
     text = _read(corpus, "the exported corpus").decode("utf-8", "replace")

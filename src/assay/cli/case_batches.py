@@ -30,9 +30,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from assay.cli import adjudication_render as render
-from assay.cli.common import CliError, Remote, print_json
+from assay.cli.common import CliError, Remote, json_line, print_json
+from assay.client import AdjudicationClient
 from assay.v1 import adjudication_service_pb2 as pb
-from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
 
 CHUNK = 1000  # the most EnqueueCases takes at once
 PROGRESS_AFTER_SECONDS = 1.0
@@ -98,8 +98,10 @@ def enqueue(args: argparse.Namespace, cases: Sequence[pb.Case], many: bool) -> l
     stored: list[pb.Case] = []
     remote = Remote.of(args, "adjudication")
     quiet = args.json or getattr(args, "jsonl", False)
-    with remote.channel() as ch, progress(len(cases), sys.stderr.isatty() and not quiet) as step:
-        stub = pb_grpc.AdjudicationServiceStub(ch)
+    with (
+        remote.client(AdjudicationClient) as client,
+        progress(len(cases), sys.stderr.isatty() and not quiet) as step,
+    ):
         for part, request_id in zip(parts, ids, strict=True):
             request = pb.EnqueueCasesRequest(request_id=request_id, cases=part)
             first = len(stored)
@@ -109,8 +111,7 @@ def enqueue(args: argparse.Namespace, cases: Sequence[pb.Case], many: bool) -> l
                 else f"{args.file} cases {first}-{first + len(part) - 1}"
             )
             try:
-                send = functools.partial(stub.EnqueueCases, request, timeout=args.timeout)
-                reply = remote.call(send, where)
+                reply = remote.call(functools.partial(client.enqueue_cases, request), where)
             except CliError as error:
                 if stored:
                     emit(args, stored, many)
@@ -129,8 +130,7 @@ def emit(args: argparse.Namespace, stored: Sequence[pb.Case], many: bool) -> Non
     held a single case, not a list); else a table."""
     if getattr(args, "jsonl", False):
         for case in stored:
-            data = json_format.MessageToDict(case)
-            sys.stdout.write(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n")
+            sys.stdout.write(json_line(json_format.MessageToDict(case)) + "\n")
     elif args.json and many:
         found = [json_format.MessageToDict(case) for case in stored]
         sys.stdout.write(json.dumps(found, indent=2, sort_keys=True) + "\n")

@@ -1,6 +1,7 @@
-"""What every ``assay`` subcommand shares: the target and credential flags, calling an RPC
-with a timeout, turning a failed call into one readable line, and printing tables or
-``--json``.
+"""What every ``assay`` subcommand shares: the target and credential flags, a client of
+``assay.client`` on the command's channel, turning a failed call into one readable line,
+the exit codes, ``-`` for standard input and output, and printing results as a table
+or JSON (``-o table|wide|json|jsonl``).
 
 Credentials (``--token``/``--token-file``, ``--ca``, ``--client-cert``/``--client-key``,
 each with an ``ASSAY_…`` twin) become one ``assay.client.Credentials``; the channel
@@ -13,7 +14,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,24 +23,53 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf import json_format
 from google.protobuf import message as pb_message
+from rich.cells import cell_len
 from rich.console import Console
+from rich.table import Table
 
 from assay.client.credentials import Credentials
-from assay.client.evidence import EvidenceFormatError, load_evidence_file
+from assay.client.errors import AssayCallError
+from assay.client.evidence import EvidenceFormatError, evidence_from_json, load_evidence_file
 from assay.runtime.status import decode_rpc_error
 from assay.v1 import claim_pb2
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 
 T = TypeVar("T")
+C = TypeVar("C")
+
+# Exit codes. A script tells "I called it wrongly" (2, argparse's own code) from "it could
+# not be done" (1) from "it was done, and the data is not what it should be" (3): a failed
+# verification must never look like a typo in a flag, nor like a server that was down.
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_VERIFICATION_FAILED = 3
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES_HELP = """exit codes:
+  0    success
+  1    the command failed: a service refused the request, failed or was not
+       reachable, or a file could not be read or was not what the command takes
+  2    usage: the command line is wrong (unknown flag, missing argument, flags
+       that do not go together), or `assay serve`/`up` settings cannot work
+  3    verification failed: the data is not what it should be (a broken audit
+       chain, a ledger that does not extend a saved checkpoint, an export whose
+       records or proofs do not check, a server reporting DATA_LOSS)
+  130  interrupted (Ctrl-C)"""
 
 
 class CliError(Exception):
     """A failure the user can act on: printed as one line, exit code 1 (or ``exit_code``)."""
 
-    def __init__(self, message: str, exit_code: int = 1) -> None:
+    def __init__(self, message: str, exit_code: int = EXIT_FAILED) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def usage_error(message: str) -> CliError:
+    """A command line the command cannot use (flags that do not go together): exit 2."""
+    return CliError(message, EXIT_USAGE)
 
 
 def add_target_argument(parser: argparse.ArgumentParser, service: str, default: str) -> None:
@@ -159,10 +189,91 @@ def credentials_from_args(args: argparse.Namespace) -> Credentials | None:
         raise CliError(f"credentials: {error}") from None
 
 
-def add_json_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--json", action="store_true", help="print the response as proto JSON instead of tables"
+OUTPUTS = ("table", "wide", "json", "jsonl")
+
+
+def add_output_argument(parser: argparse.ArgumentParser) -> None:
+    """``-o table|wide|json|jsonl``, with ``--json`` and ``--jsonl`` as its aliases.
+
+    table: fitted to the terminal, ids whole (other columns wrap); wide: every row on one
+    line and digests whole; json: the response as one proto JSON document (enums by name);
+    jsonl: one compact JSON document per line, one per item when the result is a list."""
+    group = parser.add_argument_group("output")
+    choice = group.add_mutually_exclusive_group()
+    choice.add_argument(
+        "-o",
+        "--output",
+        choices=OUTPUTS,
+        default="table",
+        help="table (default), wide (no wrapping or shortening), json, or jsonl",
     )
+    choice.add_argument(
+        "--json", dest="output", action="store_const", const="json", help="same as -o json"
+    )
+    choice.add_argument(
+        "--jsonl", dest="output", action="store_const", const="jsonl", help="same as -o jsonl"
+    )
+
+
+# The older name: every command that prints results takes the whole output choice.
+add_json_argument = add_output_argument
+
+# Set once per run by ``configure_output``: rendering functions ask ``console()`` and
+# ``short()``, so they need not thread the choice through every call.
+_wide = False
+
+
+def configure_output(args: argparse.Namespace) -> None:
+    """Derive ``args.json``/``args.jsonl`` from ``-o`` (commands test them) and apply
+    ``-o wide`` to the console."""
+    global _wide
+    output = getattr(args, "output", None) or "table"
+    args.output = output
+    args.json = output == "json"
+    args.jsonl = output == "jsonl"
+    _wide = output == "wide"
+
+
+def short(digest: str, keep: int = 19) -> str:
+    """A digest shortened for a table (``sha256:1f2e…``); whole with ``-o wide``."""
+    if _wide or len(digest) <= keep:
+        return digest
+    return digest[:keep] + "…"
+
+
+def json_line(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def emit(
+    args: argparse.Namespace,
+    message: pb_message.Message,
+    table: Callable[[], None],
+    items: Sequence[pb_message.Message] | None = None,
+) -> int:
+    """Print a result the way ``-o`` says: ``table()`` for table and wide, the message as
+    proto JSON, or JSON Lines (one line per item of ``items``, else the message)."""
+    output = getattr(args, "output", "table")
+    if output == "json":
+        print_json(message)
+    elif output == "jsonl":
+        for item in items if items is not None else [message]:
+            sys.stdout.write(json_line(json_format.MessageToDict(item)) + "\n")
+    else:
+        table()
+    return EXIT_OK
+
+
+def emit_data(args: argparse.Namespace, data: Any, text: Callable[[], None]) -> int:
+    """``emit`` for a result that is plain data, not a message (local verifications)."""
+    output = getattr(args, "output", "table")
+    if output == "json":
+        sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    elif output == "jsonl":
+        sys.stdout.write(json_line(data) + "\n")
+    else:
+        text()
+    return EXIT_OK
 
 
 @contextmanager
@@ -197,11 +308,13 @@ class Remote:
     service: str
     target: str
     credentials: Credentials | None = None
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
 
     @classmethod
     def of(cls, args: argparse.Namespace, service: str) -> Remote:
-        """The service at ``--target``, with the command's credential flags."""
-        return cls(service, args.target, credentials_from_args(args))
+        """The service at ``--target``, with the command's credential flags and ``--timeout``."""
+        timeout = getattr(args, "timeout", None) or DEFAULT_TIMEOUT_SECONDS
+        return cls(service, args.target, credentials_from_args(args), timeout)
 
     @property
     def tls(self) -> bool:
@@ -209,6 +322,14 @@ class Remote:
 
     def channel(self) -> AbstractContextManager[grpc.Channel]:
         return channel(self.target, self.credentials)
+
+    @contextmanager
+    def client(self, factory: Callable[..., C]) -> Iterator[C]:
+        """A client of ``assay.client`` (``ResolverClient``, ``AdjudicationClient``, …) on
+        this command's channel, with ``--timeout`` as its default: its calls carry the
+        library's timeout, retry-safe request ids and typed errors."""
+        with self.channel() as ch:
+            yield factory(ch, timeout=self.timeout)
 
     def call(self, fn: Callable[[], T], context: str = "") -> T:
         return call(self.service, self.target, fn, context, self.tls)
@@ -267,23 +388,29 @@ def describe_failure(
 
 
 def call(service: str, target: str, fn: Callable[[], T], context: str = "", tls: bool = False) -> T:
-    """Run one RPC; a failure becomes a ``CliError`` naming the service, code, reason and fields."""
+    """Run one call; a failure (the client library's ``AssayCallError``, or a raw
+    ``grpc.RpcError``) becomes a ``CliError`` naming the service, code, reason and fields,
+    exit 3 when the server reports DATA_LOSS (its stored data failed a check), else 1."""
     try:
         return fn()
+    except AssayCallError as error:
+        code, message, reason, violations = (
+            error.code,
+            error.message,
+            error.reason,
+            error.violations,
+        )
     except grpc.RpcError as error:
         decoded = decode_rpc_error(error)
-        raise CliError(
-            describe_failure(
-                service,
-                target,
-                decoded.code,
-                decoded.message,
-                decoded.reason,
-                decoded.violations,
-                context,
-                tls,
-            )
-        ) from None
+        code, message, reason, violations = (
+            decoded.code,
+            decoded.message,
+            decoded.reason,
+            decoded.violations,
+        )
+    exit_code = EXIT_VERIFICATION_FAILED if code == grpc.StatusCode.DATA_LOSS else EXIT_FAILED
+    line = describe_failure(service, target, code, message, reason, violations, context, tls)
+    raise CliError(line, exit_code) from None
 
 
 def to_json(message: pb_message.Message) -> str:
@@ -296,8 +423,32 @@ def print_json(message: pb_message.Message) -> None:
     sys.stdout.write(to_json(message) + "\n")
 
 
+# Wide enough that no table is squeezed: with ``-o wide`` every row is one line.
+_WIDE_COLUMNS = 100_000
+
+
 def console() -> Console:
-    return Console(highlight=False, soft_wrap=False)
+    return Console(highlight=False, soft_wrap=False, width=_WIDE_COLUMNS if _wide else None)
+
+
+def print_table(table: Table, out: Console | None = None) -> None:
+    """Print ``table`` with its ids whole: a ``no_wrap`` column (an id column) is at least
+    as wide as its longest cell, and the other columns wrap to fit the terminal instead."""
+    for column in table.columns:
+        if column.no_wrap:
+            widest = max((cell_len(str(cell)) for cell in column.cells), default=0)
+            column.min_width = max(column.min_width or 0, widest)
+        elif column.overflow == "ellipsis":
+            column.overflow = "fold"
+    (out or console()).print(table)
+
+
+def id_columns(table: Table, *names: str) -> Table:
+    """Mark the columns headed ``names`` as ids: never wrapped or cut (``print_table``)."""
+    for column in table.columns:
+        if column.header in names:
+            column.no_wrap = True
+    return table
 
 
 def fmt_value(value: Any) -> str:
@@ -305,11 +456,58 @@ def fmt_value(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def read_evidence(path: str) -> claim_pb2.Evidence:
-    """An evidence file's claims; a bad file is one ``CliError`` line, and what a lossy
-    (legacy) load dropped is said on stderr."""
+STDIO = "-"
+
+
+def read_text(path: str | Path, what: str = "the file") -> str:
+    """A file's text, or standard input's when ``path`` is ``-``; one ``CliError`` line when
+    it cannot be read."""
+    if str(path) == STDIO:
+        return sys.stdin.read()
     try:
-        loaded = load_evidence_file(path)
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise CliError(f"{path}: cannot read {what}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise CliError(f"{path}: {what} is not UTF-8 text: {error.reason}") from None
+
+
+def read_bytes(path: str | Path, what: str = "the file") -> bytes:
+    """``read_text`` for bytes (keys, notes)."""
+    if str(path) == STDIO:
+        return sys.stdin.buffer.read()
+    try:
+        return Path(path).read_bytes()
+    except OSError as error:
+        raise CliError(f"{path}: cannot read {what}: {error.strerror or error}") from None
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to a file, or to standard output when ``path`` is ``-``."""
+    if str(path) == STDIO:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise CliError(f"{path}: cannot write: {error.strerror or error}") from None
+
+
+def read_evidence(path: str) -> claim_pb2.Evidence:
+    """An evidence file's claims (``-``: standard input); a bad file is one ``CliError``
+    line, and what a lossy (legacy) load dropped is said on stderr."""
+    try:
+        if path == STDIO:
+            try:
+                data = json.loads(sys.stdin.read())
+            except json.JSONDecodeError as error:
+                raise EvidenceFormatError(
+                    "<stdin>", "", f"invalid JSON at line {error.lineno}: {error.msg}"
+                ) from None
+            loaded = evidence_from_json(data, source="<stdin>")
+        else:
+            loaded = load_evidence_file(path)
     except EvidenceFormatError as error:
         raise CliError(str(error)) from None
     for warning in loaded.warnings:

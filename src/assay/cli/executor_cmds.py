@@ -15,19 +15,22 @@ import argparse
 import asyncio
 import json
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from assay.cli.common import (
+    EXIT_FAILED,
+    EXIT_VERIFICATION_FAILED,
     CliError,
     add_credential_arguments,
     add_json_argument,
     credentials_from_args,
     describe_failure,
+    emit_data,
     read_evidence,
+    write_text,
 )
 from assay.client.builders import enum_number
 from assay.client.credentials import Credentials
@@ -48,7 +51,9 @@ def register(subparsers: Any) -> None:
     run = actions.add_parser(
         "run", help="resolve -> plan -> acquire -> re-resolve for one target, within policy"
     )
-    run.add_argument("file", help="evidence JSON ({claims: [...]}, a list, or a legacy bundle)")
+    run.add_argument(
+        "file", help="evidence JSON ({claims: [...]}, a list, or a legacy bundle; '-': stdin)"
+    )
     run.add_argument("--subject", required=True)
     run.add_argument("--predicate", required=True)
     run.add_argument(
@@ -82,7 +87,9 @@ def register(subparsers: Any) -> None:
         env = f"ASSAY_{service.upper()}_TARGET"
         run.add_argument(f"--{service}", default=env_str(env, default), help=f"address (env {env})")
     run.add_argument("--timeout", type=float, default=30.0, help="seconds per call")
-    run.add_argument("--write-evidence", type=Path, help="write the final evidence here")
+    run.add_argument(
+        "--write-evidence", type=Path, help="write the final evidence here ('-': stdout)"
+    )
     add_json_argument(run)
     add_credential_arguments(run)
     run.set_defaults(handler=_run)
@@ -145,7 +152,8 @@ def _run(args: argparse.Namespace) -> int:
     evidence = read_evidence(args.file)
     credentials = credentials_from_args(args)
     out = _console()
-    listener = None if args.json else (lambda event: print_event(out, event))
+    quiet = args.output in ("json", "jsonl")
+    listener = None if quiet else (lambda event: print_event(out, event))
     try:
         report = asyncio.run(_execute(args, settings, evidence, listener, credentials))
     except ValueError as error:
@@ -166,18 +174,15 @@ def _run(args: argparse.Namespace) -> int:
                 error.reason,
                 error.violations,
                 tls=credentials is not None and credentials.uses_tls,
-            )
+            ),
+            EXIT_VERIFICATION_FAILED if error.code.name == "DATA_LOSS" else EXIT_FAILED,
         ) from None
     if args.write_evidence is not None:
         from google.protobuf import json_format
 
         data = json_format.MessageToDict(report.evidence)
-        args.write_evidence.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    if args.json:
-        sys.stdout.write(json.dumps(report_dict(report), indent=2, sort_keys=True) + "\n")
-    else:
-        print_summary(out, report)
-    return 0
+        write_text(args.write_evidence, json.dumps(data, indent=2) + "\n")
+    return emit_data(args, report_dict(report), lambda: print_summary(out, report))
 
 
 async def _execute(

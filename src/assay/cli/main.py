@@ -1,9 +1,10 @@
 """Entry point of the ``assay`` command.
 
 Each group of subcommands lives in its own module exposing
-``register(subparsers)``; this module only assembles them and turns the
-failures a user can cause (no server, bad JSON, an invalid claim) into one
-clear line on stderr and exit code 1, never a traceback.
+``register(subparsers)``; this module only assembles them, adds each command's
+example to its ``--help`` (``examples``), and turns the failures a user can cause
+(no server, bad JSON, an invalid claim) into one clear line on stderr and a
+documented exit code (``common.EXIT_CODES_HELP``, docs/cli.md), never a traceback.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ from collections.abc import Sequence
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 from assay import __version__
-from assay.cli.common import CliError
+from assay.cli.common import EXIT_CODES_HELP, EXIT_INTERRUPTED, CliError, configure_output
+from assay.cli.examples import add_examples
+
+CONVENTIONS_HELP = """output and files:
+  every command that prints results takes -o table|wide|json|jsonl (--json and
+  --jsonl are short for -o json and -o jsonl); tables never cut an id; a file
+  argument of '-' is standard input (or, for an output file, standard output)"""
 
 # One module per group of subcommands; each exposes ``register(subparsers)``.
 COMMAND_MODULES = (
@@ -30,6 +37,7 @@ COMMAND_MODULES = (
     "assay.cli.planner_cmds",
     "assay.cli.adjudication_cmds",
     "assay.cli.executor_cmds",
+    "assay.cli.completion_cmds",
 )
 
 
@@ -37,24 +45,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="assay",
         description="Assay: evidence resolution, acquisition planning and adjudication.",
+        epilog=EXIT_CODES_HELP + "\n\n" + CONVENTIONS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"assay {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    add_examples(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    configure_output(args)
     try:
         code: int = args.handler(args)
     except CliError as error:
         print(f"assay: {error}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     return code
 
 

@@ -5,14 +5,13 @@
 prints the gaps, the ranked candidates with every dimension and the reason
 behind their availability, and the list of what would help but cannot be
 acquired here. The order of the candidates *is* the ranking: no score exists
-on the wire, so none is printed.
+on the wire, so none is printed. Calls go through ``assay.client.PlannerClient``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
@@ -24,9 +23,13 @@ from assay.cli.common import (
     add_json_argument,
     add_target_argument,
     console,
-    print_json,
+    emit,
+    id_columns,
+    print_table,
+    read_text,
 )
-from assay.v1 import plan_pb2, planner_service_pb2, planner_service_pb2_grpc, resolution_pb2
+from assay.client import PlannerClient
+from assay.v1 import plan_pb2, planner_service_pb2, resolution_pb2
 
 DEFAULT_TARGET = "127.0.0.1:50052"
 
@@ -38,7 +41,7 @@ def register(subparsers: Any) -> None:
     plan.add_argument(
         "file",
         help="a PlanEvidenceRequest as JSON: subject, predicate, evidence, missingSignals, "
-        "capabilities, policy (see examples/plan/)",
+        "capabilities, policy (see examples/plan/; '-': stdin)",
     )
     add_target_argument(plan, "planner", DEFAULT_TARGET)
     add_json_argument(plan)
@@ -51,11 +54,8 @@ def register(subparsers: Any) -> None:
 
 
 def load_plan_request(path: str) -> planner_service_pb2.PlanEvidenceRequest:
-    """Read a request file; every problem is one line naming the file."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise CliError(f"{path}: cannot read: {error.strerror or error}") from None
+    """Read a request file (``-``: standard input); every problem is one line naming it."""
+    text = read_text(path, "the request")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
@@ -151,6 +151,7 @@ def print_plan(out: Any, plan: plan_pb2.EvidencePlan) -> None:
     gaps = Table(title="gaps", title_justify="left")
     for column in ("gap", "source", "signal availability", "notes"):
         gaps.add_column(column, overflow="fold")
+    id_columns(gaps, "gap")
     for g in plan.gaps:
         state = (
             _name(plan_pb2.SignalAvailability, g.signal_availability, "SIGNAL_AVAILABILITY_")
@@ -163,42 +164,33 @@ def print_plan(out: Any, plan: plan_pb2.EvidencePlan) -> None:
             state,
             "; ".join(g.notes) or "-",
         )
-    out.print(gaps)
-    out.print(_candidate_table("candidates, best first", plan.candidates, ranked=True))
+    print_table(gaps, out)
+    print_table(_candidate_table("candidates, best first", plan.candidates, ranked=True), out)
     if plan.unavailable:
-        out.print(
+        print_table(
             _candidate_table(
                 "unavailable here (would help, cannot be acquired)", plan.unavailable, False
-            )
+            ),
+            out,
         )
 
 
 def _plan(args: argparse.Namespace) -> int:
     request = load_plan_request(args.file)
     remote = Remote.of(args, "planner")
-    with remote.channel() as ch:
-        stub = planner_service_pb2_grpc.PlannerServiceStub(ch)
-        response: planner_service_pb2.PlanEvidenceResponse = remote.call(
-            lambda: stub.PlanEvidence(request, timeout=args.timeout),
-            context=args.file,
-        )
-    if args.json:
-        print_json(response)
-        return 0
-    print_plan(console(), response.plan)
-    return 0
+    with remote.client(PlannerClient) as client:
+        response = remote.call(lambda: client.plan_evidence(request), context=args.file)
+    return emit(args, response, lambda: print_plan(console(), response.plan))
 
 
 def _probes(args: argparse.Namespace) -> int:
     remote = Remote.of(args, "planner")
-    with remote.channel() as ch:
-        stub = planner_service_pb2_grpc.PlannerServiceStub(ch)
-        response: planner_service_pb2.ListProbesResponse = remote.call(
-            lambda: stub.ListProbes(planner_service_pb2.ListProbesRequest(), timeout=args.timeout),
-        )
-    if args.json:
-        print_json(response)
-        return 0
+    with remote.client(PlannerClient) as client:
+        response = remote.call(lambda: client.list_probes())
+    return emit(args, response, lambda: _print_probes(response), list(response.probes))
+
+
+def _print_probes(response: planner_service_pb2.ListProbesResponse) -> None:
     table = Table(title="probe catalogue")
     for column in (
         "probe",
@@ -232,5 +224,4 @@ def _probes(args: argparse.Namespace) -> int:
             _name(plan_pb2.PrivacyExposure, p.privacy, "PRIVACY_EXPOSURE_"),
             ", ".join(network) or "-",
         )
-    console().print(table)
-    return 0
+    print_table(table)

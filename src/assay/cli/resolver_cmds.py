@@ -3,9 +3,10 @@
 ``resolve`` reads an evidence file (any shape ``assay.client.evidence``
 accepts, legacy bundles included), resolves one semantic (``--subject`` and
 ``--predicate``) or every semantic in the file, and prints a table per
-semantic or, with ``--json``, the response as proto JSON. ``--detail summary``
-asks for each resolution without its per-claim part (claim weights, groups,
-excluded claims' bodies, warnings): what a large evidence file needs to be judged.
+semantic or, with ``-o json``, the response as proto JSON (``-o jsonl``: one
+resolution per line). ``--detail summary`` asks for each resolution without its
+per-claim part (claim weights, groups, excluded claims' bodies, warnings): what a
+large evidence file needs to be judged. Calls go through ``assay.client.ResolverClient``.
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ from assay.cli.common import (
     add_json_argument,
     add_target_argument,
     console,
+    emit,
     fmt_value,
-    print_json,
+    print_table,
     read_evidence,
+    usage_error,
 )
-from assay.v1 import resolution_pb2, resolver_service_pb2, resolver_service_pb2_grpc
+from assay.client import ResolverClient
+from assay.v1 import resolution_pb2, resolver_service_pb2
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 _DETAIL = {
@@ -40,7 +44,9 @@ def register(subparsers: Any) -> None:
     resolve = subparsers.add_parser(
         "resolve", help="resolve the claims of an evidence file (one semantic or all)"
     )
-    resolve.add_argument("file", help="evidence JSON: {claims: [...]}, a list, or a legacy bundle")
+    resolve.add_argument(
+        "file", help="evidence JSON: {claims: [...]}, a list, or a legacy bundle ('-': stdin)"
+    )
     resolve.add_argument("--subject", help="resolve only this subject (with --predicate)")
     resolve.add_argument("--predicate", help="resolve only this predicate (with --subject)")
     resolve.add_argument(
@@ -69,7 +75,7 @@ def register(subparsers: Any) -> None:
 
 def _staleness(args: argparse.Namespace, request: Any) -> None:
     if (args.as_of is None) != (args.stale_after is None):
-        raise CliError("--as-of and --stale-after go together")
+        raise usage_error("--as-of and --stale-after go together")
     if args.as_of is None:
         return
     try:
@@ -84,11 +90,10 @@ def _staleness(args: argparse.Namespace, request: Any) -> None:
 
 def _resolve(args: argparse.Namespace) -> int:
     if (args.subject is None) != (args.predicate is None):
-        raise CliError("--subject and --predicate go together (or give neither to resolve all)")
+        raise usage_error("--subject and --predicate go together (or give neither to resolve all)")
     evidence = read_evidence(args.file)
     remote = Remote.of(args, "resolver")
-    with remote.channel() as ch:
-        stub = resolver_service_pb2_grpc.ResolverServiceStub(ch)
+    with remote.client(ResolverClient) as client:
         if args.subject is not None:
             single = resolver_service_pb2.ResolveSemanticRequest(
                 evidence=evidence,
@@ -97,24 +102,23 @@ def _resolve(args: argparse.Namespace) -> int:
                 detail=_DETAIL[args.detail],
             )
             _staleness(args, single)
-            response: Any = remote.call(
-                lambda: stub.ResolveSemantic(single, timeout=args.timeout),
-                context=args.file,
-            )
+            response: Any = remote.call(lambda: client.resolve_semantic(single), context=args.file)
             resolutions = [response.resolution]
         else:
             every = resolver_service_pb2.ResolveEvidenceRequest(
                 evidence=evidence, detail=_DETAIL[args.detail]
             )
             _staleness(args, every)
-            response = remote.call(
-                lambda: stub.ResolveEvidence(every, timeout=args.timeout),
-                context=args.file,
-            )
+            response = remote.call(lambda: client.resolve_evidence(every), context=args.file)
             resolutions = list(response.resolutions)
-    if args.json:
-        print_json(response)
-        return 0
+    return emit(
+        args, response, lambda: _print_resolutions(args, response, resolutions), resolutions
+    )
+
+
+def _print_resolutions(
+    args: argparse.Namespace, response: Any, resolutions: list[resolution_pb2.SemanticResolution]
+) -> None:
     out = console()
     if not resolutions:
         out.print("no claims: nothing to resolve")
@@ -124,7 +128,6 @@ def _resolve(args: argparse.Namespace) -> int:
         out.print(
             f"coverage (display only, never a safety signal): {response.coverage_confidence:.3f}"
         )
-    return 0
 
 
 _STATUS_STYLE = {
@@ -149,7 +152,7 @@ def _print_resolution(out: Any, r: resolution_pb2.SemanticResolution) -> None:
         title += "  [bold red]REQUIRES REVIEW[/]"
     out.print(title)
     if r.values:
-        out.print(_values_table(r))
+        print_table(_values_table(r), out)
     if r.rationale:
         flags = ", ".join(
             _enum_name(resolution_pb2.RationaleFlag, f, "RATIONALE_FLAG_") for f in r.rationale
@@ -194,26 +197,21 @@ def _values_table(r: resolution_pb2.SemanticResolution) -> Table:
 
 def _policy(args: argparse.Namespace) -> int:
     remote = Remote.of(args, "resolver")
-    with remote.channel() as ch:
-        stub = resolver_service_pb2_grpc.ResolverServiceStub(ch)
-        response = remote.call(
-            lambda: stub.GetResolverPolicy(
-                resolver_service_pb2.GetResolverPolicyRequest(), timeout=args.timeout
-            ),
-        )
-    if args.json:
-        print_json(response)
-        return 0
+    with remote.client(ResolverClient) as client:
+        response = remote.call(lambda: client.get_resolver_policy())
+    return emit(args, response, lambda: _print_policy(response))
+
+
+def _print_policy(response: resolver_service_pb2.GetResolverPolicyResponse) -> None:
     out = console()
     table = Table(title=f"reliability table ({response.reliability_table_origin})")
     table.add_column("source kind")
     table.add_column("reliability", justify="right")
     for row in response.reliability_table:
         table.add_row(row.source, f"{row.reliability:.2f}")
-    out.print(table)
+    print_table(table, out)
     out.print(
         f"conflict margin: {response.conflict_margin:g} "
         f"(inclusive, tolerance {response.margin_tolerance:g})"
     )
     out.print("safety-sensitive predicates: " + ", ".join(response.safety_sensitive_predicates))
-    return 0

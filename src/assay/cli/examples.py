@@ -1,0 +1,99 @@
+"""The example at the foot of every ``assay`` command's ``--help``, kept in one table.
+
+One table rather than an ``epilog=`` at each ``add_parser`` call: a test walks the parser
+and fails for any command without an example here, so a new command cannot ship without
+one, and the examples read as one consistent set (the README's own walkthrough).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+
+# Command path -> example lines (a ``# comment`` after a command says what it shows).
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "serve": ("assay serve adjudication --db assay.db --port 50053",),
+    "up": ("assay up                          # all three services, dev mode on loopback",),
+    "dev-credentials": ("assay dev-credentials ./creds && assay up --credentials ./creds",),
+    "resolve": (
+        "assay resolve examples/evidence/safety-conflict.json",
+        "cat evidence.json | assay resolve - -o jsonl   # one resolution per line",
+    ),
+    "policy": ("assay policy -o json",),
+    "plan": ("assay plan examples/plan/capability-gap.json",),
+    "probes": ("assay probes -o wide",),
+    "reviewer": ("assay reviewer list",),
+    "reviewer add": ("assay reviewer add alice --kind human --attested-by 'hr ticket 42'",),
+    "reviewer list": ("assay reviewer list -o jsonl",),
+    "case": ("assay case show case_1d6fc0a8b7c94e0e",),
+    "case enqueue": (
+        "assay case enqueue examples/adjudication/cases-batch.json --json",
+        "jq '.cases' big.json | assay case enqueue - --jsonl",
+    ),
+    "case show": ("assay case show case_1d6fc0a8b7c94e0e",),
+    "case state": ("assay case state case_1d6fc0a8b7c94e0e",),
+    "case resolve": (
+        "assay case resolve case_1d6fc0a8b7c94e0e --basis adjudicator --label none "
+        "--adjudicator cy",
+    ),
+    "case freeze": ("assay case freeze case_1d6fc0a8b7c94e0e",),
+    "case revisions": ("assay case revisions -o wide    # whole digests",),
+    "queue": (
+        "assay queue --reviewer ann",
+        "assay queue --adjudicator cy -o jsonl | jq -r .case.caseId",
+    ),
+    "review": ("assay review case_1d6fc0a8b7c94e0e --reviewer ann --label key",),
+    "export": (
+        "assay export --out corpus.jsonl   # and corpus.jsonl.manifest.json",
+        "assay export --out - --format csv > reviews.csv",
+    ),
+    "agreement": ("assay agreement --tenant acme",),
+    "audit": ("assay audit verify",),
+    "audit verify": (
+        "assay audit verify                # exit 3 when the chain is broken",
+        "assay audit verify --since saved.note --public-key ledger.pub.pem",
+    ),
+    "audit public-key": ("assay audit public-key > ledger.pub.pem",),
+    "audit checkpoint": ("assay audit checkpoint --out saved.note",),
+    "audit verify-export": ("assay audit verify-export corpus.jsonl --public-key ledger.pub.pem",),
+    "audit events": ("assay audit events --limit 20 -o jsonl",),
+    "tenant": ("assay tenant delete acme --yes",),
+    "tenant delete": ("assay tenant delete acme --yes",),
+    "sweep": ("assay sweep",),
+    "executor": (
+        "assay executor run examples/executor/idempotency-conflict.json "
+        "--subject api:payments.create --predicate idempotency.mode --grant FILESYSTEM_READ",
+    ),
+    "executor run": (
+        "assay executor run examples/executor/idempotency-conflict.json "
+        "--subject api:payments.create --predicate idempotency.mode --grant FILESYSTEM_READ",
+    ),
+    "demo": ("assay demo",),
+    "completion": (
+        "assay completion bash > ~/.local/share/bash-completion/completions/assay",
+        "assay completion fish > ~/.config/fish/completions/assay.fish",
+    ),
+}
+
+
+def subcommands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every subcommand below ``parser`` with its path (``("case", "enqueue")``), depth first."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*path, name), sub
+                yield from subcommands(sub, (*path, name))
+
+
+def add_examples(parser: argparse.ArgumentParser) -> None:
+    """Put each command's examples in its ``--help`` epilog (after what is already there)."""
+    for path, sub in subcommands(parser):
+        lines = EXAMPLES.get(" ".join(path))
+        if not lines:
+            continue
+        block = "Example:\n" + "\n".join(f"  {line}" for line in lines)
+        sub.epilog = f"{sub.epilog}\n\n{block}" if sub.epilog else block
+        # Keep the example's line breaks; argparse would refill them as prose.
+        sub.formatter_class = argparse.RawDescriptionHelpFormatter
