@@ -1,0 +1,92 @@
+# Generated from src/assay/client/_async/planner.py by tools/gen_sync_client.py:
+# edit the asyncio source and regenerate (`just sync-client`), never this file.
+"""The Planner's client (``AsyncPlannerClient``; ``PlannerClient`` is generated from it).
+
+``plan`` builds a ``PlanEvidenceRequest`` from plain values: evidence, the
+target, the side effects granted (names like ``"VCS_READ"``), capabilities
+and missing-signal notes. The planner recommends; nothing it returns is
+executable: acting on a plan is the executor's job (``assay.executor``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime, timedelta
+
+from assay.client._sync.base import SyncClient
+from assay.client.builders import EvidenceLike, acquisition_policy, plan_request
+from assay.v1 import plan_pb2
+from assay.v1 import planner_service_pb2 as ps
+
+SERVICE = ps.DESCRIPTOR.services_by_name["PlannerService"]
+
+
+class PlannerClient(SyncClient):
+    """Blocking client for ``assay.v1.PlannerService``."""
+
+    SERVICE = SERVICE
+
+    def plan_evidence(
+        self,
+        request: ps.PlanEvidenceRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> ps.PlanEvidenceResponse:
+        return self._unary("PlanEvidence", request, ps.PlanEvidenceResponse, timeout, x_request_id)
+
+    def list_probes(
+        self,
+        request: ps.ListProbesRequest | None = None,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> ps.ListProbesResponse:
+        return self._unary(
+            "ListProbes",
+            request or ps.ListProbesRequest(),
+            ps.ListProbesResponse,
+            timeout,
+            x_request_id,
+        )
+
+    # Convenience.
+
+    def plan(
+        self,
+        evidence: EvidenceLike,
+        subject: str,
+        predicate: str,
+        *,
+        granted: Iterable[int | str] = (),
+        cloud_sync_allowed: bool = False,
+        egress_allowed: bool = False,
+        capabilities: Mapping[int | str, int | str] | None = None,
+        missing_signals: Iterable[tuple[int | str, int | str, str]] = (),
+        as_of: datetime | None = None,
+        stale_after: timedelta | None = None,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> ps.PlanEvidenceResponse:
+        """The plan (and the resolution it was computed from) for one target."""
+        request = plan_request(
+            evidence,
+            subject,
+            predicate,
+            policy=acquisition_policy(granted, cloud_sync_allowed, egress_allowed),
+            capabilities=capabilities,
+            missing_signals=missing_signals,
+            as_of=as_of,
+            stale_after=stale_after,
+        )
+        return self.plan_evidence(request, timeout=timeout, x_request_id=x_request_id)
+
+    def probes(self, *, timeout: float | None = None) -> Iterator[plan_pb2.ProbeSpec]:
+        """Every probe of the catalogue, following pages."""
+        token = ""
+        while True:
+            page = self.list_probes(ps.ListProbesRequest(page_token=token), timeout=timeout)
+            yield from page.probes
+            token = page.next_page_token
+            if not token:
+                return

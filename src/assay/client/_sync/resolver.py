@@ -1,0 +1,180 @@
+# Generated from src/assay/client/_async/resolver.py by tools/gen_sync_client.py:
+# edit the asyncio source and regenerate (`just sync-client`), never this file.
+"""The Resolver's client (``AsyncResolverClient``; ``ResolverClient`` is generated from it).
+
+Each RPC has a method of the same name in snake_case taking the request
+message; ``resolve``, ``resolve_all`` and ``policy`` build the request from
+plain values (evidence as a message, a list of claim dicts, or decoded JSON).
+Every method takes ``timeout`` (seconds; default: the client's) and
+``x_request_id`` (sent as metadata, logged by the server). ``resolve_semantic``,
+``resolve_evidence``, ``resolve`` and ``resolve_all`` take ``detail``: ``"full"`` (the
+per-claim explanation) or ``"summary"`` (per value only; far smaller for large evidence),
+or a ``ResolutionDetail`` number, written into the request message; left out, the
+request's own ``detail`` (FULL by default).
+``resolve_table`` sends a pyarrow Table of claims through ``resolve_columns`` (the
+columnar form, for large evidence) and returns the response's tables decoded
+(``ColumnsResult``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from assay.client._sync.base import SyncClient
+from assay.client.builders import (
+    EvidenceLike,
+    resolve_evidence_request,
+    resolve_semantic_request,
+)
+from assay.client.columns import ColumnsResult, Compression, columns_request, columns_result
+from assay.client.detail import Detail, with_detail
+from assay.v1 import resolution_pb2
+from assay.v1 import resolver_service_pb2 as rs
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+SERVICE = rs.DESCRIPTOR.services_by_name["ResolverService"]
+
+
+class ResolverClient(SyncClient):
+    """Blocking client for ``assay.v1.ResolverService``."""
+
+    SERVICE = SERVICE
+
+    def resolve_semantic(
+        self,
+        request: rs.ResolveSemanticRequest,
+        *,
+        detail: Detail | None = None,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ResolveSemanticResponse:
+        with_detail(request, detail)
+        return self._unary(
+            "ResolveSemantic", request, rs.ResolveSemanticResponse, timeout, x_request_id
+        )
+
+    def resolve_evidence(
+        self,
+        request: rs.ResolveEvidenceRequest,
+        *,
+        detail: Detail | None = None,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ResolveEvidenceResponse:
+        with_detail(request, detail)
+        return self._unary(
+            "ResolveEvidence", request, rs.ResolveEvidenceResponse, timeout, x_request_id
+        )
+
+    def resolve_columns(
+        self,
+        request: rs.ResolveColumnsRequest,
+        *,
+        detail: Detail | None = None,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ResolveColumnsResponse:
+        with_detail(request, detail)
+        return self._unary(
+            "ResolveColumns", request, rs.ResolveColumnsResponse, timeout, x_request_id
+        )
+
+    def resolve_hypotheses(
+        self,
+        request: rs.ResolveHypothesesRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ResolveHypothesesResponse:
+        return self._unary(
+            "ResolveHypotheses", request, rs.ResolveHypothesesResponse, timeout, x_request_id
+        )
+
+    def reconcile(
+        self,
+        request: rs.ReconcileRequest,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ReconcileResponse:
+        return self._unary("Reconcile", request, rs.ReconcileResponse, timeout, x_request_id)
+
+    def get_resolver_policy(
+        self,
+        request: rs.GetResolverPolicyRequest | None = None,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.GetResolverPolicyResponse:
+        return self._unary(
+            "GetResolverPolicy",
+            request or rs.GetResolverPolicyRequest(),
+            rs.GetResolverPolicyResponse,
+            timeout,
+            x_request_id,
+        )
+
+    # Convenience.
+
+    def resolve(
+        self,
+        evidence: EvidenceLike,
+        subject: str,
+        predicate: str,
+        *,
+        as_of: datetime | None = None,
+        stale_after: timedelta | None = None,
+        detail: Detail | None = None,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> resolution_pb2.SemanticResolution:
+        """The resolution of one (subject, predicate)."""
+        request = resolve_semantic_request(evidence, subject, predicate, as_of, stale_after)
+        response = self.resolve_semantic(
+            request, detail=detail, timeout=timeout, x_request_id=x_request_id
+        )
+        return response.resolution
+
+    def resolve_all(
+        self,
+        evidence: EvidenceLike,
+        *,
+        as_of: datetime | None = None,
+        stale_after: timedelta | None = None,
+        detail: Detail | None = None,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> rs.ResolveEvidenceResponse:
+        """Every semantic of the evidence, with the evidence-level summary."""
+        request = resolve_evidence_request(evidence, as_of, stale_after)
+        return self.resolve_evidence(
+            request, detail=detail, timeout=timeout, x_request_id=x_request_id
+        )
+
+    def resolve_table(
+        self,
+        claims: pa.Table,
+        *,
+        as_of: datetime | None = None,
+        stale_after: timedelta | None = None,
+        detail: Detail | None = None,
+        compression: Compression = "zstd",
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> ColumnsResult:
+        """Every semantic of ``claims`` (a pyarrow Table, one row per claim) through
+        ResolveColumns: the form for large evidence. ``compression`` is the request's
+        codec, which the response's tables share; they come back decoded."""
+        request = columns_request(claims, as_of, stale_after, compression)
+        response = self.resolve_columns(
+            request, detail=detail, timeout=timeout, x_request_id=x_request_id
+        )
+        return columns_result(response)
+
+    def policy(self, *, timeout: float | None = None) -> dict[str, float]:
+        """The reliability table, source kind -> reliability."""
+        response = self.get_resolver_policy(timeout=timeout)
+        return {row.source: row.reliability for row in response.reliability_table}
