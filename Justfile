@@ -28,6 +28,10 @@ proto:
     {{venv}}/buf format -w
     {{venv}}/python tools/gen_protos.py
 
+# Regenerate the blocking clients (src/assay/client/_sync) from the asyncio ones (committed; the suite fails if stale).
+sync-client:
+    {{venv}}/python tools/gen_sync_client.py
+
 # ruff, mypy --strict, buf lint and buf format.
 lint:
     {{venv}}/ruff check .
