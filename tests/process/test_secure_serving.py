@@ -317,9 +317,11 @@ class TestUpWithCredentials:
         for who in EXAMPLE_PRINCIPALS:
             assert creds.token(who.name) not in text
         direct = rpc_lines(log, "/assay.v1.ResolverService/ResolveSemantic")
-        callers = [line.get("caller") for line in direct if line["code"] == "OK"]
-        assert "alice" in callers
-        assert "planner" in callers  # the planner's own hop, authenticated as itself
+        assert "alice" in [line.get("caller") for line in direct if line["code"] == "OK"]
+        # The planner's own hop (one ResolveHypotheses for a plan about one semantic),
+        # authenticated as itself.
+        hop = rpc_lines(log, "/assay.v1.ResolverService/ResolveHypotheses")
+        assert [line.get("caller") for line in hop if line["code"] == "OK"] == ["planner"]
         planned = rpc_lines(log, "/assay.v1.PlannerService/PlanEvidence")
         assert [line.get("caller") for line in planned] == ["alice"]
 
