@@ -21,7 +21,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import grpc
 from google.protobuf import json_format
 
 from assay.cli import adjudication_render as render
@@ -40,7 +39,6 @@ from assay.cli.common import (
 )
 from assay.client import AdjudicationClient
 from assay.v1 import adjudication_service_pb2 as pb
-from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
 from assay.v1 import gold_pb2
 
 DEFAULT_TARGET = "127.0.0.1:50053"
@@ -459,33 +457,29 @@ def _export(args: argparse.Namespace) -> int:
     manifest_path: Path | None = args.manifest or default_manifest
     partial = None if to_stdout else out.with_name(out.name + ".partial")
     reviews = args.reviews or args.format == "csv"
-    request = pb.ExportCorpusRequest(tenant=args.tenant, include_reviews=reviews)
-    manifest: pb.ExportManifest | None = None
     remote = Remote.of(args, SERVICE)
     try:
         with (
-            remote.channel() as ch,
+            remote.client(AdjudicationClient) as client,
             (
                 contextlib.nullcontext(sys.stdout)
                 if partial is None
                 else partial.open("w", encoding="utf-8", newline="")
             ) as sink,
         ):
-            stub = pb_grpc.AdjudicationServiceStub(ch)
-            stream = stub.ExportCorpus(request, timeout=args.timeout)
             write = corpus_export.record_writer(args.format, sink)
             with render.export_progress(enabled=sys.stderr.isatty() and not args.json) as advance:
-                try:
-                    for message in stream:
-                        if message.WhichOneof("item") == "manifest":
-                            manifest = message.manifest
-                            continue
-                        advance(write(message.batch.records))
-                except grpc.RpcError as error:
-                    failed: Exception = error
-                    remote.call(lambda: _reraise(failed), "export")
-        if manifest is None:
-            raise CliError("the export stream ended without a manifest; nothing was written")
+
+                def run() -> pb.ExportManifest:
+                    # The library's stream checks the export is whole: records, then one
+                    # manifest counting them (else DataLossError, exit 3).
+                    for item in client.export(args.tenant, include_reviews=reviews):
+                        if isinstance(item, pb.ExportManifest):
+                            return item
+                        advance(write((item,)))
+                    raise CliError("the export stream ended without a manifest")
+
+                manifest = remote.call(run, "export")
         if partial is not None:
             os.replace(partial, out)
     except OSError as error:
@@ -504,10 +498,6 @@ def _export(args: argparse.Namespace) -> int:
         return 0
     render.manifest(manifest, out, manifest_path)
     return 0
-
-
-def _reraise(error: Exception) -> None:
-    raise error
 
 
 def _agreement(args: argparse.Namespace) -> int:

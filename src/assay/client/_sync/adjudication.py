@@ -485,15 +485,23 @@ class AdjudicationClient(SyncClient):
                 return
 
     def export(
-        self, tenant: str = "", *, batch_size: int = 0, timeout: float | None = None
+        self,
+        tenant: str = "",
+        *,
+        batch_size: int = 0,
+        include_reviews: bool = False,
+        timeout: float | None = None,
     ) -> Iterator[ExportItem]:
-        """The corpus: each ``CorpusRecord``, then the ``ExportManifest``, last.
+        """The corpus: each ``CorpusRecord`` (with its reviews when ``include_reviews``),
+        then the ``ExportManifest``, last.
 
         Raises ``DataLossError`` when the stream ends without its manifest: an
         export that cannot prove it is complete is not returned as if it were.
         """
         tracker = ExportTracker()
-        request = adj.ExportCorpusRequest(tenant=tenant, batch_size=batch_size)
+        request = adj.ExportCorpusRequest(
+            tenant=tenant, batch_size=batch_size, include_reviews=include_reviews
+        )
         for message in self.export_corpus(request, timeout=timeout):
             yield from tracker.items(message)
         tracker.finish()
