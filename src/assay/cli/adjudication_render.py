@@ -236,7 +236,7 @@ def agreement(a: pb.ComputeAgreementResponse) -> None:
         pairs = Table("reviewer a", "reviewer b", "Cohen's kappa")
         for p in a.pairs:
             pairs.add_row(p.reviewer_a, p.reviewer_b, figure_text(p.kappa))
-        out.print(pairs)
+        print_table(id_columns(pairs, "reviewer a", "reviewer b"), out)
     if a.categories:
         categories = Table("category", "kappa, one against the rest")
         for c in a.categories:
