@@ -37,6 +37,7 @@ from assay.cli.common import (
     read_text,
     usage_error,
 )
+from assay.cli.progress import progress
 from assay.client import AdjudicationClient
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import gold_pb2
@@ -468,7 +469,8 @@ def _export(args: argparse.Namespace) -> int:
             ) as sink,
         ):
             write = corpus_export.record_writer(args.format, sink)
-            with render.export_progress(enabled=sys.stderr.isatty() and not args.json) as advance:
+            enabled = sys.stderr.isatty() and not args.json
+            with progress("exporting gold labels", enabled=enabled, unit="records") as advance:
 
                 def run() -> pb.ExportManifest:
                     # The library's stream checks the export is whole: records, then one
@@ -554,5 +556,6 @@ def _tenant_delete(args: argparse.Namespace) -> int:
 
 def _sweep(args: argparse.Namespace) -> int:
     request = pb.SweepExpiredRecordsRequest(request_id=_request_id(args))
-    reply = _rpc(args, "SweepExpiredRecords", request)
+    with progress("sweeping expired cases", enabled=sys.stderr.isatty() and not args.json):
+        reply = _rpc(args, "SweepExpiredRecords", request)
     return _emit(args, reply, lambda r: render.deleted("expired cases", r))

@@ -8,13 +8,11 @@ out, so a synthetic label is never mistaken for human ground truth on screen.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from assay.cli.common import console, fmt_value, id_columns, print_table, short
@@ -171,26 +169,6 @@ def worklist(adjudicator: str, found: Sequence[pb.AdjudicationItem]) -> None:
             reviews,
         )
     print_table(id_columns(table, "case"))
-
-
-@contextlib.contextmanager
-def export_progress(enabled: bool) -> Iterator[Callable[[int], None]]:
-    """A live count of exported records on a terminal; a no-op otherwise."""
-    if not enabled:
-        yield lambda n: None
-        return
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("exporting gold labels"),
-        BarColumn(),
-        TextColumn("{task.completed:,} records"),
-        TimeElapsedColumn(),
-        console=console(),
-        transient=True,
-    )
-    with progress:
-        task = progress.add_task("export", total=None)
-        yield lambda n: progress.advance(task, n)
 
 
 def manifest(m: pb.ExportManifest, out: Path, manifest_path: Path) -> None:

@@ -17,25 +17,21 @@ bar on stderr when it is a terminal.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import hashlib
 import json
 import sys
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 
 from google.protobuf import json_format
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from assay.cli import adjudication_render as render
 from assay.cli.common import CliError, Remote, json_line, print_json
+from assay.cli.progress import progress
 from assay.client import AdjudicationClient
 from assay.v1 import adjudication_service_pb2 as pb
 
 CHUNK = 1000  # the most EnqueueCases takes at once
-PROGRESS_AFTER_SECONDS = 1.0
 
 
 def chunks(cases: Sequence[pb.Case], size: int = CHUNK) -> list[Sequence[pb.Case]]:
@@ -64,32 +60,6 @@ def request_ids(given: str, parts: Sequence[Sequence[pb.Case]]) -> list[str]:
     return found
 
 
-@contextlib.contextmanager
-def progress(total: int, enabled: bool) -> Iterator[Callable[[int], None]]:
-    """A bar of cases stored on stderr, shown once the work has taken a second (quick work
-    shows nothing); a no-op when ``enabled`` is False (stderr not a terminal, or JSON)."""
-    if not enabled:
-        yield lambda n: None
-        return
-    bar = Progress(
-        TextColumn("enqueueing cases"),
-        BarColumn(),
-        TextColumn("{task.completed:,}/{task.total:,}"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    task = bar.add_task("enqueue", total=total)
-    timer = threading.Timer(PROGRESS_AFTER_SECONDS, bar.start)
-    timer.daemon = True
-    timer.start()
-    try:
-        yield lambda n: bar.advance(task, n)
-    finally:
-        timer.cancel()
-        bar.stop()
-
-
 def enqueue(args: argparse.Namespace, cases: Sequence[pb.Case], many: bool) -> list[pb.Case]:
     """Send ``cases`` chunk by chunk; the stored cases, in file order. A refused chunk
     raises ``CliError`` after the chunks before it were printed (``emit``)."""
@@ -100,7 +70,7 @@ def enqueue(args: argparse.Namespace, cases: Sequence[pb.Case], many: bool) -> l
     quiet = args.json or getattr(args, "jsonl", False)
     with (
         remote.client(AdjudicationClient) as client,
-        progress(len(cases), sys.stderr.isatty() and not quiet) as step,
+        progress("enqueueing cases", len(cases), enabled=sys.stderr.isatty() and not quiet) as step,
     ):
         for part, request_id in zip(parts, ids, strict=True):
             request = pb.EnqueueCasesRequest(request_id=request_id, cases=part)
