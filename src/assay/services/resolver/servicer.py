@@ -17,7 +17,7 @@ and benchmarks: nothing is sent, so only the counting RPCs' budgets apply).
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
+from functools import cached_property, partial
 from typing import TypeVar
 
 import grpc
@@ -94,17 +94,16 @@ class ResolverServicer:
         """``work`` on the loop when it is small, else on a worker, and the response's size
         checked against ``budget`` if given (RPCs that multiply count as they go instead).
 
-        Work on a worker serializes its response there too (the runtime sends bytes as
-        they are), so the loop never serializes a large response, and checking its size
-        is free. Without a context (an in-process call, no transport) nothing is sent,
-        so nothing is checked, and the work runs here."""
+        The response is serialized here, on the worker for large work, and returned as
+        bytes (the runtime sends bytes as they are): the loop never serializes a large
+        response, and its size is checked on the bytes that go out, not counted by a
+        ``ByteSize`` walk before the runtime serializes it again. Without a context (an
+        in-process call, no transport) nothing is sent, so nothing is checked, and the
+        message itself is returned."""
         if context is None:
             return without_gc(partial(_unstoppable, work), request)
         if units <= INLINE_MAX_UNITS:
-            response = without_gc(partial(_unstoppable, work), request)
-            if budget is not None:
-                budget(request).add(response.ByteSize())
-            return response
+            return without_gc(partial(_serialized, work, budget), request)
         serialized = partial(_serialized, work, budget)
         return await self.offload.run(method, serialized, request, context.time_remaining())
 
@@ -129,7 +128,8 @@ class ResolverServicer:
         assert base is not None
         stop.check()
         sem = (request.subject, request.predicate)
-        resolution = engine.Layered(base, self.policy, staleness).resolve(sem)
+        # One semantic, resolved once: nothing to prepare for layering (``Layered``).
+        resolution = engine.resolve_one((base,), sem, self.policy, staleness)
         stop.check()
         response = pb.ResolveSemanticResponse()
         Emitter(reader.index).resolution(resolution, response.resolution, full)
@@ -306,8 +306,21 @@ class ResolverServicer:
         return response
 
     async def GetResolverPolicy(
-        self, request: pb.GetResolverPolicyRequest, context: grpc.aio.ServicerContext
-    ) -> pb.GetResolverPolicyResponse:
+        self, request: pb.GetResolverPolicyRequest, context: grpc.aio.ServicerContext | None
+    ) -> pb.GetResolverPolicyResponse | bytes:
+        """The policy never changes while the servicer serves it, so its response is built
+        and serialized once (``_policy_response``) and sent as those bytes; an in-process
+        call (no context) gets the message."""
+        if context is None:
+            return self._policy_message()
+        return self._policy_response
+
+    @cached_property
+    def _policy_response(self) -> bytes:
+        data: bytes = self._policy_message().SerializeToString(deterministic=True)
+        return data
+
+    def _policy_message(self) -> pb.GetResolverPolicyResponse:
         policy = self.policy
         response = pb.GetResolverPolicyResponse(
             conflict_margin=policy.conflict_margin,
@@ -381,7 +394,7 @@ def _serialized(
     work: Callable[[_Request, Stop], _Response],
     budget: Callable[[_Request], ResponseBudget] | None,
     request: _Request,
-    stop: Stop,
+    stop: Stop = NEVER,
 ) -> bytes:
     """``work``'s response, serialized as the runtime would, within ``budget`` if given."""
     data: bytes = work(request, stop).SerializeToString(deterministic=True)
