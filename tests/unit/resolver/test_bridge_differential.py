@@ -127,3 +127,29 @@ class TestBridgeDifferential:
         claim.MergeFromString(b"\xf8\x01\x05")  # field 31, varint 5: unknown
         assert read_claims(request.evidence, DEFAULT_POLICY.reliability) is None
         assert _answer(_servicer(True), request) == _answer(_servicer(False), request)
+
+    @PROFILE
+    @given(
+        ids=st.lists(st.sampled_from(["", "a", "b" * 130, "c" * 17_000]), min_size=1, max_size=6),
+        groups=st.lists(st.sampled_from(["", "g", "h" * 200, "k" * 20_000]), max_size=6),
+        detail=st.sampled_from(DETAILS),
+    )
+    def test_long_strings_same_bytes(self, ids: list[str], groups: list[str], detail: int) -> None:
+        """Ids, groups and records long enough for two- and three-byte length varints
+        (a claim weight over 16,383 bytes) are encoded as the per-claim path encodes them."""
+        rows = [
+            {
+                "id": f"{claim_id}{i}" if claim_id else "",
+                "subject": "s",
+                "predicate": "p",
+                "value": f'"{i % 2}"',
+                "source": ("api_spec", "llm_inference")[i % 2],
+                "source_ref": "r" * (i * 70),
+                "confidence": 0.5 + i / 100,
+                "correlation_group": groups[i] if i < len(groups) else "",
+            }
+            for i, claim_id in enumerate(ids)
+        ]
+        request = _request(rows, None, detail, [])
+        assert read_claims(request.evidence, DEFAULT_POLICY.reliability) is not None
+        assert _answer(_servicer(True), request) == _answer(_servicer(False), request)

@@ -43,6 +43,8 @@ from assay.v1 import claim_pb2
 # Claim field numbers (claim.proto).
 ID, SUBJECT, PREDICATE, VALUE, SOURCE, SOURCE_REF = 1, 2, 3, 4, 5, 6
 CONFIDENCE, RELIABILITY, OBSERVE_TIME, GROUP, RELATION, REVIEW = 9, 10, 11, 12, 13, 14
+# Evidence.claims (field 1, length-delimited) as a tag byte.
+CLAIMS_TAG = 0x0A
 # google.protobuf.Value's kinds.
 NULL, NUMBER, STRING, BOOL = 1, 2, 3, 4
 _MAX_KIND = 3
@@ -71,12 +73,10 @@ def read_claims(evidence: claim_pb2.Evidence, reliability: Mapping[str, float]) 
     if not n:
         return None
     data = evidence.SerializeToString()
-    sizes = np.fromiter(map(claim_pb2.Claim.ByteSize, claims), dtype=np.int64, count=n)
-    heads = 1 + wire.varint_size(sizes)
-    ends = np.cumsum(heads + sizes)
-    if int(ends[-1]) != len(data):  # unknown fields around the claims
+    found = wire.fields(data, CLAIMS_TAG)
+    if found is None or len(found[0]) != n:  # unknown fields around the claims
         return None
-    starts = ends - sizes
+    starts, ends = found
     buf = np.frombuffer(data + bytes(wire.PAD), dtype=np.uint8)
     scanned = wire.scan(buf, starts, ends, REVIEW)
     if scanned is None:

@@ -8,8 +8,8 @@ field per step, into (offset, length) columns per field number. The bytes come f
 well-formed; anything this reader does not expect (a group wire type) makes it give
 up, and the caller takes the per-claim path.
 
-Writing is the reverse: a response's per-claim messages are laid out as pieces (a slice
-of a pool of bytes each) and gathered into one buffer with a single fancy index.
+Writing is the reverse: ``varint_bytes`` encodes a column of lengths at once, for the
+records ``claim_tails`` lays out.
 """
 
 from __future__ import annotations
@@ -50,6 +50,42 @@ def varint_size(values: Ints) -> Ints:
     for bits in range(7, 64, 7):
         size += values >= (1 << bits)
     return size
+
+
+def fields(data: bytes, tag: int) -> tuple[Ints, Ints] | None:
+    """Where each occurrence of the length-delimited field ``tag`` (a whole tag byte)
+    of the message ``data`` starts and ends; None when another field appears.
+
+    The fields lie one after another, each one's start known only once the previous
+    one is read, so this is a plain loop; at ~0.2 µs a field it is about half what
+    asking each parsed message for its ``ByteSize`` costs."""
+    starts: list[int] = []
+    mark = starts.append
+    pos, end = 0, len(data)
+    while pos < end:
+        if data[pos] != tag or pos + 1 >= end:
+            return None
+        size = data[pos + 1]
+        pos += 2
+        if size & 0x80:
+            size &= 0x7F
+            shift = 7
+            while True:
+                if pos >= end:
+                    return None
+                byte = data[pos]
+                pos += 1
+                size |= (byte & 0x7F) << shift
+                if byte < 0x80:
+                    break
+                shift += 7
+        mark(pos)
+        mark(pos + size)
+        pos += size
+    if pos != end:
+        return None
+    bounds = np.array(starts, dtype=np.int64).reshape(-1, 2)
+    return bounds[:, 0], bounds[:, 1]
 
 
 def scan(buf: Bytes, starts: Ints, ends: Ints, fields: int) -> tuple[Ints, Ints] | None:
@@ -113,23 +149,14 @@ def ints(buf: Bytes, offset: Ints) -> Ints:
     return out
 
 
-def gather(pool: Bytes, starts: Ints, lengths: Ints) -> Bytes:
-    """The slices ``pool[starts[i] : starts[i] + lengths[i]]``, concatenated."""
-    total = int(lengths.sum())
-    if not total:
-        return np.zeros(0, dtype=np.uint8)
-    opens = np.cumsum(lengths) - lengths
-    index = np.repeat(starts - opens, lengths) + np.arange(total, dtype=np.int64)
-    gathered: Bytes = pool[index]
-    return gathered
-
-
 def varint_bytes(values: Ints) -> tuple[Bytes, Ints]:
-    """Each non-negative value as a varint: a (values, 10) table and each one's size."""
+    """Each non-negative value as a varint: a (values, width) table, as wide as the
+    longest one (at least 1), and each one's size."""
     size = varint_size(values)
-    table = np.zeros((len(values), 10), dtype=np.uint8)
+    width = int(size.max()) if len(size) else 1
+    table = np.zeros((len(values), width), dtype=np.uint8)
     rest = values.astype(np.uint64, copy=True)
-    for k in range(10):
+    for k in range(width):
         table[:, k] = (rest & np.uint64(0x7F)).astype(np.uint8) | np.where(
             size > k + 1, np.uint8(0x80), np.uint8(0)
         )
