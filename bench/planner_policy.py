@@ -52,9 +52,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from google.protobuf import json_format
 
 from assay.runtime.logging import configure_logging
-from assay.services.planner.model import ProbeKind
-from assay.services.planner.probes import CATALOGUE, action_risk
-from assay.services.planner.ranking import COST_UNITS
+from assay.services.planner.domain.model import ProbeKind
+from assay.services.planner.domain.probes import CATALOGUE, action_risk
+from assay.services.planner.domain.ranking import COST_UNITS
 from assay.services.resolver.policy import DEFAULT_RELIABILITY
 from assay.v1 import plan_pb2 as P
 from assay.v1 import planner_service_pb2 as pb

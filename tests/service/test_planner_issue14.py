@@ -14,10 +14,10 @@ import pytest
 from google.protobuf import json_format
 
 from assay.runtime.server import ServiceSpec, serving
-from assay.services.planner.probe_file import load_probes
-from assay.services.planner.resolver_client import ResolverClient
+from assay.services.planner.adapters.probe_file import load_probes
+from assay.services.planner.adapters.resolver_client import ResolverClient
+from assay.services.planner.adapters.servicer import PlannerServicer
 from assay.services.planner.service import SERVICE_DESCRIPTOR
-from assay.services.planner.servicer import PlannerServicer
 from assay.v1 import plan_pb2 as P
 from assay.v1 import planner_service_pb2 as pb
 from assay.v1 import planner_service_pb2_grpc as pb_grpc

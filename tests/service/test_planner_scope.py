@@ -14,8 +14,8 @@ import asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assay.services.planner import convert, scope
-from assay.services.planner.resolver_client import summary_of
+from assay.services.planner.adapters.resolver_client import summary_of
+from assay.services.planner.wire import convert, scope
 from assay.services.resolver.service import make_servicer
 from assay.v1 import claim_pb2, planner_service_pb2
 from assay.v1 import resolver_service_pb2 as rpb

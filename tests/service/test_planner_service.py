@@ -12,7 +12,7 @@ import grpc
 import pytest
 
 from assay.runtime.status import decode_rpc_error
-from assay.services.planner.probes import CATALOGUE
+from assay.services.planner.domain.probes import CATALOGUE
 from assay.services.resolver import service as resolver_service
 from assay.v1 import claim_pb2, plan_pb2, planner_service_pb2, resolution_pb2
 from assay.v1 import resolver_service_pb2 as rpb

@@ -20,7 +20,7 @@ from assay.runtime.auth.dev_credentials import DevCredentials, write_dev_credent
 from assay.runtime.config import ServerConfig
 from assay.runtime.server import serving
 from assay.runtime.tls import ClientTls, ServerTls
-from assay.services.planner.resolver_client import ResolverClient as PlannerResolverClient
+from assay.services.planner.adapters.resolver_client import ResolverClient as PlannerResolverClient
 from assay.services.resolver import service as resolver_service
 from tests.service.planner_harness import WatchingResolver, resolver_spec
 

@@ -14,7 +14,7 @@ import pytest
 
 from assay.runtime.config import ServerConfig
 from assay.runtime.server import serving
-from assay.services.planner.resolver_client import summary_of
+from assay.services.planner.adapters.resolver_client import summary_of
 from assay.services.registry import ServeOptions
 from assay.services.resolver.policy import Policy
 from assay.services.resolver.service import build_spec

@@ -22,7 +22,7 @@ from google.rpc import error_details_pb2, status_pb2
 from assay.client.resolver import AsyncResolverClient
 from assay.runtime.config import ServerConfig
 from assay.runtime.server import serving
-from assay.services.planner.resolver_client import summary_of
+from assay.services.planner.adapters.resolver_client import summary_of
 from assay.services.registry import ServeOptions
 from assay.services.resolver.service import build_spec
 from assay.v1 import claim_pb2

@@ -11,7 +11,7 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping
 
-from assay.services.planner.model import (
+from assay.services.planner.domain.model import (
     AcquisitionPolicy,
     Availability,
     AvailabilityReason,
@@ -39,8 +39,8 @@ from assay.services.planner.model import (
     SignalClass,
     ValueView,
 )
-from assay.services.planner.plan import Draft, draft_plan, finish_plan
-from assay.services.planner.probes import CATALOGUE
+from assay.services.planner.domain.plan import Draft, draft_plan, finish_plan
+from assay.services.planner.domain.probes import CATALOGUE
 from assay.services.resolver.policy import DEFAULT_RELIABILITY
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from assay.services.planner.availability import classify_availability, runtime_state
-from assay.services.planner.model import (
+from assay.services.planner.domain.availability import classify_availability, runtime_state
+from assay.services.planner.domain.model import (
     AcquisitionPolicy,
     Availability,
     AvailabilityReason,
@@ -15,7 +15,7 @@ from assay.services.planner.model import (
     SignalAvailability,
     SignalClass,
 )
-from assay.services.planner.probes import CATALOGUE
+from assay.services.planner.domain.probes import CATALOGUE
 from tests.unit.planner.planner_factories import EMPTY_POLICY, GRANT_ALL, probe
 
 OUTSIDE = SideEffect.FILESYSTEM_WRITE_OUTSIDE_WORKTREE

@@ -8,8 +8,8 @@ import pytest
 from google.protobuf import json_format
 
 from assay import errors
-from assay.services.planner import convert, scope
-from assay.services.planner.model import (
+from assay.services.planner.adapters.paging import decode_token, encode_token, page
+from assay.services.planner.domain.model import (
     CountedClaim,
     Outcome,
     OutcomeAssumption,
@@ -19,7 +19,7 @@ from assay.services.planner.model import (
     SignalAvailability,
     SignalClass,
 )
-from assay.services.planner.paging import decode_token, encode_token, page
+from assay.services.planner.wire import convert, scope
 from assay.v1 import plan_pb2, planner_service_pb2, resolution_pb2
 from assay.v1 import resolver_service_pb2 as rpb
 

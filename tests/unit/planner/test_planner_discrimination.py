@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from assay.services.planner.discrimination import PLAUSIBLE, discrimination_of, support_band
-from assay.services.planner.independence import counted_by_source
-from assay.services.planner.model import (
+from assay.services.planner.domain.discrimination import PLAUSIBLE, discrimination_of, support_band
+from assay.services.planner.domain.independence import counted_by_source
+from assay.services.planner.domain.model import (
     Discrimination,
     DiscriminationBasis,
     OutcomeAssumption,
@@ -19,15 +19,15 @@ from assay.services.planner.model import (
     SupportBand,
     ValueView,
 )
-from assay.services.planner.outcomes import (
+from assay.services.planner.domain.outcomes import (
     OUTCOME_GROUP_PREFIX,
     UNCLAIMED_KEY,
     beliefs,
     enumerate_outcomes,
     report_probabilities,
 )
-from assay.services.planner.probes import CATALOGUE
-from assay.services.planner.value import DECIDED_SUPPORT, evsi
+from assay.services.planner.domain.probes import CATALOGUE
+from assay.services.planner.domain.value import DECIDED_SUPPORT, evsi
 from tests.unit.planner.planner_factories import conflicted, counted, insufficient, key, resolved
 
 RERUN = CATALOGUE[ProbeKind.RERUN_TEST]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from assay.services.planner.gaps import derive_gaps, most_restrictive
-from assay.services.planner.model import (
+from assay.services.planner.domain.gaps import derive_gaps, most_restrictive
+from assay.services.planner.domain.model import (
     GapKind,
     GapSource,
     MissingSignalNote,

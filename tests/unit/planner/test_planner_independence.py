@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from assay.services.planner.independence import (
+from assay.services.planner.domain.independence import (
     counted_by_source,
     independence_of,
     shared_group,
 )
-from assay.services.planner.model import CountedClaim, Independence
+from assay.services.planner.domain.model import CountedClaim, Independence
 from tests.unit.planner.planner_factories import conflicted, counted, insufficient, resolved
 
 

@@ -7,7 +7,7 @@ from enum import IntEnum
 import pytest
 from google.protobuf.descriptor import EnumDescriptor
 
-from assay.services.planner import model as m
+from assay.services.planner.domain import model as m
 from assay.v1 import plan_pb2, resolution_pb2
 
 PAIRS: list[tuple[type[IntEnum], EnumDescriptor, str]] = [

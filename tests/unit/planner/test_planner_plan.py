@@ -7,8 +7,7 @@ import itertools
 
 import pytest
 
-from assay.services.planner import convert
-from assay.services.planner.model import (
+from assay.services.planner.domain.model import (
     AcquisitionPolicy,
     Availability,
     AvailabilityReason,
@@ -24,7 +23,8 @@ from assay.services.planner.model import (
     SignalAvailability,
     SignalClass,
 )
-from assay.services.planner.plan import Draft, draft_plan, finish_plan
+from assay.services.planner.domain.plan import Draft, draft_plan, finish_plan
+from assay.services.planner.wire import convert
 from tests.unit.planner.planner_factories import (
     EMPTY_POLICY,
     GRANT_ALL,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from assay.services.planner.model import GapKind, ProbeKind, SideEffect
-from assay.services.planner.probe_file import ProbeFileError, load_probes, parse_probes
+from assay.services.planner.adapters.probe_file import ProbeFileError, load_probes, parse_probes
+from assay.services.planner.domain.model import GapKind, ProbeKind, SideEffect
 
 GOOD: dict[str, Any] = {
     "kind": "PROBE_KIND_RERUN_TEST",

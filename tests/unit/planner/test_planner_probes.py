@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from assay.services.planner.model import (
+from assay.services.planner.domain.model import (
     ActionRisk,
     GapKind,
     ProbeKind,
     SideEffect,
     SignalClass,
 )
-from assay.services.planner.probes import (
+from assay.services.planner.domain.probes import (
     AUTOMATABLE_CLASSES,
     CATALOGUE,
     action_risk,

@@ -7,7 +7,7 @@ import dataclasses
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assay.services.planner.model import (
+from assay.services.planner.domain.model import (
     Availability,
     AvailabilityReason,
     CostBand,
@@ -20,7 +20,7 @@ from assay.services.planner.model import (
     Recency,
     SideEffect,
 )
-from assay.services.planner.ranking import (
+from assay.services.planner.domain.ranking import (
     PENALTY_CAP,
     RankContext,
     cost_points,

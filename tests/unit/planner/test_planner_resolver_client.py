@@ -7,8 +7,8 @@ import time
 import pytest
 from google.protobuf import json_format
 
-from assay.services.planner import resolver_client as rc
-from assay.services.planner.resolver_client import Deadline, next_backoff
+from assay.services.planner.adapters import resolver_client as rc
+from assay.services.planner.adapters.resolver_client import Deadline, next_backoff
 from assay.v1 import resolution_pb2
 
 

@@ -8,11 +8,11 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from assay.services.planner import convert
-from assay.services.planner.model import PlanInput
-from assay.services.planner.plan import draft_plan
-from assay.services.planner.probes import CATALOGUE
-from assay.services.planner.superset import MAX_GUESSED_VALUES, guess_outcomes, match_key
+from assay.services.planner.domain.model import PlanInput
+from assay.services.planner.domain.plan import draft_plan
+from assay.services.planner.domain.probes import CATALOGUE
+from assay.services.planner.wire import convert
+from assay.services.planner.wire.superset import MAX_GUESSED_VALUES, guess_outcomes, match_key
 from assay.services.resolver.policy import DEFAULT_RELIABILITY, Policy
 from assay.services.resolver.servicer import ResolverServicer
 from assay.v1 import claim_pb2

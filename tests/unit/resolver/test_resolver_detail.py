@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from assay.errors import Reason
-from assay.services.planner.resolver_client import summary_of
+from assay.services.planner.adapters.resolver_client import summary_of
 from assay.v1 import claim_pb2, resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb
 from tests.unit.resolver.resolver_factories import (

@@ -17,10 +17,10 @@ from __future__ import annotations
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.runtime.server import Dependency, ServiceSpec
 from assay.runtime.tls import ClientTls
-from assay.services.planner.probe_file import load_probes
-from assay.services.planner.probes import CATALOGUE, Catalogue
-from assay.services.planner.resolver_client import ResolverClient
-from assay.services.planner.servicer import PlannerServicer
+from assay.services.planner.adapters.probe_file import load_probes
+from assay.services.planner.adapters.resolver_client import ResolverClient
+from assay.services.planner.adapters.servicer import PlannerServicer
+from assay.services.planner.domain.probes import CATALOGUE, Catalogue
 from assay.services.registry import ServeOptions
 from assay.transport import TokenFile
 from assay.v1 import planner_service_pb2

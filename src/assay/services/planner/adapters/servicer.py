@@ -35,8 +35,15 @@ from assay import errors
 from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
 from assay.runtime.handlers import REQUEST_ID_KEY, current_request_id
 from assay.runtime.logging import get_logger
-from assay.services.planner import convert
-from assay.services.planner.model import (
+from assay.services.planner.adapters.paging import page
+from assay.services.planner.adapters.reliability import ReliabilityTable
+from assay.services.planner.adapters.resolver_client import (
+    Deadline,
+    ResolverClient,
+    no_paths,
+    summary_of,
+)
+from assay.services.planner.domain.model import (
     AcquisitionPolicy,
     MissingSignalNote,
     Outcome,
@@ -45,18 +52,11 @@ from assay.services.planner.model import (
     SignalAvailability,
     SignalClass,
 )
-from assay.services.planner.paging import page
-from assay.services.planner.plan import Draft, draft_plan, finish_plan
-from assay.services.planner.probes import CATALOGUE, Catalogue
-from assay.services.planner.reliability import ReliabilityTable
-from assay.services.planner.resolver_client import (
-    Deadline,
-    ResolverClient,
-    no_paths,
-    summary_of,
-)
-from assay.services.planner.scope import all_about_target, target_scope
-from assay.services.planner.superset import MatchKey, guess_outcomes, match_key
+from assay.services.planner.domain.plan import Draft, draft_plan, finish_plan
+from assay.services.planner.domain.probes import CATALOGUE, Catalogue
+from assay.services.planner.wire import convert
+from assay.services.planner.wire.scope import all_about_target, target_scope
+from assay.services.planner.wire.superset import MatchKey, guess_outcomes, match_key
 from assay.v1 import plan_pb2, resolution_pb2
 from assay.v1 import planner_service_pb2 as pb
 from assay.v1 import resolver_service_pb2 as rpb

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 
-from assay.services.planner.model import CountedClaim, Independence, Resolution
+from assay.services.planner.domain.model import CountedClaim, Independence, Resolution
 
 CountedIndex = Mapping[str, tuple[CountedClaim, ...]]
 """The counted claims of a resolution by source kind: built once per plan."""

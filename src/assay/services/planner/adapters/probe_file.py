@@ -38,7 +38,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from assay.runtime.config import ConfigurationError
-from assay.services.planner.model import (
+from assay.services.planner.domain.model import (
     CostBand,
     GapKind,
     LatencyBand,
@@ -49,7 +49,7 @@ from assay.services.planner.model import (
     SideEffect,
     SignalClass,
 )
-from assay.services.planner.probes import CATALOGUE, SIGNAL_GAP_KINDS, Catalogue
+from assay.services.planner.domain.probes import CATALOGUE, SIGNAL_GAP_KINDS, Catalogue
 
 E = TypeVar("E", bound=IntEnum)
 

@@ -16,8 +16,8 @@ from google.protobuf import json_format, struct_pb2
 
 from assay.errors import FieldViolation, InvalidArgument, Reason
 from assay.prototime import duration_problem, timestamp_problem
-from assay.services.planner import model as m
-from assay.services.planner.probes import action_risk
+from assay.services.planner.domain import model as m
+from assay.services.planner.domain.probes import action_risk
 from assay.v1 import claim_pb2, plan_pb2, planner_service_pb2, resolution_pb2
 from assay.v1 import resolver_service_pb2 as rpb
 

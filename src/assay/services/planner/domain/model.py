@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeAlias
 
-from assay.services.planner.vocabulary import (
+from assay.services.planner.domain.vocabulary import (
     ActionRisk,
     Availability,
     AvailabilityReason,

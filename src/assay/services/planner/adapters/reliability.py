@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
-from assay.services.planner.resolver_client import Deadline, ResolverClient
+from assay.services.planner.adapters.resolver_client import Deadline, ResolverClient
 
 TABLE_TTL_SECONDS = 30.0
 

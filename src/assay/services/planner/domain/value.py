@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from assay.services.planner.discrimination import STRONG_FROM
-from assay.services.planner.model import Outcome, Resolution, ResolutionStatus
+from assay.services.planner.domain.discrimination import STRONG_FROM
+from assay.services.planner.domain.model import Outcome, Resolution, ResolutionStatus
 
 # A resolution is acted on from this leader support on (the STRONG band).
 DECIDED_SUPPORT = STRONG_FROM

@@ -32,14 +32,14 @@ from itertools import product
 
 from google.protobuf import json_format
 
-from assay.services.planner import model as m
-from assay.services.planner.outcomes import (
+from assay.services.planner.domain import model as m
+from assay.services.planner.domain.outcomes import (
     OUTCOME_CONFIDENCE,
     OUTCOME_GROUP_PREFIX,
     UNCLAIMED_KEY,
     UNCLAIMED_VALUE,
 )
-from assay.services.planner.probes import Catalogue
+from assay.services.planner.domain.probes import Catalogue
 from assay.v1 import claim_pb2, planner_service_pb2
 
 # More distinct values than this, and guessing every one costs more than it saves (each

@@ -35,15 +35,15 @@ import json
 import math
 from collections.abc import Mapping
 
-from assay.services.planner.independence import CountedIndex, shared_group
-from assay.services.planner.model import (
+from assay.services.planner.domain.independence import CountedIndex, shared_group
+from assay.services.planner.domain.model import (
     Outcome,
     OutcomeAssumption,
     Probe,
     Recency,
     Resolution,
 )
-from assay.services.planner.value import report_given_truth
+from assay.services.planner.domain.value import report_given_truth
 
 # How confident the hypothetical claim of a successful probe is.
 OUTCOME_CONFIDENCE = 0.9

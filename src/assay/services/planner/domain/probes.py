@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from types import MappingProxyType
 
-from assay.services.planner.model import (
+from assay.services.planner.domain.model import (
     ActionRisk,
     CostBand,
     GapKind,

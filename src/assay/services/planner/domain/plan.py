@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from assay.services.planner.availability import classify_availability, runtime_state
-from assay.services.planner.discrimination import discrimination_of, leader_band
-from assay.services.planner.gaps import derive_gaps
-from assay.services.planner.independence import counted_by_source, independence_of
-from assay.services.planner.model import (
+from assay.services.planner.domain.availability import classify_availability, runtime_state
+from assay.services.planner.domain.discrimination import discrimination_of, leader_band
+from assay.services.planner.domain.gaps import derive_gaps
+from assay.services.planner.domain.independence import counted_by_source, independence_of
+from assay.services.planner.domain.model import (
     Candidate,
     Discrimination,
     DiscriminationBasis,
@@ -35,10 +35,10 @@ from assay.services.planner.model import (
     Resolution,
     SignalClass,
 )
-from assay.services.planner.outcomes import beliefs, enumerate_outcomes, reliability_of
-from assay.services.planner.probes import CATALOGUE, Catalogue, probes_for_gap
-from assay.services.planner.ranking import RankContext, rank, stale_ids
-from assay.services.planner.value import evsi
+from assay.services.planner.domain.outcomes import beliefs, enumerate_outcomes, reliability_of
+from assay.services.planner.domain.probes import CATALOGUE, Catalogue, probes_for_gap
+from assay.services.planner.domain.ranking import RankContext, rank, stale_ids
+from assay.services.planner.domain.value import evsi
 
 
 @dataclass(frozen=True)

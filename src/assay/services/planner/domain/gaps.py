@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-from assay.services.planner.model import (
+from assay.services.planner.domain.model import (
     Gap,
     GapKind,
     GapSource,

@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from assay.services.planner.model import (
+from assay.services.planner.domain.model import (
     ActionRisk,
     Candidate,
     CostBand,
@@ -48,7 +48,7 @@ from assay.services.planner.model import (
     ProbeKind,
     Recency,
 )
-from assay.services.planner.probes import action_risk
+from assay.services.planner.domain.probes import action_risk
 
 # Points per unit of EVSI (a decision worth RIGHT_RESOLUTION = 1 gained for sure: 100).
 EVSI_POINTS = 100

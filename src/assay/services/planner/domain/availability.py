@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from assay.services.planner.gaps import is_concerning, most_restrictive
-from assay.services.planner.model import (
+from assay.services.planner.domain.gaps import is_concerning, most_restrictive
+from assay.services.planner.domain.model import (
     AcquisitionPolicy,
     Availability,
     AvailabilityReason,

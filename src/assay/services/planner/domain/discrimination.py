@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from assay.services.planner.model import (
+from assay.services.planner.domain.model import (
     Discrimination,
     DiscriminationBasis,
     Outcome,
