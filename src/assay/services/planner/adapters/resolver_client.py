@@ -25,6 +25,8 @@ resolutions), or one over the channel's message limit in either direction, is th
 caller's evidence being too large to plan over: ERROR_REASON_REQUEST_TOO_EXPENSIVE
 on ``evidence``, never INTERNAL.
 One channel lives as long as the servicer; ``close`` is the ServiceSpec hook.
+``Deadline`` (``domain.deadline``) and ``summary_of`` (``wire.scope``) are named here
+as well: every call takes the one, and a scoped call is checked with the other.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
@@ -43,17 +44,21 @@ from assay import errors
 from assay.runtime import tracing
 from assay.runtime.status import decode_rpc_error
 from assay.runtime.tls import ClientTls
+from assay.services.planner.domain.deadline import (
+    DEADLINE_MARGIN_SECONDS as DEADLINE_MARGIN_SECONDS,
+)
+from assay.services.planner.domain.deadline import (
+    DEFAULT_CALL_TIMEOUT_SECONDS as DEFAULT_CALL_TIMEOUT_SECONDS,
+)
+from assay.services.planner.domain.deadline import Deadline as Deadline
+from assay.services.planner.wire.field_paths import PathMap, base_paths_only, no_paths, same_paths
+from assay.services.planner.wire.scope import summary_of as summary_of
 from assay.transport import LOAD_BALANCING_CONFIG, TokenFile, authority_options
-from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as rpb
 from assay.v1 import resolver_service_pb2_grpc as rgrpc
 
 R = TypeVar("R")
 
-# Time kept back from the caller's deadline to translate and send the answer.
-DEADLINE_MARGIN_SECONDS = 0.05
-# Per call, when the caller set no deadline at all.
-DEFAULT_CALL_TIMEOUT_SECONDS = 30.0
 # Total time spent retrying UNAVAILABLE, whatever the deadline: "quickly".
 RETRY_BUDGET_SECONDS = 1.0
 # Sleep before each retry of UNAVAILABLE.
@@ -64,46 +69,6 @@ _RECONNECT_OPTIONS = [
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
 ]
-
-
-@dataclass(frozen=True)
-class Deadline:
-    """An absolute deadline on the monotonic clock; ``None`` means the caller set none."""
-
-    expires_at: float | None
-
-    @classmethod
-    def after(cls, remaining: float | None) -> Deadline:
-        return cls(None if remaining is None else time.monotonic() + remaining)
-
-    def remaining(self) -> float | None:
-        return None if self.expires_at is None else self.expires_at - time.monotonic()
-
-    def call_timeout(self) -> float:
-        """The timeout for the next downstream call (may be <= 0: no time left)."""
-        left = self.remaining()
-        if left is None:
-            return DEFAULT_CALL_TIMEOUT_SECONDS
-        return left - DEADLINE_MARGIN_SECONDS
-
-
-# Maps a resolver field path to the planner request's path (None: not the caller's field).
-PathMap = Callable[[str], "str | None"]
-
-
-def same_paths(path: str) -> str | None:
-    """ResolveSemantic's fields have the planner request's names: identity."""
-    return path
-
-
-def no_paths(path: str) -> str | None:
-    """Evidence the planner derived itself: no resolver path names a caller's field."""
-    return None
-
-
-def base_paths_only(path: str) -> str | None:
-    """For ResolveHypotheses: base fields map through; ``hypotheses[...]`` are the planner's own."""
-    return None if path.startswith("hypotheses") else path
 
 
 class ResolverClient:
@@ -294,25 +259,6 @@ def next_backoff(attempt: int, started: float, deadline: Deadline) -> float | No
     if left is not None and left - DEADLINE_MARGIN_SECONDS <= backoff:
         return None
     return backoff
-
-
-def summary_of(full: resolution_pb2.SemanticResolution) -> resolution_pb2.SemanticResolution:
-    """``full`` as RESOLUTION_DETAIL_SUMMARY returns it: the contract's omitted fields cleared.
-
-    The servicer compares the scoped base (asked for at SUMMARY) with this of the full
-    one: equal status, leader, every value's support, flags and exclusions (by reference,
-    reason and superseders) mean the scope weighs the target exactly as everything does.
-    """
-    out = resolution_pb2.SemanticResolution()
-    out.CopyFrom(full)
-    for value in out.values:
-        value.ClearField("claims")
-        value.ClearField("groups")
-        value.ClearField("counted_claim_refs")
-    for excluded in out.excluded:
-        excluded.ClearField("claim")
-    out.ClearField("warnings")
-    return out
 
 
 def _deadline_error(method: str, target: str) -> errors.DeadlineExceeded:

@@ -1,4 +1,4 @@
-"""Proto <-> domain for the planner: the only module besides the servicer that knows ``_pb2``.
+"""Proto <-> domain for the planner: requests read into domain values, plans written back.
 
 Reading a request also validates the planner's own fields, so every problem
 is reported at once with its path in the planner's request (the evidence is

@@ -4,7 +4,7 @@ Large evidence mostly concerns other semantics, and ResolveHypotheses re-reads
 every claim it is sent, so the planner sends only the target's scope. This
 works on the request's proto claims directly (ids, subjects, predicates and
 relation targets; nothing is weighed), so that no domain copy of a large
-evidence is ever built. The servicer checks the resolver's base resolution of
+evidence is ever built. The use case checks the resolver's base resolution of
 the scope against the full one before trusting it.
 """
 
@@ -35,7 +35,7 @@ def target_scope(request: planner_service_pb2.PlanEvidenceRequest) -> claim_pb2.
     reviewed out and its target exists, whatever else happens to the superseder). The
     claims those claims point at are kept too, so no relation becomes dangling. Nothing
     is weighed here: the selection reads ids, subjects, predicates and relation
-    targets only, and the servicer checks that the resolver's base resolution of the
+    targets only, and the use case checks that the resolver's base resolution of the
     scoped evidence equals the full one before trusting it. When every claim is about
     the target, the request's own evidence is returned as is (no copy).
     """
@@ -59,3 +59,22 @@ def target_scope(request: planner_service_pb2.PlanEvidenceRequest) -> claim_pb2.
         or (c.id and c.id in pointed_at)
     )
     return scoped
+
+
+def summary_of(full: resolution_pb2.SemanticResolution) -> resolution_pb2.SemanticResolution:
+    """``full`` as RESOLUTION_DETAIL_SUMMARY returns it: the contract's omitted fields cleared.
+
+    The use case compares the scoped base (asked for at SUMMARY) with this of the full
+    one: equal status, leader, every value's support, flags and exclusions (by reference,
+    reason and superseders) mean the scope weighs the target exactly as everything does.
+    """
+    out = resolution_pb2.SemanticResolution()
+    out.CopyFrom(full)
+    for value in out.values:
+        value.ClearField("claims")
+        value.ClearField("groups")
+        value.ClearField("counted_claim_refs")
+    for excluded in out.excluded:
+        excluded.ClearField("claim")
+    out.ClearField("warnings")
+    return out

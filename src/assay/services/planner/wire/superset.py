@@ -15,7 +15,7 @@ is active: every probe of the catalogue (the gaps are not known yet), every clai
 (the support ranking is not known yet), and each source's group as the resolver would
 count it if nothing were excluded. A claim the resolver excludes (superseded, reviewed
 out) can make it miss one: the draft then names an outcome the guess lacks, and the
-servicer asks for the missing ones in a second call. Hypotheses the plan turns out not to
+use case asks for the missing ones in a second call. Hypotheses the plan turns out not to
 need are ignored, which costs the resolver a little (each re-resolves the target's claims).
 
 Outcomes are matched to the draft's by ``match_key``, the hypothetical claim's content
