@@ -1,23 +1,26 @@
-"""The per-claim part of each ValueSupport (claims, groups, counted_claim_refs) as bytes.
+"""Each semantic's ValueSupports (value, key, support, and at FULL their claims, groups
+and counted_claim_refs) as bytes, one blob per semantic.
 
 At FULL detail ResolveEvidence returns one ``ClaimWeight`` per claim, and filling
 100,000 of them attribute by attribute is the largest cost left once the claims are
 resolved column-wise. So they are encoded here with NumPy instead: each record is a few
-pieces (a tag and length, a string, a fixed double), every piece one element of a pool
-of bytes laid out as an Arrow binary array (``_Pool``); one ``take`` in C++ copies the
-pieces of every record, in order, into one buffer. Per value, the bytes of its records
-are merged into its ``ValueSupport`` by the caller (``MergeFromString``, in C).
+pieces (a tag and length, a string, fixed fields packed together), every piece one
+element of a pool of bytes laid out as an Arrow binary array (``_Pool``); one ``take``
+in C++ copies the pieces of every record, in order, into one buffer. The caller merges
+each semantic's slice into its ``SemanticResolution`` (``MergeFromString``, in C): one
+call per semantic, none per value or claim.
 
 The pool is why this is fast: a NumPy gather of the same bytes needs an index per byte
 (10 MB of bytes, 80 MB of indices at 100,000 claims) and took ~0.3 s; the take copies
-about a million slices in ~50 ms.
+about a million slices in ~35 ms.
 
 The pieces are exactly the fields the reference sets (``convert.Emitter``), so the
 messages hold the same values; a field that the reference leaves unset (a zero, an empty
 string, false) is written here with its default value, which parsing leaves unset too.
-Orders are the reference's: a value's claims strongest first, ties by claim_ref then
-request position; its groups and counted refs in the engine's group order (strongest
-first, ties by the counted claim_ref), which is the reference's.
+Orders are the reference's: a semantic's values as the values table orders them; a
+value's claims strongest first, ties by claim_ref then request position; its groups and
+counted refs in the engine's group order (strongest first, ties by the counted
+claim_ref), which is the reference's.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
+from google.protobuf.message import Message
 
 from assay.services.resolver.columnar import wire
 from assay.services.resolver.columnar.columns import Floats, Ints
@@ -34,6 +38,8 @@ from assay.services.resolver.columnar.engine import Resolved
 
 # ValueSupport's repeated fields, as (field << 3) | wire type 2.
 CLAIMS_TAG, GROUPS_TAG, REFS_TAG = 0x22, 0x2A, 0x32
+# SemanticResolution.values (field 5, length-delimited).
+VALUES_TAG = 0x2A
 
 Piece = tuple[Ints, Ints]
 """A column of pieces, one per record: (element of the pool, byte length)."""
@@ -161,7 +167,8 @@ def _sized(parts: list[Piece]) -> Ints:
 
 
 class Tails:
-    """Each value's encoded claims, groups and counted refs: ``tail(v)``."""
+    """The values table's rows encoded as ValueSupports (``values(first, end)``); with
+    ``full``, each with its claims, groups and counted refs."""
 
     def __init__(
         self,
@@ -171,8 +178,14 @@ class Tails:
         id_offset: Ints,
         id_length: Ints,
         refs: Callable[[Sequence[int]], list[str]],
+        value_of: Callable[[str], Message],
+        full: bool = True,
     ) -> None:
         pool = _Pool()
+        heads = _heads(pool, resolved, value_of)
+        if not full:
+            self._assemble(pool, resolved, heads, [], [])
+            return
         ref_element = pool.slices(buf, id_offset, id_length)
         ref_length = np.maximum(id_length, 0)
         idless = np.flatnonzero(id_length <= 0)
@@ -223,41 +236,77 @@ class Tails:
         groups = [_packed(pool, _varints(GROUPS_TAG, body), name_head), *rest]
         counted_refs = [pool.table(*_varints(REFS_TAG, counted_ref[1])), counted_ref]
 
-        # Every record, ordered by value then kind (claims, groups, refs), each piece
-        # written straight to its place; the empty ones are left out.
-        kinds = (weights, groups, counted_refs)
-        value = np.concatenate(
-            [resolved.claim_value[rows], resolved.group_value, resolved.group_value]
+        self._assemble(
+            pool,
+            resolved,
+            heads,
+            [weights, groups, counted_refs],
+            [resolved.claim_value[rows], resolved.group_value, resolved.group_value],
         )
+
+    def _assemble(
+        self,
+        pool: _Pool,
+        resolved: Resolved,
+        heads: list[Piece],
+        kinds: list[list[Piece]],
+        owners: list[Ints],
+    ) -> None:
+        """Each value's ValueSupport: its head, then its records of ``kinds`` (each
+        record's value in ``owners``), behind the values field's tag and the size; every
+        piece written straight to its place, the empty ones left out, and taken."""
+        values = len(resolved.support)
+        value = np.concatenate([np.arange(values, dtype=np.int64), *owners])
         order = np.argsort(value, kind="stable")
         place = np.empty(len(order), dtype=np.int64)
         place[order] = np.arange(len(order), dtype=np.int64)
-        width = max(len(kind) for kind in kinds)
-        element = np.zeros((len(order), width), dtype=np.int64)
-        length = np.zeros((len(order), width), dtype=np.int64)
+        width = max(len(kind) for kind in [heads, *kinds])
+        element = np.zeros((len(order), width + 1), dtype=np.int64)
+        length = np.zeros((len(order), width + 1), dtype=np.int64)
         first = 0
-        for kind in kinds:
+        for kind in [heads, *kinds]:
             count = len(kind[0][1])
             where = place[first : first + count]
-            for k, (piece, size) in enumerate(kind):
+            for k, (piece, size) in enumerate(kind, 1):
                 element[where, k] = piece
                 length[where, k] = size
             first += count
+        sizes = length.sum(axis=1)
+        body = np.bincount(value, weights=sizes[place], minlength=values).astype(np.int64)
+        opening = place[:values]  # each value's head record: behind the field's header
+        element[opening, 0], length[opening, 0] = pool.table(*_varints(VALUES_TAG, body))
         used = length > 0
         self._data = pool.take(element[used])
         ends = np.r_[0, np.cumsum(length.sum(axis=1))]
-        values = len(resolved.support)
-        cut = np.searchsorted(value[order], np.arange(values + 1), side="left")
-        self._bounds = ends[cut].tolist()
+        self._bounds = ends[np.r_[opening, len(order)]].tolist()
 
-    def tail(self, value: int) -> bytes:
-        """The encoded claims, groups and counted refs of row ``value`` of the values table."""
-        return self._data[self._bounds[value] : self._bounds[value + 1]]
+    def values(self, first: int, end: int) -> bytes:
+        """The encoded ValueSupports of rows ``first`` to ``end`` of the values table, as
+        the ``values`` field of a SemanticResolution."""
+        return self._data[self._bounds[first] : self._bounds[end]]
+
+
+def _heads(pool: _Pool, resolved: Resolved, value_of: Callable[[str], Message]) -> list[Piece]:
+    """Each value's value, value_key and support: a piece for the two first (one per
+    distinct key), a piece for the support."""
+    keys = resolved.value_keys.to_pylist()
+    distinct: dict[str, int] = {}
+    for key in keys:
+        distinct.setdefault(key, len(distinct))
+    key_element, key_length = pool.encoded(
+        [_message(0x0A, value_of(key).SerializeToString()) + _field(0x12, key) for key in distinct]
+    )
+    which = np.fromiter(map(distinct.__getitem__, keys), dtype=np.int64, count=len(keys))
+    return [(key_element[which], key_length[which]), pool.table(*_fixed(0x19, resolved.support))]
 
 
 def _field(tag: int, text: str) -> bytes:
     """A string field: ``tag``, the length as a varint, the UTF-8 bytes."""
-    data = text.encode()
+    return _message(tag, text.encode())
+
+
+def _message(tag: int, data: bytes) -> bytes:
+    """A length-delimited field: ``tag``, the length as a varint, ``data``."""
     size = len(data)
     head = bytearray([tag])
     while size >= 0x80:

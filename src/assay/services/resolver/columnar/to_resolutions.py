@@ -3,8 +3,9 @@
 The same ``SemanticResolution`` messages ``convert.Emitter`` builds from the reference's
 resolutions, built from the engine's arrays: semantics in (subject, predicate) order,
 values by support then value_key, excluded claims by claim_ref then request position
-(echoed at FULL), warnings by claim_ref, code and message, and at FULL each value's
-claims, groups and counted refs merged in as bytes (``claim_tails``). Per-semantic work
+(echoed at FULL), warnings by claim_ref, code and message. Each semantic's values (at
+FULL with their claims, groups and counted refs) are merged in as bytes
+(``claim_tails``), one call per semantic. The rest of the per-semantic work
 is plain Python over ``tolist()``ed columns; only excluded claims and warnings, which
 are few, need claim_refs here.
 """
@@ -49,20 +50,18 @@ def fill_evidence(
             flags[semantic].append(number)
     excluded = _excluded(bridged, resolved)
     warnings = _warnings(bridged, resolved) if full else {}
-    tails = (
-        Tails(
-            resolved,
-            bridged.columns,
-            bridged.buf,
-            bridged.id_offset,
-            bridged.id_length,
-            bridged.refs,
-        )
-        if full
-        else None
+    value_of = emitter.value
+    encoded = Tails(
+        resolved,
+        bridged.columns,
+        bridged.buf,
+        bridged.id_offset,
+        bridged.id_length,
+        bridged.refs,
+        value_of,
+        full,
     )
     claims = bridged.claims
-    value_of = emitter.value
     add = response.resolutions.add
     for s in range(semantics):
         out = add()
@@ -81,14 +80,7 @@ def fill_evidence(
             found = flags.get(s)
             if found:
                 out.rationale.extend([resolution_pb2.RationaleFlag.ValueType(f) for f in found])
-        add_value = out.values.add
-        for v in range(first, end):
-            msg = add_value()
-            msg.value.CopyFrom(value_of(keys[v]))
-            msg.value_key = keys[v]
-            msg.support = support[v]
-            if tails is not None:
-                msg.MergeFromString(tails.tail(v))
+        out.MergeFromString(encoded.values(first, end))
         for ref, row, reason, by in excluded.get(s, ()):
             item = out.excluded.add()
             item.claim_ref = ref

@@ -98,35 +98,38 @@ def scan(buf: Bytes, starts: Ints, ends: Ints, fields: int) -> tuple[Ints, Ints]
     n = len(starts)
     offset = np.full((fields + 1, n), -1, dtype=np.int64)
     length = np.full((fields + 1, n), -1, dtype=np.int64)
-    idx = np.arange(n, dtype=np.int64)
     pos = starts.astype(np.int64, copy=True)
-    live = idx[pos < ends]
-    while len(live):
-        tag, at = varints(buf, pos[live])
+    live: Ints | None = None  # None while every message is still being read
+    if not (pos < ends).all():
+        live = np.flatnonzero(pos < ends)
+    while live is None or len(live):
+        here = pos if live is None else pos[live]
+        tag, at = varints(buf, here)
         wire = tag & 7
-        field = tag >> 3
-        size = np.zeros(len(live), dtype=np.int64)
-        start = at.copy()
-        fixed64 = wire == 1
-        size[fixed64] = 8
-        size[wire == 5] = 4
-        for kind in (0, 2):
-            which = np.flatnonzero(wire == kind)
-            if not len(which):
-                continue
-            value, after = varints(buf, at[which])
-            if kind == 0:
-                size[which] = after - at[which]
-            else:
-                size[which] = value
-                start[which] = after
         if ((wire == 3) | (wire == 4) | (wire > 5)).any():
             return None
+        # Every field's payload read as if it were length-delimited (a varint after
+        # the tag; the buffer's padding keeps a misread in bounds), then chosen by type.
+        value, after = varints(buf, at)
+        delimited = wire == 2
+        size = np.where(
+            delimited, value, np.where(wire == 0, after - at, np.where(wire == 1, 8, 4))
+        )
+        start = np.where(delimited, after, at)
+        field = tag >> 3
         row = np.where((field >= 1) & (field <= fields), field, 0)
-        offset[row, live] = np.where(row == 0, 1, start)
-        length[row, live] = np.where(row == 0, 0, size)
-        pos[live] = start + size
-        live = live[pos[live] < ends[live]]
+        cols = np.arange(n, dtype=np.int64) if live is None else live
+        offset[row, cols] = np.where(row == 0, 1, start)
+        length[row, cols] = np.where(row == 0, 0, size)
+        moved = start + size
+        if live is None:
+            pos = moved
+            going = pos < ends
+            if not going.all():
+                live = np.flatnonzero(going)
+        else:
+            pos[live] = moved
+            live = live[moved < ends[live]]
     return offset, length
 
 
