@@ -1,0 +1,55 @@
+"""The import-layer contracts hold: ``lint-imports`` over ``[tool.importlinter]``.
+
+The contracts in ``pyproject.toml`` say which way imports may point: each service's
+rules know no gRPC, protobuf or database driver, the planner's layers run one way
+(wiring, adapters, use case, messages, domain), and the client library imports nothing
+from the server side. A file tree can show layers; only a check keeps them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+
+
+def lint_imports(*args: str) -> subprocess.CompletedProcess[str]:
+    # --no-cache: nothing is written into the tree.
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+class TestLayers:
+    def test_every_contract_is_kept(self) -> None:
+        """Every contract of ``[tool.importlinter]`` is kept, and there are some."""
+        result = lint_imports()
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "0 broken" in result.stdout
+        assert " KEPT" in result.stdout
+
+    def test_a_broken_contract_fails(self, tmp_path: Path) -> None:
+        """The check is not vacuous: a contract the code breaks (the servicer imports
+        gRPC) makes ``lint-imports`` fail and name it."""
+        config = tmp_path / "broken.toml"
+        config.write_text(
+            "[tool.importlinter]\n"
+            'root_packages = ["assay"]\n'
+            "include_external_packages = true\n\n"
+            "[[tool.importlinter.contracts]]\n"
+            'name = "servicer without grpc"\n'
+            'type = "forbidden"\n'
+            'source_modules = ["assay.services.planner.adapters.servicer"]\n'
+            'forbidden_modules = ["grpc"]\n'
+        )
+        result = lint_imports("--config", str(config))
+        assert result.returncode != 0
+        assert "servicer without grpc BROKEN" in result.stdout
