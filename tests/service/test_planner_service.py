@@ -302,6 +302,8 @@ class TamperingResolver(WatchingResolver):
     async def ResolveHypotheses(self, request: Any, context: Any) -> Any:
         self.calls.append("ResolveHypotheses")
         reply = await self.inner.ResolveHypotheses(request, context)
+        if isinstance(reply, bytes):  # the servicer sends what it serialized as it is
+            reply = rpb.ResolveHypothesesResponse.FromString(reply)
         if self.calls.count("ResolveHypotheses") == 1:
             self.tamper(reply.base)
         return reply
