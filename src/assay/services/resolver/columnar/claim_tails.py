@@ -95,6 +95,22 @@ class _Pool:
         """``texts`` in UTF-8: one piece each."""
         return self.encoded([t.encode() for t in texts])
 
+    def strings(self, strings: pa.Array) -> Piece:
+        """A string array's values, in place in its Arrow buffers: one piece each."""
+        count = len(strings)
+        if not count:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        bounds_type = np.int64 if pa.types.is_large_string(strings.type) else np.int32
+        _, bounds_buffer, data_buffer = strings.buffers()
+        bounds = np.frombuffer(bounds_buffer, dtype=bounds_type)
+        bounds = bounds[strings.offset : strings.offset + count + 1].astype(np.int64)
+        lengths = np.diff(bounds)
+        if data_buffer is None or not bounds[-1] > bounds[0]:
+            return self.encoded([b""] * count)
+        data = np.frombuffer(data_buffer, dtype=np.uint8)[bounds[0] : bounds[-1]]
+        first = self._add(data, bounds[:-1] - bounds[0])
+        return first + np.arange(count, dtype=np.int64), lengths
+
     def encoded(self, encoded: Sequence[bytes]) -> Piece:
         """``encoded``: one piece each."""
         lengths = np.array([len(e) for e in encoded], dtype=np.int64)
@@ -193,7 +209,7 @@ class Tails:
             ref_element[idless], ref_length[idless] = pool.texts(refs(idless.tolist()))
         # A source is one of a few names: each with its tag and length, one piece.
         source_element, source_length = pool.encoded([_field(0x12, s) for s in claims.sources])
-        group_element, group_length = pool.texts(resolved.groups.to_pylist())
+        group_element, group_length = pool.strings(resolved.groups)
 
         # ClaimWeight: claim_ref, source, reliability, weight, correlation_group, counted.
         rows = _claim_order(resolved, refs)

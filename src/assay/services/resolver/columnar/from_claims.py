@@ -16,7 +16,7 @@ which answers exactly as before (errors included), so nothing here has to word a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -59,11 +59,22 @@ class Bridged:
     buf: wire.Bytes  # the evidence's serialized bytes (padded)
     id_offset: Ints
     id_length: Ints  # -1 or 0 where the claim has no id
+    known: dict[int, str] = field(default_factory=dict)  # claim_refs asked for so far
 
     def refs(self, rows: Sequence[int]) -> list[str]:
-        """The claim_refs of ``rows``: ids, or content references (``convert.claim_ref``)."""
-        claims = self.claims
-        return [claim_ref(claims[row]) for row in rows]
+        """The claim_refs of ``rows``: ids, or content references (``convert.claim_ref``).
+
+        Remembered: the engine's tie-breaks, the claim weights, the exclusions and the
+        warnings ask for many of the same rows, and a content reference is a hash of
+        the claim serialized again."""
+        claims, known = self.claims, self.known
+        out = []
+        for row in rows:
+            ref = known.get(row)
+            if ref is None:
+                ref = known[row] = claim_ref(claims[row])
+            out.append(ref)
+        return out
 
 
 def read_claims(evidence: claim_pb2.Evidence, reliability: Mapping[str, float]) -> Bridged | None:

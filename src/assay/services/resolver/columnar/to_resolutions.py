@@ -79,7 +79,7 @@ def fill_evidence(
             leader.support = support[first]
             found = flags.get(s)
             if found:
-                out.rationale.extend([resolution_pb2.RationaleFlag.ValueType(f) for f in found])
+                out.rationale.extend(found)  # type: ignore[arg-type]  # flag numbers
         out.MergeFromString(encoded.values(first, end))
         for ref, row, reason, by in excluded.get(s, ()):
             item = out.excluded.add()
