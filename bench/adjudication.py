@@ -74,9 +74,9 @@ from review_load import (
 )
 
 from assay.runtime import loop
-from assay.services.adjudication import cases, gold
-from assay.services.adjudication.canonical import now
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain import cases, gold
+from assay.services.adjudication.domain.canonical import now
+from assay.services.adjudication.domain.model import (
     Basis,
     Case,
     CaseInput,
@@ -87,14 +87,14 @@ from assay.services.adjudication.model import (
     Review,
     ReviewerKind,
 )
-from assay.services.adjudication.model import GoldLabelRevision as Gold
-from assay.services.adjudication.operations import Adjudication
-from assay.services.adjudication.resolution import ResolveRequest
-from assay.services.adjudication.retries import RequestKey
-from assay.services.adjudication.reviews import ReviewSubmission
+from assay.services.adjudication.domain.model import GoldLabelRevision as Gold
+from assay.services.adjudication.domain.resolution import ResolveRequest
+from assay.services.adjudication.domain.reviews import ReviewSubmission
 from assay.services.adjudication.storage import Store, WriteTx
 from assay.services.adjudication.storage.schema import PRAGMAS
-from assay.services.adjudication.transparency import leaf_data
+from assay.services.adjudication.use_cases.operations import Adjudication
+from assay.services.adjudication.use_cases.retries import RequestKey
+from assay.services.adjudication.use_cases.transparency import leaf_data
 from assay.tlog.checkpoint import Checkpoint, NoteSigner, parse_signed_checkpoint
 from assay.tlog.merkle import MerkleTree, verify_consistency, verify_inclusion
 from assay.v1 import adjudication_service_pb2 as pb

@@ -20,11 +20,11 @@ from collections.abc import Awaitable, Callable, Sequence
 import grpc
 from harness import free_port
 
-from assay.services.adjudication.model import CaseInput, Lineage, Outcome, ReviewerKind
-from assay.services.adjudication.operations import Adjudication
-from assay.services.adjudication.retries import RequestKey
-from assay.services.adjudication.reviews import ReviewSubmission
+from assay.services.adjudication.domain.model import CaseInput, Lineage, Outcome, ReviewerKind
+from assay.services.adjudication.domain.reviews import ReviewSubmission
 from assay.services.adjudication.storage.engine import Store
+from assay.services.adjudication.use_cases.operations import Adjudication
+from assay.services.adjudication.use_cases.retries import RequestKey
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
 from assay.v1 import gold_pb2

@@ -9,9 +9,14 @@ name; a contract test keeps the two identical.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 ERROR_DOMAIN = "assay.v1"
 
@@ -154,3 +159,91 @@ def excerpt(value: str, limit: int = EXCERPT_CHARS) -> str:
 def invalid_field(reason: Reason, path: str, description: str) -> InvalidArgument:
     """Shorthand for the common case of one bad field."""
     return InvalidArgument(reason, f"{path}: {description}", [FieldViolation(path, description)])
+
+
+# Violations an error keeps; the rest are only counted (the runtime's status lists fewer still).
+MAX_VIOLATIONS = 100
+
+
+class Violations:
+    """Every bad field of a request, found before any of them is reported.
+
+    A caller fixing a request should see everything wrong with it at once, not one field
+    per round trip, so request checks record into one of these and raise once at the end
+    (``raise_if_any``). The first ``MAX_VIOLATIONS`` are kept and the rest counted, so a
+    request of 100,000 bad items costs a bounded error. Field checks written to raise at
+    their first problem (``require_id`` and the like) join through ``check`` or
+    ``catching``, which record what they raise and carry on.
+    """
+
+    def __init__(self) -> None:
+        self.kept: list[FieldViolation] = []
+        self.more = 0
+        self._caught: list[InvalidArgument] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.kept or self.more or self._caught)
+
+    def add(self, path: str, description: str) -> None:
+        self.extend([FieldViolation(path, description)])
+
+    def extend(self, violations: Iterable[FieldViolation]) -> None:
+        for violation in violations:
+            if len(self.kept) < MAX_VIOLATIONS:
+                self.kept.append(violation)
+            else:
+                self.more += 1
+
+    @contextmanager
+    def catching(self) -> Iterator[None]:
+        """Runs a block of raising field checks, recording the ``InvalidArgument`` it raises."""
+        try:
+            yield
+        except InvalidArgument as error:
+            self._caught.append(error)
+            self.extend(error.violations)
+            self.more += error.more_violations
+
+    def check(self, check: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
+        """``check(*args, **kwargs)``, or None after recording the violation it raised."""
+        with self.catching():
+            return check(*args, **kwargs)
+        return None
+
+    def summary(self) -> str:
+        """The first violation, and how many others there are."""
+        if not self.kept:  # only checks that raised without naming a field
+            return self._caught[0].message
+        first = self.kept[0]
+        others = len(self.kept) - 1 + self.more
+        return f"{first.field}: {first.description}" + (f" (and {others} more)" if others else "")
+
+    def error(
+        self,
+        kind: type[AssayError] = InvalidArgument,
+        reason: Reason | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> AssayError:
+        """The error listing them. One error caught from a raising check is returned as it
+        was raised (its own reason and message); otherwise ``reason`` is the first caught
+        error's, or INVALID_FIELD."""
+        alone = len(self._caught) == 1 and (self.kept, self.more) == (
+            list(self._caught[0].violations),
+            self._caught[0].more_violations,
+        )
+        if alone and reason is None and metadata is None and kind is InvalidArgument:
+            return self._caught[0]
+        chosen = reason or (self._caught[0].reason if self._caught else Reason.INVALID_FIELD)
+        return kind(
+            chosen, self.summary(), list(self.kept), dict(metadata or {}), more_violations=self.more
+        )
+
+    def raise_if_any(
+        self,
+        kind: type[AssayError] = InvalidArgument,
+        reason: Reason | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        """Raises ``error(...)`` when anything was found (INVALID_ARGUMENT by default)."""
+        if self:
+            raise self.error(kind, reason, metadata)

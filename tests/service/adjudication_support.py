@@ -20,7 +20,7 @@ import grpc
 from assay.runtime.server import serving
 from assay.runtime.status import DecodedError, decode_rpc_error
 from assay.services.adjudication.service import build_spec
-from assay.services.adjudication.transparency import default_key_path
+from assay.services.adjudication.use_cases.transparency import default_key_path
 from assay.services.registry import ServeOptions
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import adjudication_service_pb2_grpc as pb_grpc

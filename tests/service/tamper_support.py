@@ -28,12 +28,12 @@ from typing import Any
 import grpc
 
 from assay.runtime.server import serving
-from assay.services.adjudication import cases, ledger, records
-from assay.services.adjudication.canonical import canonical_json
-from assay.services.adjudication.model import AuditEventType, ChainHead, RecordKind
+from assay.services.adjudication.domain import cases, ledger, records
+from assay.services.adjudication.domain.canonical import canonical_json
+from assay.services.adjudication.domain.model import AuditEventType, ChainHead, RecordKind
 from assay.services.adjudication.service import build_spec
 from assay.services.adjudication.storage import rows
-from assay.services.adjudication.transparency import origin_for
+from assay.services.adjudication.use_cases.transparency import origin_for
 from assay.services.registry import ServeOptions
 from assay.tlog.checkpoint import load_or_create_signing_key, parse_signed_checkpoint
 from assay.tlog.merkle import verify_consistency
@@ -172,7 +172,7 @@ def swap(raw: Raw, table: str, key: str, a: object, b: object, cols: str) -> Non
 def gold_digest(fields: dict[str, Any]) -> str:
     """The digest a gold row with ``fields`` (``rows.gold_fields``, its version in ``v``)
     should carry, by the service's own function."""
-    from assay.services.adjudication import gold
+    from assay.services.adjudication.domain import gold
 
     return gold.versioned_digest(fields)
 

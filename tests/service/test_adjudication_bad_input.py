@@ -74,7 +74,11 @@ def resolve_request(**fields: Any) -> pb.ResolveCaseRequest:
 
 # (rpc, request, field path) — all INVALID_ARGUMENT / INVALID_FIELD unless noted.
 FIELD_CASES: list[tuple[str, Any, str]] = [
-    ("RegisterReviewer", pb.RegisterReviewerRequest(), "reviewer.reviewer_id"),
+    (
+        "RegisterReviewer",
+        pb.RegisterReviewerRequest(reviewer=pb.Reviewer(kind=FIXTURE)),
+        "reviewer.reviewer_id",
+    ),
     (
         "RegisterReviewer",
         pb.RegisterReviewerRequest(reviewer=pb.Reviewer(reviewer_id="Ann!", kind=FIXTURE)),
@@ -95,7 +99,7 @@ FIELD_CASES: list[tuple[str, Any, str]] = [
     ("GetReviewer", pb.GetReviewerRequest(), "reviewer_id"),
     ("ListReviewers", pb.ListReviewersRequest(page_size=-1), "page_size"),
     ("ListReviewers", pb.ListReviewersRequest(page_size=1001), "page_size"),
-    ("EnqueueCase", pb.EnqueueCaseRequest(), "case.tenant"),
+    ("EnqueueCase", with_case(tenant=""), "case.tenant"),
     ("EnqueueCase", with_case(tenant="a b"), "case.tenant"),
     ("EnqueueCase", with_case(subject=""), "case.subject"),
     ("EnqueueCase", with_case(predicate=""), "case.predicate"),
@@ -124,7 +128,11 @@ FIELD_CASES: list[tuple[str, Any, str]] = [
     ("ResolveCase", resolve_request(case_id="{case}"), "basis"),
     (
         "ResolveCase",
-        resolve_request(case_id="{case}", basis=gold_pb2.RESOLUTION_BASIS_ADJUDICATOR_DECISION),
+        resolve_request(
+            case_id="{case}",
+            basis=gold_pb2.RESOLUTION_BASIS_ADJUDICATOR_DECISION,
+            adjudicator_reviewer_id="cy",
+        ),
         "label",
     ),
     (
@@ -277,6 +285,61 @@ class TestInvalidFields:
             raw = channel.unary_unary("/assay.v1.AdjudicationService/SubmitReview")
             error = await failure(raw(b"\xff\xff\xff", timeout=10))
         assert (error.code, error.reason) == (INVALID, "ERROR_REASON_MALFORMED_REQUEST")
+
+
+# (rpc, request with several bad fields, every field path it must name, in order).
+SEVERAL_CASES: list[tuple[str, Any, list[str]]] = [
+    (
+        "RegisterReviewer",
+        pb.RegisterReviewerRequest(request_id="has space", reviewer=pb.Reviewer()),
+        ["request_id", "reviewer.reviewer_id", "reviewer.kind"],
+    ),
+    (
+        "EnqueueCase",
+        with_case(tenant="a b", subject="", context="x" * 5000, lineage=clear("lineage")),
+        ["case.tenant", "case.subject", "case.context", "case.lineage.origin"],
+    ),
+    (
+        "SubmitReview",
+        submit(case_id="", reviewer_id="Ann!", round=-1, reason="because"),
+        ["case_id", "reviewer_id", "round", "reason"],
+    ),
+    (
+        "ResolveCase",
+        resolve_request(basis=gold_pb2.RESOLUTION_BASIS_ADJUDICATOR_DECISION),
+        ["case_id", "label", "adjudicator_reviewer_id"],
+    ),
+    (
+        "FreezeGoldLabel",
+        pb.FreezeGoldLabelRequest(request_id="has space", expected_revision=-1),
+        ["request_id", "case_id", "expected_revision"],
+    ),
+    (
+        "ListQueue",
+        pb.ListQueueRequest(tenant="a b", page_size=-1),
+        ["reviewer_id", "tenant", "page_size"],
+    ),
+    (
+        "ListGoldLabelRevisions",
+        pb.ListGoldLabelRevisionsRequest(case_id="a b", page_size=-1, page_token="forged"),
+        ["case_id", "page_size", "page_token"],
+    ),
+]
+
+
+class TestSeveralBadFields:
+    @pytest.mark.parametrize(
+        ("rpc", "request_", "paths"), SEVERAL_CASES, ids=[c[0] for c in SEVERAL_CASES]
+    )
+    async def test_every_bad_field_is_named(
+        self, server: tuple[Server, str], rpc: str, request_: Any, paths: list[str]
+    ) -> None:
+        """One INVALID_ARGUMENT naming every bad field of the request, not only the first."""
+        running, case_id = server
+        error = await failure(call(running, rpc, _copy(request_), case_id))
+        assert error.code == INVALID
+        assert [v.field for v in error.violations] == paths
+        assert f"(and {len(paths) - 1} more)" in error.message
 
 
 class TestUnknownIds:

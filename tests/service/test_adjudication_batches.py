@@ -10,12 +10,13 @@ from itertools import count
 import grpc
 import pytest
 
-from assay.errors import InvalidArgument
-from assay.services.adjudication import batches, convert
-from assay.services.adjudication.model import EVERY_TENANT, AuditEventType
-from assay.services.adjudication.operations import Adjudication
-from assay.services.adjudication.retries import RequestKey
+from assay.errors import MAX_VIOLATIONS, InvalidArgument
+from assay.services.adjudication.domain import batches
+from assay.services.adjudication.domain.model import EVERY_TENANT, AuditEventType
+from assay.services.adjudication.grpc import convert
 from assay.services.adjudication.service import open_store
+from assay.services.adjudication.use_cases.operations import Adjudication
+from assay.services.adjudication.use_cases.retries import RequestKey
 from assay.v1 import adjudication_service_pb2 as pb
 from tests.service.adjudication_support import (
     TIMEOUT,
@@ -212,7 +213,7 @@ class TestCap:
         bad = [batches.BatchItem(replace(i.data, subject="", context="x" * 5000)) for i in items]
         with pytest.raises(InvalidArgument) as raised:
             batches.check_batch("", bad, datetime.now(UTC))
-        assert len(raised.value.violations) == batches.MAX_VIOLATIONS == 100
+        assert len(raised.value.violations) == MAX_VIOLATIONS == 100
         assert raised.value.more_violations == 1900
         assert raised.value.violations[:2][1].field == "cases[0].context"
         assert "(and 1999 more)" in raised.value.message

@@ -149,7 +149,7 @@ class TestTampering:
 
     async def test_forged_digest_is_caught_by_the_ledger(self, adjudication_db: str) -> None:
         """An attacker who recomputes the row's digest still fails the ledger cross-check."""
-        from assay.services.adjudication import gold
+        from assay.services.adjudication.domain import gold
         from assay.services.adjudication.storage import rows
 
         path = adjudication_db

@@ -27,9 +27,9 @@ from google.protobuf import timestamp_pb2
 
 from assay.runtime.auth.dev_credentials import DEV_ISSUER, EXAMPLE_PRINCIPALS, Grantee
 from assay.runtime.status import DecodedError, decode_rpc_error
-from assay.services.adjudication import cases, ledger, reviews
-from assay.services.adjudication.canonical import digest
-from assay.services.adjudication.model import AuditEventType, ChainHead
+from assay.services.adjudication.domain import cases, ledger, reviews
+from assay.services.adjudication.domain.canonical import digest
+from assay.services.adjudication.domain.model import AuditEventType, ChainHead
 from assay.services.adjudication.storage import Store, rows
 from assay.services.adjudication.storage.schema import MIGRATIONS, SCHEMA_VERSION
 from assay.v1 import adjudication_service_pb2 as pb

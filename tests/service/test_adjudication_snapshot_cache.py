@@ -20,9 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.errors import AssayError
-from assay.services.adjudication import reviews
-from assay.services.adjudication.canonical import now
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain import reviews
+from assay.services.adjudication.domain.canonical import now
+from assay.services.adjudication.domain.model import (
     Basis,
     CaseInput,
     CaseSnapshot,
@@ -30,11 +30,11 @@ from assay.services.adjudication.model import (
     Outcome,
     ReviewerKind,
 )
-from assay.services.adjudication.operations import Adjudication
-from assay.services.adjudication.resolution import ResolveRequest
-from assay.services.adjudication.retries import RequestKey
-from assay.services.adjudication.reviews import ReviewSubmission
+from assay.services.adjudication.domain.resolution import ResolveRequest
+from assay.services.adjudication.domain.reviews import ReviewSubmission
 from assay.services.adjudication.storage import Store, WriteTx
+from assay.services.adjudication.use_cases.operations import Adjudication
+from assay.services.adjudication.use_cases.retries import RequestKey
 
 REVIEWERS = 4
 TENANTS = ("tenant-a", "tenant-b")

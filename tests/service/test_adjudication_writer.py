@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.services.adjudication.model import AuditEventType
+from assay.services.adjudication.domain.model import AuditEventType
 from assay.services.adjudication.storage import Store, WriteTx
 
 

@@ -20,7 +20,7 @@ import grpc
 import pytest
 
 from assay.cli.main import main as cli
-from assay.services.adjudication import cases
+from assay.services.adjudication.domain import cases
 from assay.services.adjudication.storage import rows
 from assay.tlog.checkpoint import load_or_create_signing_key
 from assay.v1 import adjudication_service_pb2 as pb

@@ -172,7 +172,7 @@ class TestEditedCase:
     async def test_a_forged_digest_still_disagrees_with_the_ledger(
         self, adjudication_db: str
     ) -> None:
-        from assay.services.adjudication import cases
+        from assay.services.adjudication.domain import cases
         from assay.services.adjudication.storage import rows
 
         path = adjudication_db

@@ -16,7 +16,7 @@ import pytest
 from assay.client import AdjudicationClient, AsyncAdjudicationClient
 from assay.runtime.server import serving
 from assay.services.adjudication.service import build_spec
-from assay.services.adjudication.transparency import origin_for
+from assay.services.adjudication.use_cases.transparency import origin_for
 from assay.services.registry import ServeOptions
 from assay.tlog.checkpoint import (
     Checkpoint,

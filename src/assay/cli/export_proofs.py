@@ -27,9 +27,9 @@ from datetime import UTC
 from typing import Any
 
 from assay.errors import DataLoss
-from assay.services.adjudication import gold, ledger
-from assay.services.adjudication.canonical import DIGEST_PREFIX, rfc3339
-from assay.services.adjudication.model import Actor, AuditEventType
+from assay.services.adjudication.domain import gold, ledger
+from assay.services.adjudication.domain.canonical import DIGEST_PREFIX, rfc3339
+from assay.services.adjudication.domain.model import Actor, AuditEventType
 from assay.tlog.checkpoint import Checkpoint
 from assay.tlog.merkle import verify_inclusion
 from assay.v1 import adjudication_service_pb2 as pb

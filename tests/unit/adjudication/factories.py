@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from assay.services.adjudication import cases
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain import cases
+from assay.services.adjudication.domain.model import (
     Case,
     CaseInput,
     CaseSnapshot,
@@ -46,7 +46,7 @@ def review(
     round_: int = 1,
     case_id: str = "case-1",
 ) -> Review:
-    from assay.services.adjudication.canonical import canonical_json
+    from assay.services.adjudication.domain.canonical import canonical_json
 
     is_label = outcome is Outcome.LABEL
     return Review(

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from statsmodels.stats.inter_rater import cohens_kappa as sm_kappa
 
-from assay.services.adjudication import agreement
-from assay.services.adjudication.agreement import AgreementStatus, RatedPair, UndefinedReason
+from assay.services.adjudication.domain import agreement
+from assay.services.adjudication.domain.agreement import AgreementStatus, RatedPair, UndefinedReason
 
 
 def pairs(*answers: tuple[str, str], fixture: bool = False) -> list[RatedPair]:

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from assay.errors import InvalidArgument
-from assay.services.adjudication import agreement_report, multirater
-from assay.services.adjudication.agreement import (
+from assay.services.adjudication.domain import agreement_report, multirater
+from assay.services.adjudication.domain.agreement import (
     AgreementStatus,
     RatedPair,
     RatedRound,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from google.protobuf.descriptor import Descriptor
 
-from assay.services.adjudication import blinding
+from assay.services.adjudication.domain import blinding
 from assay.v1 import adjudication_service_pb2 as pb
 
 VERDICT_WORDS = ("verdict", "review", "resolution", "label", "lineage", "decision")

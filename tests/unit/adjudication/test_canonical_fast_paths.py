@@ -14,8 +14,8 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.services.adjudication import canonical, ledger
-from assay.services.adjudication.canonical import (
+from assay.services.adjudication.domain import canonical, ledger
+from assay.services.adjudication.domain.canonical import (
     canonical_json,
     encode_json,
     jcs,
@@ -23,7 +23,7 @@ from assay.services.adjudication.canonical import (
     rfc8785_jcs,
     string_object_json,
 )
-from assay.services.adjudication.model import AuditEventType, ChainHead
+from assay.services.adjudication.domain.model import AuditEventType, ChainHead
 
 # Any text, lone surrogates included: both spellings hand every string to the same encoder.
 texts = st.text(max_size=24)

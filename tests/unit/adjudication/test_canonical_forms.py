@@ -13,15 +13,15 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.services.adjudication import agreement, ledger, reviews, state
-from assay.services.adjudication.canonical import (
+from assay.services.adjudication.domain import agreement, ledger, reviews, state
+from assay.services.adjudication.domain.canonical import (
     canonical_json,
     digest,
     jcs,
     jcs_digest,
     same_label_key,
 )
-from assay.services.adjudication.model import Actor, AuditEventType, Outcome, Review
+from assay.services.adjudication.domain.model import Actor, AuditEventType, Outcome, Review
 
 SAFE = 2**53 - 1
 ascii_keys = st.text(st.characters(min_codepoint=0, max_codepoint=127), max_size=12)

@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from assay import errors
-from assay.services.adjudication import canonical, gold, ledger, paging
-from assay.services.adjudication.model import (
+from assay.services.adjudication import paging
+from assay.services.adjudication.domain import canonical, gold, ledger
+from assay.services.adjudication.domain.model import (
     AuditEventType,
     AuditProblem,
     Basis,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.services.adjudication.model import AuditEventType
+from assay.services.adjudication.domain.model import AuditEventType
 from assay.services.adjudication.storage import Store, rows
 from assay.services.adjudication.storage.ledger_checks import recorded_sql
 

@@ -7,8 +7,8 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.services.adjudication.model import CaseSnapshot, ReviewerKind
-from assay.services.adjudication.reviewers import new_reviewer
+from assay.services.adjudication.domain.model import CaseSnapshot, ReviewerKind
+from assay.services.adjudication.domain.reviewers import new_reviewer
 from assay.services.adjudication.storage import memory
 from assay.services.adjudication.storage.memory import Remembered
 from tests.unit.adjudication.factories import NOW, make_case, review

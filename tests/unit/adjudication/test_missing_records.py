@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import pytest
 
-from assay.services.adjudication import ledger, records
-from assay.services.adjudication.canonical import to_micros
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain import ledger, records
+from assay.services.adjudication.domain.canonical import to_micros
+from assay.services.adjudication.domain.model import (
     AuditEventType,
     AuditProblem,
     ChainHead,

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from assay import errors
 from assay.runtime.auth.principal import DEV_PRINCIPAL, Principal, Role
-from assay.services.adjudication import canonical, convert, ledger, permissions, reviews
-from assay.services.adjudication.canonical import digest
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain import canonical, ledger, permissions, reviews
+from assay.services.adjudication.domain.canonical import digest
+from assay.services.adjudication.domain.model import (
     DEV_CALLER,
     EVERY_TENANT,
     Actor,
@@ -26,8 +26,9 @@ from assay.services.adjudication.model import (
     ReviewerKind,
     TenantScope,
 )
-from assay.services.adjudication.permissions import RegistrationPolicy
-from assay.services.adjudication.reviews import ReviewSubmission
+from assay.services.adjudication.domain.permissions import RegistrationPolicy
+from assay.services.adjudication.domain.reviews import ReviewSubmission
+from assay.services.adjudication.grpc import convert
 from assay.services.adjudication.storage import rows
 from tests.unit.adjudication.factories import NOW, make_case, review, snapshot
 

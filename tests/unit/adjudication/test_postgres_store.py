@@ -17,8 +17,8 @@ import asyncpg
 import pytest
 
 from assay.errors import AlreadyExists, Reason
-from assay.services.adjudication import ledger
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain import ledger
+from assay.services.adjudication.domain.model import (
     EVERY_TENANT,
     AuditEventType,
     Basis,
@@ -26,17 +26,17 @@ from assay.services.adjudication.model import (
     Outcome,
     ReviewerKind,
 )
-from assay.services.adjudication.operations import Adjudication
-from assay.services.adjudication.resolution import ResolveRequest
-from assay.services.adjudication.retries import RequestKey
-from assay.services.adjudication.reviewers import new_reviewer
-from assay.services.adjudication.reviews import ReviewSubmission
+from assay.services.adjudication.domain.resolution import ResolveRequest
+from assay.services.adjudication.domain.reviewers import new_reviewer
+from assay.services.adjudication.domain.reviews import ReviewSubmission
 from assay.services.adjudication.storage.postgres import (
     PostgresStore,
     PostgresWriteTx,
     SchemaTooNew,
     schema,
 )
+from assay.services.adjudication.use_cases.operations import Adjudication
+from assay.services.adjudication.use_cases.retries import RequestKey
 from tests.unit.adjudication.factories import case_input
 
 

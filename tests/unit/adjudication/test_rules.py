@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 
 from assay import errors
-from assay.services.adjudication import blinding, cases, resolution, reviews, state
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain import blinding, cases, resolution, reviews, state
+from assay.services.adjudication.domain.model import (
     Basis,
     BlindedCase,
     Case,
@@ -19,7 +19,7 @@ from assay.services.adjudication.model import (
     Resolution,
     ReviewerKind,
 )
-from assay.services.adjudication.reviewers import new_reviewer, provenance_for
+from assay.services.adjudication.domain.reviewers import new_reviewer, provenance_for
 from tests.unit.adjudication.factories import NOW, case_input, make_case, review, snapshot
 
 H, F = ReviewerKind.HUMAN, ReviewerKind.MECHANISM_TEST_FIXTURE

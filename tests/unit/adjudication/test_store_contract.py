@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from assay.errors import AlreadyExists, DataLoss, InvalidArgument, Reason
-from assay.services.adjudication import ledger
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain import ledger
+from assay.services.adjudication.domain.model import (
     EVERY_TENANT,
     AuditEventType,
     Basis,
@@ -33,14 +33,14 @@ from assay.services.adjudication.model import (
     ReviewerKind,
     TenantScope,
 )
-from assay.services.adjudication.operations import Adjudication
-from assay.services.adjudication.resolution import ResolveRequest
-from assay.services.adjudication.retries import RequestKey
-from assay.services.adjudication.reviewers import new_reviewer
-from assay.services.adjudication.reviews import ReviewSubmission
+from assay.services.adjudication.domain.resolution import ResolveRequest
+from assay.services.adjudication.domain.reviewers import new_reviewer
+from assay.services.adjudication.domain.reviews import ReviewSubmission
 from assay.services.adjudication.storage import Store as SqliteStore
 from assay.services.adjudication.storage.engine import ExportBatch, Store, WriteTx
 from assay.services.adjudication.storage.postgres import PostgresStore, is_postgres_url
+from assay.services.adjudication.use_cases.operations import Adjudication
+from assay.services.adjudication.use_cases.retries import RequestKey
 from tests.service import tamper_sql
 from tests.unit.adjudication.factories import case_input, make_case
 

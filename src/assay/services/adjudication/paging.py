@@ -14,7 +14,7 @@ import hashlib
 import json
 
 from assay.errors import Reason, invalid_field
-from assay.services.adjudication.fields import bad
+from assay.services.adjudication.domain.fields import bad
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000

@@ -19,10 +19,8 @@ import asyncpg
 
 from assay.runtime.config import ConfigurationError
 from assay.runtime.server import ServiceSpec
-from assay.services.adjudication.lookups import Lookups
-from assay.services.adjudication.operations import Adjudication
-from assay.services.adjudication.permissions import RegistrationPolicy
-from assay.services.adjudication.servicer import AdjudicationServicer
+from assay.services.adjudication.domain.permissions import RegistrationPolicy
+from assay.services.adjudication.grpc.servicer import AdjudicationServicer
 from assay.services.adjudication.storage.engine import Store
 from assay.services.adjudication.storage.postgres import PostgresStore, is_postgres_url
 from assay.services.adjudication.storage.postgres import SchemaTooNew as PostgresSchemaTooNew
@@ -30,7 +28,9 @@ from assay.services.adjudication.storage.postgres.store import redacted
 from assay.services.adjudication.storage.single_process import DatabaseInUse
 from assay.services.adjudication.storage.store import SchemaTooNew
 from assay.services.adjudication.storage.store import Store as SqliteStore
-from assay.services.adjudication.transparency import TransparencyLog, default_key_path
+from assay.services.adjudication.use_cases.lookups import Lookups
+from assay.services.adjudication.use_cases.operations import Adjudication
+from assay.services.adjudication.use_cases.transparency import TransparencyLog, default_key_path
 from assay.services.registry import ServeOptions
 from assay.v1 import adjudication_service_pb2
 

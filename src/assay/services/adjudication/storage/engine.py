@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol, TypeVar
 
-from assay.services.adjudication import model
-from assay.services.adjudication.agreement import RatedRound
+from assay.services.adjudication.domain import model
+from assay.services.adjudication.domain.agreement import RatedRound
 
 T = TypeVar("T")
 

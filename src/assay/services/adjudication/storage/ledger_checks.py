@@ -21,7 +21,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
-from assay.services.adjudication import model
+from assay.services.adjudication.domain import model
 from assay.services.adjudication.storage import ledger_rules, rows
 from assay.services.adjudication.storage.ledger_rules import Rule
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from assay.services.adjudication import ledger, records
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain import ledger, records
+from assay.services.adjudication.domain.model import (
     AuditEvent,
     AuditEventType,
     Case,

@@ -17,8 +17,8 @@ forgotten at once and refilled by the jobs that follow.
 
 from __future__ import annotations
 
-from assay.services.adjudication.canonical import canonical_json
-from assay.services.adjudication.model import Case, CaseSnapshot, Resolution, Reviewer
+from assay.services.adjudication.domain.canonical import canonical_json
+from assay.services.adjudication.domain.model import Case, CaseSnapshot, Resolution, Reviewer
 
 MAX_BYTES = 32 * 1024 * 1024
 MAX_CASE_BYTES = 256 * 1024

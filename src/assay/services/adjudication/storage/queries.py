@@ -16,10 +16,10 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from assay.services.adjudication import ledger
-from assay.services.adjudication.agreement import RatedRound, Rating, category_of
-from assay.services.adjudication.canonical import to_micros
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain import ledger
+from assay.services.adjudication.domain.agreement import RatedRound, Rating, category_of
+from assay.services.adjudication.domain.canonical import to_micros
+from assay.services.adjudication.domain.model import (
     EVERY_TENANT,
     AuditEvent,
     Case,

@@ -14,9 +14,14 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from assay.errors import DataLoss, Reason
-from assay.services.adjudication import cases, gold
-from assay.services.adjudication.canonical import canonical_json, from_micros, rfc3339, to_micros
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain import cases, gold
+from assay.services.adjudication.domain.canonical import (
+    canonical_json,
+    from_micros,
+    rfc3339,
+    to_micros,
+)
+from assay.services.adjudication.domain.model import (
     Actor,
     AuditEvent,
     AuditEventType,

@@ -20,10 +20,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from assay.services.adjudication import cases, records
-from assay.services.adjudication.agreement import RatedRound
-from assay.services.adjudication.blinding import blind
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain import cases, records
+from assay.services.adjudication.domain.agreement import RatedRound
+from assay.services.adjudication.domain.blinding import blind
+from assay.services.adjudication.domain.model import (
     AuditEvent,
     Case,
     CaseSnapshot,

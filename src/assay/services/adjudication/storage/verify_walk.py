@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from assay.errors import DataLoss
-from assay.services.adjudication import ledger, records
-from assay.services.adjudication.model import ChainVerdict, RecordKind
+from assay.services.adjudication.domain import ledger, records
+from assay.services.adjudication.domain.model import ChainVerdict, RecordKind
 from assay.services.adjudication.storage import rows
 
 # Plain SQL both dialects read alike.

@@ -21,8 +21,8 @@ import sqlite3
 from collections import defaultdict
 from datetime import datetime
 
-from assay.services.adjudication.canonical import to_micros
-from assay.services.adjudication.model import Case, CaseSnapshot, Review, TenantScope
+from assay.services.adjudication.domain.canonical import to_micros
+from assay.services.adjudication.domain.model import Case, CaseSnapshot, Review, TenantScope
 from assay.services.adjudication.storage import ledger_checks, rows
 from assay.services.adjudication.storage.queries import IN_SCOPE, tenants_param
 

@@ -48,7 +48,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from assay.services.adjudication.model import ChainHead
+from assay.services.adjudication.domain.model import ChainHead
 from assay.services.adjudication.storage import queries
 from assay.services.adjudication.storage.memory import Remembered
 from assay.services.adjudication.storage.sqlite_thread import SqliteConnection

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TypeVar
 
-from assay.services.adjudication import model
-from assay.services.adjudication.canonical import to_micros
+from assay.services.adjudication.domain import model
+from assay.services.adjudication.domain.canonical import to_micros
 from assay.services.adjudication.storage import ledger_rules, rows
 from assay.services.adjudication.storage.ledger_rules import Rule
 from assay.services.adjudication.storage.postgres import queries

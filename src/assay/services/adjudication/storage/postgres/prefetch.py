@@ -29,7 +29,7 @@ from typing import Any
 
 import asyncpg
 
-from assay.services.adjudication.model import CaseSnapshot, Reviewer
+from assay.services.adjudication.domain.model import CaseSnapshot, Reviewer
 from assay.services.adjudication.storage.engine import StoredResponse
 from assay.services.adjudication.storage.postgres import queries
 

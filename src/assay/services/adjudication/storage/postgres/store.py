@@ -17,8 +17,8 @@ from typing import TypeVar
 
 import asyncpg
 
-from assay.services.adjudication.agreement import RatedRound
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain.agreement import RatedRound
+from assay.services.adjudication.domain.model import (
     AuditEvent,
     Case,
     CaseSnapshot,

@@ -45,9 +45,9 @@ from typing import Any, TypeVar
 import asyncpg
 
 from assay.errors import AlreadyExists, Reason
-from assay.services.adjudication import ledger
-from assay.services.adjudication.canonical import now, to_micros
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain import ledger
+from assay.services.adjudication.domain.canonical import now, to_micros
+from assay.services.adjudication.domain.model import (
     Actor,
     AuditEvent,
     AuditEventType,

@@ -13,9 +13,9 @@ from dataclasses import replace
 
 import asyncpg
 
-from assay.services.adjudication import records
-from assay.services.adjudication.blinding import blind
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain import records
+from assay.services.adjudication.domain.blinding import blind
+from assay.services.adjudication.domain.model import (
     ChainHead,
     ChainVerdict,
     ExportExclusion,

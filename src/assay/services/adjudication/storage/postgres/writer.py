@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
-from assay.services.adjudication.model import Reviewer
+from assay.services.adjudication.domain.model import Reviewer
 from assay.services.adjudication.storage.postgres import prefetch, queries
 from assay.services.adjudication.storage.postgres.bridge import Bridge, run_sync
 from assay.services.adjudication.storage.postgres.tx import BatchState, PostgresWriteTx

@@ -18,15 +18,15 @@ from typing import Any
 import grpc
 
 from assay.runtime.auth.principal import current_principal
-from assay.services.adjudication import convert, values
-from assay.services.adjudication.canonical import now
-from assay.services.adjudication.lookups import Lookups
-from assay.services.adjudication.model import Caller, ChainHead, ExportTally
-from assay.services.adjudication.operations import Adjudication
-from assay.services.adjudication.retries import RequestKey
-from assay.services.adjudication.state import derive_state
+from assay.services.adjudication.domain.canonical import now
+from assay.services.adjudication.domain.model import Caller, ChainHead, ExportTally
+from assay.services.adjudication.domain.state import derive_state
+from assay.services.adjudication.grpc import convert, values
 from assay.services.adjudication.storage.engine import ExportBatch
-from assay.services.adjudication.transparency import TransparencyLog
+from assay.services.adjudication.use_cases.lookups import Lookups
+from assay.services.adjudication.use_cases.operations import Adjudication
+from assay.services.adjudication.use_cases.retries import RequestKey
+from assay.services.adjudication.use_cases.transparency import TransparencyLog
 from assay.v1 import adjudication_service_pb2 as pb
 
 
@@ -85,11 +85,13 @@ class AdjudicationServicer:
     async def EnqueueCase(
         self, request: pb.EnqueueCaseRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
+        item = convert.batch_item(request.case, "case")
         raw = await self.adjudication.enqueue_case(
             _key("EnqueueCase", request),
-            convert.case_input(request.case),
+            item.data,
             lambda c: _bytes(pb.EnqueueCaseResponse(case=convert.case(c))),
             _caller(),
+            item.unreadable,
         )
         return raw
 

@@ -19,19 +19,19 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from assay.errors import AlreadyExists, FailedPrecondition, Reason, invalid_field
-from assay.services.adjudication import cases
-from assay.services.adjudication.canonical import digest
-from assay.services.adjudication.fields import bad, bounded_text, require_id
-from assay.services.adjudication.model import (
+from assay.errors import AlreadyExists, FailedPrecondition, Reason, Violations, invalid_field
+from assay.services.adjudication.domain import cases
+from assay.services.adjudication.domain.canonical import digest
+from assay.services.adjudication.domain.fields import bounded_text, require_id
+from assay.services.adjudication.domain.model import (
     CaseSnapshot,
     CaseState,
     JsonValue,
     Outcome,
     Review,
 )
-from assay.services.adjudication.reviewers import check_reviewer_id
-from assay.services.adjudication.state import derive_state
+from assay.services.adjudication.domain.reviewers import check_reviewer_id
+from assay.services.adjudication.domain.state import derive_state
 
 MAX_REASON = 1024
 SALT_BYTES = 16
@@ -47,25 +47,30 @@ class ReviewSubmission:
     reason: str
 
 
-def validate_submission(sub: ReviewSubmission) -> None:
-    """Field rules that need no stored data."""
-    require_id(sub.case_id, "case_id")
-    check_reviewer_id(sub.reviewer_id, "reviewer_id")
+def validate_submission(sub: ReviewSubmission, found: Violations | None = None) -> None:
+    """Field rules that need no stored data: every violation recorded in ``found``, or,
+    without one, raised together."""
+    into = Violations() if found is None else found
+    into.check(require_id, sub.case_id, "case_id")
+    into.check(check_reviewer_id, sub.reviewer_id, "reviewer_id")
     if sub.round < 0:
-        raise bad("round", "must be 0 (the current round) or a round number >= 1")
+        into.add("round", "must be 0 (the current round) or a round number >= 1")
     if sub.outcome is None:
-        raise bad("outcome", "must be LABEL, UNRESOLVED or NOT_EVALUABLE")
-    if sub.outcome is Outcome.LABEL:
+        into.add("outcome", "must be LABEL, UNRESOLVED or NOT_EVALUABLE")
+    elif sub.outcome is Outcome.LABEL:
         if sub.label is None:
-            raise bad("label", "is required when the outcome is LABEL")
+            into.add("label", "is required when the outcome is LABEL")
         if sub.reason:
-            raise bad("reason", "must be empty when the outcome is LABEL")
+            into.add("reason", "must be empty when the outcome is LABEL")
     else:
         if sub.label is not None:
-            raise bad("label", f"must be unset when the outcome is {sub.outcome.value}")
+            into.add("label", f"must be unset when the outcome is {sub.outcome.value}")
         if not sub.reason.strip():
-            raise bad("reason", f"is required when the outcome is {sub.outcome.value}")
-        bounded_text(sub.reason, "reason", MAX_REASON)
+            into.add("reason", f"is required when the outcome is {sub.outcome.value}")
+        else:
+            into.check(bounded_text, sub.reason, "reason", MAX_REASON)
+    if found is None:
+        into.raise_if_any()
 
 
 def check_submission(snapshot: CaseSnapshot, sub: ReviewSubmission, now: datetime) -> str:

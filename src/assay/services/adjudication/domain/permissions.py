@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from assay.errors import FailedPrecondition, FieldViolation, PermissionDenied, Reason
-from assay.services.adjudication import cases
-from assay.services.adjudication.cases import case_not_found
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain import cases
+from assay.services.adjudication.domain.cases import case_not_found
+from assay.services.adjudication.domain.model import (
     Caller,
     CaseDetail,
     CaseSnapshot,
@@ -37,7 +37,7 @@ from assay.services.adjudication.model import (
     ReviewerKind,
     TenantScope,
 )
-from assay.services.adjudication.state import derive_state
+from assay.services.adjudication.domain.state import derive_state
 
 
 @dataclass(frozen=True)

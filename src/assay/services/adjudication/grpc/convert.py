@@ -16,12 +16,11 @@ from typing import Any
 from assay.errors import FieldViolation
 from assay.protovalues import json_to_value, value_to_json
 from assay.runtime.auth.principal import Principal, Role
-from assay.services.adjudication import agreement as agreement_rules
-from assay.services.adjudication import batches
-from assay.services.adjudication.agreement_report import AgreementReport
-from assay.services.adjudication.batches import BatchItem
-from assay.services.adjudication.fields import bad
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain import agreement as agreement_rules
+from assay.services.adjudication.domain import batches
+from assay.services.adjudication.domain.agreement_report import AgreementReport
+from assay.services.adjudication.domain.batches import BatchItem
+from assay.services.adjudication.domain.model import (
     EVERY_TENANT,
     Actor,
     AuditEvent,
@@ -47,10 +46,10 @@ from assay.services.adjudication.model import (
     ReviewerKind,
     TenantScope,
 )
-from assay.services.adjudication.resolution import ResolveRequest
-from assay.services.adjudication.reviews import ReviewSubmission
-from assay.services.adjudication.state import derive_state
-from assay.services.adjudication.values import (
+from assay.services.adjudication.domain.resolution import ResolveRequest
+from assay.services.adjudication.domain.reviews import ReviewSubmission
+from assay.services.adjudication.domain.state import derive_state
+from assay.services.adjudication.grpc.values import (
     enum_name,
     from_proto_enum,
     from_timestamp,
@@ -80,14 +79,6 @@ def caller(principal: Principal) -> Caller:
 
 def reviewer_kind(number: int) -> ReviewerKind | None:
     return from_proto_enum(ReviewerKind, enum_name(gold_pb2.ReviewerKind, number), "REVIEWER_KIND_")
-
-
-def case_input(message: pb.Case) -> CaseInput:
-    item = batch_item(message, "case")
-    if item.unreadable:
-        found = item.unreadable[0]
-        raise bad(found.field, found.description)
-    return item.data
 
 
 def batch_items(messages: Sequence[pb.Case]) -> list[BatchItem]:

@@ -19,13 +19,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
 
-from assay.services.adjudication import paging, permissions, records
-from assay.services.adjudication.agreement_report import AgreementReport, report, resample_count
-from assay.services.adjudication.blinding import blind
-from assay.services.adjudication.canonical import now
-from assay.services.adjudication.cases import case_not_found
-from assay.services.adjudication.fields import optional_id, optional_tenant, require_id
-from assay.services.adjudication.model import (
+from assay.errors import Violations
+from assay.services.adjudication import paging
+from assay.services.adjudication.domain import permissions, records
+from assay.services.adjudication.domain.agreement_report import (
+    AgreementReport,
+    report,
+    resample_count,
+)
+from assay.services.adjudication.domain.blinding import blind
+from assay.services.adjudication.domain.canonical import now
+from assay.services.adjudication.domain.cases import case_not_found
+from assay.services.adjudication.domain.fields import optional_id, optional_tenant, require_id
+from assay.services.adjudication.domain.model import (
     AuditEvent,
     BlindedCase,
     Caller,
@@ -36,7 +42,7 @@ from assay.services.adjudication.model import (
     GoldLabelRevision,
     Reviewer,
 )
-from assay.services.adjudication.reviewers import check_reviewer_id, reviewer_not_found
+from assay.services.adjudication.domain.reviewers import check_reviewer_id, reviewer_not_found
 from assay.services.adjudication.storage.engine import ExportBatch, Store
 
 T = TypeVar("T")
@@ -59,6 +65,19 @@ def _page(found: list[T], size: int, query: str, key: Callable[[T], str]) -> Pag
     return Page(items, paging.encode_token(query, key(items[-1]) if more else ""))
 
 
+def _list_fields(reviewer_id: str, path: str, tenant: str, page_size: int) -> int:
+    """A per-reviewer list's own fields, checked together; returns the page size. The page
+    token is checked after the caller's permissions: it is bound to a query that names the
+    caller's tenant scope."""
+    problems = Violations()
+    problems.check(check_reviewer_id, reviewer_id, path)
+    problems.check(optional_tenant, tenant, "tenant")
+    with problems.catching():
+        size = paging.page_size(page_size)
+    problems.raise_if_any()
+    return size
+
+
 class Lookups:
     """Every read of the service, over one ``Store``."""
 
@@ -77,8 +96,12 @@ class Lookups:
         return found
 
     async def reviewers(self, page_size: int, page_token: str) -> Page[Reviewer]:
-        size = paging.page_size(page_size)
-        after = paging.decode_token("reviewers", page_token)
+        problems = Violations()
+        with problems.catching():
+            size = paging.page_size(page_size)
+        with problems.catching():
+            after = paging.decode_token("reviewers", page_token)
+        problems.raise_if_any()
         found = await self.store.reviewers(after, size + 1)
         return _page(found, size, "reviewers", lambda r: r.reviewer_id)
 
@@ -107,11 +130,9 @@ class Lookups:
         self, reviewer_id: str, tenant: str, page_size: int, page_token: str, caller: Caller
     ) -> Page[BlindedCase]:
         """The blinded cases this reviewer still has to review; never other reviews."""
-        check_reviewer_id(reviewer_id, "reviewer_id")
-        optional_tenant(tenant, "tenant")
+        size = _list_fields(reviewer_id, "reviewer_id", tenant, page_size)
         permissions.check_queue_owner(caller, reviewer_id)
         scope = permissions.tenant_filter(caller, tenant)
-        size = paging.page_size(page_size)
         query = f"queue|{reviewer_id}|{tenant}{scope.fingerprint()}"
         after = paging.decode_token(query, page_token)
         if await self.store.reviewer(reviewer_id) is None:
@@ -126,11 +147,9 @@ class Lookups:
         """The disagreed cases ``adjudicator_id`` may decide, as GetCase shows them to an
         adjudicator. Storage returns a superset; the rule (``permissions``) decides, and a
         page short of cases after that reads on, so pages stay full."""
-        check_reviewer_id(adjudicator_id, "adjudicator_id")
-        optional_tenant(tenant, "tenant")
+        size = _list_fields(adjudicator_id, "adjudicator_id", tenant, page_size)
         permissions.check_worklist_owner(caller, adjudicator_id)
         scope = permissions.tenant_filter(caller, tenant)
-        size = paging.page_size(page_size)
         query = f"worklist|{adjudicator_id}|{tenant}{scope.fingerprint()}"
         after = paging.decode_token(query, page_token)
         if await self.store.reviewer(adjudicator_id) is None:
@@ -150,10 +169,14 @@ class Lookups:
         self, case_id: str, page_size: int, page_token: str, caller: Caller
     ) -> Page[GoldLabelRevision]:
         """Revisions of the caller's tenants (a case of another tenant has none for them)."""
-        optional_id(case_id, "case_id")
-        size = paging.page_size(page_size)
+        problems = Violations()
+        problems.check(optional_id, case_id, "case_id")
+        with problems.catching():
+            size = paging.page_size(page_size)
         query = f"gold|{case_id}{caller.scope.fingerprint()}"
-        token = paging.decode_token(query, page_token)
+        with problems.catching():
+            token = paging.decode_token(query, page_token)
+        problems.raise_if_any()
         after = paging.split_key(token) if token else None
         found = await self.store.gold_labels(case_id, after, size + 1, caller.scope)
         return _page(found, size, query, lambda g: paging.join_key(g.case_id, g.revision))
@@ -169,9 +192,13 @@ class Lookups:
         granted every tenant. Storage re-checks each event's hash and link; ``logged`` (the
         transparency log's ``disagreeing``) gives the first whose hash is not the log's leaf
         for it: DATA_LOSS naming it."""
-        size = paging.page_size(page_size)
+        problems = Violations()
+        with problems.catching():
+            size = paging.page_size(page_size)
         query = f"audit{caller.scope.fingerprint()}"
-        token = paging.decode_token(query, page_token)
+        with problems.catching():
+            token = paging.decode_token(query, page_token)
+        problems.raise_if_any()
         after = paging.int_key(token) if token else 0
         found = await self.store.audit_events(after, size + 1, caller.scope)
         bad = logged([(e.sequence, e.hash) for e in found]) if logged else 0
@@ -185,8 +212,11 @@ class Lookups:
         """The ledger head, then batches of records (latest revision per case, with every
         review of its case when asked) and exclusions, of the tenant named or else of every
         tenant the caller is granted."""
-        optional_tenant(tenant, "tenant")
-        size = paging.page_size(batch_size, "batch_size", MAX_EXPORT_BATCH)
+        problems = Violations()
+        problems.check(optional_tenant, tenant, "tenant")
+        with problems.catching():
+            size = paging.page_size(batch_size, "batch_size", MAX_EXPORT_BATCH)
+        problems.raise_if_any()
         scope = permissions.tenant_filter(caller, tenant)
         batch = size if batch_size else DEFAULT_EXPORT_BATCH
         async for item in self.store.export(scope, batch, include_reviews):
@@ -195,8 +225,11 @@ class Lookups:
     async def agreement(self, tenant: str, resamples: int, caller: Caller) -> AgreementReport:
         """Every figure over the caller's case rounds. Computed off the event loop: a
         bootstrap of 10,000 resamples over a large corpus takes seconds."""
-        optional_tenant(tenant, "tenant")
-        count = resample_count(resamples)
+        problems = Violations()
+        problems.check(optional_tenant, tenant, "tenant")
+        with problems.catching():
+            count = resample_count(resamples)
+        problems.raise_if_any()
         scope = permissions.tenant_filter(caller, tenant)
         units = await self.store.rated_rounds(scope)
         return await asyncio.to_thread(report, units, count)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from assay.services.adjudication.model import BlindedCase, Case
+from assay.services.adjudication.domain.model import BlindedCase, Case
 
 
 class Visibility(Enum):

@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from assay.errors import Reason, invalid_field
-from assay.services.adjudication.fields import check_request_id
+from assay.services.adjudication.domain.fields import check_request_id
 from assay.services.adjudication.storage.engine import StoredResponse, WriteTx
 
 T = TypeVar("T")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from assay.services.adjudication.canonical import same_label_key
-from assay.services.adjudication.model import Basis, CaseSnapshot, CaseState, Outcome, Review
+from assay.services.adjudication.domain.canonical import same_label_key
+from assay.services.adjudication.domain.model import Basis, CaseSnapshot, CaseState, Outcome, Review
 
 _STATE_BY_BASIS = {
     Basis.UNANIMOUS_AGREEMENT: CaseState.RESOLVED,

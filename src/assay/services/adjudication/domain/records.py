@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from assay.errors import DataLoss, Reason
-from assay.services.adjudication import cases, reviews
-from assay.services.adjudication.canonical import digest, to_micros
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain import cases, reviews
+from assay.services.adjudication.domain.canonical import digest, to_micros
+from assay.services.adjudication.domain.model import (
     Case,
     GoldLabelRevision,
     RecordKind,

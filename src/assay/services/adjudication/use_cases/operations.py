@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TypeVar
 
-from assay.errors import AlreadyExists, FailedPrecondition, Reason, invalid_field
-from assay.services.adjudication import (
+from assay.errors import AlreadyExists, FailedPrecondition, FieldViolation, Reason, Violations
+from assay.services.adjudication.domain import (
     batches,
     cases,
     gold,
@@ -30,9 +30,9 @@ from assay.services.adjudication import (
     resolution,
     reviews,
 )
-from assay.services.adjudication.canonical import now, to_micros
-from assay.services.adjudication.fields import require_id, require_tenant
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain.canonical import now, to_micros
+from assay.services.adjudication.domain.fields import check_request_id, require_id, require_tenant
+from assay.services.adjudication.domain.model import (
     DEV_CALLER,
     AuditEventType,
     Caller,
@@ -48,17 +48,25 @@ from assay.services.adjudication.model import (
     Reviewer,
     ReviewerKind,
 )
-from assay.services.adjudication.permissions import RegistrationPolicy
-from assay.services.adjudication.retries import RequestKey, retryable
-from assay.services.adjudication.reviewers import (
+from assay.services.adjudication.domain.permissions import RegistrationPolicy
+from assay.services.adjudication.domain.reviewers import (
     check_registration,
     new_reviewer,
     reviewer_not_found,
 )
-from assay.services.adjudication.state import derive_state
+from assay.services.adjudication.domain.state import derive_state
 from assay.services.adjudication.storage.engine import Store, WriteTx
+from assay.services.adjudication.use_cases.retries import RequestKey, retryable
 
 T = TypeVar("T")
+
+
+def _fields(key: RequestKey) -> Violations:
+    """A request's violations, starting with its request id's: every field of a request is
+    checked before any is reported, and nothing is stored unless all are well formed."""
+    found = Violations()
+    found.check(check_request_id, key.request_id)
+    return found
 
 
 def new_id(prefix: str) -> str:
@@ -119,7 +127,10 @@ class Adjudication:
         render: Callable[[Reviewer], bytes],
         caller: Caller = DEV_CALLER,
     ) -> bytes:
-        valid = check_registration(reviewer_id, kind)
+        found = _fields(key)
+        with found.catching():
+            valid = check_registration(reviewer_id, kind)
+        found.raise_if_any()
         bound = permissions.bind_registration(
             caller, reviewer_id, valid, attested_by, self.registration
         )
@@ -154,8 +165,14 @@ class Adjudication:
         data: CaseInput,
         render: Callable[[Case], bytes],
         caller: Caller = DEV_CALLER,
+        unreadable: Sequence[FieldViolation] = (),
     ) -> bytes:
-        cases.validate_case(data, self.clock())
+        """``unreadable``: what reading the request already found wrong (an expiry no
+        datetime holds), listed with the case's own violations."""
+        found = _fields(key)
+        found.extend(unreadable)
+        cases.validate_case(data, self.clock(), found=found)
+        found.raise_if_any()
         permissions.check_tenant_write(caller, data.tenant, "case.tenant")
 
         def job(tx: WriteTx, at: datetime) -> Case:
@@ -218,7 +235,9 @@ class Adjudication:
         render: Callable[[tuple[Review, CaseState]], bytes],
         caller: Caller = DEV_CALLER,
     ) -> bytes:
-        reviews.validate_submission(sub)
+        found = _fields(key)
+        reviews.validate_submission(sub, found)
+        found.raise_if_any()
         permissions.check_acting_as(caller, sub.reviewer_id, "reviewer_id")
 
         def job(tx: WriteTx, at: datetime) -> tuple[Review, CaseState, str]:
@@ -254,7 +273,9 @@ class Adjudication:
         render: Callable[[tuple[Resolution, CaseState]], bytes],
         caller: Caller = DEV_CALLER,
     ) -> bytes:
-        resolution.validate_resolve(req)
+        found = _fields(key)
+        resolution.validate_resolve(req, found)
+        found.raise_if_any()
         adjudicator = req.adjudicator_reviewer_id
         if adjudicator:
             permissions.check_acting_as(caller, adjudicator, "adjudicator_reviewer_id")
@@ -291,9 +312,11 @@ class Adjudication:
         render: Callable[[GoldLabelRevision], bytes],
         caller: Caller = DEV_CALLER,
     ) -> bytes:
-        require_id(case_id, "case_id")
+        found = _fields(key)
+        found.check(require_id, case_id, "case_id")
         if expected_revision < 0:
-            raise invalid_field(Reason.INVALID_FIELD, "expected_revision", "must not be negative")
+            found.add("expected_revision", "must not be negative")
+        found.raise_if_any()
 
         def job(tx: WriteTx, at: datetime) -> GoldLabelRevision:
             snap = _snapshot(tx, case_id, caller)
@@ -354,7 +377,9 @@ class Adjudication:
         render: Callable[[tuple[DeletedCounts, int]], bytes],
         caller: Caller = DEV_CALLER,
     ) -> bytes:
-        require_tenant(tenant, "tenant")
+        found = _fields(key)
+        found.check(require_tenant, tenant, "tenant")
+        found.raise_if_any()
         permissions.check_tenant_write(caller, tenant, "tenant")
 
         def job(tx: WriteTx, at: datetime) -> tuple[DeletedCounts, int]:

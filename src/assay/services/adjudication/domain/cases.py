@@ -18,10 +18,15 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from assay.errors import FieldViolation, InvalidArgument, NotFound, Reason
-from assay.services.adjudication.canonical import digest, jcs, jcs_digest, rfc3339
-from assay.services.adjudication.fields import bad, bounded_text, require_tenant, require_text
-from assay.services.adjudication.model import Case, CaseInput, JsonValue
+from assay.errors import FieldViolation, InvalidArgument, NotFound, Reason, Violations
+from assay.services.adjudication.domain.canonical import digest, jcs, jcs_digest, rfc3339
+from assay.services.adjudication.domain.fields import (
+    bad,
+    bounded_text,
+    require_tenant,
+    require_text,
+)
+from assay.services.adjudication.domain.model import Case, CaseInput, JsonValue
 
 DEFAULT_TTL = timedelta(days=90)
 MAX_TTL = timedelta(days=3660)
@@ -42,10 +47,15 @@ def _check_json(value: JsonValue, path: str) -> str:
         raise bad(path, f"is not a representable JSON value ({error})") from None
 
 
-def validate_case(data: CaseInput, now: datetime, prefix: str = "case") -> None:
-    """Every field rule of a new case; raises InvalidArgument naming the first bad field."""
-    for found in case_violations(data, now, prefix):
-        raise InvalidArgument(Reason.INVALID_FIELD, f"{found.field}: {found.description}", [found])
+def validate_case(
+    data: CaseInput, now: datetime, prefix: str = "case", found: Violations | None = None
+) -> None:
+    """Every field rule of a new case: each violation recorded in ``found``, or, without
+    one, raised together as one InvalidArgument."""
+    into = Violations() if found is None else found
+    into.extend(case_violations(data, now, prefix))
+    if found is None:
+        into.raise_if_any()
 
 
 def _broken(check: Callable[..., object], *args: Any) -> list[FieldViolation]:
@@ -60,8 +70,8 @@ def _broken(check: Callable[..., object], *args: Any) -> list[FieldViolation]:
 def case_violations(
     data: CaseInput, now: datetime, prefix: str = "case"
 ) -> Iterator[FieldViolation]:
-    """Every broken field rule of a new case, in field order, lazily: ``validate_case`` stops
-    at the first, a batch (``batches``) lists them all. Lists too long to accept are reported
+    """Every broken field rule of a new case, in field order, lazily (``validate_case`` and
+    a batch, ``batches``, list them all). Lists too long to accept are reported
     without checking their items, so a huge list costs one violation, not one per item."""
     yield from _broken(require_tenant, data.tenant, f"{prefix}.tenant")
     yield from _broken(require_text, data.subject, f"{prefix}.subject", MAX_TEXT)

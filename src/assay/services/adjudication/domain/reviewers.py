@@ -12,9 +12,9 @@ import re
 from collections.abc import Iterable
 from datetime import datetime
 
-from assay.errors import NotFound, Reason, invalid_field
-from assay.services.adjudication.fields import bad, bounded_text
-from assay.services.adjudication.model import Provenance, Reviewer, ReviewerKind
+from assay.errors import NotFound, Reason, Violations, invalid_field
+from assay.services.adjudication.domain.fields import bad, bounded_text
+from assay.services.adjudication.domain.model import Provenance, Reviewer, ReviewerKind
 
 REVIEWER_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 MAX_ATTESTED_BY = 256
@@ -35,10 +35,13 @@ def check_reviewer_id(value: str, path: str) -> str:
 def check_registration(
     reviewer_id: str, kind: ReviewerKind | None, prefix: str = "reviewer"
 ) -> ReviewerKind:
-    """The id and kind of a registration; returns the kind, known to be set."""
-    check_reviewer_id(reviewer_id, f"{prefix}.reviewer_id")
+    """The id and kind of a registration, both checked; returns the kind, known to be set."""
+    found = Violations()
+    found.check(check_reviewer_id, reviewer_id, f"{prefix}.reviewer_id")
     if kind is None:
-        raise bad(f"{prefix}.kind", "must be HUMAN or MECHANISM_TEST_FIXTURE")
+        found.add(f"{prefix}.kind", "must be HUMAN or MECHANISM_TEST_FIXTURE")
+        raise found.error()
+    found.raise_if_any()
     return kind
 
 

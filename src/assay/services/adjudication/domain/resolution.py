@@ -12,19 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from assay.errors import FailedPrecondition, Reason, invalid_field
-from assay.services.adjudication import cases
-from assay.services.adjudication.canonical import same_label_key
-from assay.services.adjudication.fields import bad, require_id
-from assay.services.adjudication.model import (
+from assay.errors import FailedPrecondition, Reason, Violations, invalid_field
+from assay.services.adjudication.domain import cases
+from assay.services.adjudication.domain.canonical import same_label_key
+from assay.services.adjudication.domain.fields import require_id
+from assay.services.adjudication.domain.model import (
     Basis,
     CaseSnapshot,
     JsonValue,
     Outcome,
     Resolution,
 )
-from assay.services.adjudication.reviewers import check_reviewer_id
-from assay.services.adjudication.state import unanimous
+from assay.services.adjudication.domain.reviewers import check_reviewer_id
+from assay.services.adjudication.domain.state import unanimous
 
 _OUTCOME_FOR_BASIS = {
     Basis.UNRESOLVED: Outcome.UNRESOLVED,
@@ -40,26 +40,31 @@ class ResolveRequest:
     adjudicator_reviewer_id: str
 
 
-def validate_resolve(req: ResolveRequest) -> None:
-    """Field rules that need no stored data."""
-    require_id(req.case_id, "case_id")
+def validate_resolve(req: ResolveRequest, found: Violations | None = None) -> None:
+    """Field rules that need no stored data: every violation recorded in ``found``, or,
+    without one, raised together."""
+    into = Violations() if found is None else found
+    into.check(require_id, req.case_id, "case_id")
+    adjudicator = req.adjudicator_reviewer_id
     if req.basis is None:
-        raise bad(
+        into.add(
             "basis",
             "must be UNANIMOUS_AGREEMENT, ADJUDICATOR_DECISION, UNRESOLVED or NOT_EVALUABLE",
         )
-    if req.basis is Basis.ADJUDICATOR_DECISION:
+    elif req.basis is Basis.ADJUDICATOR_DECISION:
         if req.label is None:
-            raise bad("label", "is required for ADJUDICATOR_DECISION")
-        check_reviewer_id(req.adjudicator_reviewer_id, "adjudicator_reviewer_id")
-        return
-    if req.label is not None:
-        raise bad("label", f"must be unset for {req.basis.value}")
-    if req.basis is Basis.UNANIMOUS_AGREEMENT:
-        if req.adjudicator_reviewer_id:
-            raise bad("adjudicator_reviewer_id", "must be empty for UNANIMOUS_AGREEMENT")
-    elif req.adjudicator_reviewer_id:
-        check_reviewer_id(req.adjudicator_reviewer_id, "adjudicator_reviewer_id")
+            into.add("label", "is required for ADJUDICATOR_DECISION")
+        into.check(check_reviewer_id, adjudicator, "adjudicator_reviewer_id")
+    else:
+        if req.label is not None:
+            into.add("label", f"must be unset for {req.basis.value}")
+        if req.basis is Basis.UNANIMOUS_AGREEMENT:
+            if adjudicator:
+                into.add("adjudicator_reviewer_id", "must be empty for UNANIMOUS_AGREEMENT")
+        elif adjudicator:
+            into.check(check_reviewer_id, adjudicator, "adjudicator_reviewer_id")
+    if found is None:
+        into.raise_if_any()
 
 
 def _fail(reason: Reason, message: str) -> FailedPrecondition:

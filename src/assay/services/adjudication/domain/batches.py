@@ -6,23 +6,23 @@ with it at once: every case is checked with the rules of a single case
 (``cases[4].candidate_values[1]``), every case must share the first case's
 tenant, and only then are the tenants checked, one PERMISSION_DENIED naming
 every case of a tenant the caller is not granted.
-Both lists keep the first ``MAX_VIOLATIONS`` and count the rest, so a batch of
-a thousand bad cases costs a bounded error (the runtime lists fewer still).
+Both are collected in the shared ``assay.errors.Violations``: the first
+``MAX_VIOLATIONS`` kept and the rest counted, so a batch of a thousand bad
+cases costs a bounded error (the runtime lists fewer still).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
-from assay.errors import FieldViolation, InvalidArgument, PermissionDenied, Reason
-from assay.services.adjudication.cases import case_violations
-from assay.services.adjudication.fields import check_request_id
-from assay.services.adjudication.model import Caller, Case, CaseInput
+from assay.errors import FieldViolation, PermissionDenied, Reason, Violations
+from assay.services.adjudication.domain.cases import case_violations
+from assay.services.adjudication.domain.fields import check_request_id
+from assay.services.adjudication.domain.model import Caller, Case, CaseInput
 
 MAX_CASES = 1000
-MAX_VIOLATIONS = 100
 
 
 @dataclass(frozen=True)
@@ -34,26 +34,6 @@ class BatchItem:
     unreadable: tuple[FieldViolation, ...] = ()
 
 
-@dataclass
-class _Found:
-    """The first ``MAX_VIOLATIONS`` violations and a count of the rest."""
-
-    kept: list[FieldViolation] = field(default_factory=list)
-    more: int = 0
-
-    def add(self, violations: Iterable[FieldViolation]) -> None:
-        for violation in violations:
-            if len(self.kept) < MAX_VIOLATIONS:
-                self.kept.append(violation)
-            else:
-                self.more += 1
-
-    def summary(self) -> str:
-        first = self.kept[0]
-        others = len(self.kept) - 1 + self.more
-        return f"{first.field}: {first.description}" + (f" (and {others} more)" if others else "")
-
-
 def path(index: int) -> str:
     """Where case ``index`` is in the request."""
     return f"cases[{index}]"
@@ -61,47 +41,33 @@ def path(index: int) -> str:
 
 def check_batch(request_id: str, items: Sequence[BatchItem], now: datetime) -> None:
     """INVALID_ARGUMENT listing every violation of the batch (capped), else nothing."""
-    found = _Found()
-    try:
-        check_request_id(request_id)
-    except InvalidArgument as error:
-        found.add(error.violations)
+    found = Violations()
+    found.check(check_request_id, request_id)
     if not items:
-        found.add([FieldViolation("cases", "at least one case is required")])
+        found.add("cases", "at least one case is required")
     elif len(items) > MAX_CASES:
         # Not read case by case: the size alone refuses it.
-        found.add([FieldViolation("cases", f"at most {MAX_CASES:,} cases per batch")])
+        found.add("cases", f"at most {MAX_CASES:,} cases per batch")
     else:
         for i, item in enumerate(items):
-            found.add(item.unreadable)
-            found.add(case_violations(item.data, now, path(i)))
-        found.add(_other_tenants(items))
-    if found.kept:
-        raise InvalidArgument(
-            Reason.INVALID_FIELD, found.summary(), found.kept, more_violations=found.more
-        )
+            found.extend(item.unreadable)
+            found.extend(case_violations(item.data, now, path(i)))
+        found.extend(_other_tenants(items))
+    found.raise_if_any()
 
 
 def check_tenants(caller: Caller, items: Sequence[BatchItem]) -> None:
     """PERMISSION_DENIED (TENANT_NOT_PERMITTED) naming every case whose tenant the caller is
     not granted, else nothing."""
-    found = _Found()
+    found = Violations()
     denied: list[str] = []
     for i, item in enumerate(items):
         tenant = item.data.tenant
         if not caller.scope.allows(tenant):
             denied.append(tenant)
-            found.add(
-                [FieldViolation(f"{path(i)}.tenant", f"the caller is not granted tenant {tenant}")]
-            )
-    if found.kept:
-        raise PermissionDenied(
-            Reason.TENANT_NOT_PERMITTED,
-            found.summary(),
-            found.kept,
-            metadata={"tenant": denied[0]},
-            more_violations=found.more,
-        )
+            found.add(f"{path(i)}.tenant", f"the caller is not granted tenant {tenant}")
+    if denied:
+        found.raise_if_any(PermissionDenied, Reason.TENANT_NOT_PERMITTED, {"tenant": denied[0]})
 
 
 def _other_tenants(items: Sequence[BatchItem]) -> list[FieldViolation]:

@@ -29,8 +29,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from assay.services.adjudication import records
-from assay.services.adjudication.canonical import (
+from assay.services.adjudication.domain import records
+from assay.services.adjudication.domain.canonical import (
     DIGEST_PREFIX,
     GENESIS_HASH,
     canonical_json,
@@ -38,7 +38,7 @@ from assay.services.adjudication.canonical import (
     rfc3339,
     string_object_json,
 )
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain.model import (
     Actor,
     AuditEvent,
     AuditEventType,

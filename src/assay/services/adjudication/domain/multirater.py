@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kappa
 
-from assay.services.adjudication.agreement import (
+from assay.services.adjudication.domain.agreement import (
     MIN_KAPPA_CASES,
     AgreementStatus,
     Figure,

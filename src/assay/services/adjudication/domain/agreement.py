@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from assay.services.adjudication.canonical import same_label_key
-from assay.services.adjudication.model import Outcome, Review
+from assay.services.adjudication.domain.canonical import same_label_key
+from assay.services.adjudication.domain.model import Outcome, Review
 
 MIN_KAPPA_CASES = 20
 Z_975 = 1.959963984540054

@@ -14,8 +14,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from assay.services.adjudication import multirater
-from assay.services.adjudication.agreement import (
+from assay.services.adjudication.domain import multirater
+from assay.services.adjudication.domain.agreement import (
     Agreement,
     Figure,
     RatedPair,
@@ -23,7 +23,7 @@ from assay.services.adjudication.agreement import (
     cohens_kappa,
     figure_of,
 )
-from assay.services.adjudication.fields import bad
+from assay.services.adjudication.domain.fields import bad
 
 # The two sides of a one-against-the-rest table.
 _THIS, _REST = "this", "rest"

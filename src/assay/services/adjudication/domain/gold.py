@@ -24,8 +24,8 @@ from datetime import datetime
 from typing import Any
 
 from assay.errors import DataLoss, Reason
-from assay.services.adjudication.canonical import digest, jcs_digest, rfc3339, same_label_key
-from assay.services.adjudication.model import (
+from assay.services.adjudication.domain.canonical import digest, jcs_digest, rfc3339, same_label_key
+from assay.services.adjudication.domain.model import (
     Basis,
     CaseSnapshot,
     GoldLabelRevision,
@@ -33,7 +33,7 @@ from assay.services.adjudication.model import (
     Resolution,
     ReviewerKind,
 )
-from assay.services.adjudication.reviewers import provenance_for
+from assay.services.adjudication.domain.reviewers import provenance_for
 
 DIGEST_V1 = "assay.gold.v1"
 DIGEST_V2 = "assay.gold.v2"
