@@ -211,23 +211,23 @@ class Tails:
         source_element, source_length = pool.encoded([_field(0x12, s) for s in claims.sources])
         group_element, group_length = pool.strings(resolved.groups)
 
-        # ClaimWeight: claim_ref, source, reliability, weight, correlation_group, counted.
+        # ClaimWeight: claim_ref, source, then reliability, weight, counted and
+        # correlation_group (a message's fields may come in any order: parsing it
+        # again and serializing it writes them in field order).
         rows = _claim_order(resolved, refs)
         ref = (ref_element[rows], ref_length[rows])
         source = claims.source[rows]
         group = resolved.group[rows]
-        group_head = _varints(0x2A, group_length[group])
-        middle = _packed(
-            pool,
-            _fixed(0x19, resolved.reliability[rows]),
-            _fixed(0x21, resolved.weight[rows]),
-            group_head,
-        )
         tail = [
             (source_element[source], source_length[source]),
-            middle,
+            _packed(
+                pool,
+                _fixed(0x19, resolved.reliability[rows]),
+                _fixed(0x21, resolved.weight[rows]),
+                _flag(0x30, resolved.counted[rows]),
+                _varints(0x2A, group_length[group]),
+            ),
             (group_element[group], group_length[group]),
-            pool.table(*_flag(0x30, resolved.counted[rows])),
         ]
         ref_head = _varints(0x0A, ref[1])
         body = _sized(tail) + ref[1] + ref_head[1]
@@ -289,8 +289,10 @@ class Tails:
             first += count
         sizes = length.sum(axis=1)
         body = np.bincount(value, weights=sizes[place], minlength=values).astype(np.int64)
-        opening = place[:values]  # each value's head record: behind the field's header
-        element[opening, 0], length[opening, 0] = pool.table(*_varints(VALUES_TAG, body))
+        opening = place[:values]  # each value's head record: the field's header, support
+        element[opening, 0], length[opening, 0] = _packed(
+            pool, _varints(VALUES_TAG, body + 9), _fixed(0x19, resolved.support)
+        )
         used = length > 0
         self._data = pool.take(element[used])
         ends = np.r_[0, np.cumsum(length.sum(axis=1))]
@@ -303,8 +305,8 @@ class Tails:
 
 
 def _heads(pool: _Pool, resolved: Resolved, value_of: Callable[[str], Message]) -> list[Piece]:
-    """Each value's value, value_key and support: a piece for the two first (one per
-    distinct key), a piece for the support."""
+    """Each value's value and value_key: one piece per distinct key (the support goes
+    with the header, ``Tails._assemble``)."""
     keys = resolved.value_keys.to_pylist()
     distinct: dict[str, int] = {}
     for key in keys:
@@ -313,7 +315,7 @@ def _heads(pool: _Pool, resolved: Resolved, value_of: Callable[[str], Message]) 
         [_message(0x0A, value_of(key).SerializeToString()) + _field(0x12, key) for key in distinct]
     )
     which = np.fromiter(map(distinct.__getitem__, keys), dtype=np.int64, count=len(keys))
-    return [(key_element[which], key_length[which]), pool.table(*_fixed(0x19, resolved.support))]
+    return [(key_element[which], key_length[which])]
 
 
 def _field(tag: int, text: str) -> bytes:
