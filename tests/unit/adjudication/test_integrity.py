@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from assay import errors
-from assay.services.adjudication import paging
+from assay.runtime import paging
 from assay.services.adjudication.domain import canonical, gold, ledger
 from assay.services.adjudication.domain.model import (
     AuditEventType,

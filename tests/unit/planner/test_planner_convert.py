@@ -8,7 +8,6 @@ import pytest
 from google.protobuf import json_format
 
 from assay import errors
-from assay.services.planner.adapters.paging import decode_token, encode_token, page
 from assay.services.planner.domain.model import (
     CountedClaim,
     Outcome,
@@ -261,40 +260,6 @@ class TestResolverSide:
             CountedClaim("api_spec", "g", True),
             CountedClaim("test_result", "t|r", False),
         )
-
-
-class TestPaging:
-    def test_pages_through_everything_once(self) -> None:
-        """Following next tokens visits every item exactly once, in order."""
-        items, token, seen = list(range(6)), "", []
-        while True:
-            chunk, token = page(items, 4, token)
-            seen.extend(chunk)
-            if not token:
-                break
-        assert seen == items
-
-    def test_zero_page_size_means_all(self) -> None:
-        """page_size 0 returns everything and no next token."""
-        assert page([1, 2, 3], 0, "") == ([1, 2, 3], "")
-
-    @pytest.mark.parametrize("token", ["nope", encode_token(99), "cHJvYmVzL3YxL3g="])
-    def test_foreign_tokens_are_invalid(self, token: str) -> None:
-        """A token this server did not issue is INVALID_PAGE_TOKEN on page_token."""
-        with pytest.raises(errors.InvalidArgument) as caught:
-            page([1, 2, 3], 1, token)
-        assert caught.value.reason is errors.Reason.INVALID_PAGE_TOKEN
-        assert [v.field for v in caught.value.violations] == ["page_token"]
-
-    def test_negative_page_size_is_invalid(self) -> None:
-        """A negative page_size is INVALID_FIELD on page_size."""
-        with pytest.raises(errors.InvalidArgument) as caught:
-            page([1], -1, "")
-        assert [v.field for v in caught.value.violations] == ["page_size"]
-
-    def test_tokens_round_trip(self) -> None:
-        """A token decodes to the offset it was made from."""
-        assert decode_token(encode_token(3)) == 3
 
 
 class TestTargetScope:

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Generic, TypeVar
 
 from assay.errors import Violations
-from assay.services.adjudication import paging
+from assay.runtime import paging
 from assay.services.adjudication.domain import permissions, records
 from assay.services.adjudication.domain.agreement_report import (
     AgreementReport,

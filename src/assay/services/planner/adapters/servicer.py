@@ -19,7 +19,7 @@ import grpc
 
 from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
 from assay.runtime.handlers import REQUEST_ID_KEY, current_request_id
-from assay.services.planner.adapters.paging import page
+from assay.runtime.paging import page
 from assay.services.planner.adapters.reliability import ReliabilityTable
 from assay.services.planner.adapters.resolver_client import ResolverClient
 from assay.services.planner.domain.deadline import Deadline
@@ -66,7 +66,7 @@ class PlannerServicer:
         self, request: pb.ListProbesRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListProbesResponse:
         catalogue = [self.catalogue[k] for k in sorted(self.catalogue)]
-        probes, next_token = page(catalogue, request.page_size, request.page_token)
+        probes, next_token = page(catalogue, request.page_size, request.page_token, "probes")
         return pb.ListProbesResponse(
             probes=[convert.probe_spec(p) for p in probes], next_page_token=next_token
         )

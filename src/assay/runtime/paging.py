@@ -1,9 +1,11 @@
-"""Page tokens: opaque to clients, bound to the query that issued them.
+"""Page tokens, one scheme for every list RPC: opaque, bound to the query that issued them.
 
 A token is the last key of the previous page plus a fingerprint of the query
-(filters and listing name). A token from another query, or one that was
-edited, is refused with INVALID_PAGE_TOKEN rather than silently restarting or
-skipping rows.
+(the listing's name and its filters). A token from another query, or one that
+was edited, is refused with INVALID_PAGE_TOKEN rather than silently restarting
+or skipping rows. Keys are strings; ``int_key`` and ``split_key`` read back the
+integer and (name, number) keys some listings page by, and ``page`` pages an
+in-memory sequence by position.
 """
 
 from __future__ import annotations
@@ -12,12 +14,19 @@ import base64
 import binascii
 import hashlib
 import json
+from collections.abc import Sequence
+from typing import TypeVar
 
 from assay.errors import Reason, invalid_field
-from assay.services.adjudication.domain.fields import bad
+
+T = TypeVar("T")
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
+
+
+def bad(path: str, description: str) -> Exception:
+    return invalid_field(Reason.INVALID_FIELD, path, description)
 
 
 def page_size(value: int, path: str = "page_size", maximum: int = MAX_PAGE_SIZE) -> int:
@@ -82,3 +91,17 @@ def int_key(key: str, path: str = "page_token") -> int:
     if not key.isdigit():
         raise _bad_token(path)
     return int(key)
+
+
+def page(items: Sequence[T], size: int, token: str, query: str) -> tuple[list[T], str]:
+    """One page of an in-memory listing of ``items`` (``size`` 0: the rest of it) and the
+    token of the next page, empty when none follows. The key is the next item's position."""
+    if size < 0:
+        raise bad("page_size", "must not be negative")
+    start = int_key(decode_token(query, token)) if token else 0
+    if start > len(items):
+        raise invalid_field(
+            Reason.INVALID_PAGE_TOKEN, "page_token", "is beyond the end of the list"
+        )
+    end = len(items) if size == 0 else min(len(items), start + size)
+    return list(items[start:end]), encode_token(query, str(end) if end < len(items) else "")
