@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from google.protobuf import json_format, struct_pb2
 
-from assay.errors import FieldViolation, InvalidArgument, Reason
+from assay.errors import Violations
 from assay.prototime import duration_problem, timestamp_problem
 from assay.services.planner.domain import model as m
 from assay.services.planner.domain.probes import action_risk
@@ -33,23 +33,9 @@ def _n(member: IntEnum) -> Any:
 NOT_A_RUNTIME_SIGNAL = frozenset({m.SignalClass.HUMAN_JUDGEMENT})
 
 
-# Violations kept per request; the rest are only counted (the runtime lists fewer still).
-MAX_VIOLATIONS = 100
-
-
-class _Problems:
-    """Collects field violations while reading a request: the first ``MAX_VIOLATIONS``,
-    and a count of the rest, so a request of 100,000 bad notes costs a bounded error."""
-
-    def __init__(self) -> None:
-        self.found: list[FieldViolation] = []
-        self.more = 0
-
-    def add(self, path: str, description: str) -> None:
-        if len(self.found) < MAX_VIOLATIONS:
-            self.found.append(FieldViolation(path, description))
-        else:
-            self.more += 1
+class _Problems(Violations):
+    """The shared collector of bad fields (every one, capped: ``assay.errors.Violations``)
+    with the two readings the planner's request needs: a required enum, a well-known time."""
 
     def enum(self, enum: type[E], number: int, path: str) -> E | None:
         """The domain member for ``number``, or None after recording why it is invalid."""
@@ -66,18 +52,6 @@ class _Problems:
     def time(self, problem: str | None, path: str) -> None:
         if problem is not None:
             self.add(path, problem)
-
-    def raise_if_any(self) -> None:
-        if self.found:
-            first = self.found[0]
-            others = len(self.found) - 1 + self.more
-            more = f" (and {others} more)" if others else ""
-            raise InvalidArgument(
-                Reason.INVALID_FIELD,
-                f"{first.field}: {first.description}{more}",
-                self.found,
-                more_violations=self.more,
-            )
 
 
 def _signal_class(problems: _Problems, number: int, path: str) -> m.SignalClass | None:
