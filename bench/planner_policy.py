@@ -55,7 +55,7 @@ from assay.runtime.logging import configure_logging
 from assay.services.planner.domain.model import ProbeKind
 from assay.services.planner.domain.probes import CATALOGUE, action_risk
 from assay.services.planner.domain.ranking import COST_UNITS
-from assay.services.resolver.policy import DEFAULT_RELIABILITY
+from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY
 from assay.v1 import plan_pb2 as P
 from assay.v1 import planner_service_pb2 as pb
 from assay.v1 import resolver_service_pb2 as rpb

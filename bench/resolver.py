@@ -42,9 +42,9 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from harness import Call, best_of
 
-from assay.services.resolver.intake import without_gc
+from assay.services.resolver.adapters.servicer import ResolverServicer
 from assay.services.resolver.service import make_servicer
-from assay.services.resolver.servicer import ResolverServicer
+from assay.services.resolver.wire.intake import without_gc
 from assay.v1 import claim_pb2, resolver_service_pb2, resolver_service_pb2_grpc
 
 SERVICE = "assay.v1.ResolverService"
@@ -188,8 +188,8 @@ def bench_in_process(sizes: tuple[int, ...], quick: bool) -> None:
 
 def stage_breakdown(servicer: ResolverServicer, raw: bytes, repeats: int, floor: float) -> None:
     """Where the end-to-end time goes, stage by stage (best of ``repeats``, GC paused as served)."""
-    from assay.services.resolver import engine
-    from assay.services.resolver.convert import Emitter
+    from assay.services.resolver.domain import engine
+    from assay.services.resolver.wire.convert import Emitter
 
     request = resolver_service_pb2.ResolveEvidenceRequest.FromString(raw)
     claims = request.evidence.claims

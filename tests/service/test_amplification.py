@@ -25,7 +25,7 @@ from assay.runtime.server import serving
 from assay.runtime.status import DecodedError, decode_rpc_error
 from assay.services.planner.service import build_spec as planner_spec
 from assay.services.registry import ServeOptions
-from assay.services.resolver.budget import MAX_CLAIM_RESOLUTIONS
+from assay.services.resolver.domain.budget import MAX_CLAIM_RESOLUTIONS
 from assay.services.resolver.service import build_spec as resolver_spec
 from assay.v1 import claim_pb2
 from assay.v1 import planner_service_pb2 as ppb

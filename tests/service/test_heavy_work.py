@@ -22,9 +22,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from assay.runtime.server import serving
 from assay.services.registry import ServeOptions
-from assay.services.resolver.offload import INLINE_MAX_UNITS
+from assay.services.resolver.adapters.offload import INLINE_MAX_UNITS
+from assay.services.resolver.adapters.servicer import ResolverServicer
 from assay.services.resolver.service import build_spec
-from assay.services.resolver.servicer import ResolverServicer
 from assay.v1 import claim_pb2
 from assay.v1 import resolver_service_pb2 as rpb
 from tests.support.processes import AssayProcess, free_port, service_process

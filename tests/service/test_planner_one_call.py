@@ -17,7 +17,7 @@ import pytest
 from assay.runtime.status import decode_rpc_error
 from assay.services.planner import plan_evidence as planner_servicer
 from assay.services.resolver import service as resolver_service
-from assay.services.resolver.policy import DEFAULT_RELIABILITY, Policy
+from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY, Policy
 from assay.v1 import claim_pb2, plan_pb2
 from assay.v1 import planner_service_pb2 as pb
 from tests.service.planner_harness import WatchingResolver, both, example

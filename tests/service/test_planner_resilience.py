@@ -17,7 +17,7 @@ from assay.runtime.server import serving
 from assay.runtime.status import decode_rpc_error
 from assay.services.registry import ServeOptions
 from assay.services.resolver import service as resolver_service
-from assay.services.resolver.policy import DEFAULT_RELIABILITY, Policy
+from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY, Policy
 from assay.v1 import planner_service_pb2_grpc
 from tests.service.planner_harness import (
     FAST_STOP,

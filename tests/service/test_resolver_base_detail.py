@@ -16,9 +16,9 @@ from assay.runtime.config import ServerConfig
 from assay.runtime.server import serving
 from assay.services.planner.adapters.resolver_client import summary_of
 from assay.services.registry import ServeOptions
-from assay.services.resolver.policy import Policy
+from assay.services.resolver.adapters.servicer import ResolverServicer
+from assay.services.resolver.domain.policy import Policy
 from assay.services.resolver.service import build_spec
-from assay.services.resolver.servicer import ResolverServicer
 from assay.v1 import claim_pb2
 from assay.v1 import resolver_service_pb2 as pb
 from assay.v1 import resolver_service_pb2_grpc as pb_grpc

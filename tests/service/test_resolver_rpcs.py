@@ -16,7 +16,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from assay.runtime.config import ServerConfig
 from assay.runtime.server import serving
 from assay.services.registry import SERVICES, ServeOptions
-from assay.services.resolver.policy import TABLE_ENV, PolicyError
+from assay.services.resolver.domain.policy import TABLE_ENV, PolicyError
 from assay.services.resolver.service import build_spec
 from assay.v1 import claim_pb2, resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb

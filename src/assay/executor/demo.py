@@ -52,7 +52,7 @@ from assay.runtime.auth.dev_credentials import (
     write_dev_credentials,
 )
 from assay.runtime.security import Security
-from assay.services.resolver.policy import DEFAULT_RELIABILITY
+from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY
 from assay.v1 import adjudication_service_pb2 as adj
 from assay.v1 import gold_pb2
 

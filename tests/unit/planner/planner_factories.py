@@ -41,7 +41,7 @@ from assay.services.planner.domain.model import (
 )
 from assay.services.planner.domain.plan import Draft, draft_plan, finish_plan
 from assay.services.planner.domain.probes import CATALOGUE
-from assay.services.resolver.policy import DEFAULT_RELIABILITY
+from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY
 
 
 def key(value: object) -> str:

@@ -18,7 +18,7 @@ from assay.services.planner.domain.probes import (
     probes_for_class,
     probes_for_gap,
 )
-from assay.services.resolver.policy import DEFAULT_RELIABILITY
+from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY
 from tests.unit.planner.planner_factories import probe
 
 RUNTIME_CLASSES = [

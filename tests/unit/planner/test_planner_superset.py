@@ -13,8 +13,8 @@ from assay.services.planner.domain.plan import draft_plan
 from assay.services.planner.domain.probes import CATALOGUE
 from assay.services.planner.wire import convert
 from assay.services.planner.wire.superset import MAX_GUESSED_VALUES, guess_outcomes, match_key
-from assay.services.resolver.policy import DEFAULT_RELIABILITY, Policy
-from assay.services.resolver.servicer import ResolverServicer
+from assay.services.resolver.adapters.servicer import ResolverServicer
+from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY, Policy
 from assay.v1 import claim_pb2
 from assay.v1 import planner_service_pb2 as pb
 

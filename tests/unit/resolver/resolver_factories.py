@@ -15,8 +15,8 @@ from google.protobuf import struct_pb2
 
 from assay import errors
 from assay.protovalues import json_to_value
-from assay.services.resolver.policy import DEFAULT_POLICY, Policy
-from assay.services.resolver.servicer import ResolverServicer
+from assay.services.resolver.adapters.servicer import ResolverServicer
+from assay.services.resolver.domain.policy import DEFAULT_POLICY, Policy
 from assay.v1 import claim_pb2, resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb
 

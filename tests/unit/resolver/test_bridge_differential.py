@@ -17,9 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from assay.errors import InvalidArgument
+from assay.services.resolver.adapters.servicer import ResolverServicer
 from assay.services.resolver.columnar.from_claims import read_claims
-from assay.services.resolver.policy import DEFAULT_POLICY
-from assay.services.resolver.servicer import ResolverServicer
+from assay.services.resolver.domain.policy import DEFAULT_POLICY
 from assay.v1 import resolver_service_pb2 as pb
 from tests.unit.resolver.columnar_support import to_claim
 from tests.unit.resolver.test_columnar_differential import PROFILE, evidence

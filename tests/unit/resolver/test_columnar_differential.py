@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assay.errors import InvalidArgument
+from assay.services.resolver.adapters.servicer import ResolverServicer
 from assay.services.resolver.columnar import resolve_stream
-from assay.services.resolver.convert import claim_ref
-from assay.services.resolver.policy import DEFAULT_POLICY
-from assay.services.resolver.servicer import ResolverServicer
+from assay.services.resolver.domain.policy import DEFAULT_POLICY
+from assay.services.resolver.wire.convert import claim_ref
 from assay.v1 import resolver_service_pb2 as pb
 from tests.unit.resolver.columnar_support import read, stream, to_claim, to_table
 

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from assay.errors import InvalidArgument, Reason
 from assay.services.resolver.columnar import decode, distinct, resolve_stream, stream
 from assay.services.resolver.columnar.engine import Resolved, resolve_table
-from assay.services.resolver.model import Flag, Status, WarningCode
-from assay.services.resolver.policy import DEFAULT_POLICY
-from assay.services.resolver.validation import raise_if_any
+from assay.services.resolver.domain.model import Flag, Status, WarningCode
+from assay.services.resolver.domain.policy import DEFAULT_POLICY
+from assay.services.resolver.domain.validation import raise_if_any
 
 TABLE = dict(DEFAULT_POLICY.reliability)
 

@@ -11,8 +11,8 @@ from assay.runtime.budget import (
     ResponseBudget,
     response_limit,
 )
-from assay.services.resolver.budget import MAX_CLAIM_RESOLUTIONS, charge
-from assay.services.resolver.offload import NEVER, Abandoned, Stop
+from assay.services.resolver.domain.budget import MAX_CLAIM_RESOLUTIONS, charge
+from assay.services.resolver.use_cases.stop import NEVER, Abandoned, Stop
 from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb
 

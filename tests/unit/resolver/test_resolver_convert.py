@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from assay.protovalues import json_to_value, value_to_json
-from assay.services.resolver.convert import ClaimIndex, claim_ref
-from assay.services.resolver.intake import intake, source_table, without_gc
-from assay.services.resolver.policy import DEFAULT_POLICY
+from assay.services.resolver.domain.policy import DEFAULT_POLICY
+from assay.services.resolver.wire.convert import ClaimIndex, claim_ref
+from assay.services.resolver.wire.intake import intake, source_table, without_gc
 from assay.v1 import claim_pb2
 from tests.unit.resolver.resolver_factories import claim, resolve, value
 

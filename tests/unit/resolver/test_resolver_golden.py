@@ -18,8 +18,8 @@ from functools import partial
 from typing import Any
 
 from assay import errors
-from assay.services.resolver.policy import DEFAULT_POLICY
-from assay.services.resolver.servicer import ResolverServicer
+from assay.services.resolver.adapters.servicer import ResolverServicer
+from assay.services.resolver.domain.policy import DEFAULT_POLICY
 from assay.v1 import claim_pb2
 from assay.v1 import resolver_service_pb2 as pb
 from tests.unit.resolver.resolver_factories import claim

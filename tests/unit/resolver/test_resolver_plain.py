@@ -9,15 +9,15 @@ from hypothesis import strategies as st
 
 from assay import errors
 from assay.protovalues import value_to_json
-from assay.services.resolver import plain
-from assay.services.resolver.convert import claim_ref
-from assay.services.resolver.engine import resolve_evidence
-from assay.services.resolver.intake import intake, source_table
-from assay.services.resolver.model import Exclusion, Flag, ReviewStatus, Status
-from assay.services.resolver.plain import PlainClaim
-from assay.services.resolver.policy import DEFAULT_POLICY
-from assay.services.resolver.reader import Reader
-from assay.services.resolver.validation import MAX_VIOLATIONS
+from assay.services.resolver.domain import plain
+from assay.services.resolver.domain.engine import resolve_evidence
+from assay.services.resolver.domain.model import Exclusion, Flag, ReviewStatus, Status
+from assay.services.resolver.domain.plain import PlainClaim
+from assay.services.resolver.domain.policy import DEFAULT_POLICY
+from assay.services.resolver.domain.validation import MAX_VIOLATIONS
+from assay.services.resolver.wire.convert import claim_ref
+from assay.services.resolver.wire.intake import intake, source_table
+from assay.services.resolver.wire.reader import Reader
 from assay.v1 import claim_pb2
 from tests.unit.resolver.test_resolver_properties import PROFILE, claims
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from assay.errors import Reason
-from assay.services.resolver import model, values
-from assay.services.resolver.policy import (
+from assay.services.resolver.domain import model, values
+from assay.services.resolver.domain.policy import (
     BUILTIN_ORIGIN,
     CONFLICT_MARGIN,
     DEFAULT_POLICY,

@@ -9,11 +9,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assay.services.resolver import engine
-from assay.services.resolver.convert import violations
-from assay.services.resolver.intake import intake, source_table
-from assay.services.resolver.model import Staleness
-from assay.services.resolver.policy import DEFAULT_POLICY
+from assay.services.resolver.domain import engine
+from assay.services.resolver.domain.model import Staleness
+from assay.services.resolver.domain.policy import DEFAULT_POLICY
+from assay.services.resolver.wire.convert import violations
+from assay.services.resolver.wire.intake import intake, source_table
 from assay.v1 import claim_pb2
 from tests.unit.resolver.resolver_factories import claim, resolve, resolve_evidence
 

@@ -9,9 +9,9 @@ from google.protobuf import struct_pb2
 
 from assay import errors
 from assay.errors import Reason
-from assay.services.resolver.intake import intake, source_table
-from assay.services.resolver.policy import DEFAULT_POLICY
-from assay.services.resolver.validation import MAX_VIOLATIONS
+from assay.services.resolver.domain.policy import DEFAULT_POLICY
+from assay.services.resolver.domain.validation import MAX_VIOLATIONS
+from assay.services.resolver.wire.intake import intake, source_table
 from assay.v1 import claim_pb2
 from assay.v1 import resolver_service_pb2 as pb
 from tests.unit.resolver.resolver_factories import (
@@ -265,7 +265,7 @@ class TestRequestFields:
 def test_long_string_values_are_not_cached() -> None:
     """Only short values are remembered across requests: a large value (of a request that
     may be rejected) must not stay in the process after its request."""
-    from assay.services.resolver import intake
+    from assay.services.resolver.wire import intake
 
     long_value = "v" * (intake._MAX_CACHED_CHARS + 1)
     short_value = "short-value-for-cache-test"

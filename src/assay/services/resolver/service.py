@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from assay.runtime.server import ServiceSpec
 from assay.services.registry import ServeOptions
-from assay.services.resolver.policy import Policy, load_policy
-from assay.services.resolver.servicer import ResolverServicer
+from assay.services.resolver.adapters.servicer import ResolverServicer
+from assay.services.resolver.domain.policy import Policy, load_policy
 from assay.v1 import resolver_service_pb2
 
 SERVICE_DESCRIPTOR = resolver_service_pb2.DESCRIPTOR.services_by_name["ResolverService"]

@@ -35,8 +35,8 @@ from assay.services.resolver.columnar.columns import (
     times,
 )
 from assay.services.resolver.columnar.texts import key_texts
-from assay.services.resolver.model import RelationKind, ReviewStatus
-from assay.services.resolver.validation import Violation
+from assay.services.resolver.domain.model import RelationKind, ReviewStatus
+from assay.services.resolver.domain.validation import Violation
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,8 +34,8 @@ import pyarrow.compute as pc
 from assay.services.resolver.columnar import relations
 from assay.services.resolver.columnar.columns import Bools, Floats, Ints, dense
 from assay.services.resolver.columnar.decode import ClaimColumns
-from assay.services.resolver.model import Exclusion, Flag, Status, WarningCode
-from assay.services.resolver.policy import DISCOUNTED_BELOW, Policy
+from assay.services.resolver.domain.model import Exclusion, Flag, Status, WarningCode
+from assay.services.resolver.domain.policy import DISCOUNTED_BELOW, Policy
 
 Refs = Callable[[Sequence[int]], list[str]]
 """The claim_refs of some rows: their ids, or content references for id-less ones."""

@@ -24,7 +24,6 @@ import pyarrow.compute as pc
 
 from assay.prototime import MAX_NANOS, MAX_TIMESTAMP_SECONDS, MIN_TIMESTAMP_SECONDS
 from assay.protovalues import value_to_json
-from assay.services.resolver import values as vk
 from assay.services.resolver.columnar import wire
 from assay.services.resolver.columnar.columns import (
     ABSENT,
@@ -36,8 +35,9 @@ from assay.services.resolver.columnar.columns import (
     ranks,
 )
 from assay.services.resolver.columnar.decode import ClaimColumns
-from assay.services.resolver.convert import claim_ref
-from assay.services.resolver.model import ReviewStatus
+from assay.services.resolver.domain import values as vk
+from assay.services.resolver.domain.model import ReviewStatus
+from assay.services.resolver.wire.convert import claim_ref
 from assay.v1 import claim_pb2
 
 # Claim field numbers (claim.proto).

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from assay.protovalues import json_to_value
 from assay.services.resolver.columnar.decode import Raw
-from assay.services.resolver.convert import claim_ref
+from assay.services.resolver.wire.convert import claim_ref
 from assay.v1 import claim_pb2
 
 _STRINGS = ("subject", "predicate", "source", "source_ref", "source_revision", "method")

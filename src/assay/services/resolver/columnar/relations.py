@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from assay.services.resolver.active import resolve_relations
 from assay.services.resolver.columnar.columns import Bools, Ints
 from assay.services.resolver.columnar.decode import ClaimColumns
-from assay.services.resolver.model import Relation, RelationKind, Row, WarningCode
+from assay.services.resolver.domain.active import resolve_relations
+from assay.services.resolver.domain.model import Relation, RelationKind, Row, WarningCode
 
 
 @dataclass(frozen=True, slots=True)

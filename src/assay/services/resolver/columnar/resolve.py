@@ -16,8 +16,8 @@ from assay.services.resolver.columnar import decode, stream
 from assay.services.resolver.columnar.arrow_out import Encoded, encode
 from assay.services.resolver.columnar.engine import resolve_table
 from assay.services.resolver.columnar.refs import ContentRefs
-from assay.services.resolver.policy import Policy
-from assay.services.resolver.validation import Violation, raise_if_any
+from assay.services.resolver.domain.policy import Policy
+from assay.services.resolver.domain.validation import Violation, raise_if_any
 
 
 def _carry_on() -> None:

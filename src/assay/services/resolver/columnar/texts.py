@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from assay.services.resolver import values as vk
 from assay.services.resolver.columnar.columns import Ints
+from assay.services.resolver.domain import values as vk
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 
-from assay.services.resolver.model import (
+from assay.services.resolver.domain.model import (
     DECLARED,
     GROUP,
     INDEX,
@@ -35,7 +35,7 @@ from assay.services.resolver.model import (
     ValueSupport,
     Warning,
 )
-from assay.services.resolver.policy import DISCOUNTED_BELOW, Policy
+from assay.services.resolver.domain.policy import DISCOUNTED_BELOW, Policy
 
 
 def support_of(rows: Sequence[Row]) -> ValueSupport:

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from assay.services.resolver import values as vk
-from assay.services.resolver.engine import Layered, resolve_evidence
-from assay.services.resolver.model import (
+from assay.services.resolver.domain import values as vk
+from assay.services.resolver.domain.engine import Layered, resolve_evidence
+from assay.services.resolver.domain.model import (
     VALUE_KEY,
     Intake,
     Relation,
@@ -30,8 +30,8 @@ from assay.services.resolver.model import (
     SemKey,
     Staleness,
 )
-from assay.services.resolver.policy import DEFAULT_POLICY, Policy
-from assay.services.resolver.validation import ClaimFacts, check_claims, raise_if_any
+from assay.services.resolver.domain.policy import DEFAULT_POLICY, Policy
+from assay.services.resolver.domain.validation import ClaimFacts, check_claims, raise_if_any
 
 # A Timestamp or Duration as (seconds, nanos), as on the wire.
 Time = tuple[int, int]

@@ -20,11 +20,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import chain, islice
 from typing import overload
 
-from assay.services.resolver.convert import ClaimIndex, ClaimList, violations
-from assay.services.resolver.intake import SourceTable, intake
-from assay.services.resolver.model import INDEX, Intake, Staleness
-from assay.services.resolver.policy import Policy
-from assay.services.resolver.validation import (
+from assay.services.resolver.domain.model import INDEX, Intake, Staleness
+from assay.services.resolver.domain.policy import Policy
+from assay.services.resolver.domain.validation import (
     MAX_VIOLATIONS,
     Violation,
     check_semantic,
@@ -32,6 +30,8 @@ from assay.services.resolver.validation import (
     check_times,
     raise_if_any,
 )
+from assay.services.resolver.wire.convert import ClaimIndex, ClaimList, violations
+from assay.services.resolver.wire.intake import SourceTable, intake
 from assay.v1 import claim_pb2
 
 # A Timestamp or Duration as read off the wire: (seconds, nanos).

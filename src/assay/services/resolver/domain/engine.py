@@ -14,15 +14,15 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
 
-from assay.services.resolver.active import resolve_relations
-from assay.services.resolver.fusion import (
+from assay.services.resolver.domain.active import resolve_relations
+from assay.services.resolver.domain.fusion import (
     exclusions,
     resolve,
     resolve_supports,
     support_of,
     without_superseded,
 )
-from assay.services.resolver.model import (
+from assay.services.resolver.domain.model import (
     REF,
     RELIABILITY,
     SEM,
@@ -39,7 +39,7 @@ from assay.services.resolver.model import (
     Warning,
     WarningCode,
 )
-from assay.services.resolver.policy import Policy
+from assay.services.resolver.domain.policy import Policy
 
 
 def capped_warnings(intakes: Iterable[Intake]) -> dict[SemKey, list[Warning]]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from assay.services.resolver.model import (
+from assay.services.resolver.domain.model import (
     INDEX,
     REF,
     SEM,

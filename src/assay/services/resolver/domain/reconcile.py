@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from assay.services.resolver.model import (
+from assay.services.resolver.domain.model import (
     SEM,
     Decision,
     DecisionReason,

@@ -1,69 +1,57 @@
-"""The gRPC face of the resolver: translate the request, call the domain, translate back.
+"""What each resolver RPC does, from its request message to its response message.
 
-Every RPC reads all of its claim lists through one ``Reader`` first, so a bad
+Every call reads all of its claim lists through one ``Reader`` first, so a bad
 request is rejected as a whole, with every violation, before any fusion runs.
-Then it keeps within what one request may cost. ResolveHypotheses and Reconcile,
+Then it keeps within what one request may cost: ResolveHypotheses and Reconcile,
 which repeat a resolution per hypothesis or proposal, charge their claim resolutions
 before resolving anything (``budget.charge``) and count their response as they fill
 it in, so an oversized one is refused as soon as it passes its budget
-(``assay.runtime.budget``); ResolveSemantic and ResolveEvidence, whose responses only
-grow with their request, have theirs checked once, serialized. Work above
-``offload.INLINE_MAX_UNITS`` runs on a worker thread and stops at its next check once
-the caller is gone; smaller work runs on the loop with the cyclic collector paused
-(``without_gc``), as does a call made without a gRPC context (in-process, from tests
-and benchmarks: nothing is sent, so only the counting RPCs' budgets apply).
+(``assay.runtime.budget``); ResolveSemantic, ResolveEvidence and ResolveColumns, whose
+responses only grow with their request, have a budget here that the adapter checks
+once, on the serialized bytes.
+
+Nothing here knows gRPC: a call is handed its request and a ``Stop`` and returns its
+response; where it runs (on the loop or on a worker) and what sets the stop is the
+servicer's business (``adapters.servicer``), which is these calls behind an RPC each.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cached_property, partial
-from typing import TypeVar
+from functools import partial
 
-import grpc
 from google.protobuf.message import Message
 
 from assay.errors import Reason
 from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
-from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
-from assay.services.resolver import engine, reconcile
-from assay.services.resolver.budget import charge
 from assay.services.resolver.columnar import bridge, resolve_stream
-from assay.services.resolver.convert import Emitter, claim_ref
-from assay.services.resolver.intake import source_table, without_gc
-from assay.services.resolver.model import Intake, Resolution, SemKey
-from assay.services.resolver.offload import INLINE_MAX_UNITS, NEVER, Offload, Stop
-from assay.services.resolver.policy import Policy
-from assay.services.resolver.reader import Reader, WireTime
-from assay.services.resolver.validation import MAX_HYPOTHESES, Violation
+from assay.services.resolver.domain import engine, reconcile
+from assay.services.resolver.domain.budget import charge
+from assay.services.resolver.domain.model import Intake, Resolution, SemKey
+from assay.services.resolver.domain.policy import Policy
+from assay.services.resolver.domain.validation import MAX_HYPOTHESES, Violation
+from assay.services.resolver.use_cases.stop import NEVER, Stop
+from assay.services.resolver.wire.convert import Emitter, claim_ref
+from assay.services.resolver.wire.intake import source_table
+from assay.services.resolver.wire.reader import Reader, WireTime
 from assay.v1 import resolver_service_pb2 as pb
 
-_Request = TypeVar("_Request", bound=Message)
-_Response = TypeVar("_Response", bound=Message)
 _HasEvidence = pb.ResolveSemanticRequest | pb.ResolveEvidenceRequest
 
 
-# ResolveColumns counts one unit of work per this many bytes of Arrow stream.
-COLUMNS_BYTES_PER_UNIT = 8
+class ResolverCalls:
+    """The resolver's RPCs over one policy, as plain calls on request messages."""
 
-
-class ResolverServicer:
-    """Implements ``assay.v1.ResolverService`` over one policy."""
-
-    def __init__(self, policy: Policy, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
-        """``max_message_bytes``: the server's message limit, which no response may pass."""
+    def __init__(self, policy: Policy, max_message_bytes: int) -> None:
+        """``max_message_bytes``: the server's message limit, which no response may pass
+        (the servicer's default is the runtime's)."""
         self.policy = policy
         self.max_message_bytes = max_message_bytes
         self._sources = source_table(policy.reliability)
-        self.offload = Offload()
         # ResolveEvidence with at least this many claims is resolved column-wise (SUMMARY,
         # FULL detail): see ``bridge``.
         self.bridge_min_claims = bridge.MIN_CLAIMS
         self.bridge_min_claims_full = bridge.MIN_CLAIMS_FULL
-
-    async def close(self) -> None:
-        """The ServiceSpec hook: heavy work that has not started is dropped."""
-        self.offload.close()
 
     def _reader(self, stop: Stop = NEVER) -> Reader:
         if stop is NEVER:  # nothing to check: the reader skips the checks altogether
@@ -81,40 +69,6 @@ class ResolverServicer:
             return self._budget(request, at_least, "evidence.claims", advice)
 
         return budget
-
-    async def _serve(
-        self,
-        method: str,
-        work: Callable[[_Request, Stop], _Response],
-        request: _Request,
-        context: grpc.aio.ServicerContext | None,
-        units: int,
-        budget: Callable[[_Request], ResponseBudget] | None = None,
-    ) -> _Response | bytes:
-        """``work`` on the loop when it is small, else on a worker, and the response's size
-        checked against ``budget`` if given (RPCs that multiply count as they go instead).
-
-        The response is serialized here, on the worker for large work, and returned as
-        bytes (the runtime sends bytes as they are): the loop never serializes a large
-        response, and its size is checked on the bytes that go out, not counted by a
-        ``ByteSize`` walk before the runtime serializes it again. Without a context (an
-        in-process call, no transport) nothing is sent, so nothing is checked, and the
-        message itself is returned."""
-        if context is None:
-            return without_gc(partial(_unstoppable, work), request)
-        if units <= INLINE_MAX_UNITS:
-            return without_gc(partial(_serialized, work, budget), request)
-        serialized = partial(_serialized, work, budget)
-        return await self.offload.run(method, serialized, request, context.time_remaining())
-
-    async def ResolveSemantic(
-        self, request: pb.ResolveSemanticRequest, context: grpc.aio.ServicerContext
-    ) -> pb.ResolveSemanticResponse | bytes:
-        units = len(request.evidence.claims)
-        budget = self._evidence_budget("send fewer or smaller claims about the target")
-        return await self._serve(
-            "ResolveSemantic", self._ResolveSemantic, request, context, units, budget
-        )
 
     def _ResolveSemantic(
         self, request: pb.ResolveSemanticRequest, stop: Stop = NEVER
@@ -134,15 +88,6 @@ class ResolverServicer:
         response = pb.ResolveSemanticResponse()
         Emitter(reader.index).resolution(resolution, response.resolution, full)
         return response
-
-    async def ResolveEvidence(
-        self, request: pb.ResolveEvidenceRequest, context: grpc.aio.ServicerContext
-    ) -> pb.ResolveEvidenceResponse | bytes:
-        units = len(request.evidence.claims)
-        budget = self._evidence_budget("split the evidence across calls")
-        return await self._serve(
-            "ResolveEvidence", self._ResolveEvidence, request, context, units, budget
-        )
 
     def _ResolveEvidence(
         self, request: pb.ResolveEvidenceRequest, stop: Stop = NEVER
@@ -177,17 +122,6 @@ class ResolverServicer:
                 for warning in resolution.warnings:
                     emitter.warning(warning, response.warnings.add())
         return response
-
-    async def ResolveHypotheses(
-        self, request: pb.ResolveHypothesesRequest, context: grpc.aio.ServicerContext
-    ) -> pb.ResolveHypothesesResponse | bytes:
-        # At most this many claim resolutions (and each claim read once).
-        units = len(request.evidence.claims) * (len(request.hypotheses) + 1) + sum(
-            len(h.claims) for h in request.hypotheses
-        )
-        return await self._serve(
-            "ResolveHypotheses", self._ResolveHypotheses, request, context, units
-        )
 
     def _ResolveHypotheses(
         self, request: pb.ResolveHypothesesRequest, stop: Stop = NEVER
@@ -242,13 +176,6 @@ class ResolverServicer:
             emitter.resolution(layered.resolve_with(extra, sem), out.resolution, full)
             budget.element(out.ByteSize())
         return response
-
-    async def Reconcile(
-        self, request: pb.ReconcileRequest, context: grpc.aio.ServicerContext
-    ) -> pb.ReconcileResponse | bytes:
-        # At most this many claim resolutions (and each claim read once).
-        units = (len(request.evidence.claims) + 1) * (len(request.proposals) + 1)
-        return await self._serve("Reconcile", self._Reconcile, request, context, units)
 
     def _Reconcile(self, request: pb.ReconcileRequest, stop: Stop = NEVER) -> pb.ReconcileResponse:
         reader = self._reader(stop)
@@ -305,21 +232,6 @@ class ResolverServicer:
             budget.element(out.ByteSize())
         return response
 
-    async def GetResolverPolicy(
-        self, request: pb.GetResolverPolicyRequest, context: grpc.aio.ServicerContext | None
-    ) -> pb.GetResolverPolicyResponse | bytes:
-        """The policy never changes while the servicer serves it, so its response is built
-        and serialized once (``_policy_response``) and sent as those bytes; an in-process
-        call (no context) gets the message."""
-        if context is None:
-            return self._policy_message()
-        return self._policy_response
-
-    @cached_property
-    def _policy_response(self) -> bytes:
-        data: bytes = self._policy_message().SerializeToString(deterministic=True)
-        return data
-
     def _policy_message(self) -> pb.GetResolverPolicyResponse:
         policy = self.policy
         response = pb.GetResolverPolicyResponse(
@@ -331,16 +243,6 @@ class ResolverServicer:
         for source, reliability in policy.sorted_table():
             response.reliability_table.add(source=source, reliability=reliability)
         return response
-
-    async def ResolveColumns(
-        self, request: pb.ResolveColumnsRequest, context: grpc.aio.ServicerContext
-    ) -> pb.ResolveColumnsResponse | bytes:
-        # A claim takes more than 8 bytes of Arrow even compressed, so this never counts
-        # fewer units than claims: every large request goes to a worker.
-        units = len(request.claims_arrow) // COLUMNS_BYTES_PER_UNIT
-        return await self._serve(
-            "ResolveColumns", self._ResolveColumns, request, context, units, self._columns_budget
-        )
 
     def _columns_budget(self, request: pb.ResolveColumnsRequest) -> ResponseBudget:
         """The response grows with the claims (one row each at FULL), so it is held to the
@@ -384,23 +286,6 @@ class ResolverServicer:
         for subject, predicate in answer.conflicted_safety:
             response.conflicted_safety_predicates.add(subject=subject, predicate=predicate)
         return response
-
-
-def _unstoppable(work: Callable[[_Request, Stop], _Response], request: _Request) -> _Response:
-    return work(request, NEVER)
-
-
-def _serialized(
-    work: Callable[[_Request, Stop], _Response],
-    budget: Callable[[_Request], ResponseBudget] | None,
-    request: _Request,
-    stop: Stop = NEVER,
-) -> bytes:
-    """``work``'s response, serialized as the runtime would, within ``budget`` if given."""
-    data: bytes = work(request, stop).SerializeToString(deterministic=True)
-    if budget is not None:
-        budget(request).add(len(data))
-    return data
 
 
 def _after(layered: engine.Layered, extra: Intake, sem: SemKey) -> Resolution:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from assay.errors import FieldViolation, InvalidArgument, Reason, excerpt
 from assay.prototime import duration_problem, timestamp_problem
-from assay.services.resolver.model import RelationKind, ReviewStatus
+from assay.services.resolver.domain.model import RelationKind, ReviewStatus
 
 # Validation stops explaining after this many violations: the work stays bounded, and
 # the error then says "at least" (the runtime lists fewer still).

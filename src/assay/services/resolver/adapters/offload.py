@@ -14,11 +14,11 @@ answered, the slowest in 0.15 s). The pool has ``WORKERS`` threads: with the GIL
 would not resolve any faster, only hold more large requests in memory at once; further
 heavy calls wait for a worker (still cancellable while they wait).
 
-Each piece of work gets a ``Stop`` and calls ``stop.check()`` between chunks of the
-claims it reads, groups, hypotheses and proposals; it raises ``Abandoned`` once the
-caller has cancelled (grpc cancels the handler's task, which sets the stop) or its
-deadline has passed (read on the stop's own clock, should the loop be too busy to
-notice), and the work unwinds from there: measured, a few milliseconds after the
+Each piece of work gets a ``Stop`` (``use_cases.stop``) and calls ``stop.check()``
+between chunks of the claims it reads, groups, hypotheses and proposals; it raises
+``Abandoned`` once the caller has cancelled (grpc cancels the handler's task, which sets
+the stop) or its deadline has passed (read on the stop's own clock, should the loop be
+too busy to notice), and the work unwinds from there: measured, a few milliseconds after the
 deadline. Each stop is logged (``resolver_work_stopped``: why, and how long the work
 lingered after the stop took effect) and counted in ``Offload.stopped``.
 
@@ -36,6 +36,7 @@ from contextlib import suppress
 from typing import TypeVar
 
 from assay.runtime.logging import get_logger
+from assay.services.resolver.use_cases.stop import Abandoned, Stop
 
 _In = TypeVar("_In")
 _Out = TypeVar("_Out")
@@ -46,47 +47,6 @@ INLINE_MAX_UNITS = 2_000
 WORKERS = 2
 
 _log = get_logger("assay.resolver")
-
-
-class Abandoned(Exception):
-    """The caller is gone (cancelled, or past its deadline): the work stops here."""
-
-
-class Stop:
-    """Whether a piece of work should stop: its caller cancelled, or its deadline passed."""
-
-    __slots__ = ("deadline", "finished", "reason", "since")
-
-    def __init__(self, remaining: float | None = None) -> None:
-        """``remaining``: seconds until the caller's deadline (None: it set none)."""
-        self.deadline = None if remaining is None else time.monotonic() + remaining
-        self.reason = ""
-        self.since = 0.0  # when the stop took effect (monotonic)
-        self.finished = 0.0  # when the work returned or unwound (monotonic)
-
-    def cancel(self) -> None:
-        """The caller cancelled, or grpc did at its deadline: the work stops at its next check."""
-        if self.reason:
-            return
-        now = time.monotonic()
-        if self.deadline is not None and now >= self.deadline:
-            self.since, self.reason = self.deadline, "deadline"
-        else:
-            self.since, self.reason = now, "cancelled"
-
-    def check(self) -> None:
-        """Raise ``Abandoned`` if the work should stop; cheap enough to call per group."""
-        if self.reason:
-            raise Abandoned(self.reason)
-        deadline = self.deadline
-        if deadline is not None and time.monotonic() > deadline:
-            self.since = deadline
-            self.reason = "deadline"
-            raise Abandoned(self.reason)
-
-
-NEVER = Stop()
-"""The stop of work that runs on the loop: nothing can cancel it mid-way, so it never stops."""
 
 
 class Offload:

@@ -1,0 +1,151 @@
+"""The gRPC face of the resolver: each RPC is a use case (``use_cases.calls``) behind a
+transport that decides where it runs and checks what it sends.
+
+Work above ``offload.INLINE_MAX_UNITS`` runs on a worker thread and stops at its next
+check once the caller is gone; smaller work runs on the loop with the cyclic collector
+paused (``without_gc``), as does a call made without a gRPC context (in-process, from
+tests and benchmarks: nothing is sent, so only the counting RPCs' budgets apply). The
+responses of ResolveSemantic, ResolveEvidence and ResolveColumns are serialized where
+the work ran and checked against their budget on the bytes that go out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cached_property, partial
+from typing import TypeVar
+
+import grpc
+from google.protobuf.message import Message
+
+from assay.runtime.budget import ResponseBudget
+from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
+from assay.services.resolver.adapters.offload import INLINE_MAX_UNITS, Offload
+from assay.services.resolver.domain.policy import Policy
+from assay.services.resolver.use_cases.calls import ResolverCalls
+from assay.services.resolver.use_cases.stop import NEVER, Stop
+from assay.services.resolver.wire.intake import without_gc
+from assay.v1 import resolver_service_pb2 as pb
+
+_Request = TypeVar("_Request", bound=Message)
+_Response = TypeVar("_Response", bound=Message)
+
+
+# ResolveColumns counts one unit of work per this many bytes of Arrow stream.
+COLUMNS_BYTES_PER_UNIT = 8
+
+
+class ResolverServicer(ResolverCalls):
+    """Implements ``assay.v1.ResolverService`` over one policy."""
+
+    def __init__(self, policy: Policy, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+        """``max_message_bytes``: the server's message limit, which no response may pass."""
+        super().__init__(policy, max_message_bytes)
+        self.offload = Offload()
+
+    async def close(self) -> None:
+        """The ServiceSpec hook: heavy work that has not started is dropped."""
+        self.offload.close()
+
+    async def _serve(
+        self,
+        method: str,
+        work: Callable[[_Request, Stop], _Response],
+        request: _Request,
+        context: grpc.aio.ServicerContext | None,
+        units: int,
+        budget: Callable[[_Request], ResponseBudget] | None = None,
+    ) -> _Response | bytes:
+        """``work`` on the loop when it is small, else on a worker, and the response's size
+        checked against ``budget`` if given (RPCs that multiply count as they go instead).
+
+        The response is serialized here, on the worker for large work, and returned as
+        bytes (the runtime sends bytes as they are): the loop never serializes a large
+        response, and its size is checked on the bytes that go out, not counted by a
+        ``ByteSize`` walk before the runtime serializes it again. Without a context (an
+        in-process call, no transport) nothing is sent, so nothing is checked, and the
+        message itself is returned."""
+        if context is None:
+            return without_gc(partial(_unstoppable, work), request)
+        if units <= INLINE_MAX_UNITS:
+            return without_gc(partial(_serialized, work, budget), request)
+        serialized = partial(_serialized, work, budget)
+        return await self.offload.run(method, serialized, request, context.time_remaining())
+
+    async def ResolveSemantic(
+        self, request: pb.ResolveSemanticRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResolveSemanticResponse | bytes:
+        units = len(request.evidence.claims)
+        budget = self._evidence_budget("send fewer or smaller claims about the target")
+        return await self._serve(
+            "ResolveSemantic", self._ResolveSemantic, request, context, units, budget
+        )
+
+    async def ResolveEvidence(
+        self, request: pb.ResolveEvidenceRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResolveEvidenceResponse | bytes:
+        units = len(request.evidence.claims)
+        budget = self._evidence_budget("split the evidence across calls")
+        return await self._serve(
+            "ResolveEvidence", self._ResolveEvidence, request, context, units, budget
+        )
+
+    async def ResolveHypotheses(
+        self, request: pb.ResolveHypothesesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResolveHypothesesResponse | bytes:
+        # At most this many claim resolutions (and each claim read once).
+        units = len(request.evidence.claims) * (len(request.hypotheses) + 1) + sum(
+            len(h.claims) for h in request.hypotheses
+        )
+        return await self._serve(
+            "ResolveHypotheses", self._ResolveHypotheses, request, context, units
+        )
+
+    async def Reconcile(
+        self, request: pb.ReconcileRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ReconcileResponse | bytes:
+        # At most this many claim resolutions (and each claim read once).
+        units = (len(request.evidence.claims) + 1) * (len(request.proposals) + 1)
+        return await self._serve("Reconcile", self._Reconcile, request, context, units)
+
+    async def GetResolverPolicy(
+        self, request: pb.GetResolverPolicyRequest, context: grpc.aio.ServicerContext | None
+    ) -> pb.GetResolverPolicyResponse | bytes:
+        """The policy never changes while the servicer serves it, so its response is built
+        and serialized once (``_policy_response``) and sent as those bytes; an in-process
+        call (no context) gets the message."""
+        if context is None:
+            return self._policy_message()
+        return self._policy_response
+
+    @cached_property
+    def _policy_response(self) -> bytes:
+        data: bytes = self._policy_message().SerializeToString(deterministic=True)
+        return data
+
+    async def ResolveColumns(
+        self, request: pb.ResolveColumnsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResolveColumnsResponse | bytes:
+        # A claim takes more than 8 bytes of Arrow even compressed, so this never counts
+        # fewer units than claims: every large request goes to a worker.
+        units = len(request.claims_arrow) // COLUMNS_BYTES_PER_UNIT
+        return await self._serve(
+            "ResolveColumns", self._ResolveColumns, request, context, units, self._columns_budget
+        )
+
+
+def _unstoppable(work: Callable[[_Request, Stop], _Response], request: _Request) -> _Response:
+    return work(request, NEVER)
+
+
+def _serialized(
+    work: Callable[[_Request, Stop], _Response],
+    budget: Callable[[_Request], ResponseBudget] | None,
+    request: _Request,
+    stop: Stop = NEVER,
+) -> bytes:
+    """``work``'s response, serialized as the runtime would, within ``budget`` if given."""
+    data: bytes = work(request, stop).SerializeToString(deterministic=True)
+    if budget is not None:
+        budget(request).add(len(data))
+    return data
