@@ -13,10 +13,10 @@ import pytest
 from assay.errors import MAX_VIOLATIONS, InvalidArgument
 from assay.services.adjudication.domain import batches
 from assay.services.adjudication.domain.model import EVERY_TENANT, AuditEventType
-from assay.services.adjudication.grpc import convert
 from assay.services.adjudication.service import open_store
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.retries import RequestKey
+from assay.services.adjudication.wire import convert
 from assay.v1 import adjudication_service_pb2 as pb
 from tests.service.adjudication_support import (
     TIMEOUT,

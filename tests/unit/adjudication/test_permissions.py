@@ -28,8 +28,8 @@ from assay.services.adjudication.domain.model import (
 )
 from assay.services.adjudication.domain.permissions import RegistrationPolicy
 from assay.services.adjudication.domain.reviews import ReviewSubmission
-from assay.services.adjudication.grpc import convert
 from assay.services.adjudication.storage import rows
+from assay.services.adjudication.wire import convert
 from tests.unit.adjudication.factories import NOW, make_case, review, snapshot
 
 H, F = ReviewerKind.HUMAN, ReviewerKind.MECHANISM_TEST_FIXTURE

@@ -19,8 +19,8 @@ import asyncpg
 
 from assay.runtime.config import ConfigurationError
 from assay.runtime.server import ServiceSpec
+from assay.services.adjudication.adapters.servicer import AdjudicationServicer
 from assay.services.adjudication.domain.permissions import RegistrationPolicy
-from assay.services.adjudication.grpc.servicer import AdjudicationServicer
 from assay.services.adjudication.storage.engine import Store
 from assay.services.adjudication.storage.postgres import PostgresStore, is_postgres_url
 from assay.services.adjudication.storage.postgres import SchemaTooNew as PostgresSchemaTooNew

@@ -21,12 +21,12 @@ from assay.runtime.auth.principal import current_principal
 from assay.services.adjudication.domain.canonical import now
 from assay.services.adjudication.domain.model import Caller, ChainHead, ExportTally
 from assay.services.adjudication.domain.state import derive_state
-from assay.services.adjudication.grpc import convert, values
 from assay.services.adjudication.storage.engine import ExportBatch
 from assay.services.adjudication.use_cases.lookups import Lookups
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.retries import RequestKey
 from assay.services.adjudication.use_cases.transparency import TransparencyLog
+from assay.services.adjudication.wire import convert, values
 from assay.v1 import adjudication_service_pb2 as pb
 
 
