@@ -182,156 +182,211 @@ def _sized(parts: list[Piece]) -> Ints:
     return body
 
 
-class Tails:
-    """The values table's rows encoded as ValueSupports (``values(first, end)``); with
-    ``full``, each with its claims, groups and counted refs."""
+def encode_resolutions(
+    resolved: Resolved,
+    claims: ClaimColumns,
+    buf: wire.Bytes,
+    id_offset: Ints,
+    id_length: Ints,
+    refs: Callable[[Sequence[int]], list[str]],
+    value_of: Callable[[str], Message],
+    extras: Sequence[bytes],
+    full: bool,
+) -> bytes:
+    """Every semantic's ``SemanticResolution``, as ResolveEvidenceResponse's
+    ``resolutions`` field: subject, predicate, status, leader, confidence, flags, the
+    values (with ``full``, each with its claims, groups and counted refs), and each
+    semantic's ``extras`` (its rationale, exclusions and warnings, already encoded)."""
+    pool = _Pool()
+    key = _keys(pool, resolved, value_of)
+    kinds: list[list[Piece]] = []
+    owners: list[Ints] = []
+    if full:
+        kinds, owners = _claim_records(pool, resolved, claims, buf, id_offset, id_length, refs)
+    return _assemble(pool, resolved, key, kinds, owners, pool.encoded(extras))
 
-    def __init__(
-        self,
-        resolved: Resolved,
-        claims: ClaimColumns,
-        buf: wire.Bytes,
-        id_offset: Ints,
-        id_length: Ints,
-        refs: Callable[[Sequence[int]], list[str]],
-        value_of: Callable[[str], Message],
-        full: bool = True,
-    ) -> None:
-        pool = _Pool()
-        heads = _heads(pool, resolved, value_of)
-        if not full:
-            self._assemble(pool, resolved, heads, [], [])
-            return
-        ref_element = pool.slices(buf, id_offset, id_length)
-        ref_length = np.maximum(id_length, 0)
-        idless = np.flatnonzero(id_length <= 0)
-        if len(idless):
-            ref_element[idless], ref_length[idless] = pool.texts(refs(idless.tolist()))
-        # A source is one of a few names: each with its tag and length, one piece.
-        source_element, source_length = pool.encoded([_field(0x12, s) for s in claims.sources])
-        group_element, group_length = pool.strings(resolved.groups)
 
-        # ClaimWeight: claim_ref, source, then reliability, weight, counted and
-        # correlation_group (a message's fields may come in any order: parsing it
-        # again and serializing it writes them in field order).
-        rows = _claim_order(resolved, refs)
-        ref = (ref_element[rows], ref_length[rows])
-        source = claims.source[rows]
-        group = resolved.group[rows]
-        tail = [
-            (source_element[source], source_length[source]),
-            _packed(
-                pool,
-                _fixed(0x19, resolved.reliability[rows]),
-                _fixed(0x21, resolved.weight[rows]),
-                _flag(0x30, resolved.counted[rows]),
-                _varints(0x2A, group_length[group]),
-            ),
-            (group_element[group], group_length[group]),
-        ]
-        ref_head = _varints(0x0A, ref[1])
-        body = _sized(tail) + ref[1] + ref_head[1]
-        weights = [_packed(pool, _varints(CLAIMS_TAG, body), ref_head), ref, *tail]
+def _claim_records(
+    pool: _Pool,
+    resolved: Resolved,
+    claims: ClaimColumns,
+    buf: wire.Bytes,
+    id_offset: Ints,
+    id_length: Ints,
+    refs: Callable[[Sequence[int]], list[str]],
+) -> tuple[list[list[Piece]], list[Ints]]:
+    """The values' claim weights, counted groups and counted refs (FULL detail): the
+    records of each kind, and each record's value."""
+    ref_element = pool.slices(buf, id_offset, id_length)
+    ref_length = np.maximum(id_length, 0)
+    idless = np.flatnonzero(id_length <= 0)
+    if len(idless):
+        ref_element[idless], ref_length[idless] = pool.texts(refs(idless.tolist()))
+    # A source is one of a few names: each with its tag and length, one piece.
+    source_element, source_length = pool.encoded([_field(0x12, s) for s in claims.sources])
+    group_element, group_length = pool.strings(resolved.groups)
 
-        # CountedGroup: name, declared, weight, counted_claim_ref.
-        counted = resolved.group_counted_row
-        name = resolved.group_name
-        counted_ref = (ref_element[counted], ref_length[counted])
-        name_head = _varints(0x0A, group_length[name])
-        rest = [
-            (group_element[name], group_length[name]),
-            _packed(
-                pool,
-                _flag(0x10, resolved.group_declared),
-                _fixed(0x19, resolved.group_weight),
-                _varints(0x22, counted_ref[1]),
-            ),
-            counted_ref,
-        ]
-        body = _sized(rest) + name_head[1]
-        groups = [_packed(pool, _varints(GROUPS_TAG, body), name_head), *rest]
-        counted_refs = [pool.table(*_varints(REFS_TAG, counted_ref[1])), counted_ref]
-
-        self._assemble(
+    # ClaimWeight: claim_ref, source, then reliability, weight, counted and
+    # correlation_group (a message's fields may come in any order: parsing it
+    # again and serializing it writes them in field order).
+    rows = _claim_order(resolved, refs)
+    ref = (ref_element[rows], ref_length[rows])
+    source = claims.source[rows]
+    group = resolved.group[rows]
+    tail = [
+        (source_element[source], source_length[source]),
+        _packed(
             pool,
-            resolved,
-            heads,
-            [weights, groups, counted_refs],
-            [resolved.claim_value[rows], resolved.group_value, resolved.group_value],
-        )
+            _fixed(0x19, resolved.reliability[rows]),
+            _fixed(0x21, resolved.weight[rows]),
+            _flag(0x30, resolved.counted[rows]),
+            _varints(0x2A, group_length[group]),
+        ),
+        (group_element[group], group_length[group]),
+    ]
+    ref_head = _varints(0x0A, ref[1])
+    body = _sized(tail) + ref[1] + ref_head[1]
+    weights = [_packed(pool, _varints(CLAIMS_TAG, body), ref_head), ref, *tail]
 
-    def _assemble(
-        self,
-        pool: _Pool,
-        resolved: Resolved,
-        heads: list[Piece],
-        kinds: list[list[Piece]],
-        owners: list[Ints],
-    ) -> None:
-        """Each value's ValueSupport: its head, then its records of ``kinds`` (each
-        record's value in ``owners``), behind the values field's tag and the size; every
-        piece written straight to its place, the empty ones left out, and taken."""
-        values = len(resolved.support)
-        value = np.concatenate([np.arange(values, dtype=np.int64), *owners])
-        order = np.argsort(value, kind="stable")
-        place = np.empty(len(order), dtype=np.int64)
-        place[order] = np.arange(len(order), dtype=np.int64)
-        width = max(len(kind) for kind in [heads, *kinds])
-        element = np.zeros((len(order), width + 1), dtype=np.int64)
-        length = np.zeros((len(order), width + 1), dtype=np.int64)
-        first = 0
-        for kind in [heads, *kinds]:
-            count = len(kind[0][1])
-            where = place[first : first + count]
-            for k, (piece, size) in enumerate(kind, 1):
-                element[where, k] = piece
-                length[where, k] = size
-            first += count
-        sizes = length.sum(axis=1)
-        body = np.bincount(value, weights=sizes[place], minlength=values).astype(np.int64)
-        opening = place[:values]  # each value's head record: the field's header, support
-        element[opening, 0], length[opening, 0] = _packed(
-            pool, _varints(VALUES_TAG, body + 9), _fixed(0x19, resolved.support)
-        )
-        used = length > 0
-        self._data = pool.take(element[used])
-        ends = np.r_[0, np.cumsum(length.sum(axis=1))]
-        self._bounds = ends[np.r_[opening, len(order)]].tolist()
-
-    def values(self, first: int, end: int) -> bytes:
-        """The encoded ValueSupports of rows ``first`` to ``end`` of the values table, as
-        the ``values`` field of a SemanticResolution."""
-        return self._data[self._bounds[first] : self._bounds[end]]
+    # CountedGroup: name, declared, weight, counted_claim_ref.
+    counted = resolved.group_counted_row
+    name = resolved.group_name
+    counted_ref = (ref_element[counted], ref_length[counted])
+    name_head = _varints(0x0A, group_length[name])
+    rest = [
+        (group_element[name], group_length[name]),
+        _packed(
+            pool,
+            _flag(0x10, resolved.group_declared),
+            _fixed(0x19, resolved.group_weight),
+            _varints(0x22, counted_ref[1]),
+        ),
+        counted_ref,
+    ]
+    body = _sized(rest) + name_head[1]
+    groups = [_packed(pool, _varints(GROUPS_TAG, body), name_head), *rest]
+    counted_refs = [pool.table(*_varints(REFS_TAG, counted_ref[1])), counted_ref]
+    kinds = [weights, groups, counted_refs]
+    return kinds, [resolved.claim_value[rows], resolved.group_value, resolved.group_value]
 
 
-def _heads(pool: _Pool, resolved: Resolved, value_of: Callable[[str], Message]) -> list[Piece]:
-    """Each value's value and value_key: one piece per distinct key (the support goes
-    with the header, ``Tails._assemble``)."""
+def _assemble(
+    pool: _Pool,
+    resolved: Resolved,
+    key: Piece,
+    kinds: list[list[Piece]],
+    owners: list[Ints],
+    extras: Piece,
+) -> bytes:
+    """The records, in order: per semantic its own fields, then each of its values' head
+    (header, support, value and key) followed by the value's records of ``kinds`` (each
+    record's value in ``owners``); every piece written straight to its place, the empty
+    ones left out, and taken."""
+    values, semantics = len(resolved.support), len(resolved.status)
+    value_semantic = resolved.value_semantic
+    support = resolved.support
+    # A value's size: its records', its key's and its support's; then its header.
+    value_body = key[1] + 9
+    for kind, owner in zip(kinds, owners, strict=True):
+        value_body = value_body + np.bincount(owner, weights=_sized(kind), minlength=values)
+    value_body = value_body.astype(np.int64)
+    value_head = _packed(pool, _varints(VALUES_TAG, value_body), _fixed(0x19, support))
+    value_size = value_head[1] + value_body - 9
+
+    # A semantic: subject, predicate, status, confidence, flags, leader, extras, values.
+    bounds = np.searchsorted(value_semantic, np.arange(semantics + 1))
+    first, has = bounds[:-1], bounds[1:] > bounds[:-1]
+    if values:  # else no semantic has a value, nor a leader
+        lead = np.where(has, first, 0)
+        leader_key = (np.where(has, key[0][lead], 0), np.where(has, key[1][lead], 0))
+        leader_support = np.where(has, support[lead], 0.0)
+    else:
+        leader_key = (np.zeros(semantics, np.int64), np.zeros(semantics, np.int64))
+        leader_support = np.zeros(semantics)
+    leader = _packed(pool, _varints(0x22, leader_key[1] + 9), _fixed(0x19, leader_support))
+    leader = (leader[0], np.where(has, leader[1], 0))
+    subject = pool.strings(resolved.subjects)
+    predicate = pool.strings(resolved.predicates)
+    fixed = _packed(
+        pool,
+        _varints(0x18, resolved.status),
+        _fixed(0x31, leader_support),
+        _flag(0x38, resolved.safety_sensitive),
+        _flag(0x40, resolved.requires_review),
+        _varints(0x12, predicate[1]),  # last: the predicate follows
+    )
+    subject_head = _varints(0x0A, subject[1])
+    semantic_body = np.bincount(value_semantic, weights=value_size, minlength=semantics)
+    semantic_body = semantic_body.astype(np.int64) + _sized(
+        [subject, fixed, predicate, leader, leader_key, extras]
+    )
+    semantic_body += subject_head[1]
+    opening = _packed(pool, _varints(0x0A, semantic_body), subject_head)
+    semantic = [opening, subject, fixed, predicate, leader, leader_key, extras]
+
+    # Order: a semantic's record, then per value its head and its records.
+    stride = values + 1
+    records = [semantic, [value_head, key], *kinds]
+    rank = [
+        np.arange(semantics, dtype=np.int64) * stride,
+        value_semantic * stride + 1 + np.arange(values, dtype=np.int64),
+        *(value_semantic[owner] * stride + 1 + owner for owner in owners),
+    ]
+    order = np.argsort(np.concatenate(rank), kind="stable")
+    place = np.empty(len(order), dtype=np.int64)
+    place[order] = np.arange(len(order), dtype=np.int64)
+    width = max(len(kind) for kind in records)
+    element = np.zeros((len(order), width), dtype=np.int64)
+    length = np.zeros((len(order), width), dtype=np.int64)
+    start = 0
+    for kind in records:
+        count = len(kind[0][1])
+        where = place[start : start + count]
+        for k, (piece, size) in enumerate(kind):
+            element[where, k] = piece
+            length[where, k] = size
+        start += count
+    used = length > 0
+    return pool.take(element[used])
+
+
+def _keys(pool: _Pool, resolved: Resolved, value_of: Callable[[str], Message]) -> Piece:
+    """Each value's value and value_key: one piece per distinct key (the leader's too)."""
     keys = resolved.value_keys.to_pylist()
     distinct: dict[str, int] = {}
     for key in keys:
         distinct.setdefault(key, len(distinct))
     key_element, key_length = pool.encoded(
-        [_message(0x0A, value_of(key).SerializeToString()) + _field(0x12, key) for key in distinct]
+        [
+            field_bytes(0x0A, value_of(key).SerializeToString()) + _field(0x12, key)
+            for key in distinct
+        ]
     )
     which = np.fromiter(map(distinct.__getitem__, keys), dtype=np.int64, count=len(keys))
-    return [(key_element[which], key_length[which])]
+    return key_element[which], key_length[which]
 
 
 def _field(tag: int, text: str) -> bytes:
     """A string field: ``tag``, the length as a varint, the UTF-8 bytes."""
-    return _message(tag, text.encode())
+    return field_bytes(tag, text.encode())
 
 
-def _message(tag: int, data: bytes) -> bytes:
-    """A length-delimited field: ``tag``, the length as a varint, ``data``."""
+def field_bytes(tag: int, data: bytes) -> bytes:
+    """A length-delimited field: ``tag`` (one byte), the length as a varint, ``data``."""
     size = len(data)
-    head = bytearray([tag])
-    while size >= 0x80:
-        head.append(size & 0x7F | 0x80)
-        size >>= 7
-    head.append(size)
-    return bytes(head) + data
+    if size < 0x80:
+        return bytes((tag, size)) + data
+    return bytes([tag]) + varint(size) + data
+
+
+def varint(value: int) -> bytes:
+    """A non-negative ``value`` as a varint."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def _claim_order(resolved: Resolved, refs: Callable[[Sequence[int]], list[str]]) -> Ints:

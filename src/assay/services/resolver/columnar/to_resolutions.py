@@ -13,17 +13,21 @@ are few, need claim_refs here.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 import numpy as np
 
-from assay.services.resolver.columnar.claim_tails import Tails
+from assay.services.resolver.columnar.claim_tails import encode_resolutions, field_bytes, varint
 from assay.services.resolver.columnar.engine import Resolved
 from assay.services.resolver.columnar.from_claims import Bridged
-from assay.services.resolver.convert import Emitter
-from assay.v1 import resolution_pb2
+from assay.services.resolver.wire.convert import Emitter
+from assay.v1 import claim_pb2, resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb
 
 _Excluded = tuple[str, int, int, tuple[str, ...]]  # (claim_ref, row, reason, superseded_by)
+
+# SemanticResolution's rationale, excluded and warnings (fields 9, 10, 11), as tag bytes.
+RATIONALE_TAG, EXCLUDED_TAG, WARNINGS_TAG = 0x4A, 0x52, 0x5A
 
 
 def fill_evidence(
@@ -35,70 +39,64 @@ def fill_evidence(
 ) -> None:
     """Fill ``response`` as ResolveEvidence's reference path would."""
     semantics = len(resolved.status)
-    subjects = resolved.subjects.to_pylist()
-    predicates = resolved.predicates.to_pylist()
-    status = resolved.status.tolist()
-    sensitive = resolved.safety_sensitive.tolist()
-    review = resolved.requires_review.tolist()
-    value_semantic = resolved.value_semantic
-    bounds = np.searchsorted(value_semantic, np.arange(semantics + 1)).tolist()
-    keys = resolved.value_keys.to_pylist()
-    support = resolved.support.tolist()
+    has_values = np.bincount(resolved.value_semantic, minlength=semantics) > 0
     flags: defaultdict[int, list[int]] = defaultdict(list)
     for number, raised in enumerate(resolved.rationale, 1):
         for semantic in raised.tolist():
-            flags[semantic].append(number)
+            if has_values[semantic]:  # the reference raises flags only beside a leader
+                flags[semantic].append(number)
     excluded = _excluded(bridged, resolved)
     warnings = _warnings(bridged, resolved) if full else {}
-    value_of = emitter.value
-    encoded = Tails(
-        resolved,
-        bridged.columns,
-        bridged.buf,
-        bridged.id_offset,
-        bridged.id_length,
-        bridged.refs,
-        value_of,
-        full,
+    extras = [b""] * semantics
+    for s in flags.keys() | excluded.keys() | warnings.keys():
+        extras[s] = _extras(
+            flags.get(s, ()), excluded.get(s, ()), warnings.get(s, ()), bridged.claims, full
+        )
+    response.MergeFromString(
+        encode_resolutions(
+            resolved,
+            bridged.columns,
+            bridged.buf,
+            bridged.id_offset,
+            bridged.id_length,
+            bridged.refs,
+            emitter.value,
+            extras,
+            full,
+        )
     )
-    claims = bridged.claims
-    add = response.resolutions.add
-    for s in range(semantics):
-        out = add()
-        out.subject = subjects[s]
-        out.predicate = predicates[s]
-        out.status = resolution_pb2.ResolutionStatus.ValueType(status[s])
-        out.safety_sensitive = sensitive[s]
-        out.requires_review = review[s]
-        first, end = bounds[s], bounds[s + 1]
-        if first < end:
-            out.confidence = support[first]
-            leader = out.leader
-            leader.value.CopyFrom(value_of(keys[first]))
-            leader.value_key = keys[first]
-            leader.support = support[first]
-            found = flags.get(s)
-            if found:
-                out.rationale.extend(found)  # type: ignore[arg-type]  # flag numbers
-        out.MergeFromString(encoded.values(first, end))
-        for ref, row, reason, by in excluded.get(s, ()):
-            item = out.excluded.add()
-            item.claim_ref = ref
-            item.reason = resolution_pb2.ExclusionReason.ValueType(reason)
-            item.superseded_by.extend(by)
-            if full:
-                item.claim.CopyFrom(claims[row])
-        for ref, code, message in warnings.get(s, ()):
-            warning = out.warnings.add()
-            warning.code = resolution_pb2.WarningCode.ValueType(code)
-            warning.claim_ref = ref
-            warning.message = message
     for subject, predicate in resolved.conflicted_safety:
         response.conflicted_safety_predicates.add(subject=subject, predicate=predicate)
     response.coverage_confidence = resolved.coverage
-    if full:
-        for resolution in response.resolutions:
-            response.warnings.extend(resolution.warnings)
+    if full:  # every semantic's warnings again, in semantic order
+        for s in sorted(warnings):
+            for ref, code, message in warnings[s]:
+                response.warnings.add(
+                    code=resolution_pb2.WarningCode.ValueType(code), claim_ref=ref, message=message
+                )
+
+
+def _extras(
+    flags: Sequence[int],
+    excluded: Sequence[_Excluded],
+    warnings: Sequence[tuple[str, int, str]],
+    claims: Sequence[claim_pb2.Claim],
+    full: bool,
+) -> bytes:
+    """A semantic's rationale (packed), excluded claims (echoed at FULL) and warnings,
+    encoded as SemanticResolution fields."""
+    parts = [field_bytes(RATIONALE_TAG, b"".join(map(varint, flags)))] if flags else []
+    for ref, row, reason, by in excluded:
+        item = [field_bytes(0x0A, ref.encode()), b"\x10" + varint(reason)]
+        item.extend(field_bytes(0x1A, target.encode()) for target in by)
+        if full:
+            item.append(field_bytes(0x22, claims[row].SerializeToString()))
+        parts.append(field_bytes(EXCLUDED_TAG, b"".join(item)))
+    for ref, code, message in warnings:
+        item = [b"\x08" + varint(code), field_bytes(0x12, ref.encode())]
+        item.append(field_bytes(0x1A, message.encode()))
+        parts.append(field_bytes(WARNINGS_TAG, b"".join(item)))
+    return b"".join(parts)
 
 
 def _excluded(bridged: Bridged, resolved: Resolved) -> dict[int, list[_Excluded]]:
