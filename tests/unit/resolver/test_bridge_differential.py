@@ -153,3 +153,27 @@ class TestBridgeDifferential:
         request = _request(rows, None, detail, [])
         assert read_claims(request.evidence, DEFAULT_POLICY.reliability) is not None
         assert _answer(_servicer(True), request) == _answer(_servicer(False), request)
+
+    @PROFILE
+    @given(
+        rejected=st.lists(st.booleans(), min_size=1, max_size=6),
+        detail=st.sampled_from(DETAILS),
+    )
+    def test_semantics_without_values_same_bytes(self, rejected: list[bool], detail: int) -> None:
+        """Semantics whose claims are all reviewed out (no values, no leader), beside
+        ones that keep theirs, down to a request where no semantic has a value."""
+        rows = [
+            {
+                "id": f"c{i}",
+                "subject": f"s{i % 3}",
+                "predicate": "p",
+                "value": f'"{i % 2}"',
+                "source": "api_spec",
+                "confidence": 0.6,
+                "review_status": 3 if out else 0,
+            }
+            for i, out in enumerate(rejected)
+        ]
+        request = _request(rows, None, detail, [])
+        assert read_claims(request.evidence, DEFAULT_POLICY.reliability) is not None
+        assert _answer(_servicer(True), request) == _answer(_servicer(False), request)
