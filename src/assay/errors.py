@@ -9,6 +9,7 @@ name; a contract test keeps the two identical.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -200,7 +201,10 @@ class Violations:
         try:
             yield
         except InvalidArgument as error:
-            self._caught.append(error)
+            # Kept without its traceback: the traceback's frames hold the collector (and the
+            # request being checked), so keeping both would make a reference cycle that keeps
+            # a large rejected request alive until the cyclic collector runs.
+            self._caught.append(error.with_traceback(None))
             self.extend(error.violations)
             self.more += error.more_violations
 
@@ -232,7 +236,7 @@ class Violations:
             self._caught[0].more_violations,
         )
         if alone and reason is None and metadata is None and kind is InvalidArgument:
-            return self._caught[0]
+            return dataclasses.replace(self._caught[0])  # a fresh one: raising it adds no cycle
         chosen = reason or (self._caught[0].reason if self._caught else Reason.INVALID_FIELD)
         return kind(
             chosen, self.summary(), list(self.kept), dict(metadata or {}), more_violations=self.more

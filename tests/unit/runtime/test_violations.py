@@ -65,3 +65,37 @@ class TestViolations:
             found.raise_if_any(PermissionDenied, Reason.TENANT_NOT_PERMITTED, {"tenant": "t"})
         assert raised.value.reason is Reason.TENANT_NOT_PERMITTED
         assert raised.value.metadata == {"tenant": "t"}
+
+
+class _Big:
+    """Stands for a large request: weakly referable, so its release can be observed."""
+
+
+def test_a_rejected_request_is_freed_without_the_cyclic_collector() -> None:
+    """The error keeps no cycle through the collector back to the checked request: with the
+    cyclic GC off (as a server tunes it), the request goes as soon as the error is handled."""
+    import gc
+    import weakref
+
+    from assay.errors import InvalidArgument, Reason, Violations, invalid_field
+
+    def check(value: _Big) -> None:
+        raise invalid_field(Reason.INVALID_FIELD, "reason", "too long")
+
+    def validate(request: _Big) -> None:
+        found = Violations()
+        found.check(check, request)
+        found.raise_if_any()
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        request = _Big()
+        alive = weakref.ref(request)
+        with pytest.raises(InvalidArgument):
+            validate(request)
+        del request
+        assert alive() is None, "the rejected request is kept alive by a reference cycle"
+    finally:
+        if was_enabled:
+            gc.enable()
