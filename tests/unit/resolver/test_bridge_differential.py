@@ -18,8 +18,10 @@ from hypothesis import strategies as st
 
 from assay.errors import InvalidArgument
 from assay.services.resolver.adapters.servicer import ResolverServicer
+from assay.services.resolver.columnar import wire
 from assay.services.resolver.columnar.from_claims import read_claims
 from assay.services.resolver.domain.policy import DEFAULT_POLICY
+from assay.v1 import claim_pb2
 from assay.v1 import resolver_service_pb2 as pb
 from tests.unit.resolver.columnar_support import to_claim
 from tests.unit.resolver.test_columnar_differential import PROFILE, evidence
@@ -177,3 +179,30 @@ class TestBridgeDifferential:
         request = _request(rows, None, detail, [])
         assert read_claims(request.evidence, DEFAULT_POLICY.reliability) is not None
         assert _answer(_servicer(True), request) == _answer(_servicer(False), request)
+
+
+class TestClaimBounds:
+    """``wire.fields`` finds each claim in the evidence's bytes, or declines."""
+
+    def test_one_two_and_three_byte_lengths_and_an_empty_claim(self) -> None:
+        claims = [
+            claim_pb2.Claim(id="x" * 20_000),
+            claim_pb2.Claim(id="y"),
+            claim_pb2.Claim(),
+            claim_pb2.Claim(id="z" * 200),
+        ]
+        data = claim_pb2.Evidence(claims=claims).SerializeToString()
+        found = wire.fields(data, 0x0A)
+        assert found is not None
+        sizes = [claim.ByteSize() for claim in claims]
+        assert (found[1] - found[0]).tolist() == sizes
+        assert [data[a:b] for a, b in zip(*found, strict=True)] == [
+            claim.SerializeToString() for claim in claims
+        ]
+        assert int(found[1][-1]) == len(data)
+
+    def test_another_field_or_cut_short_declines(self) -> None:
+        data = claim_pb2.Evidence(claims=[claim_pb2.Claim(id="a" * 300)]).SerializeToString()
+        assert wire.fields(data + b"\x10\x01", 0x0A) is None
+        assert wire.fields(data[:-1], 0x0A) is None
+        assert wire.fields(data[:2], 0x0A) is None

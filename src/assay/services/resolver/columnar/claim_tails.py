@@ -32,14 +32,14 @@ import pyarrow as pa
 from google.protobuf.message import Message
 
 from assay.services.resolver.columnar import wire
-from assay.services.resolver.columnar.columns import Floats, Ints
+from assay.services.resolver.columnar.columns import Bools, Floats, Ints
 from assay.services.resolver.columnar.decode import ClaimColumns
 from assay.services.resolver.columnar.engine import Resolved
 
 # ValueSupport's repeated fields, as (field << 3) | wire type 2.
 CLAIMS_TAG, GROUPS_TAG, REFS_TAG = 0x22, 0x2A, 0x32
-# SemanticResolution.values (field 5, length-delimited).
-VALUES_TAG = 0x2A
+# SemanticResolution.values and rationale (fields 5 and 9, length-delimited).
+VALUES_TAG, RATIONALE_TAG = 0x2A, 0x4A
 
 Piece = tuple[Ints, Ints]
 """A column of pieces, one per record: (element of the pool, byte length)."""
@@ -196,7 +196,7 @@ def encode_resolutions(
     """Every semantic's ``SemanticResolution``, as ResolveEvidenceResponse's
     ``resolutions`` field: subject, predicate, status, leader, confidence, flags, the
     values (with ``full``, each with its claims, groups and counted refs), and each
-    semantic's ``extras`` (its rationale, exclusions and warnings, already encoded)."""
+    semantic's ``extras`` (its exclusions and warnings, already encoded)."""
     pool = _Pool()
     key = _keys(pool, resolved, value_of)
     kinds: list[list[Piece]] = []
@@ -204,6 +204,24 @@ def encode_resolutions(
     if full:
         kinds, owners = _claim_records(pool, resolved, claims, buf, id_offset, id_length, refs)
     return _assemble(pool, resolved, key, kinds, owners, pool.encoded(extras))
+
+
+def _rationale(pool: _Pool, raised: Sequence[Ints], has: Bools) -> Piece:
+    """Each semantic's rationale flags (flag ``i + 1`` for the semantics in
+    ``raised[i]``), packed, in flag order; only beside a leader (``has``), as the
+    reference raises them."""
+    semantics = len(has)
+    rows = np.zeros((semantics, 2 + len(raised)), dtype=np.uint8)
+    rows[:, 0] = RATIONALE_TAG
+    count = np.zeros(semantics, dtype=np.int64)
+    for number, semantic in enumerate(raised, 1):
+        flagged = np.zeros(semantics, dtype=np.bool_)
+        flagged[semantic] = True
+        at = np.flatnonzero(flagged & has)
+        rows[at, 2 + count[at]] = number
+        count[at] += 1
+    rows[:, 1] = count
+    return pool.table(rows, np.where(count > 0, 2 + count, 0))
 
 
 def _claim_records(
@@ -315,14 +333,15 @@ def _assemble(
         _flag(0x40, resolved.requires_review),
         _varints(0x12, predicate[1]),  # last: the predicate follows
     )
+    rationale = _rationale(pool, resolved.rationale, has)
     subject_head = _varints(0x0A, subject[1])
     semantic_body = np.bincount(value_semantic, weights=value_size, minlength=semantics)
     semantic_body = semantic_body.astype(np.int64) + _sized(
-        [subject, fixed, predicate, leader, leader_key, extras]
+        [subject, fixed, predicate, leader, leader_key, rationale, extras]
     )
     semantic_body += subject_head[1]
     opening = _packed(pool, _varints(0x0A, semantic_body), subject_head)
-    semantic = [opening, subject, fixed, predicate, leader, leader_key, extras]
+    semantic = [opening, subject, fixed, predicate, leader, leader_key, rationale, extras]
 
     # Order: a semantic's record, then per value its head and its records.
     stride = values + 1

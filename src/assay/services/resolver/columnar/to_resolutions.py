@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-import numpy as np
-
 from assay.services.resolver.columnar.claim_tails import encode_resolutions, field_bytes, varint
 from assay.services.resolver.columnar.engine import Resolved
 from assay.services.resolver.columnar.from_claims import Bridged
@@ -26,8 +24,8 @@ from assay.v1 import resolver_service_pb2 as pb
 
 _Excluded = tuple[str, int, int, tuple[str, ...]]  # (claim_ref, row, reason, superseded_by)
 
-# SemanticResolution's rationale, excluded and warnings (fields 9, 10, 11), as tag bytes.
-RATIONALE_TAG, EXCLUDED_TAG, WARNINGS_TAG = 0x4A, 0x52, 0x5A
+# SemanticResolution's excluded and warnings (fields 10 and 11), as tag bytes.
+EXCLUDED_TAG, WARNINGS_TAG = 0x52, 0x5A
 
 
 def fill_evidence(
@@ -39,19 +37,11 @@ def fill_evidence(
 ) -> None:
     """Fill ``response`` as ResolveEvidence's reference path would."""
     semantics = len(resolved.status)
-    has_values = np.bincount(resolved.value_semantic, minlength=semantics) > 0
-    flags: defaultdict[int, list[int]] = defaultdict(list)
-    for number, raised in enumerate(resolved.rationale, 1):
-        for semantic in raised.tolist():
-            if has_values[semantic]:  # the reference raises flags only beside a leader
-                flags[semantic].append(number)
     excluded = _excluded(bridged, resolved)
     warnings = _warnings(bridged, resolved) if full else {}
     extras = [b""] * semantics
-    for s in flags.keys() | excluded.keys() | warnings.keys():
-        extras[s] = _extras(
-            flags.get(s, ()), excluded.get(s, ()), warnings.get(s, ()), bridged.claims, full
-        )
+    for s in excluded.keys() | warnings.keys():
+        extras[s] = _extras(excluded.get(s, ()), warnings.get(s, ()), bridged.claims, full)
     response.MergeFromString(
         encode_resolutions(
             resolved,
@@ -77,15 +67,14 @@ def fill_evidence(
 
 
 def _extras(
-    flags: Sequence[int],
     excluded: Sequence[_Excluded],
     warnings: Sequence[tuple[str, int, str]],
     claims: Sequence[claim_pb2.Claim],
     full: bool,
 ) -> bytes:
-    """A semantic's rationale (packed), excluded claims (echoed at FULL) and warnings,
-    encoded as SemanticResolution fields."""
-    parts = [field_bytes(RATIONALE_TAG, b"".join(map(varint, flags)))] if flags else []
+    """A semantic's excluded claims (echoed at FULL) and warnings, encoded as
+    SemanticResolution fields."""
+    parts = []
     for ref, row, reason, by in excluded:
         item = [field_bytes(0x0A, ref.encode()), b"\x10" + varint(reason)]
         item.extend(field_bytes(0x1A, target.encode()) for target in by)

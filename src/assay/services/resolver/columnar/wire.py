@@ -57,35 +57,46 @@ def fields(data: bytes, tag: int) -> tuple[Ints, Ints] | None:
     of the message ``data`` starts and ends; None when another field appears.
 
     The fields lie one after another, each one's start known only once the previous
-    one is read, so this is a plain loop; at ~0.2 µs a field it is about half what
-    asking each parsed message for its ``ByteSize`` costs."""
-    starts: list[int] = []
-    mark = starts.append
+    one is read, so this is a plain loop, noting only where each field begins (lengths
+    under 16,384 read inline); the lengths are then read again at once with NumPy. At
+    ~0.1 µs a field it is a fraction of asking each parsed message for its
+    ``ByteSize``."""
+    heads: list[int] = []
+    mark = heads.append
     pos, end = 0, len(data)
     while pos < end:
+        mark(pos)
         if data[pos] != tag or pos + 1 >= end:
             return None
         size = data[pos + 1]
+        if size < 0x80:
+            pos += 2 + size
+            continue
+        if pos + 2 >= end:
+            return None
+        byte = data[pos + 2]
+        if byte < 0x80:
+            pos += 3 + (size & 0x7F) + (byte << 7)
+            continue
+        size &= 0x7F
+        shift = 7
         pos += 2
-        if size & 0x80:
-            size &= 0x7F
-            shift = 7
-            while True:
-                if pos >= end:
-                    return None
-                byte = data[pos]
-                pos += 1
-                size |= (byte & 0x7F) << shift
-                if byte < 0x80:
-                    break
-                shift += 7
-        mark(pos)
-        mark(pos + size)
+        while True:
+            if pos >= end:
+                return None
+            byte = data[pos]
+            pos += 1
+            size |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                break
+            shift += 7
         pos += size
     if pos != end:
         return None
-    bounds = np.array(starts, dtype=np.int64).reshape(-1, 2)
-    return bounds[:, 0], bounds[:, 1]
+    sizes, starts = varints(
+        np.frombuffer(data, dtype=np.uint8), np.array(heads, dtype=np.int64) + 1
+    )
+    return starts, starts + sizes
 
 
 def scan(buf: Bytes, starts: Ints, ends: Ints, fields: int) -> tuple[Ints, Ints] | None:
