@@ -352,21 +352,24 @@ def _assemble(
         *(value_semantic[owner] * stride + 1 + owner for owner in owners),
     ]
     order = np.argsort(np.concatenate(rank), kind="stable")
-    place = np.empty(len(order), dtype=np.int64)
-    place[order] = np.arange(len(order), dtype=np.int64)
-    width = max(len(kind) for kind in records)
-    element = np.zeros((len(order), width), dtype=np.int64)
-    length = np.zeros((len(order), width), dtype=np.int64)
+    # Each record's first slot among all pieces, in that order (records of a kind have
+    # as many pieces as the kind).
+    pieces = np.concatenate(
+        [np.full(len(kind[0][1]), len(kind), dtype=np.int64) for kind in records]
+    )[order]
+    slot = np.empty(len(order), dtype=np.int64)
+    slot[order] = np.cumsum(pieces) - pieces
+    element = np.empty(int(pieces.sum()), dtype=np.int64)
+    length = np.empty(len(element), dtype=np.int64)
     start = 0
     for kind in records:
         count = len(kind[0][1])
-        where = place[start : start + count]
+        first = slot[start : start + count]
         for k, (piece, size) in enumerate(kind):
-            element[where, k] = piece
-            length[where, k] = size
+            element[first + k] = piece
+            length[first + k] = size
         start += count
-    used = length > 0
-    return pool.take(element[used])
+    return pool.take(element[length > 0])
 
 
 def _keys(pool: _Pool, resolved: Resolved, value_of: Callable[[str], Message]) -> Piece:

@@ -59,7 +59,14 @@ class Bridged:
     buf: wire.Bytes  # the evidence's serialized bytes (padded)
     id_offset: Ints
     id_length: Ints  # -1 or 0 where the claim has no id
+    starts: Ints  # where each claim's bytes lie in ``buf``
+    ends: Ints
     known: dict[int, str] = field(default_factory=dict)  # claim_refs asked for so far
+
+    def claim_bytes(self, row: int) -> bytes:
+        """Claim ``row`` serialized: its slice of the evidence's bytes."""
+        data: bytes = self.buf[self.starts[row] : self.ends[row]].tobytes()
+        return data
 
     def refs(self, rows: Sequence[int]) -> list[str]:
         """The claim_refs of ``rows``: ids, or content references (``convert.claim_ref``).
@@ -165,7 +172,7 @@ def read_claims(evidence: claim_pb2.Evidence, reliability: Mapping[str, float]) 
         targets=targets,
         target_row=target_row,
     )
-    return Bridged(columns, claims, buf, offset[ID], length[ID])
+    return Bridged(columns, claims, buf, offset[ID], length[ID], starts, ends)
 
 
 def _strings(buf: wire.Bytes, offset: Ints, length: Ints) -> pa.Array:

@@ -19,7 +19,7 @@ from assay.services.resolver.columnar.claim_tails import encode_resolutions, fie
 from assay.services.resolver.columnar.engine import Resolved
 from assay.services.resolver.columnar.from_claims import Bridged
 from assay.services.resolver.wire.convert import Emitter
-from assay.v1 import claim_pb2, resolution_pb2
+from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb
 
 _Excluded = tuple[str, int, int, tuple[str, ...]]  # (claim_ref, row, reason, superseded_by)
@@ -41,7 +41,7 @@ def fill_evidence(
     warnings = _warnings(bridged, resolved) if full else {}
     extras = [b""] * semantics
     for s in excluded.keys() | warnings.keys():
-        extras[s] = _extras(excluded.get(s, ()), warnings.get(s, ()), bridged.claims, full)
+        extras[s] = _extras(excluded.get(s, ()), warnings.get(s, ()), bridged, full)
     response.MergeFromString(
         encode_resolutions(
             resolved,
@@ -69,7 +69,7 @@ def fill_evidence(
 def _extras(
     excluded: Sequence[_Excluded],
     warnings: Sequence[tuple[str, int, str]],
-    claims: Sequence[claim_pb2.Claim],
+    bridged: Bridged,
     full: bool,
 ) -> bytes:
     """A semantic's excluded claims (echoed at FULL) and warnings, encoded as
@@ -79,7 +79,7 @@ def _extras(
         item = [field_bytes(0x0A, ref.encode()), b"\x10" + varint(reason)]
         item.extend(field_bytes(0x1A, target.encode()) for target in by)
         if full:
-            item.append(field_bytes(0x22, claims[row].SerializeToString()))
+            item.append(field_bytes(0x22, bridged.claim_bytes(row)))
         parts.append(field_bytes(EXCLUDED_TAG, b"".join(item)))
     for ref, code, message in warnings:
         item = [b"\x08" + varint(code), field_bytes(0x12, ref.encode())]
