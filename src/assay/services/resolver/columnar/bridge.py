@@ -24,10 +24,10 @@ from assay.v1 import resolver_service_pb2 as pb
 
 # Measured with bench/peers.py: below this many claims the per-claim path is as fast.
 MIN_CLAIMS = 4096
-# At FULL detail, where the per-claim path fills a ClaimWeight per claim, the bridge
-# answers as fast at 5,000-10,000 claims, ~10% faster at 20,000 and ~10-17% at
-# 50,000-100,000 (measured in one process, bridge and per-claim path interleaved).
-MIN_CLAIMS_FULL = 16384
+# At FULL detail, where the per-claim path fills a ClaimWeight per claim, the bridge is
+# ~15% slower at 4,096 claims, as fast at 8,192, ~7% faster at 16,384 and ~20% at
+# 100,000 (CPU time in one process, bridge and per-claim path interleaved).
+MIN_CLAIMS_FULL = 8192
 
 
 def _carry_on() -> None:
