@@ -26,7 +26,7 @@ from assay.services.adjudication.use_cases.lookups import Lookups
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.retries import RequestKey
 from assay.services.adjudication.use_cases.transparency import TransparencyLog
-from assay.services.adjudication.wire import convert, values
+from assay.services.adjudication.wire import convert, scalars
 from assay.v1 import adjudication_service_pb2 as pb
 
 
@@ -36,7 +36,7 @@ def _bytes(message: Any) -> bytes:
 
 
 def _key(method: str, request: Any) -> RequestKey:
-    return RequestKey(request.request_id, method, values.request_digest(request))
+    return RequestKey(request.request_id, method, scalars.request_digest(request))
 
 
 def _caller() -> Caller:

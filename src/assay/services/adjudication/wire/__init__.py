@@ -1,3 +1,3 @@
-"""Protobuf <-> the adjudication domain: ``values`` holds the field-level conversions
+"""Protobuf <-> the adjudication domain: ``scalars`` holds the field-level conversions
 (timestamps, enums, digests), ``convert`` the messages. Nothing below this package sees
 protobuf."""

@@ -49,7 +49,7 @@ from assay.services.adjudication.domain.model import (
 from assay.services.adjudication.domain.resolution import ResolveRequest
 from assay.services.adjudication.domain.reviews import ReviewSubmission
 from assay.services.adjudication.domain.state import derive_state
-from assay.services.adjudication.wire.values import (
+from assay.services.adjudication.wire.scalars import (
     enum_name,
     from_proto_enum,
     from_timestamp,
