@@ -16,13 +16,16 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from assay import errors
 from assay.errors import FieldViolation, InvalidArgument, Reason, excerpt
 from assay.prototime import duration_problem, timestamp_problem
 from assay.services.resolver.domain.model import RelationKind, ReviewStatus
 
 # Validation stops explaining after this many violations: the work stays bounded, and
 # the error then says "at least" (the runtime lists fewer still).
-MAX_VIOLATIONS = 100
+# The one cap on violations kept per request (assay.errors): the resolver's list also
+# carries each violation's own reason, and its intake stops early once the cap is reached.
+MAX_VIOLATIONS = errors.MAX_VIOLATIONS
 MAX_HYPOTHESES = 1024
 # ErrorInfo metadata key of the known source kinds (comma-separated), sent once per error.
 KNOWN_SOURCES_KEY = "known_sources"
