@@ -12,6 +12,7 @@ import grpc
 import krippendorff
 import pandas as pd  # type: ignore[import-untyped]
 import pytest
+from crowdkit.aggregation import MajorityVote
 from cryptography.hazmat.primitives import serialization
 
 from assay.cli.main import main as cli
@@ -219,10 +220,6 @@ class TestExportWithReviews:
             reliability_data=codes.to_numpy(dtype=float), level_of_measurement="nominal"
         )
         assert value == pytest.approx(hand_alpha(plan), abs=1e-12)
-        try:
-            from crowdkit.aggregation import MajorityVote
-        except ImportError:  # pragma: no cover - the `bench` extra is not installed
-            pytest.skip("crowd-kit is not installed (the `bench` extra): MajorityVote unchecked")
         votes = MajorityVote().fit_predict(
             frame.rename(columns={"case_id": "task", "reviewer_id": "worker"})
         )
