@@ -119,14 +119,14 @@ def resolve_table(
     w_active = weight[active]
     # One sort groups the rows; each group's strongest row is found by a segmented max.
     gkey = sv * groups_total + claims.group[active]
-    order: Ints = np.argsort(gkey)
+    order = _argsort(gkey, len(sv_keys) * groups_total)
     check()
     rows = active[order]
     gkey = gkey[order]
     starts = np.flatnonzero(np.r_[True, gkey[1:] != gkey[:-1]]) if m else np.zeros(0, np.int64)
     w_sorted = w_active[order]
     counted_row, group_w = _counted(rows, starts, w_sorted, refs)
-    group_sv = sv[order][starts]
+    group_sv = sv[order[starts]]
     check()
 
     # Groups by (value, weight descending): the multiplication order of the reference.
@@ -281,7 +281,15 @@ def _by_weight(outer: Ints, weight: Floats) -> Ints:
         return np.zeros(0, dtype=np.int64)
     rank = np.empty(k, dtype=np.int64)
     rank[np.argsort(-weight)] = np.arange(k, dtype=np.int64)
-    result: Ints = np.argsort(outer * k + rank)
+    return _argsort(outer * k + rank, (int(outer.max()) + 1) * k)
+
+
+def _argsort(keys: Ints, bound: int) -> Ints:
+    """The order of non-negative ``keys`` below ``bound`` (ties in any order): sorted as
+    int32 when they fit, which NumPy's SIMD sort does in about 20% less time."""
+    if bound <= np.iinfo(np.int32).max:
+        keys = keys.astype(np.int32)
+    result: Ints = np.argsort(keys)
     return result
 
 
