@@ -27,24 +27,24 @@ from assay.services.adjudication.storage import ledger_checks, rows
 from assay.services.adjudication.storage.queries import IN_SCOPE, tenants_param
 
 
-def _prefixed(alias: str, columns: str) -> str:
+def prefixed(alias: str, columns: str) -> str:
     return ", ".join(f"{alias}.{c.strip()}" for c in columns.split(","))
 
 
 # The current round of a case, and its review and resolution predicates.
-_ROUND = "(SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = c.case_id) + 1"
-_RESOLVED = (
+CURRENT_ROUND = "(SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = c.case_id) + 1"
+ROUND_RESOLVED = (
     "EXISTS (SELECT 1 FROM resolutions x WHERE x.case_id = k.case_id AND x.round = k.current_round)"
 )
 
 _WORKLIST = f"""
 WITH k AS (
-    SELECT {_prefixed("c", rows.CASE_COLUMNS)}, {_ROUND} AS current_round
+    SELECT {prefixed("c", rows.CASE_COLUMNS)}, {CURRENT_ROUND} AS current_round
     FROM cases c
     WHERE c.expire_time > :now AND c.case_id > :after AND {IN_SCOPE.format(column="c.tenant")}
 )
 SELECT * FROM k
-WHERE NOT {_RESOLVED}
+WHERE NOT {ROUND_RESOLVED}
   AND NOT EXISTS (SELECT 1 FROM reviews r WHERE r.case_id = k.case_id
                      AND r.round = k.current_round AND r.reviewer_id = :adjudicator)
   AND EXISTS (SELECT 1 FROM reviews a JOIN reviews b
@@ -57,7 +57,7 @@ LIMIT :limit
 
 _RANGE = f"""
 WITH k AS (
-    SELECT c.case_id, {_ROUND} AS current_round
+    SELECT c.case_id, {CURRENT_ROUND} AS current_round
     FROM cases c
     WHERE c.expire_time > :now AND c.case_id > :after AND (:upto IS NULL OR c.case_id <= :upto)
       AND {IN_SCOPE.format(column="c.tenant")}
@@ -66,10 +66,10 @@ WITH k AS (
 _DECIDING_REVIEWS = (
     _RANGE
     + f"""
-SELECT {_prefixed("r", rows.REVIEW_COLUMNS)}
+SELECT {prefixed("r", rows.REVIEW_COLUMNS)}
 FROM k JOIN reviews r ON r.case_id = k.case_id AND r.round = k.current_round
 WHERE r.reviewer_id = :adjudicator
-   OR (NOT {_RESOLVED}
+   OR (NOT {ROUND_RESOLVED}
        AND (SELECT COUNT(*) FROM reviews n
              WHERE n.case_id = k.case_id AND n.round = k.current_round) >= 2)
 ORDER BY r.case_id, r.rowid
@@ -78,7 +78,7 @@ ORDER BY r.case_id, r.rowid
 _DECIDING_RESOLUTIONS = (
     _RANGE
     + f"""
-SELECT {_prefixed("x", rows.RESOLUTION_COLUMNS)}
+SELECT {prefixed("x", rows.RESOLUTION_COLUMNS)}
 FROM k JOIN resolutions x ON x.case_id = k.case_id AND x.round = k.current_round
 """
 )

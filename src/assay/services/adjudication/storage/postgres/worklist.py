@@ -15,27 +15,24 @@ from assay.services.adjudication.domain.canonical import to_micros
 from assay.services.adjudication.domain.model import CaseSnapshot, TenantScope
 from assay.services.adjudication.storage import rows
 from assay.services.adjudication.storage.postgres import ledger_checks, queries
-from assay.services.adjudication.storage.worklist import snapshots
 
-
-def _prefixed(alias: str, columns: str) -> str:
-    return ", ".join(f"{alias}.{c.strip()}" for c in columns.split(","))
-
-
-_ROUND = "(SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = c.case_id) + 1"
-_RESOLVED = (
-    "EXISTS (SELECT 1 FROM resolutions x WHERE x.case_id = k.case_id AND x.round = k.current_round)"
+# The round and resolution predicates are plain SQL both dialects read alike.
+from assay.services.adjudication.storage.worklist import (
+    CURRENT_ROUND,
+    ROUND_RESOLVED,
+    prefixed,
+    snapshots,
 )
 
 # $1 now, $2 after, $3 tenants, $4 adjudicator, $5 limit.
 _WORKLIST = f"""
 WITH k AS (
-    SELECT {_prefixed("c", rows.CASE_COLUMNS)}, {_ROUND} AS current_round
+    SELECT {prefixed("c", rows.CASE_COLUMNS)}, {CURRENT_ROUND} AS current_round
     FROM cases c
     WHERE c.expire_time > $1 AND c.case_id > $2 AND {queries.in_scope("c.tenant", 3)}
 )
 SELECT * FROM k
-WHERE NOT {_RESOLVED}
+WHERE NOT {ROUND_RESOLVED}
   AND NOT EXISTS (SELECT 1 FROM reviews r WHERE r.case_id = k.case_id
                      AND r.round = k.current_round AND r.reviewer_id = $4)
   AND EXISTS (SELECT 1 FROM reviews a JOIN reviews b
@@ -49,7 +46,7 @@ LIMIT $5
 # $1 now, $2 after, $3 upto (NULL: to the end), $4 tenants; reviews add $5 adjudicator.
 _RANGE = f"""
 WITH k AS (
-    SELECT c.case_id, {_ROUND} AS current_round
+    SELECT c.case_id, {CURRENT_ROUND} AS current_round
     FROM cases c
     WHERE c.expire_time > $1 AND c.case_id > $2 AND ($3::text IS NULL OR c.case_id <= $3)
       AND {queries.in_scope("c.tenant", 4)}
@@ -58,10 +55,10 @@ WITH k AS (
 _DECIDING_REVIEWS = (
     _RANGE
     + f"""
-SELECT {_prefixed("r", rows.REVIEW_COLUMNS)}
+SELECT {prefixed("r", rows.REVIEW_COLUMNS)}
 FROM k JOIN reviews r ON r.case_id = k.case_id AND r.round = k.current_round
 WHERE r.reviewer_id = $5
-   OR (NOT {_RESOLVED}
+   OR (NOT {ROUND_RESOLVED}
        AND (SELECT COUNT(*) FROM reviews n
              WHERE n.case_id = k.case_id AND n.round = k.current_round) >= 2)
 ORDER BY r.case_id, r.position
@@ -70,7 +67,7 @@ ORDER BY r.case_id, r.position
 _DECIDING_RESOLUTIONS = (
     _RANGE
     + f"""
-SELECT {_prefixed("x", rows.RESOLUTION_COLUMNS)}
+SELECT {prefixed("x", rows.RESOLUTION_COLUMNS)}
 FROM k JOIN resolutions x ON x.case_id = k.case_id AND x.round = k.current_round
 """
 )
