@@ -67,9 +67,9 @@ class ResolverServicer(ResolverCalls):
         message itself is returned."""
         if context is None:
             return without_gc(partial(_unstoppable, work), request)
-        if units <= INLINE_MAX_UNITS:
-            return without_gc(partial(_serialized, work, budget), request)
         serialized = partial(_serialized, work, budget)
+        if units <= INLINE_MAX_UNITS:
+            return without_gc(serialized, request)
         return await self.offload.run(method, serialized, request, context.time_remaining())
 
     async def ResolveSemantic(
