@@ -112,12 +112,29 @@ class TestFusion:
             )
         )
         assert out.excluded_row.tolist() == [0, 1]
-        assert out.superseded_by == {0: ("c1",), 1: ("c0",)}
+        assert out.superseded_by.as_dict() == {0: ("c1",), 1: ("c0",)}
         assert [(row, code) for row, code, _ in out.warnings] == [
             (0, WarningCode.SUPERSESSION_CYCLE),
             (1, WarningCode.SUPERSESSION_CYCLE),
             (2, WarningCode.DANGLING_RELATION),
         ]
+
+    def test_supersessions_without_cycles_list_every_superseder_sorted(self) -> None:
+        """Three claims supersede c0 (ids listed in code point order), one supersedes c1,
+        and c4 supersedes c2, which is reviewed out: REVIEWED_OUT, so nobody is listed."""
+        out = resolve(
+            claims(
+                8,
+                id=["c0", "c1", "c2", "zz", "Ab", "m", "k", "c7"],
+                relation_kind=pa.array([None, None, None, 3, 3, 3, 3, 3], pa.int32()),
+                relation_target=[None, None, None, "c0", "c0", "c1", "c2", "c0"],
+                review_status=pa.array([0, 0, 3, 0, 0, 0, 0, 0], pa.int32()),
+            )
+        )
+        assert out.excluded_row.tolist() == [0, 1, 2]
+        assert out.superseded_by.as_dict() == {0: ("Ab", "c7", "zz"), 1: ("m",)}
+        lists = out.superseded_by.lists(out.excluded_row).to_pylist()
+        assert lists == [["Ab", "c7", "zz"], ["m"], []]
 
     def test_summary_skips_the_per_claim_arrays(self) -> None:
         """SUMMARY: no counted flags, value positions or warnings are filled in."""

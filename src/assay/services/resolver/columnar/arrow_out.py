@@ -69,7 +69,7 @@ def encode(resolved: Resolved, codec: str | None, full: bool) -> Encoded:
             "row": pa.array(r.excluded_row, pa.int64()),
             "semantic": _int32(r.excluded_semantic),
             "reason": _int32(r.excluded_reason),
-            "superseded_by": _superseded_by(r.excluded_row, r.superseded_by),
+            "superseded_by": r.superseded_by.lists(r.excluded_row),
         }
     )
     if not full:
@@ -122,15 +122,3 @@ def _rationale(flags: list[Ints], semantics: int) -> pa.Array:
     offsets = np.r_[0, np.cumsum(raised.sum(axis=1))].astype(np.int32)
     numbers = (np.nonzero(raised)[1] + 1).astype(np.int32)
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(numbers, pa.int32()))
-
-
-def _superseded_by(rows: Ints, by: dict[int, tuple[str, ...]]) -> pa.Array:
-    """list<utf8> per excluded row: who superseded it (empty when reviewed out)."""
-    lengths = np.zeros(len(rows), dtype=np.int64)
-    ids: list[str] = []
-    if by:
-        positions = np.searchsorted(rows, np.array(sorted(by), dtype=np.int64))
-        lengths[positions] = [len(by[row]) for row in sorted(by)]
-        ids = [claim_id for row in sorted(by) for claim_id in by[row]]
-    offsets = np.r_[0, np.cumsum(lengths)].astype(np.int32)
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids, pa.string()))

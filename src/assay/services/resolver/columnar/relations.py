@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
 from assay.services.resolver.columnar.columns import Bools, Ints
 from assay.services.resolver.columnar.decode import ClaimColumns
@@ -23,11 +24,74 @@ from assay.services.resolver.domain.model import Relation, RelationKind, Row, Wa
 
 
 @dataclass(frozen=True, slots=True)
+class Supersessions:
+    """Who superseded each superseded row, as columns: ``rows`` ascending, each with
+    ``counts`` ids, which follow in ``ids`` row by row, each row's sorted."""
+
+    rows: Ints
+    counts: Ints
+    ids: pa.Array
+
+    @classmethod
+    def none(cls) -> Supersessions:
+        empty = np.zeros(0, dtype=np.int64)
+        return cls(empty, empty, pa.array([], pa.string()))
+
+    @classmethod
+    def of(cls, by: dict[int, tuple[str, ...]]) -> Supersessions:
+        """From ``{row: sorted ids}``."""
+        rows = sorted(by)
+        return cls(
+            np.array(rows, dtype=np.int64),
+            np.array([len(by[row]) for row in rows], dtype=np.int64),
+            pa.array([claim_id for row in rows for claim_id in by[row]], pa.string()),
+        )
+
+    @classmethod
+    def pairs(cls, rows: Ints, ids: pa.Array) -> Supersessions:
+        """From one (superseded row, superseding id) pair per entry, in any order."""
+        if not len(rows):
+            return cls.none()
+        table = pa.table({"row": rows, "id": ids.cast(pa.string())})
+        table = table.sort_by([("row", "ascending"), ("id", "ascending")])
+        ordered = table.column("row").to_numpy()
+        opens = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        counts = np.diff(np.r_[opens, len(ordered)])
+        return cls(ordered[opens].astype(np.int64), counts, table.column("id").combine_chunks())
+
+    def without(self, dropped: Bools) -> Supersessions:
+        """These supersessions less those of the rows ``dropped`` marks."""
+        keep = ~dropped[self.rows]
+        if keep.all():
+            return self
+        kept_ids = self.ids.filter(pa.array(np.repeat(keep, self.counts)))
+        return Supersessions(self.rows[keep], self.counts[keep], kept_ids)
+
+    def as_dict(self) -> dict[int, tuple[str, ...]]:
+        """``{row: ids}``."""
+        ids = self.ids.to_pylist()
+        ends = np.cumsum(self.counts).tolist()
+        starts = [end - count for end, count in zip(ends, self.counts.tolist(), strict=True)]
+        return {
+            row: tuple(ids[start:end])
+            for row, start, end in zip(self.rows.tolist(), starts, ends, strict=True)
+        }
+
+    def lists(self, rows: Ints) -> pa.Array:
+        """list<utf8> per row of ``rows`` (ascending, every superseded row among them):
+        who superseded it, empty for the others."""
+        lengths = np.zeros(len(rows), dtype=np.int64)
+        lengths[np.searchsorted(rows, self.rows)] = self.counts
+        offsets = np.r_[0, np.cumsum(lengths)].astype(np.int32)
+        return pa.ListArray.from_arrays(pa.array(offsets), self.ids.cast(pa.string()))
+
+
+@dataclass(frozen=True, slots=True)
 class Relations:
     """What the relations do: superseded rows (with by whom) and warnings by row."""
 
     superseded: Bools
-    superseded_by: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    superseded_by: Supersessions = field(default_factory=Supersessions.none)
     # (row, code, message)
     warnings: list[tuple[int, WarningCode, str]] = field(default_factory=list)
 
@@ -51,12 +115,8 @@ def apply(claims: ClaimColumns) -> Relations:
     dangling = rows[targets < 0]
     warnings = _by_reference(claims, dangling).warnings if len(dangling) else []
     superseded[dropped] = True
-    by: dict[int, list[str]] = {}
-    for target, claim_id in zip(dropped.tolist(), claims.ids.texts(sources), strict=True):
-        by.setdefault(target, []).append(claim_id)
-    return Relations(
-        superseded, {target: tuple(sorted(ids)) for target, ids in by.items()}, warnings
-    )
+    by = Supersessions.pairs(dropped, claims.ids.column.take(pa.array(sources, pa.int64())))
+    return Relations(superseded, by, warnings)
 
 
 def _has_cycle(sources: Ints, targets: Ints) -> bool:
@@ -102,7 +162,7 @@ def _by_reference(claims: ClaimColumns, rows: Ints) -> Relations:
         for found_warnings in active.warnings.values()
         for w in found_warnings
     ]
-    return Relations(superseded, by, warnings)
+    return Relations(superseded, Supersessions.of(by), warnings)
 
 
 def capped(

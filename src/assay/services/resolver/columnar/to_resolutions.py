@@ -92,7 +92,7 @@ def _excluded(bridged: Bridged, resolved: Resolved) -> dict[int, list[_Excluded]
     """Excluded claims per semantic, ordered by claim_ref then request position."""
     rows = resolved.excluded_row.tolist()
     out: defaultdict[int, list[_Excluded]] = defaultdict(list)
-    by = resolved.superseded_by
+    by = resolved.superseded_by.as_dict()
     for ref, row, semantic, reason in zip(
         bridged.refs(rows),
         rows,
