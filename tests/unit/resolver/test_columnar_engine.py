@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.errors import InvalidArgument, Reason
+from assay.prototime import MAX_TIMESTAMP_SECONDS, MIN_TIMESTAMP_SECONDS
 from assay.services.resolver.columnar import decode, distinct, resolve_stream, stream
 from assay.services.resolver.columnar.engine import Resolved, resolve_table
 from assay.services.resolver.domain.model import Flag, Status, WarningCode
@@ -187,8 +188,30 @@ class TestColumns:
         value = -3 * per_second // 2 if unit != "s" else -2
         table = pa.table(claims(1, observe_time=pa.array([value], pa.timestamp(unit, tz="UTC"))))
         raw = decode.read_raw(table, TABLE)
-        assert raw.observe_seconds.tolist() == [-2]
-        assert raw.observe_nanos.tolist() == [0 if unit == "s" else 500_000_000]
+        seconds, nanos = raw.observe.seconds_nanos(np.array([0]))
+        assert seconds.tolist() == [-2]
+        assert nanos.tolist() == [0 if unit == "s" else 500_000_000]
+
+    @pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
+    def test_the_timestamp_range_is_checked_on_ticks_to_the_tick(self, unit: str) -> None:
+        """0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999999Z are in range, one tick
+        past either end is not; in ns every int64 falls inside, and nothing is flagged."""
+        per_second = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}[unit]
+        low, high = MIN_TIMESTAMP_SECONDS * per_second, (MAX_TIMESTAMP_SECONDS + 1) * per_second - 1
+        int64 = np.iinfo(np.int64)
+        values = [max(low, int64.min), min(high, int64.max), None]
+        flagged = [False, False, False]
+        if unit != "ns":
+            values += [low - 1, high + 1]
+            flagged += [True, True]
+        observe = pa.array(values, pa.timestamp(unit, tz="UTC"))
+        raw = decode.read_raw(pa.table(claims(len(values), observe_time=observe)), TABLE)
+        outside = raw.observe.outside(MIN_TIMESTAMP_SECONDS, MAX_TIMESTAMP_SECONDS)
+        assert outside.tolist() == flagged
+        problems = decode.violations(raw, TABLE)
+        assert [v.field for v in problems] == [
+            f"claims_arrow.observe_time[{row}]" for row, bad in enumerate(flagged) if bad
+        ]
 
     def test_codec_of_names_the_request_codec(self) -> None:
         """codec_of reads the codec from the first record batch's metadata."""

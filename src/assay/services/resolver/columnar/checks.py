@@ -79,8 +79,8 @@ def _row(raw: Raw, row: int, reliability: dict[str, float]) -> list[Violation]:
         out.append(
             Violation(_BAD, path("reliability", row), f"{stated!r} is not a number in [0, 1]")
         )
-    if raw.observe_present[row]:
-        problem = timestamp_problem(int(raw.observe_seconds[row]), int(raw.observe_nanos[row]))
+    if raw.observe.present[row]:
+        problem = timestamp_problem(*raw.observe.at(row))
         if problem is not None:
             out.append(Violation(_BAD, path("observe_time", row), problem))
     status = int(raw.review[row])

@@ -123,14 +123,46 @@ def ints(column: pa.Array, default: int) -> tuple[Ints, Bools]:
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
-def times(column: pa.Array) -> tuple[Ints, Ints, Bools]:
-    """A timestamp column as (seconds, nanos) like a ``Timestamp`` and its presence mask."""
-    per_second = _PER_SECOND[column.type.unit]
+@dataclass(frozen=True, slots=True)
+class Times:
+    """A timestamp column as read: ticks of 1 / ``per_second`` s since the epoch (0 where
+    null) and the rows that hold one. Seconds and nanos, as a ``Timestamp`` has them, are
+    worked out only for the rows that need them."""
+
+    ticks: Ints
+    per_second: int
+    present: Bools
+
+    def seconds_nanos(self, rows: Ints) -> tuple[Ints, Ints]:
+        """(seconds, nanos) of ``rows``: seconds floored, so nanos >= 0 before the epoch."""
+        ticks = self.ticks[rows]
+        seconds = ticks // self.per_second
+        nanos = (ticks - seconds * self.per_second) * (1_000_000_000 // self.per_second)
+        return seconds, nanos
+
+    def at(self, row: int) -> tuple[int, int]:
+        """(seconds, nanos) of one row."""
+        seconds, nanos = divmod(int(self.ticks[row]), self.per_second)
+        return seconds, nanos * (1_000_000_000 // self.per_second)
+
+    def outside(self, low: int, high: int) -> Bools:
+        """The present rows whose seconds fall outside [low, high], compared on the ticks
+        (bounds past int64's range, which no tick can cross, are left out)."""
+        below, above = low * self.per_second, (high + 1) * self.per_second
+        out = np.zeros(len(self.ticks), dtype=np.bool_)
+        if below > np.iinfo(np.int64).min:
+            out |= self.ticks < below
+        if above <= np.iinfo(np.int64).max:
+            out |= self.ticks >= above
+        out &= self.present
+        return out
+
+
+def times(column: pa.Array) -> Times:
+    """A timestamp column of any unit, as ``Times``."""
     present = ~_nulls(column)
-    raw = _numbers(column.cast(pa.int64()), 0).astype(np.int64, copy=False)
-    seconds = raw // per_second  # floor: a time before the epoch has nanos >= 0
-    nanos = (raw - seconds * per_second) * (1_000_000_000 // per_second)
-    return seconds, nanos, np.asarray(present, dtype=np.bool_)
+    ticks = _numbers(column.cast(pa.int64()), 0).astype(np.int64, copy=False)
+    return Times(ticks, _PER_SECOND[column.type.unit], np.asarray(present, dtype=np.bool_))
 
 
 def dense(keys: Ints, size: int) -> tuple[Ints, Ints]:

@@ -26,6 +26,7 @@ from assay.services.resolver.columnar.columns import (
     Floats,
     Ints,
     Plain,
+    Times,
     coded,
     dense,
     floats,
@@ -57,7 +58,8 @@ class ClaimColumns:
     group: Ints  # row -> correlation group (declared, or source + "|" + source_ref)
     groups: pa.Array  # group -> its name
     declared: Bools
-    observed: Floats  # observe_time in seconds since the epoch; NaN when absent
+    observed: Floats  # observe_time in seconds since the epoch, NaN when absent; empty
+    # unless staleness was asked for (the engine reads it only then)
     rejected: Bools
     ids: Plain
     relation: Ints  # RelationKind number; 0 without a relation
@@ -89,9 +91,7 @@ class Raw:
     confidence_null: Bools
     reliability: Floats  # NaN when null
     reliability_null: Bools
-    observe_seconds: Ints
-    observe_nanos: Ints
-    observe_present: Bools
+    observe: Times
     review: Ints
     kind: Ints
     kind_null: Bools
@@ -133,10 +133,9 @@ def read_raw(table: pa.Table, reliability: dict[str, float]) -> Raw:
         stated, stated_null = np.full(n, np.nan), np.ones(n, dtype=np.bool_)
     observe_column = column("observe_time")
     if observe_column is not None:
-        seconds, nanos, present = times(observe_column)
+        observe = times(observe_column)
     else:
-        seconds = nanos = np.zeros(n, dtype=np.int64)
-        present = np.zeros(n, dtype=np.bool_)
+        observe = Times(np.zeros(n, dtype=np.int64), 1, np.zeros(n, dtype=np.bool_))
     review_column = column("review_status")
     review = ints(review_column, 0)[0] if review_column is not None else np.zeros(n, np.int64)
     kind_column = column("relation_kind")
@@ -165,9 +164,7 @@ def read_raw(table: pa.Table, reliability: dict[str, float]) -> Raw:
         confidence_null=confidence_null,
         reliability=stated,
         reliability_null=stated_null,
-        observe_seconds=seconds,
-        observe_nanos=nanos,
-        observe_present=present,
+        observe=observe,
         review=review,
         kind=kind,
         kind_null=kind_null,
@@ -218,26 +215,20 @@ def _repeats(ids: Coded, n: int) -> Ints:
 
 def violations(raw: Raw, reliability: dict[str, float]) -> list[Violation]:
     """Every violation, row by row, as ``validation.check_claims`` lists them."""
-    # Appending ABSENT makes code -1 (absent) look up ABSENT.
-    value_code = np.append(raw.value_of_text, ABSENT)[raw.value.codes]
-    source_known = np.append(raw.known, ABSENT)[raw.source.codes]
     confidence = raw.confidence
     stated = raw.reliability
     has_relation = ~raw.kind_null | raw.targets.present
-    seconds = raw.observe_seconds
     bad = (
         ~raw.subject.present
         | ~raw.predicate.present
-        | (value_code == ABSENT)
-        | (source_known == ABSENT)
+        | _rows_of(raw.value, raw.value_of_text == ABSENT)
+        | _rows_of(raw.source, raw.known == ABSENT)
         | raw.confidence_null
         | ~((confidence >= 0.0) & (confidence <= 1.0))
         | (~raw.reliability_null & ~((stated >= 0.0) & (stated <= 1.0)))
-        | (
-            raw.observe_present
-            & ((seconds < MIN_TIMESTAMP_SECONDS) | (seconds > MAX_TIMESTAMP_SECONDS))
-        )
-        | ~np.isin(raw.review, list(ReviewStatus._value2member_map_))
+        | raw.observe.outside(MIN_TIMESTAMP_SECONDS, MAX_TIMESTAMP_SECONDS)
+        | (raw.review < _REVIEW_LOW)
+        | (raw.review > _REVIEW_HIGH)
         | (
             has_relation
             & (
@@ -252,8 +243,23 @@ def violations(raw: Raw, reliability: dict[str, float]) -> list[Violation]:
     return checks.explain(raw, np.flatnonzero(bad), reliability) if bad.any() else []
 
 
-def columns(raw: Raw, reliability: dict[str, float]) -> ClaimColumns:
-    """The engine's view of valid claims (``violations`` found nothing)."""
+# Review statuses are numbered without gaps, so a range check is a membership check.
+_REVIEW_LOW, _REVIEW_HIGH = min(ReviewStatus), max(ReviewStatus)
+assert len(ReviewStatus) == _REVIEW_HIGH - _REVIEW_LOW + 1
+
+
+def _rows_of(column: Coded, rejected: Bools) -> Bools:
+    """The rows whose string is absent, or one of the distinct strings ``rejected`` marks:
+    the strings are few, so the rows are looked up only when some string is rejected."""
+    out = ~column.present
+    if rejected.any():
+        out |= np.append(rejected, False)[column.codes]  # code -1 reads the False
+    return out
+
+
+def columns(raw: Raw, reliability: dict[str, float], *, stale: bool = True) -> ClaimColumns:
+    """The engine's view of valid claims (``violations`` found nothing); observe times in
+    seconds only when staleness is asked for (``stale``)."""
     n = raw.count
     subject_rank = ranks(raw.subject.strings)
     predicate_rank = ranks(raw.predicate.strings)
@@ -269,7 +275,10 @@ def columns(raw: Raw, reliability: dict[str, float]) -> ClaimColumns:
     source = raw.known[raw.source.codes]
     table = np.array([reliability[name] for name in raw.sources], dtype=np.float64)
     group, groups, declared = _groups(raw, source, n)
-    observed = np.where(raw.observe_present, raw.observe_seconds + raw.observe_nanos / 1e9, np.nan)
+    observed = np.zeros(0)
+    if stale:
+        seconds, nanos = raw.observe.seconds_nanos(np.arange(n))
+        observed = np.where(raw.observe.present, seconds + nanos / 1e9, np.nan)
     relation = np.where(raw.kind_null & ~raw.targets.present, 0, raw.kind)
     return ClaimColumns(
         count=n,
@@ -280,7 +289,7 @@ def columns(raw: Raw, reliability: dict[str, float]) -> ClaimColumns:
         value_keys=raw.value_keys,
         source=source,
         sources=raw.sources,
-        ceiling=table[source] if n else np.zeros(0),
+        ceiling=table[raw.known][raw.source.codes] if n else np.zeros(0),
         stated=raw.reliability,
         confidence=raw.confidence,
         group=group,
@@ -303,9 +312,13 @@ def _groups(raw: Raw, source: Ints, n: int) -> tuple[Ints, pa.Array, Bools]:
     (source, source_ref) pair, then joined with the declared names in one hash pass."""
     declared = raw.group.present
     refs = len(raw.source_ref.strings) + 1
-    pair = source * refs + (raw.source_ref.codes + 1)
-    defaulted = ~declared
-    pair_code, pairs = dense(pair[defaulted], max(1, len(raw.sources) * refs))
+    # Each defaulted row's (source, source_ref) pair; declared rows share one pair past
+    # every real one, whose code is then the last and is dropped.
+    past = len(raw.sources) * refs
+    pair = np.where(declared, past, source * refs + (raw.source_ref.codes + 1))
+    pair_code, pairs = dense(pair, past + 1)
+    if len(pairs) and pairs[-1] == past:
+        pairs = pairs[:-1]
     names = pa.array(raw.sources, pa.large_string()).take(pa.array(pairs // refs))
     ref_names = pa.concat_arrays(
         [pa.array([""], pa.large_string()), raw.source_ref.strings.cast(pa.large_string())]
@@ -313,9 +326,7 @@ def _groups(raw: Raw, source: Ints, n: int) -> tuple[Ints, pa.Array, Bools]:
     made = pc.binary_join_element_wise(names, ref_names, pa.scalar("|", pa.large_string()))
     declared_names = raw.group.strings.cast(pa.large_string())
     both = coded(pa.concat_arrays([declared_names, made]))
-    unified = both.codes
-    names_of_groups = both.strings.cast(pa.string())
-    group = np.empty(n, dtype=np.int64)
-    group[declared] = unified[raw.group.codes[declared]]
-    group[defaulted] = unified[len(declared_names) + pair_code]
-    return group, names_of_groups, declared
+    # One code space: declared names first, then the defaulted pairs.
+    unified = np.append(both.codes, ABSENT)  # the dropped pair reads ABSENT, never kept
+    group = unified[np.where(declared, raw.group.codes, len(declared_names) + pair_code)]
+    return group, both.strings.cast(pa.string()), declared

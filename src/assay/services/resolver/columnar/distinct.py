@@ -75,12 +75,14 @@ def _fingerprints(column: pa.Array) -> _U64:
         padded[:end] = np.frombuffer(data_buffer, dtype=np.uint8)[:end]
     words: Any = np.ndarray(shape=(end + 1,), dtype="<u8", buffer=padded, strides=(1,))
     longest = int(length.max()) if len(length) else 0
-    first = words[start]
-    if int(length.min(initial=8)) < 8:  # an id shorter than a word must not read on
-        first &= _MASKS[np.minimum(length, 8)]
+    mixed: _U64 = words[start]
+    short = np.flatnonzero(length < 8)  # an id shorter than a word must not read on
+    if len(short):
+        mixed[short] &= _MASKS[length[short]]
     # Multiplying by an odd constant is a bijection: ids of one length up to eight bytes
     # (one word) never share a fingerprint.
-    mixed: _U64 = first * _MIX[0] + length.astype(np.uint64) * _MIX[1]
+    mixed *= _MIX[0]
+    mixed += length.astype(np.uint64) * _MIX[1]
     # Then each further word of the first _WORDS, the last one overlapping the one
     # before it (so it needs no mask), and for a longer id its last word.
     rows: Any = slice(None)

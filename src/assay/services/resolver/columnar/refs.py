@@ -62,9 +62,10 @@ class ContentRefs:
             claim.confidence = float(raw.confidence[row])
             if not raw.reliability_null[row]:
                 claim.reliability = float(raw.reliability[row])
-            if raw.observe_present[row]:
-                claim.observe_time.seconds = int(raw.observe_seconds[row])
-                claim.observe_time.nanos = int(raw.observe_nanos[row])
+            if raw.observe.present[row]:
+                seconds, nanos = raw.observe.at(row)
+                claim.observe_time.seconds = seconds
+                claim.observe_time.nanos = nanos
             group = columns["correlation_group"][i] if "correlation_group" in columns else None
             if group:
                 claim.correlation_group = group

@@ -56,7 +56,7 @@ def resolve_stream(
     found.extend(decode.violations(raw, table))
     raise_if_any(found, table)
     check()
-    claims = decode.columns(raw, table)
+    claims = decode.columns(raw, table, stale=horizon is not None)
     refs = ContentRefs(read.table, raw)
     resolved = resolve_table(claims, policy, horizon, refs=refs, full=full, check=check)
     check()
