@@ -65,6 +65,7 @@ from resolver import build_evidence
 
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.services.resolver.service import make_servicer
+from assay.services.resolver.wire.columns_request import parse_columns_request
 from assay.v1 import claim_pb2
 from assay.v1 import resolver_service_pb2 as pb
 
@@ -248,8 +249,8 @@ class Assay:
             request = pb.ResolveEvidenceRequest.FromString(raw)
             coroutine = servicer.ResolveEvidence(request, self.context)
         else:
-            request = pb.ResolveColumnsRequest.FromString(raw)
-            coroutine = servicer.ResolveColumns(request, self.context)
+            # Parsed as the server parses it: the stream left uncopied.
+            coroutine = servicer.ResolveColumns(parse_columns_request(raw), self.context)
         response = self.loop.run_until_complete(coroutine)
         if isinstance(response, bytes):
             return response

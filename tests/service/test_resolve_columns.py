@@ -25,6 +25,7 @@ from assay.v1 import resolver_service_pb2_grpc as pb_grpc
 from tests.unit.resolver.columnar_support import read, stream, to_claim, to_table
 
 TIMEOUT = 30.0
+SERVICE = "assay.v1.ResolverService"
 SUBJECT = "api:payments.create"
 
 
@@ -156,6 +157,23 @@ class TestResolveColumns:
             data = getattr(response, name)
             assert codec_of(data) == codec, name
             assert read(data).equals(read(getattr(plain, name)))
+
+    async def test_request_bytes_are_read_as_protobuf_reads_them(
+        self, channel: grpc.aio.Channel, stub: pb_grpc.ResolverServiceStub
+    ) -> None:
+        """The server takes the stream uncopied from the bytes received: a stream sent
+        twice (the last counts, as in protobuf), the other fields after it, answers as the
+        message would; bytes that are not a request are MALFORMED_REQUEST."""
+        call = channel.unary_unary(f"/{SERVICE}/ResolveColumns")
+        first = pb.ResolveColumnsRequest(claims_arrow=b"not arrow").SerializeToString()
+        wanted = request(detail=pb.RESOLUTION_DETAIL_SUMMARY)
+        raw: bytes = await call(first + wanted.SerializeToString(), timeout=TIMEOUT)
+        expected = await stub.ResolveColumns(wanted, timeout=TIMEOUT)
+        assert raw == expected.SerializeToString(deterministic=True)
+        assert not pb.ResolveColumnsResponse.FromString(raw).claims_arrow  # SUMMARY was read
+        error = await refusal(call(b"\x0a\x05abc", timeout=TIMEOUT))
+        assert error.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert error.reason == Reason.MALFORMED_REQUEST
 
     async def test_a_stream_that_is_not_arrow(self, stub: pb_grpc.ResolverServiceStub) -> None:
         """Bytes that are not Arrow IPC: MALFORMED_REQUEST naming claims_arrow."""

@@ -34,7 +34,7 @@ class Answer:
 
 
 def resolve_stream(
-    data: bytes,
+    data: bytes | memoryview,
     policy: Policy,
     horizon: float | None = None,
     *,

@@ -68,7 +68,7 @@ class Stream:
     codec: str | None
 
 
-def read(data: bytes) -> tuple[Stream | None, list[Violation]]:
+def read(data: bytes | memoryview) -> tuple[Stream | None, list[Violation]]:
     """The table in ``data`` with its columns checked, or the violations that stop reading."""
     try:
         reader = pa.ipc.open_stream(pa.py_buffer(data))
@@ -148,7 +148,7 @@ def _short(error: Exception) -> str:
     return text[:200]
 
 
-def codec_of(data: bytes) -> str | None:
+def codec_of(data: bytes | memoryview) -> str | None:
     """The codec of the stream's first record batch; None when uncompressed or unknown."""
     try:
         for message in pa.ipc.MessageReader.open_stream(pa.py_buffer(data)):

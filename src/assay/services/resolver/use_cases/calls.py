@@ -265,7 +265,11 @@ class ResolverCalls:
         return pb.ResolveColumnsResponse.FromString(self._resolve_columns_wire(request, stop))
 
     def _resolve_columns_wire(
-        self, request: pb.ResolveColumnsRequest, stop: Stop = NEVER, *, data: bytes | None = None
+        self,
+        request: pb.ResolveColumnsRequest,
+        stop: Stop = NEVER,
+        *,
+        data: bytes | memoryview | None = None,
     ) -> bytes:
         """The response serialized (``columnar.response``): what the server sends. ``data``
         is the request's stream when the caller read it already: each read of a bytes field
