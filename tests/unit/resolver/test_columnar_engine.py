@@ -19,6 +19,8 @@ from assay.services.resolver.domain.policy import DEFAULT_POLICY
 from assay.services.resolver.domain.validation import raise_if_any
 
 TABLE = dict(DEFAULT_POLICY.reliability)
+# The rows of each table for three claims of one value in three groups (the test below).
+ROWS_OF = {"semantics": 1, "values": 1, "excluded": 0, "claims": 3, "groups": 3, "warnings": 0}
 
 
 def resolve(columns: dict[str, Any], horizon: float | None = None, full: bool = True) -> Resolved:
@@ -308,6 +310,27 @@ class TestResponseTables:
             named[name] = read.column("correlation_group").to_pylist()
         assert named["claims"] == ["api_spec|r1", "api_spec|r1", "api_spec|r2", "run-7"]
         assert sorted(named["groups"]) == ["api_spec|r1", "api_spec|r2", "run-7"]
+
+    @pytest.mark.parametrize("codec", [None, "zstd"])
+    def test_each_table_is_the_stream_a_plain_writer_writes(self, codec: str | None) -> None:
+        """Uncompressed tables are written into a buffer sized beforehand: byte for byte the
+        stream a growing sink gets, and every table reads back."""
+        columns = claims(3, source_ref=["a", "b", "c"], confidence=[0.5, 0.25, 0.75])
+        table = pa.table(columns)
+        sink = pa.BufferOutputStream()
+        options = pa.ipc.IpcWriteOptions(compression=codec)
+        with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
+            writer.write_table(table)
+        answer = resolve_stream(sink.getvalue().to_pybytes(), DEFAULT_POLICY)
+        for name in ("semantics", "values", "excluded", "claims", "groups", "warnings"):
+            written = bytes(getattr(answer.tables, name))
+            again = pa.ipc.open_stream(written).read_all()
+            plain = pa.BufferOutputStream()
+            with pa.ipc.new_stream(plain, again.schema, options=options) as writer:
+                writer.write_table(again)
+            assert again.num_rows == ROWS_OF[name]
+            if codec is None:
+                assert written == plain.getvalue().to_pybytes()
 
 
 class TestDistinctIds:

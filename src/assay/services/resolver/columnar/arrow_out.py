@@ -40,12 +40,21 @@ class Encoded:
 def encode(resolved: Resolved, codec: str | None, full: bool) -> Encoded:
     """Every table of ``resolved`` as IPC streams."""
 
+    options = pa.ipc.IpcWriteOptions(compression=codec)
+
     def write(columns: dict[str, pa.Array]) -> pa.Buffer:
         table = pa.table(columns)
+        if codec is None:
+            # Uncompressed, the stream's size is known without writing it (a mock stream
+            # counts the bytes): it is written once into a buffer of that size, not into
+            # one that grows by copying (~2.5x faster for a million rows).
+            counted = pa.MockOutputStream()
+            _write(counted, table, options)
+            sized = pa.allocate_buffer(counted.size())
+            _write(pa.FixedSizeBufferWriter(sized), table, options)
+            return sized
         sink = pa.BufferOutputStream()
-        options = pa.ipc.IpcWriteOptions(compression=codec)
-        with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
-            writer.write_table(table)
+        _write(sink, table, options)
         return sink.getvalue()
 
     r = resolved
@@ -105,6 +114,11 @@ def encode(resolved: Resolved, codec: str | None, full: bool) -> Encoded:
         }
     )
     return Encoded(semantics, values, excluded, claims, groups, warnings)
+
+
+def _write(sink: pa.NativeFile, table: pa.Table, options: pa.ipc.IpcWriteOptions) -> None:
+    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
+        writer.write_table(table)
 
 
 def _int32(values: Ints, null: np.ndarray | None = None) -> pa.Array:
