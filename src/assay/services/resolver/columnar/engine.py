@@ -285,9 +285,11 @@ def _counted(
         return rows, weight
     top = weight[starts]
     counted = rows[starts]
-    # A group ties at the top when its second row weighs what its first does.
-    second = np.minimum(starts + 1, len(rows) - 1)
-    tied = np.flatnonzero(~head[second] & (second > starts) & (weight[second] == top))
+    # A group ties at the top when its second row weighs what its first does: found as
+    # masks over positions (a byte each) rather than arrays of group numbers.
+    ties = head[:-1] & ~head[1:]
+    ties &= weight[1:] == weight[:-1]
+    tied = np.searchsorted(starts, np.flatnonzero(ties))
     if len(tied):
         ends = np.r_[starts[1:], len(rows)][tied]
         sizes = ends - starts[tied]

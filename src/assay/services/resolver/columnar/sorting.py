@@ -32,13 +32,16 @@ def stable_order(keys: Ints, bound: int) -> tuple[Ints, Ints]:
     count = len(keys)
     shift = _index_bits(count)
     if count == 0 or max(1, bound - 1).bit_length() + shift > _BITS:
-        order: Ints = np.argsort(keys, kind="stable")
-        return order, keys[order]
-    packed = keys.astype(np.uint64) << np.uint64(shift)
+        by_key: Ints = np.argsort(keys, kind="stable")
+        return by_key, keys[by_key]
+    packed = keys.astype(np.uint64)
+    packed <<= np.uint64(shift)
     packed |= np.arange(count, dtype=np.uint64)
     packed.sort()
-    mask = np.uint64((1 << shift) - 1)
-    return (packed & mask).astype(np.int64), (packed >> np.uint64(shift)).astype(np.int64)
+    order = packed & np.uint64((1 << shift) - 1)
+    packed >>= np.uint64(shift)
+    # Both fit in 63 bits, so their uint64 bits read as the same int64 values.
+    return order.view(np.int64), packed.view(np.int64)
 
 
 def by_weight_descending(outer: Ints, weight: Floats) -> Ints:
@@ -56,22 +59,31 @@ def by_weight_descending(outer: Ints, weight: Floats) -> Ints:
         result: Ints = by_weight[within]
         return result
     steps = (1 << step_bits) - 1
-    # Fixed point, descending: a heavier weight gets a smaller (or equal) step.
-    fixed = np.uint64(steps) - (np.clip(weight, 0.0, 1.0) * steps).astype(np.uint64)
-    packed = outer.astype(np.uint64) << np.uint64(step_bits + shift)
-    packed |= fixed << np.uint64(shift)
+    # Fixed point, descending: a heavier weight gets a smaller (or equal) step. Built in
+    # place: at a million rows each fresh array costs more in page faults than its work.
+    scaled = np.clip(weight, 0.0, 1.0)
+    scaled *= steps
+    fixed = scaled.astype(np.uint64)
+    np.subtract(np.uint64(steps), fixed, out=fixed)
+    packed = outer.astype(np.uint64)
+    packed <<= np.uint64(step_bits)
+    packed |= fixed
+    packed <<= np.uint64(shift)
     packed |= np.arange(count, dtype=np.uint64)
     packed.sort()
-    order = (packed & np.uint64((1 << shift) - 1)).astype(np.int64)
-    _exact_within_steps(order, packed >> np.uint64(shift), weight)
-    return order
+    order = packed & np.uint64((1 << shift) - 1)
+    _exact_within_steps(order.view(np.int64), packed, shift, weight)
+    return order.view(np.int64)
 
 
-def _exact_within_steps(order: Ints, coarse: np.ndarray, weight: Floats) -> None:
-    """Put runs of equal coarse keys whose weights differ in exact order (in place)."""
+def _exact_within_steps(order: Ints, packed: np.ndarray, shift: int, weight: Floats) -> None:
+    """Put runs of equal coarse keys (``packed`` above its ``shift`` index bits) whose
+    weights differ in exact order (in place)."""
     if len(order) < 2:
         return
-    pairs = np.flatnonzero(coarse[1:] == coarse[:-1])  # position i: i and i + 1 share a step
+    # Neighbours share a coarse key when their packed keys differ only in the index bits.
+    shared = packed[1:] ^ packed[:-1]
+    pairs = np.flatnonzero(shared < np.uint64(1 << shift))  # i and i + 1 share a step
     if not len(pairs):
         return
     differ = weight[order[pairs]] != weight[order[pairs + 1]]
