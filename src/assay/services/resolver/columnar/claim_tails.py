@@ -35,6 +35,7 @@ from assay.services.resolver.columnar import wire
 from assay.services.resolver.columnar.columns import Bools, Floats, Ints
 from assay.services.resolver.columnar.decode import ClaimColumns
 from assay.services.resolver.columnar.engine import Resolved
+from assay.services.resolver.columnar.sorting import by_weight_descending, stable_order
 
 # ValueSupport's repeated fields, as (field << 3) | wire type 2.
 CLAIMS_TAG, GROUPS_TAG, REFS_TAG = 0x22, 0x2A, 0x32
@@ -351,7 +352,8 @@ def _assemble(
         value_semantic * stride + 1 + np.arange(values, dtype=np.int64),
         *(value_semantic[owner] * stride + 1 + owner for owner in owners),
     ]
-    order = np.argsort(np.concatenate(rank), kind="stable")
+    ranks = np.concatenate(rank)
+    order, _ = stable_order(ranks, int(ranks.max(initial=0)) + 1)
     # Each record's first slot among all pieces, in that order (records of a kind have
     # as many pieces as the kind).
     pieces = np.concatenate(
@@ -416,7 +418,7 @@ def _claim_order(resolved: Resolved, refs: Callable[[Sequence[int]], list[str]])
     value = resolved.claim_value
     active = np.flatnonzero(value >= 0)
     weight = resolved.weight[active]
-    order = np.lexsort((active, -weight, value[active]))
+    order = by_weight_descending(value[active], weight)  # ties: row ascending
     rows = active[order]
     v, w = value[rows], resolved.weight[rows]
     same = (v[1:] == v[:-1]) & (w[1:] == w[:-1])  # pair i joins rows i and i + 1
