@@ -13,17 +13,19 @@ from assay.services.resolver.wire.columns_request import parse_columns_request
 from assay.v1 import resolver_service_pb2 as pb
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _stream_field(data: bytes) -> bytes:
-    return b"\x0a" + _varint(len(data)) + data
+    """claims_arrow alone, framed by protobuf (an empty one too: a present empty field)."""
+    framed = pb.ResolveColumnsRequest(claims_arrow=data).SerializeToString()
+    return framed or b"\x0a\x00"
+
+
+# Unknown fields of each wire type, numbered 99-102: (tag varint, then the value).
+UNKNOWN = [
+    b"\x98\x06" + b"\xff" * 9 + b"\x01",  # 99, varint: 2**64 - 1 in ten bytes
+    b"\xa1\x06" + bytes(8),  # 100, 64-bit
+    b"\xaa\x06\x03abc",  # 101, length-delimited
+    b"\xb5\x06" + bytes(4),  # 102, 32-bit
+]
 
 
 @st.composite
@@ -39,13 +41,7 @@ def requests(draw: st.DrawFn) -> bytes:
     pieces = [message.SerializeToString()]
     for data in draw(st.lists(st.binary(max_size=300), max_size=3)):
         pieces.insert(draw(st.integers(0, len(pieces))), _stream_field(data))
-    unknown = [
-        _varint(99 << 3 | 0) + _varint(draw(st.integers(0, 2**63))),
-        _varint(100 << 3 | 1) + bytes(8),
-        _varint(101 << 3 | 2) + _varint(3) + b"abc",
-        _varint(102 << 3 | 5) + bytes(4),
-    ]
-    pieces += draw(st.lists(st.sampled_from(unknown), max_size=3))
+    pieces += draw(st.lists(st.sampled_from(UNKNOWN), max_size=3))
     return b"".join(pieces)
 
 

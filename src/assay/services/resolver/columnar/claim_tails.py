@@ -382,7 +382,7 @@ def _keys(pool: _Pool, resolved: Resolved, value_of: Callable[[str], Message]) -
         distinct.setdefault(key, len(distinct))
     key_element, key_length = pool.encoded(
         [
-            field_bytes(0x0A, value_of(key).SerializeToString()) + _field(0x12, key)
+            wire.field_bytes(0x0A, value_of(key).SerializeToString()) + _field(0x12, key)
             for key in distinct
         ]
     )
@@ -392,25 +392,7 @@ def _keys(pool: _Pool, resolved: Resolved, value_of: Callable[[str], Message]) -
 
 def _field(tag: int, text: str) -> bytes:
     """A string field: ``tag``, the length as a varint, the UTF-8 bytes."""
-    return field_bytes(tag, text.encode())
-
-
-def field_bytes(tag: int, data: bytes) -> bytes:
-    """A length-delimited field: ``tag`` (one byte), the length as a varint, ``data``."""
-    size = len(data)
-    if size < 0x80:
-        return bytes((tag, size)) + data
-    return bytes([tag]) + varint(size) + data
-
-
-def varint(value: int) -> bytes:
-    """A non-negative ``value`` as a varint."""
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    return wire.field_bytes(tag, text.encode())
 
 
 def _claim_order(resolved: Resolved, refs: Callable[[Sequence[int]], list[str]]) -> Ints:

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from assay.services.resolver.columnar.resolve import Answer
+from assay.services.resolver.columnar.wire import field_bytes, varint
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer as Buffer
@@ -28,23 +29,14 @@ _CONFLICTED_TAG = 0x42  # field 8, conflicted_safety_predicates (SemanticKey)
 _SUBJECT_TAG, _PREDICATE_TAG = 0x0A, 0x12  # SemanticKey's fields 1 and 2
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _delimited(tag: int, data: Buffer) -> Iterable[Buffer]:
     size = memoryview(data).nbytes
-    return (bytes((tag,)) + _varint(size), data) if size else ()
+    return (bytes((tag,)) + varint(size), data) if size else ()
 
 
 def _text(tag: int, text: str) -> bytes:
-    data = text.encode()
-    return bytes((tag,)) + _varint(len(data)) + data if data else b""
+    """A string field, left out when empty (proto3's default)."""
+    return field_bytes(tag, text.encode()) if text else b""
 
 
 def response_bytes(answer: Answer) -> bytes:
@@ -62,5 +54,5 @@ def response_bytes(answer: Answer) -> bytes:
         parts.append(bytes((_COVERAGE_TAG,)) + coverage)
     for subject, predicate in answer.conflicted_safety:
         key = _text(_SUBJECT_TAG, subject) + _text(_PREDICATE_TAG, predicate)
-        parts.append(bytes((_CONFLICTED_TAG,)) + _varint(len(key)) + key)
+        parts.append(bytes((_CONFLICTED_TAG,)) + varint(len(key)) + key)
     return b"".join(parts)

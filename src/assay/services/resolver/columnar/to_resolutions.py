@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from assay.services.resolver.columnar.claim_tails import encode_resolutions, field_bytes, varint
+from assay.services.resolver.columnar.claim_tails import encode_resolutions
 from assay.services.resolver.columnar.engine import Resolved
 from assay.services.resolver.columnar.from_claims import Bridged
+from assay.services.resolver.columnar.wire import field_bytes, varint
 from assay.services.resolver.wire.convert import Emitter
 from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb

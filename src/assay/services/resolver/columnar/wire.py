@@ -9,7 +9,7 @@ well-formed; anything this reader does not expect (a group wire type) makes it g
 up, and the caller takes the per-claim path.
 
 Writing is the reverse: ``varint_bytes`` encodes a column of lengths at once, for the
-records ``claim_tails`` lays out.
+records ``claim_tails`` lays out; ``varint`` and ``field_bytes`` write one value or field.
 """
 
 from __future__ import annotations
@@ -176,3 +176,21 @@ def varint_bytes(values: Ints) -> tuple[Bytes, Ints]:
         )
         rest >>= np.uint64(7)
     return table, size
+
+
+def field_bytes(tag: int, data: bytes) -> bytes:
+    """A length-delimited field: ``tag`` (one byte), the length as a varint, ``data``."""
+    size = len(data)
+    if size < 0x80:
+        return bytes((tag, size)) + data
+    return bytes([tag]) + varint(size) + data
+
+
+def varint(value: int) -> bytes:
+    """A non-negative ``value`` as a varint."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
