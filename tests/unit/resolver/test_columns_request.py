@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pyarrow as pa
 import pytest
 from google.protobuf import duration_pb2, timestamp_pb2
 from hypothesis import given, settings
@@ -9,6 +12,7 @@ from hypothesis import strategies as st
 
 from assay.errors import InvalidArgument, Reason
 from assay.runtime.requests import parse_request
+from assay.services.resolver.service import make_servicer
 from assay.services.resolver.wire.columns_request import parse_columns_request
 from assay.v1 import resolver_service_pb2 as pb
 
@@ -107,3 +111,23 @@ def test_a_well_framed_field_with_a_bad_body_is_refused_by_protobuf() -> None:
     with pytest.raises(InvalidArgument) as refused:
         parse_columns_request(raw)
     assert refused.value.reason == Reason.MALFORMED_REQUEST
+
+
+async def test_the_servicer_takes_either_form_in_process() -> None:
+    """In-process (no context) a ColumnsCall answers the message the request would get."""
+    table = pa.table({"subject": ["s"], "predicate": ["p"], "value": ['"a"']})
+    table = table.append_column("source", pa.array(["human_review"]))
+    table = table.append_column("confidence", pa.array([0.5]))
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    raw = pb.ResolveColumnsRequest(claims_arrow=sink.getvalue().to_pybytes()).SerializeToString()
+    servicer: Any = make_servicer()
+    try:
+        message = pb.ResolveColumnsRequest.FromString(raw)
+        from_message = await servicer.ResolveColumns(message, None)
+        from_call = await servicer.ResolveColumns(parse_columns_request(raw), None)
+    finally:
+        await servicer.close()
+    assert from_call == from_message
+    assert from_call.values_arrow
