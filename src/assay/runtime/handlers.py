@@ -360,8 +360,11 @@ def _method_handler(
     if impl is None:
         raise TypeError(f"{type(servicer).__name__} does not implement {method.full_name}")
     request_type = message_factory.GetMessageClass(method.input_type)
-    parsers: Mapping[str, Callable[[bytes], object]] = getattr(servicer, "REQUEST_PARSERS", {})
-    parse = parsers.get(method.name) or partial(parse_request, request_type)
+    # Looked up on the class: a servicer that answers any attribute (a test double's
+    # ``__getattr__``) has named no parser.
+    parsers = getattr(type(servicer), "REQUEST_PARSERS", None)
+    own = parsers.get(method.name) if isinstance(parsers, Mapping) else None
+    parse: Callable[[bytes], object] = own or partial(parse_request, request_type)
     meter = None if metrics is None else metrics.meter(service.full_name, method.name)
     called = _Method(f"/{service.full_name}/{method.name}", meter)
     if method.client_streaming:
