@@ -133,17 +133,18 @@ class Times:
     per_second: int
     present: Bools
 
-    def seconds_nanos(self, rows: Ints) -> tuple[Ints, Ints]:
-        """(seconds, nanos) of ``rows``: seconds floored, so nanos >= 0 before the epoch."""
-        ticks = self.ticks[rows]
+    def seconds_nanos(self, rows: Ints | None = None) -> tuple[Ints, Ints]:
+        """(seconds, nanos) of ``rows`` (every row when None): seconds floored, so nanos
+        >= 0 before the epoch."""
+        ticks = self.ticks if rows is None else self.ticks[rows]
         seconds = ticks // self.per_second
         nanos = (ticks - seconds * self.per_second) * (1_000_000_000 // self.per_second)
         return seconds, nanos
 
     def at(self, row: int) -> tuple[int, int]:
         """(seconds, nanos) of one row."""
-        seconds, nanos = divmod(int(self.ticks[row]), self.per_second)
-        return seconds, nanos * (1_000_000_000 // self.per_second)
+        seconds, nanos = self.seconds_nanos(np.array([row], dtype=np.int64))
+        return int(seconds[0]), int(nanos[0])
 
     def outside(self, low: int, high: int) -> Bools:
         """The present rows whose seconds fall outside [low, high], compared on the ticks

@@ -277,7 +277,7 @@ def columns(raw: Raw, reliability: dict[str, float], *, stale: bool = True) -> C
     group, groups, declared = _groups(raw, source, n)
     observed = np.zeros(0)
     if stale:
-        seconds, nanos = raw.observe.seconds_nanos(np.arange(n))
+        seconds, nanos = raw.observe.seconds_nanos()
         observed = np.where(raw.observe.present, seconds + nanos / 1e9, np.nan)
     relation = np.where(raw.kind_null & ~raw.targets.present, 0, raw.kind)
     return ClaimColumns(
@@ -289,7 +289,7 @@ def columns(raw: Raw, reliability: dict[str, float], *, stale: bool = True) -> C
         value_keys=raw.value_keys,
         source=source,
         sources=raw.sources,
-        ceiling=table[raw.known][raw.source.codes] if n else np.zeros(0),
+        ceiling=table[source] if n else np.zeros(0),
         stated=raw.reliability,
         confidence=raw.confidence,
         group=group,
