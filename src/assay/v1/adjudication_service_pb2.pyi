@@ -76,6 +76,13 @@ class _CaseStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CaseState.V
     """The last round is frozen into a gold-label revision and no review of a
     new round exists.
     """
+    CASE_STATE_AWAITING_RESOLUTION: _CaseState.ValueType  # 9
+    """The round has all its reviews and waits for a resolution. Returned only
+    to a caller who may not see how the round's reviewers answered (neither
+    an operator nor an auditor, and not an adjudicator outside the round's
+    reviewers), in place of AGREED or DISAGREED, either of which would tell
+    one reviewer the other's answer before the round is decided.
+    """
 
 class CaseState(_CaseState, metaclass=_CaseStateEnumTypeWrapper):
     """CaseState is a case's position in the review process, derived from its
@@ -101,6 +108,13 @@ CASE_STATE_NOT_EVALUABLE: CaseState.ValueType  # 7
 CASE_STATE_FROZEN: CaseState.ValueType  # 8
 """The last round is frozen into a gold-label revision and no review of a
 new round exists.
+"""
+CASE_STATE_AWAITING_RESOLUTION: CaseState.ValueType  # 9
+"""The round has all its reviews and waits for a resolution. Returned only
+to a caller who may not see how the round's reviewers answered (neither
+an operator nor an auditor, and not an adjudicator outside the round's
+reviewers), in place of AGREED or DISAGREED, either of which would tell
+one reviewer the other's answer before the round is decided.
 """
 Global___CaseState: _TypeAlias = CaseState  # noqa: Y015
 

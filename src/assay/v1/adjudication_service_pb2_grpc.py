@@ -351,8 +351,12 @@ class AdjudicationServiceServicer:
         ERROR_REASON_CASE_NOT_FOUND or ERROR_REASON_REVIEWER_NOT_FOUND;
         ALREADY_EXISTS with ERROR_REASON_REVIEW_ALREADY_SUBMITTED;
         FAILED_PRECONDITION with ERROR_REASON_CASE_EXPIRED,
-        ERROR_REASON_ROUND_ALREADY_RESOLVED, ERROR_REASON_CASE_FROZEN (reopening
-        a frozen case needs an explicit `round`) or ERROR_REASON_ROUND_MISMATCH.
+        ERROR_REASON_ROUND_ALREADY_RESOLVED, ERROR_REASON_ROUND_COMPLETE (the
+        round has its two reviews), ERROR_REASON_CASE_FROZEN (reopening a frozen
+        case needs an explicit `round`) or ERROR_REASON_ROUND_MISMATCH.
+
+        The response's `state` is as GetCaseState shows it to the caller: a
+        reviewer gets AWAITING_RESOLUTION, never AGREED or DISAGREED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -360,7 +364,12 @@ class AdjudicationServiceServicer:
 
     def GetCaseState(self, request, context):
         """Returns a case's derived state. State is computed from reviews,
-        resolutions and revisions on every call; it is never stored.
+        resolutions and revisions on every call; it is never stored. Blinding:
+        a caller who is neither an operator nor an auditor, nor an adjudicator
+        outside the round's reviewers, gets AWAITING_RESOLUTION where the state
+        is AGREED or DISAGREED, so no reviewer learns whether another answered
+        as they did before the round is resolved; `review_count` still says how
+        many reviews the round has.
 
         Errors: NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND.
         """

@@ -163,12 +163,21 @@ class AdjudicationServiceStub:
     ERROR_REASON_CASE_NOT_FOUND or ERROR_REASON_REVIEWER_NOT_FOUND;
     ALREADY_EXISTS with ERROR_REASON_REVIEW_ALREADY_SUBMITTED;
     FAILED_PRECONDITION with ERROR_REASON_CASE_EXPIRED,
-    ERROR_REASON_ROUND_ALREADY_RESOLVED, ERROR_REASON_CASE_FROZEN (reopening
-    a frozen case needs an explicit `round`) or ERROR_REASON_ROUND_MISMATCH.
+    ERROR_REASON_ROUND_ALREADY_RESOLVED, ERROR_REASON_ROUND_COMPLETE (the
+    round has its two reviews), ERROR_REASON_CASE_FROZEN (reopening a frozen
+    case needs an explicit `round`) or ERROR_REASON_ROUND_MISMATCH.
+
+    The response's `state` is as GetCaseState shows it to the caller: a
+    reviewer gets AWAITING_RESOLUTION, never AGREED or DISAGREED.
     """
     GetCaseState: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetCaseStateRequest, _adjudication_service_pb2.GetCaseStateResponse]
     """Returns a case's derived state. State is computed from reviews,
-    resolutions and revisions on every call; it is never stored.
+    resolutions and revisions on every call; it is never stored. Blinding:
+    a caller who is neither an operator nor an auditor, nor an adjudicator
+    outside the round's reviewers, gets AWAITING_RESOLUTION where the state
+    is AGREED or DISAGREED, so no reviewer learns whether another answered
+    as they did before the round is resolved; `review_count` still says how
+    many reviews the round has.
 
     Errors: NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND.
     """
@@ -403,12 +412,21 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
     ERROR_REASON_CASE_NOT_FOUND or ERROR_REASON_REVIEWER_NOT_FOUND;
     ALREADY_EXISTS with ERROR_REASON_REVIEW_ALREADY_SUBMITTED;
     FAILED_PRECONDITION with ERROR_REASON_CASE_EXPIRED,
-    ERROR_REASON_ROUND_ALREADY_RESOLVED, ERROR_REASON_CASE_FROZEN (reopening
-    a frozen case needs an explicit `round`) or ERROR_REASON_ROUND_MISMATCH.
+    ERROR_REASON_ROUND_ALREADY_RESOLVED, ERROR_REASON_ROUND_COMPLETE (the
+    round has its two reviews), ERROR_REASON_CASE_FROZEN (reopening a frozen
+    case needs an explicit `round`) or ERROR_REASON_ROUND_MISMATCH.
+
+    The response's `state` is as GetCaseState shows it to the caller: a
+    reviewer gets AWAITING_RESOLUTION, never AGREED or DISAGREED.
     """
     GetCaseState: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetCaseStateRequest, _adjudication_service_pb2.GetCaseStateResponse]  # type: ignore[assignment]
     """Returns a case's derived state. State is computed from reviews,
-    resolutions and revisions on every call; it is never stored.
+    resolutions and revisions on every call; it is never stored. Blinding:
+    a caller who is neither an operator nor an auditor, nor an adjudicator
+    outside the round's reviewers, gets AWAITING_RESOLUTION where the state
+    is AGREED or DISAGREED, so no reviewer learns whether another answered
+    as they did before the round is resolved; `review_count` still says how
+    many reviews the round has.
 
     Errors: NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND.
     """
@@ -700,8 +718,12 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         ERROR_REASON_CASE_NOT_FOUND or ERROR_REASON_REVIEWER_NOT_FOUND;
         ALREADY_EXISTS with ERROR_REASON_REVIEW_ALREADY_SUBMITTED;
         FAILED_PRECONDITION with ERROR_REASON_CASE_EXPIRED,
-        ERROR_REASON_ROUND_ALREADY_RESOLVED, ERROR_REASON_CASE_FROZEN (reopening
-        a frozen case needs an explicit `round`) or ERROR_REASON_ROUND_MISMATCH.
+        ERROR_REASON_ROUND_ALREADY_RESOLVED, ERROR_REASON_ROUND_COMPLETE (the
+        round has its two reviews), ERROR_REASON_CASE_FROZEN (reopening a frozen
+        case needs an explicit `round`) or ERROR_REASON_ROUND_MISMATCH.
+
+        The response's `state` is as GetCaseState shows it to the caller: a
+        reviewer gets AWAITING_RESOLUTION, never AGREED or DISAGREED.
         """
 
     @_abc_1.abstractmethod
@@ -711,7 +733,12 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_adjudication_service_pb2.GetCaseStateResponse, _abc.Awaitable[_adjudication_service_pb2.GetCaseStateResponse]]:
         """Returns a case's derived state. State is computed from reviews,
-        resolutions and revisions on every call; it is never stored.
+        resolutions and revisions on every call; it is never stored. Blinding:
+        a caller who is neither an operator nor an auditor, nor an adjudicator
+        outside the round's reviewers, gets AWAITING_RESOLUTION where the state
+        is AGREED or DISAGREED, so no reviewer learns whether another answered
+        as they did before the round is resolved; `review_count` still says how
+        many reviews the round has.
 
         Errors: NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND.
         """

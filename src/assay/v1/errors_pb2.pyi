@@ -211,6 +211,12 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     authenticates callers and was not started with
     `--allow-fixture-reviewers`. Code: FAILED_PRECONDITION.
     """
+    ERROR_REASON_ROUND_COMPLETE: _ErrorReason.ValueType  # 120
+    """The case's current round has all the reviews it takes (two): it waits
+    for a resolution and takes no more reviews until it is resolved and
+    frozen and a new round is opened. Code: FAILED_PRECONDITION, with
+    metadata `current_round`.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """ErrorReason is the vocabulary of `google.rpc.ErrorInfo.reason` for every
@@ -413,5 +419,11 @@ ERROR_REASON_FIXTURE_REVIEWERS_DISABLED: ErrorReason.ValueType  # 119
 """A MECHANISM_TEST_FIXTURE reviewer was registered on a server that
 authenticates callers and was not started with
 `--allow-fixture-reviewers`. Code: FAILED_PRECONDITION.
+"""
+ERROR_REASON_ROUND_COMPLETE: ErrorReason.ValueType  # 120
+"""The case's current round has all the reviews it takes (two): it waits
+for a resolution and takes no more reviews until it is resolved and
+frozen and a new round is opened. Code: FAILED_PRECONDITION, with
+metadata `current_round`.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

@@ -20,7 +20,6 @@ import grpc
 from assay.runtime.auth.principal import current_principal
 from assay.services.adjudication.domain.canonical import now
 from assay.services.adjudication.domain.model import Caller, ChainHead, ExportTally
-from assay.services.adjudication.domain.state import derive_state
 from assay.services.adjudication.storage.engine import ExportBatch
 from assay.services.adjudication.use_cases.lookups import Lookups
 from assay.services.adjudication.use_cases.operations import Adjudication
@@ -119,10 +118,10 @@ class AdjudicationServicer:
     async def GetCaseState(
         self, request: pb.GetCaseStateRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetCaseStateResponse:
-        snap = await self.lookups.case_state(request.case_id, _caller())
+        snap, state = await self.lookups.case_state(request.case_id, _caller())
         return pb.GetCaseStateResponse(
             case_id=snap.case.case_id,
-            state=convert.case_state(derive_state(snap)),
+            state=convert.case_state(state),
             round=snap.round,
             review_count=len(snap.round_reviews),
             revision_count=snap.revision_count,

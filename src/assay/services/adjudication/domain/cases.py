@@ -18,7 +18,14 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from assay.errors import FieldViolation, InvalidArgument, NotFound, Reason, Violations
+from assay.errors import (
+    FieldViolation,
+    InvalidArgument,
+    NotFound,
+    Reason,
+    Violations,
+    invalid_field,
+)
 from assay.services.adjudication.domain.canonical import digest, jcs, jcs_digest, rfc3339
 from assay.services.adjudication.domain.fields import (
     bad,
@@ -38,6 +45,10 @@ MAX_CONTEXT = 4096
 DIGEST_V1 = "assay.case.v1"
 DIGEST_V2 = "assay.case.v2"
 DIGEST_VERSION = DIGEST_V2  # what new cases get
+# A refused label's description lists the candidates within the runtime's bound on a
+# description (status.MAX_DESCRIPTION_BYTES, 256), each clipped to a readable length.
+CANDIDATES_SHOWN_BYTES = 180
+CANDIDATE_SHOWN_BYTES = 48
 
 
 def _check_json(value: JsonValue, path: str) -> str:
@@ -177,6 +188,34 @@ def candidate_key(case: Case, label: JsonValue) -> str | None:
     except (TypeError, ValueError):
         return None
     return key if key in {jcs(v) for v in case.candidate_values} else None
+
+
+def not_a_candidate(case: Case, path: str = "label") -> InvalidArgument:
+    """LABEL_NOT_A_CANDIDATE naming the candidates (in JCS form, each clipped, as many as fit
+    in what the runtime sends of a description, then how many more). Only callers who are
+    shown the candidates reach it: a reviewer's blinded view and an adjudicator's both
+    show them, so the list reveals nothing hidden."""
+    shown: list[str] = []
+    used = 0
+    for value in case.candidate_values:
+        text = _clip(jcs(value), CANDIDATE_SHOWN_BYTES)
+        size = len(text.encode()) + 2
+        if used + size > CANDIDATES_SHOWN_BYTES:
+            break
+        shown.append(text)
+        used += size
+    rest = len(case.candidate_values) - len(shown)
+    listed = ", ".join(shown) + (f" and {rest} more" if rest else "")
+    return invalid_field(
+        Reason.LABEL_NOT_A_CANDIDATE, path, f"is not one of the case's candidate values: {listed}"
+    )
+
+
+def _clip(text: str, limit: int) -> str:
+    raw = text.encode()
+    if len(raw) <= limit:
+        return text
+    return raw[: limit - 3].decode("utf-8", "ignore") + "\u2026"
 
 
 def is_expired(case: Case, now: datetime) -> bool:

@@ -56,6 +56,8 @@ class CaseState(Enum):
     UNRESOLVED = "UNRESOLVED"
     NOT_EVALUABLE = "NOT_EVALUABLE"
     FROZEN = "FROZEN"
+    # Only as some callers see AGREED or DISAGREED (``permissions.state_seen_by``).
+    AWAITING_RESOLUTION = "AWAITING_RESOLUTION"
 
 
 class AuditEventType(Enum):

@@ -10,8 +10,10 @@ these are the finer rules that depend on the request and the stored records.
   a case that does not exist (so existence never leaks); writing into, deleting
   or naming a tenant not granted is TENANT_NOT_PERMITTED.
 - Sealed blinding: a plain reviewer sees a blinded case only while it waits for
-  their own review; an adjudicator who is not an operator sees a case only while
-  it waits for their decision, and then without the verdict or earlier rounds.
+  their own review, and a full round only as awaiting resolution, never whether
+  its reviews agree; an adjudicator who is not an operator sees a case only
+  while it waits for their decision, and then without the verdict or earlier
+  rounds.
 
 A caller without an actor is a server without authentication (dev mode): no
 identity rule applies to it and it sees every tenant, as before the boundary.
@@ -37,7 +39,7 @@ from assay.services.adjudication.domain.model import (
     ReviewerKind,
     TenantScope,
 )
-from assay.services.adjudication.domain.state import derive_state
+from assay.services.adjudication.domain.state import derive_state, round_complete
 
 
 @dataclass(frozen=True)
@@ -183,9 +185,24 @@ def awaits_review_by(snapshot: CaseSnapshot, reviewer_id: str, now: datetime) ->
     if cases.is_expired(snapshot.case, now) or snapshot.round_resolution is not None:
         return False
     done = snapshot.round_reviews
-    if len(done) >= 2 or (snapshot.round > 1 and not done):
+    if round_complete(snapshot) or (snapshot.round > 1 and not done):
         return False  # full, or frozen (a new round opens only with an explicit review)
     return all(r.reviewer_id != reviewer_id for r in done)
+
+
+def state_seen_by(caller: Caller, snapshot: CaseSnapshot) -> CaseState:
+    """The case's state as ``caller`` may see it (GetCaseState, SubmitReview's answer):
+    AGREED and DISAGREED tell a reviewer how the other reviewer answered, so until the
+    round is resolved only operators, auditors and adjudicators outside the round's
+    reviewers see them; everyone else sees AWAITING_RESOLUTION."""
+    state = derive_state(snapshot)
+    if state not in (CaseState.AGREED, CaseState.DISAGREED):
+        return state
+    if caller.operator or caller.auditor:
+        return state
+    if caller.adjudicator and all(r.reviewer_id != caller.subject for r in snapshot.round_reviews):
+        return state
+    return CaseState.AWAITING_RESOLUTION
 
 
 def blinded_view(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from assay.errors import FailedPrecondition, Reason, Violations, invalid_field
+from assay.errors import FailedPrecondition, Reason, Violations
 from assay.services.adjudication.domain import cases
 from assay.services.adjudication.domain.canonical import same_label_key
 from assay.services.adjudication.domain.fields import require_id
@@ -108,24 +108,22 @@ def decide(snapshot: CaseSnapshot, req: ResolveRequest, now: datetime) -> Resolu
                     f"not every review of {where} is {req.basis.value}; an adjudicator must decide",
                 )
         else:
-            if agreed:
-                raise _fail(
-                    Reason.REVIEWS_NOT_DISAGREEING,
-                    f"the reviews of {where} agree; an adjudicator may not overrule them",
-                )
+            # Before agreement is looked at: a reviewer of the round who also adjudicates
+            # must not learn from the refusal whether the other reviewer agreed.
             if adjudicator in reviewer_ids:
                 raise _fail(
                     Reason.ADJUDICATOR_IS_REVIEWER,
                     f"{adjudicator} reviewed {where} and cannot adjudicate it",
                 )
+            if agreed:
+                raise _fail(
+                    Reason.REVIEWS_NOT_DISAGREEING,
+                    f"the reviews of {where} agree; an adjudicator may not overrule them",
+                )
             if req.basis is Basis.ADJUDICATOR_DECISION:
                 key = cases.candidate_key(case, req.label)
                 if key is None:
-                    raise invalid_field(
-                        Reason.LABEL_NOT_A_CANDIDATE,
-                        "label",
-                        "is not one of the case's candidate values",
-                    )
+                    raise cases.not_a_candidate(case)
                 label, label_key = req.label, key
     return Resolution(
         case_id=case.case_id,

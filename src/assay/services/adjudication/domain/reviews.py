@@ -1,7 +1,11 @@
 """The rules for accepting a review.
 
-One review per reviewer per case per round (also a UNIQUE constraint in SQL);
-a review belongs to the case's current round, which a FROZEN case only leaves
+One review per reviewer per case per round (also a UNIQUE constraint in SQL),
+and two per round: a round with both refuses a third (ROUND_COMPLETE), so no
+late review can turn an agreed round into a disagreed one. The rule runs in
+the writer's job against the case as stored (on PostgreSQL under the chain
+lock every replica's writes take), so two racing reviews cannot both pass it.
+A review belongs to the case's current round, which a FROZEN case only leaves
 when the reviewer names the new round explicitly — so a late submission made
 against a view of the old round can never silently reopen a frozen case.
 Unresolved and not-evaluable are outcomes of their own, never a label.
@@ -19,7 +23,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from assay.errors import AlreadyExists, FailedPrecondition, Reason, Violations, invalid_field
+from assay.errors import AlreadyExists, FailedPrecondition, Reason, Violations
 from assay.services.adjudication.domain import cases
 from assay.services.adjudication.domain.canonical import digest
 from assay.services.adjudication.domain.fields import bounded_text, require_id
@@ -31,7 +35,7 @@ from assay.services.adjudication.domain.model import (
     Review,
 )
 from assay.services.adjudication.domain.reviewers import check_reviewer_id
-from assay.services.adjudication.domain.state import derive_state
+from assay.services.adjudication.domain.state import REVIEWS_PER_ROUND, derive_state, round_complete
 
 MAX_REASON = 1024
 SALT_BYTES = 16
@@ -102,13 +106,18 @@ def check_submission(snapshot: CaseSnapshot, sub: ReviewSubmission, now: datetim
             Reason.REVIEW_ALREADY_SUBMITTED,
             f"{sub.reviewer_id} already reviewed case {case.case_id} in round {current}",
         )
+    if round_complete(snapshot):
+        raise FailedPrecondition(
+            Reason.ROUND_COMPLETE,
+            f"round {current} of case {case.case_id} has its {REVIEWS_PER_ROUND} reviews "
+            "and waits for a resolution",
+            metadata={"current_round": str(current)},
+        )
     if sub.outcome is not Outcome.LABEL:
         return ""
     key = cases.candidate_key(case, sub.label)
     if key is None:
-        raise invalid_field(
-            Reason.LABEL_NOT_A_CANDIDATE, "label", "is not one of the case's candidate values"
-        )
+        raise cases.not_a_candidate(case)
     return key
 
 

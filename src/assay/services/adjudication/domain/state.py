@@ -12,6 +12,10 @@ from collections.abc import Sequence
 from assay.services.adjudication.domain.canonical import same_label_key
 from assay.services.adjudication.domain.model import Basis, CaseSnapshot, CaseState, Outcome, Review
 
+# Reviews a round takes: with this many it waits for a resolution and refuses more (a
+# third review could turn an agreed round into a disagreed one).
+REVIEWS_PER_ROUND = 2
+
 _STATE_BY_BASIS = {
     Basis.UNANIMOUS_AGREEMENT: CaseState.RESOLVED,
     Basis.ADJUDICATOR_DECISION: CaseState.RESOLVED,
@@ -31,6 +35,11 @@ def answer_key(review: Review) -> tuple[Outcome, str]:
 def unanimous(reviews: Sequence[Review]) -> bool:
     """Two or more reviews with one identical answer."""
     return len(reviews) >= 2 and len({answer_key(r) for r in reviews}) == 1
+
+
+def round_complete(snapshot: CaseSnapshot) -> bool:
+    """The current round has all the reviews it takes."""
+    return len(snapshot.round_reviews) >= REVIEWS_PER_ROUND
 
 
 def derive_state(snapshot: CaseSnapshot) -> CaseState:

@@ -37,6 +37,7 @@ from assay.services.adjudication.domain.model import (
     Caller,
     CaseDetail,
     CaseSnapshot,
+    CaseState,
     ChainHead,
     ChainVerdict,
     GoldLabelRevision,
@@ -105,10 +106,12 @@ class Lookups:
         found = await self.store.reviewers(after, size + 1)
         return _page(found, size, "reviewers", lambda r: r.reviewer_id)
 
-    async def case_state(self, case_id: str, caller: Caller) -> CaseSnapshot:
-        """A case of the caller's tenants (GetCaseState)."""
+    async def case_state(self, case_id: str, caller: Caller) -> tuple[CaseSnapshot, CaseState]:
+        """A case of the caller's tenants and its state as the caller may see it
+        (GetCaseState; ``permissions.state_seen_by``)."""
         require_id(case_id, "case_id")
-        return permissions.visible_case(caller, await self.store.case_state(case_id), case_id)
+        snap = permissions.visible_case(caller, await self.store.case_state(case_id), case_id)
+        return snap, permissions.state_seen_by(caller, snap)
 
     async def blinded(self, case_id: str, caller: Caller) -> BlindedCase:
         """The reviewer view, to those ``permissions.blinded_view`` lets see it."""

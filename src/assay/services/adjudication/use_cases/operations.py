@@ -256,7 +256,7 @@ class Adjudication:
                 snap.case, snap.revision_count, (*snap.round_reviews, review), None
             )
             tx.remember_snapshot(after)
-            return review, derive_state(after), snap.case.tenant
+            return review, permissions.state_seen_by(caller, after), snap.case.tenant
 
         return await self._idempotent(
             key,
