@@ -285,9 +285,36 @@ INVALID_BEARERS: dict[str, Attack] = {
     "not a JWT": lambda k: "not-a-jwt",
     "three bad segments": lambda k: "a.b.c",
 }
+# Times that are not NumericDates (a JSON number of seconds from 0 to the end of the year
+# 9999): each is CREDENTIALS_INVALID in exp, nbf and iat alike, never INTERNAL.
+NOT_NUMERIC_DATES: dict[str, Any] = {
+    "10**30": 10**30,
+    "10**400": 10**400,
+    "1e300": 1e300,
+    "-1": -1,
+    "-10**30": -(10**30),
+    "NaN": float("nan"),
+    "a numeric string": "2000000000",
+    "true": True,
+    "a list": [2000000000],
+}
+
+
+def _with_time(claim: str, value: Any) -> Attack:
+    return lambda k: k.es256(claims(**{claim: value}))
+
+
+INVALID_BEARERS.update(
+    {
+        f"{claim} {name}": _with_time(claim, value)
+        for claim in ("exp", "nbf", "iat")
+        for name, value in NOT_NUMERIC_DATES.items()
+    }
+)
 EXPIRED_BEARERS: dict[str, Attack] = {
     "expired beyond the leeway": lambda k: k.es256(claims(exp=int(time.time()) - 120)),
     "not valid yet beyond the leeway": lambda k: k.es256(claims(nbf=int(time.time()) + 600)),
+    "issued in the future beyond the leeway": lambda k: k.es256(claims(iat=int(time.time()) + 600)),
 }
 
 
@@ -372,6 +399,15 @@ class TestTokensAccepted:
         who = await server.whoami(bearer(token))
         assert isinstance(who, dict), who
         assert who["subject"] == "reader"
+
+    async def test_fractional_times_are_numeric_dates(self, server: TlsServer) -> None:
+        """exp, nbf and iat with fractions of a second verify, and again from the cache."""
+        moment = time.time()
+        token = server.keys.es256(claims(exp=moment + 600.5, nbf=moment - 0.5, iat=moment - 0.25))
+        for _ in range(2):
+            who = await server.whoami(bearer(token))
+            assert isinstance(who, dict), who
+            assert who["subject"] == "reader"
 
     async def test_a_token_file_dev_credentials_wrote(self, tmp_path: Path) -> None:
         """The tokens `assay dev-credentials` writes are what its own gate accepts."""

@@ -7,7 +7,12 @@ What a token must be to pass:
   ES256, Ed25519: EdDSA), so ``alg: none``, HMAC with a public key, or any other
   algorithm confusion is refused before a signature is checked;
 - issued by an accepted issuer (``iss``) for the configured audience (``aud``),
-  with a subject (``sub``), inside ``nbf``..``exp`` give or take a small leeway.
+  with a subject (``sub``), inside ``nbf``..``exp`` give or take a small leeway;
+- with times (``exp``, ``nbf``, ``iat``) that are NumericDates: JSON numbers,
+  integer or not, from 0 to the end of the year 9999. PyJWT would read the
+  string ``"123"`` or ``true`` as a time and let ``10**400`` through to a float
+  conversion that raises, so the times are checked here, once the signature
+  holds, and anything else is CREDENTIALS_INVALID, never INTERNAL.
 
 The JWKS file is read again when it changes on disk (checked at most once a
 second), so keys rotate without a restart: publish the new key beside the old
@@ -43,6 +48,10 @@ ACCEPTED_ALGORITHMS = frozenset({"RS256", "ES256", "EdDSA"})
 DEFAULT_LEEWAY_SECONDS = 30.0
 _RELOAD_CHECK_SECONDS = 1.0
 VERIFIED_CACHE_SIZE = 4096
+# The last second of the year 9999 (UTC): the largest NumericDate accepted. Every date up
+# to it is exact as a float and readable by ``datetime``.
+MAX_NUMERIC_DATE = 253_402_300_799
+_TIME_CLAIMS = ("exp", "nbf", "iat")
 
 
 def invalid(message: str) -> Unauthenticated:
@@ -182,12 +191,46 @@ class TokenVerifier:
                 audience=self.audience,
                 issuer=self.issuers,
                 leeway=self.leeway,
-                options={"require": ["exp", "iss", "aud", "sub"]},
+                options={
+                    "require": ["exp", "iss", "aud", "sub"],
+                    # The times are checked below, with their types and range.
+                    "verify_exp": False,
+                    "verify_nbf": False,
+                    "verify_iat": False,
+                },
             )
-        except (jwt.ExpiredSignatureError, jwt.ImmatureSignatureError) as error:
-            raise _expired(f"token {error}") from None
         except jwt.InvalidTokenError as error:
             raise invalid(f"token rejected: {error}") from None
         if not isinstance(claims.get("sub"), str) or not claims["sub"]:
             raise invalid("token has no subject")
+        self._check_times(claims)
         return claims
+
+    def _check_times(self, claims: Mapping[str, Any]) -> None:
+        """``exp``, ``nbf`` and ``iat`` are NumericDates (else CREDENTIALS_INVALID), and
+        now is inside them give or take the leeway (else CREDENTIALS_EXPIRED)."""
+        times = {name: numeric_date(claims, name) for name in _TIME_CLAIMS}
+        moment = time.time()
+        exp, nbf, iat = times["exp"], times["nbf"], times["iat"]
+        if exp is not None and exp <= moment - self.leeway:
+            raise _expired("token has expired (exp)")
+        if nbf is not None and nbf > moment + self.leeway:
+            raise _expired("token is not valid yet (nbf)")
+        if iat is not None and iat > moment + self.leeway:
+            raise _expired("token is not valid yet: issued in the future (iat)")
+
+
+def numeric_date(claims: Mapping[str, Any], name: str) -> float | None:
+    """The claim as seconds since 1970 (None when absent); CREDENTIALS_INVALID unless it is
+    a JSON number from 0 to ``MAX_NUMERIC_DATE`` (not a boolean, string, list or NaN)."""
+    if name not in claims:
+        return None
+    value = claims[name]
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    # Compared, never converted first: float(10**400) raises; NaN compares false.
+    if not number or not 0 <= value <= MAX_NUMERIC_DATE:
+        raise invalid(
+            f"token claim {name} is not a NumericDate (seconds since 1970, "
+            f"from 0 to {MAX_NUMERIC_DATE}, the end of the year 9999)"
+        )
+    return float(value)
