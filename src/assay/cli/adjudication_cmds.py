@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 import uuid
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from assay.cli.common import (
     read_text,
     usage_error,
 )
+from assay.cli.private_files import private_file, write_private
 from assay.cli.progress import progress
 from assay.client import AdjudicationClient
 from assay.v1 import adjudication_service_pb2 as pb
@@ -90,9 +90,15 @@ def register(subparsers: Any) -> None:
         "--kind",
         choices=sorted(KINDS),
         required=True,
-        help="human (needs --attested-by) or fixture (tests and demos only)",
+        help="human (needs --attested-by in dev mode; with authentication on, bound to the "
+        "token subject equal to REVIEWER_ID) or fixture (tests and demos only)",
     )
-    add.add_argument("--attested-by", default="", help="who vouches that a person is behind it")
+    add.add_argument(
+        "--attested-by",
+        default="",
+        help="who vouches that a person is behind it; with authentication on it must equal "
+        "your own token subject (left out: filled in with it)",
+    )
     _command(sub, "list", "list reviewers", _reviewer_list)
 
     case = subparsers.add_parser("case", help="enqueue, inspect, resolve and freeze cases")
@@ -116,7 +122,12 @@ def register(subparsers: Any) -> None:
     resolve.add_argument("case_id")
     resolve.add_argument("--basis", choices=list(BASES), required=True, help="no majority vote")
     resolve.add_argument("--label", help="the adjudicator's label (JSON, or a bare string)")
-    resolve.add_argument("--adjudicator", default="", help="reviewer id of the adjudicator")
+    resolve.add_argument(
+        "--adjudicator",
+        default="",
+        help="reviewer id of the adjudicator, not one of the round's reviewers; with "
+        "authentication on it must equal your own token subject",
+    )
     freeze = _command(sub, "freeze", "freeze the resolved round into a gold label", _freeze, True)
     freeze.add_argument("case_id")
     freeze.add_argument("--expected-revision", type=int, default=0)
@@ -131,13 +142,25 @@ def register(subparsers: Any) -> None:
         _queue,
     )
     whose = queue.add_mutually_exclusive_group(required=True)
-    whose.add_argument("--reviewer", help="a reviewer's queue (blinded cases)")
-    whose.add_argument("--adjudicator", help="an adjudicator's worklist (with the reviews)")
-    queue.add_argument("--tenant", default="")
+    whose.add_argument(
+        "--reviewer",
+        help="a reviewer's queue (blinded cases); with authentication on, your own token "
+        "subject unless you are an operator",
+    )
+    whose.add_argument(
+        "--adjudicator",
+        help="an adjudicator's worklist (with the reviews); with authentication on, your own "
+        "token subject unless you are an operator",
+    )
+    queue.add_argument("--tenant", default="", help="one of your tenants (default: all of them)")
 
     review = _command(subparsers, "review", "submit a review (blinded)", _review, True)
     review.add_argument("case_id")
-    review.add_argument("--reviewer", required=True)
+    review.add_argument(
+        "--reviewer",
+        required=True,
+        help="your reviewer id; with authentication on it must equal your own token subject",
+    )
     review.add_argument("--round", type=int, default=0, help="needed to reopen a frozen case")
     outcome = review.add_mutually_exclusive_group(required=True)
     outcome.add_argument("--label", help="the label (JSON, or a bare string)")
@@ -153,7 +176,7 @@ def register(subparsers: Any) -> None:
     export.add_argument(
         "--manifest", type=Path, help="default: OUT with .manifest.json (none for '-')"
     )
-    export.add_argument("--tenant", default="")
+    export.add_argument("--tenant", default="", help="one of your tenants (default: all of them)")
     export.add_argument(
         "--format",
         choices=corpus_export.FORMATS,
@@ -172,7 +195,9 @@ def register(subparsers: Any) -> None:
         "Krippendorff's alpha",
         _agreement,
     )
-    agreement.add_argument("--tenant", default="")
+    agreement.add_argument(
+        "--tenant", default="", help="one of your tenants (default: all of them)"
+    )
     agreement.add_argument(
         "--bootstrap-resamples",
         type=int,
@@ -456,17 +481,13 @@ def _export(args: argparse.Namespace) -> int:
     # On standard output only the records go out; a manifest only where --manifest says.
     default_manifest = None if to_stdout else out.with_name(out.name + ".manifest.json")
     manifest_path: Path | None = args.manifest or default_manifest
-    partial = None if to_stdout else out.with_name(out.name + ".partial")
     reviews = args.reviews or args.format == "csv"
     remote = Remote.of(args, SERVICE)
     try:
         with (
             remote.client(AdjudicationClient) as client,
-            (
-                contextlib.nullcontext(sys.stdout)
-                if partial is None
-                else partial.open("w", encoding="utf-8", newline="")
-            ) as sink,
+            # A file is created 0600 and renamed into place whole (``private_files``).
+            contextlib.nullcontext(sys.stdout) if to_stdout else private_file(out) as sink,
         ):
             write = corpus_export.record_writer(args.format, sink)
             enabled = sys.stderr.isatty() and not args.json
@@ -482,17 +503,15 @@ def _export(args: argparse.Namespace) -> int:
                     raise CliError("the export stream ended without a manifest")
 
                 manifest = remote.call(run, "export")
-        if partial is not None:
-            os.replace(partial, out)
     except OSError as error:
         raise CliError(f"{out}: cannot write: {error.strerror}") from None
-    finally:
-        if partial is not None and partial.exists():
-            partial.unlink()
     data = json_format.MessageToDict(manifest)
     if manifest_path is not None:
         text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-        manifest_path.write_text(text, encoding="utf-8")
+        try:
+            write_private(manifest_path, text)
+        except OSError as error:
+            raise CliError(f"{manifest_path}: cannot write: {error.strerror}") from None
     if to_stdout or manifest_path is None:
         return 0
     if args.json:

@@ -97,8 +97,16 @@ def _report(creds: DevCredentials, days: int) -> None:
     for path, what in rows:
         print(f"  {path!s:<{width}}  {what}")
     alice = q(str(creds.token_path("alice")))
+    operator = q(str(creds.token_path("operator")))
     print("next:")
     print(f"  assay up --credentials {q(str(creds.root))}")
+    print(
+        "  # the operator registers each reviewer (alice, bob, carol; tenant acme), as themselves:"
+    )
+    print(
+        f"  assay reviewer add alice --kind human --attested-by operator "
+        f"--ca {q(str(creds.ca))} --token-file {operator}"
+    )
     print(
         f"  grpcurl -cacert {q(str(creds.ca))} "
         f'-H "authorization: Bearer $(cat {alice})" '
