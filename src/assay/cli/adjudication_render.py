@@ -4,6 +4,9 @@ Every table names what the operator needs to act on; enum values are shown by
 name without their prefixes; ids are never wrapped or cut (``print_table``),
 digests are shortened unless ``-o wide``; fixture provenance is always spelled
 out, so a synthetic label is never mistaken for human ground truth on screen.
+Stored text (subjects, reasons, payloads, server details) is shown through
+``assay.safe_text``: table cells by ``print_table``, lines written as markup by ``_m``.
+Times are RFC 3339 in UTC, payload times (stored as microseconds) included.
 """
 
 from __future__ import annotations
@@ -14,8 +17,18 @@ from typing import Any
 
 from google.protobuf import json_format
 from rich.table import Table
+from rich.text import Text
 
-from assay.cli.common import console, fmt_value, id_columns, print_table, short
+from assay.cli.common import (
+    console,
+    fmt_value,
+    id_columns,
+    micros_time,
+    print_table,
+    short,
+    stamp_time,
+)
+from assay.safe_text import markup as _m
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import gold_pb2
 
@@ -28,8 +41,7 @@ def _value(message: Any) -> str:
     return fmt_value(json_format.MessageToDict(message))
 
 
-def _time(stamp: Any) -> str:
-    return str(stamp.ToDatetime().strftime("%Y-%m-%d %H:%M:%SZ")) if stamp.seconds else ""
+_time = stamp_time
 
 
 _PROVENANCE = {
@@ -69,7 +81,7 @@ def case_state(reply: pb.GetCaseStateResponse) -> None:
     state = _name(pb.CaseState, reply.state, "CASE_STATE_")
     expired = "  (expired)" if reply.expired else ""
     console().print(
-        f"{reply.case_id}: [bold]{state}[/]{expired}  round {reply.round}, "
+        f"{_m(reply.case_id)}: [bold]{state}[/]{expired}  round {reply.round}, "
         f"{reply.review_count} review(s) this round, {reply.revision_count} revision(s)"
     )
 
@@ -78,10 +90,12 @@ def case_detail(reply: pb.GetCaseResponse) -> None:
     out = console()
     c = reply.case
     state = _name(pb.CaseState, reply.state, "CASE_STATE_")
-    out.print(f"[bold]{c.case_id}[/]  {c.subject} · {c.predicate}  tenant {c.tenant}")
+    out.print(
+        f"[bold]{_m(c.case_id)}[/]  {_m(c.subject)} · {_m(c.predicate)}  tenant {_m(c.tenant)}"
+    )
     out.print(
         f"state {state}, round {reply.round}; system verdict (hidden from reviewers): "
-        f"{_value(c.local_verdict)}"
+        f"{_m(_value(c.local_verdict))}"
     )
     table = Table("round", "review", "reviewer", "outcome", "label / reason")
     for r in reply.reviews:
@@ -94,8 +108,8 @@ def case_detail(reply: pb.GetCaseResponse) -> None:
 
 def _print_resolution(res: pb.Resolution) -> None:
     basis = _name(gold_pb2.ResolutionBasis, res.basis, "RESOLUTION_BASIS_")
-    by = f" by {res.adjudicator_reviewer_id}" if res.adjudicator_reviewer_id else ""
-    label = f" → {res.label_key}" if res.label_key else " (no label)"
+    by = f" by {_m(res.adjudicator_reviewer_id)}" if res.adjudicator_reviewer_id else ""
+    label = f" → {_m(res.label_key)}" if res.label_key else " (no label)"
     console().print(f"round {res.round} resolved: {basis}{by}{label}")
 
 
@@ -108,7 +122,8 @@ def submitted(reply: pb.SubmitReviewResponse) -> None:
     outcome = _name(pb.ReviewOutcome, r.outcome, "REVIEW_OUTCOME_")
     state = _name(pb.CaseState, reply.state, "CASE_STATE_")
     console().print(
-        f"review {r.review_id} recorded: {r.reviewer_id} → {outcome} {r.label_key or r.reason} "
+        f"review {_m(r.review_id)} recorded: {_m(r.reviewer_id)} → {outcome} "
+        f"{_m(r.label_key or r.reason)} "
         f"(round {r.round}); case now {state}"
     )
 
@@ -132,7 +147,7 @@ def revisions(found: Sequence[gold_pb2.GoldLabelRevision]) -> None:
 
 def queue(reviewer: str, found: Sequence[pb.BlindedCase]) -> None:
     if not found:
-        console().print(f"nothing to review for {reviewer}")
+        console().print(f"nothing to review for {_m(reviewer)}")
         return
     table = Table("case", "round", "subject", "predicate", "candidates", "evidence", "context")
     for c in found:
@@ -150,7 +165,7 @@ def queue(reviewer: str, found: Sequence[pb.BlindedCase]) -> None:
 
 def worklist(adjudicator: str, found: Sequence[pb.AdjudicationItem]) -> None:
     if not found:
-        console().print(f"nothing to adjudicate for {adjudicator}")
+        console().print(f"nothing to adjudicate for {_m(adjudicator)}")
         return
     table = Table("case", "round", "subject", "predicate", "candidates", "reviews")
     for item in found:
@@ -173,7 +188,7 @@ def worklist(adjudicator: str, found: Sequence[pb.AdjudicationItem]) -> None:
 
 def manifest(m: pb.ExportManifest, out: Path, manifest_path: Path) -> None:
     console().print(
-        f"wrote {m.record_count:,} record(s) to {out} "
+        f"wrote {m.record_count:,} record(s) to {_m(out)} "
         f"({m.human_adjudicated_count:,} human-adjudicated, {m.synthetic_count:,} synthetic)"
     )
     if m.contains_synthetic_labels:
@@ -183,10 +198,10 @@ def manifest(m: pb.ExportManifest, out: Path, manifest_path: Path) -> None:
         )
     for e in m.exclusions:
         reason = _name(pb.ExportExclusionReason, e.reason, "EXPORT_EXCLUSION_REASON_")
-        console().print(f"excluded {e.case_id} revision {e.revision}: {reason}")
+        console().print(f"excluded {_m(e.case_id)} revision {e.revision}: {reason}")
     console().print(
-        f"manifest {manifest_path}; audit chain head #{m.audit_chain_head.sequence} "
-        f"{short(m.audit_chain_head.hash)}"
+        f"manifest {_m(manifest_path)}; audit chain head #{m.audit_chain_head.sequence} "
+        f"{_m(short(m.audit_chain_head.hash))}"
     )
 
 
@@ -213,17 +228,18 @@ def agreement(a: pb.ComputeAgreementResponse) -> None:
     if a.pairs:
         pairs = Table("reviewer a", "reviewer b", "Cohen's kappa")
         for p in a.pairs:
-            pairs.add_row(p.reviewer_a, p.reviewer_b, figure_text(p.kappa))
+            pairs.add_row(p.reviewer_a, p.reviewer_b, Text.from_markup(figure_text(p.kappa)))
         print_table(id_columns(pairs, "reviewer a", "reviewer b"), out)
     if a.categories:
         categories = Table("category", "kappa, one against the rest")
         for c in a.categories:
-            categories.add_row(c.category, figure_text(c.kappa))
-        out.print(categories)
+            categories.add_row(c.category, Text.from_markup(figure_text(c.kappa)))
+        print_table(categories, out)
 
 
 def figure_text(f: pb.AgreementFigure) -> str:
-    """One figure in a line: the value and interval, or why there is none."""
+    """One figure in a line, as markup: the value and interval, or why there is none
+    (numbers and enum names only, no stored text)."""
     fixture = " [yellow](fixture reviewers)[/]" if f.fixture_reviewers_contributed else ""
     rounds = f"{f.case_count} round(s)"
     if f.status == pb.AGREEMENT_STATUS_COMPUTED:
@@ -242,18 +258,18 @@ def verdict(v: pb.VerifyAuditChainResponse) -> None:
     if v.ok:
         out.print(
             f"[green]audit chain verified[/]: {v.events_checked} event(s), head "
-            f"#{v.head.sequence} {short(v.head.hash)}"
+            f"#{v.head.sequence} {_m(short(v.head.hash))}"
         )
         return
     problem = _name(pb.AuditProblem, v.problem, "AUDIT_PROBLEM_")
     at = f" at event #{v.first_bad_sequence}" if v.first_bad_sequence else ""
-    out.print(f"[bold red]audit chain broken[/]{at}: {problem} — {v.detail}")
+    out.print(f"[bold red]audit chain broken[/]{at}: {problem} — {_m(v.detail)}")
 
 
 def audit_events(found: Sequence[pb.AuditEvent]) -> None:
     table = Table("#", "event", "actor", "time", "payload", "hash")
     for e in found:
-        payload = " ".join(f"{k}={v}" for k, v in sorted(e.payload.items()))
+        payload = " ".join(f"{k}={_payload_value(k, v)}" for k, v in sorted(e.payload.items()))
         table.add_row(
             str(e.sequence),
             _name(pb.AuditEventType, e.event_type, "AUDIT_EVENT_TYPE_"),
@@ -265,9 +281,14 @@ def audit_events(found: Sequence[pb.AuditEvent]) -> None:
     print_table(table)
 
 
+def _payload_value(key: str, value: str) -> str:
+    """A payload's times are stored as microseconds since the epoch: shown as RFC 3339."""
+    return micros_time(value) if key.endswith("_time") else value
+
+
 def deleted(what: str, reply: Any) -> None:
     d = reply.deleted
     console().print(
-        f"deleted {what}: {d.cases} case(s), {d.reviews} review(s), {d.resolutions} "
+        f"deleted {_m(what)}: {d.cases} case(s), {d.reviews} review(s), {d.resolutions} "
         f"resolution(s); gold labels and reviewers kept; audit event #{reply.audit_sequence}"
     )

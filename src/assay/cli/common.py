@@ -3,6 +3,11 @@
 the exit codes, ``-`` for standard input and output, and printing results as a table
 or JSON (``-o table|wide|json|jsonl``).
 
+Whatever a table or a line shows of stored or server-provided text goes through
+``assay.safe_text`` first: ``print_table`` makes every plain-string cell an inert ``Text``,
+lines written as markup interpolate data through ``safe_text.markup``, and an error line
+is made printable in ``CliError``. Times are shown as RFC 3339 in UTC (``shown_time``).
+
 Credentials (``--token``/``--token-file``, ``--ca``, ``--client-cert``/``--client-key``,
 each with an ``ASSAY_…`` twin) become one ``assay.client.Credentials``; the channel
 carries them, so no command handles a token itself, and none ever prints one.
@@ -13,10 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,8 +32,11 @@ from google.protobuf import json_format
 from google.protobuf import message as pb_message
 from rich.cells import cell_len
 from rich.console import Console
+from rich.segment import Segment
 from rich.table import Table
+from rich.text import Text
 
+from assay import safe_text
 from assay.client.credentials import Credentials
 from assay.client.errors import AssayCallError
 from assay.client.evidence import EvidenceFormatError, evidence_from_json, load_evidence_file
@@ -45,6 +55,11 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_VERIFICATION_FAILED = 3
+# `assay resolve` only: the call succeeded, and what it found is not settled. A CI job gates
+# on these: 4 when a resolution requires human review (a safety-sensitive predicate in
+# conflict), 5 when none does but one is conflicted or insufficient.
+EXIT_REQUIRES_REVIEW = 4
+EXIT_UNSETTLED = 5
 EXIT_INTERRUPTED = 130
 
 EXIT_CODES_HELP = """exit codes:
@@ -56,14 +71,19 @@ EXIT_CODES_HELP = """exit codes:
   3    verification failed: the data is not what it should be (a broken audit
        chain, a ledger that does not extend a saved checkpoint, an export whose
        records or proofs do not check, a server reporting DATA_LOSS)
+  4    `assay resolve`: a resolution requires human review
+  5    `assay resolve`: none requires review, but one is CONFLICTED or
+       INSUFFICIENT
   130  interrupted (Ctrl-C)"""
 
 
 class CliError(Exception):
-    """A failure the user can act on: printed as one line, exit code 1 (or ``exit_code``)."""
+    """A failure the user can act on: printed as one line, exit code 1 (or ``exit_code``).
+
+    The line often quotes what a server or a file said, so it is made printable here."""
 
     def __init__(self, message: str, exit_code: int = EXIT_FAILED) -> None:
-        super().__init__(message)
+        super().__init__(safe_text.printable(message))
         self.exit_code = exit_code
 
 
@@ -428,19 +448,87 @@ _WIDE_COLUMNS = 100_000
 
 
 def console() -> Console:
-    return Console(highlight=False, soft_wrap=False, width=_WIDE_COLUMNS if _wide else None)
+    """Where tables and lines go: no highlighting of numbers or paths and no ``:emoji:``
+    codes (data must read as written), fitted to the terminal unless ``-o wide``."""
+    return Console(
+        highlight=False, emoji=False, soft_wrap=False, width=_WIDE_COLUMNS if _wide else None
+    )
+
+
+def is_wide() -> bool:
+    """Whether ``-o wide`` was given: a command may show more columns."""
+    return _wide
 
 
 def print_table(table: Table, out: Console | None = None) -> None:
-    """Print ``table`` with its ids whole: a ``no_wrap`` column (an id column) is at least
-    as wide as its longest cell, and the other columns wrap to fit the terminal instead."""
+    """Print ``table`` with its ids whole and its words unbroken.
+
+    Every plain-string cell is data: it becomes ``safe_text.text``, inert (cells that are
+    already ``Text`` or other renderables were built by the command). A ``no_wrap`` column
+    (an id column) is at least as wide as its longest cell; every other column at least as
+    wide as its longest word, so it wraps between words to fit the terminal, and folds a
+    word only when the terminal is too narrow for the longest words side by side (rather
+    than cut the table at the terminal's edge)."""
+    out = out or console()
+    word_columns = []
     for column in table.columns:
+        # ``add_row`` appends to ``_cells``; swapping strings for Text keeps the rows.
+        column._cells = [
+            safe_text.text(cell) if isinstance(cell, str) else cell for cell in column._cells
+        ]
+        cells = [_plain(cell) for cell in column.cells]
         if column.no_wrap:
-            widest = max((cell_len(str(cell)) for cell in column.cells), default=0)
-            column.min_width = max(column.min_width or 0, widest)
-        elif column.overflow == "ellipsis":
-            column.overflow = "fold"
-    (out or console()).print(table)
+            widest = max((cell_len(cell) for cell in cells), default=0)
+        else:
+            words = [*cells, _plain(column.header)]
+            widest = max((cell_len(w) for cell in words for w in cell.split()), default=0)
+            if column.overflow == "ellipsis":
+                column.overflow = "fold"
+            word_columns.append((column, column.min_width))
+        column.min_width = max(column.min_width or 0, widest)
+    if word_columns and _widest_line(out, table) > out.width:
+        for column, before in word_columns:
+            column.min_width = before
+    out.print(table)
+
+
+def _widest_line(out: Console, table: Table) -> int:
+    """How wide ``table`` renders on ``out`` before the console cuts it at its edge."""
+    lines = Segment.split_lines(out.render(table, out.options))
+    return max((Segment.get_line_length(line) for line in lines), default=0)
+
+
+def _plain(cell: object) -> str:
+    return cell.plain if isinstance(cell, Text) else str(cell)
+
+
+def shown_time(moment: datetime) -> str:
+    """A time as every table shows it: RFC 3339 in UTC, to the second, ``Z``
+    (``2026-01-01T12:00:00Z``); ``-o json`` keeps the exact value."""
+    utc = moment.astimezone(UTC) if moment.tzinfo is not None else moment
+    return utc.replace(tzinfo=None, microsecond=0).isoformat() + "Z"
+
+
+def stamp_time(stamp: Any) -> str:
+    """A ``google.protobuf.Timestamp`` shown by ``shown_time`` ("" when unset)."""
+    if not stamp.seconds and not stamp.nanos:
+        return ""
+    return shown_time(stamp.ToDatetime(tzinfo=UTC))
+
+
+_MICROS = re.compile(r"-?[0-9]{1,19}")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def micros_time(value: str) -> str:
+    """A time stored as microseconds since the epoch (an audit payload's ``*_time``),
+    shown by ``shown_time``; any other text is returned as it is."""
+    if not _MICROS.fullmatch(value):
+        return value
+    try:
+        return shown_time(_EPOCH + timedelta(microseconds=int(value)))
+    except OverflowError:
+        return value
 
 
 def id_columns(table: Table, *names: str) -> Table:

@@ -6,6 +6,11 @@ prints the gaps, the ranked candidates with every dimension and the reason
 behind their availability, and the list of what would help but cannot be
 acquired here. The order of the candidates *is* the ranking: no score exists
 on the wire, so none is printed. Calls go through ``assay.client.PlannerClient``.
+
+The default table fits an 80-column terminal without breaking a word: each candidate's
+rank, probe and signal, availability (with what to grant) and discrimination; ``-o wide``
+adds what it would find, independence, recency, cost and latency, risk and privacy and the
+gaps it addresses. Subjects, values and notes are shown through ``assay.safe_text``.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import json
 from typing import Any
 
 from google.protobuf import json_format
+from rich import box
 from rich.table import Table
 
 from assay.cli.common import (
@@ -25,10 +31,12 @@ from assay.cli.common import (
     console,
     emit,
     id_columns,
+    is_wide,
     print_table,
     read_text,
 )
 from assay.client import PlannerClient
+from assay.safe_text import markup as _m
 from assay.v1 import plan_pb2, planner_service_pb2, resolution_pb2
 
 DEFAULT_TARGET = "127.0.0.1:50052"
@@ -97,22 +105,36 @@ def _availability(c: plan_pb2.AcquisitionCandidate) -> str:
     return f"{text}: {_name(plan_pb2.AvailabilityReason, reason, 'AVAILABILITY_REASON_')}"
 
 
+# The columns every candidate table shows; ``-o wide`` shows ``_WIDE_COLUMNS`` after them.
+_COLUMNS = ("probe → signal", "availability", "discrimination")
+_WIDE_COLUMNS = (
+    "if it finds",
+    "independence",
+    "recency",
+    "cost / latency",
+    "risk / privacy",
+    "gaps",
+)
+
+
 def _candidate_table(title: str, candidates: Any, ranked: bool) -> Table:
-    table = Table(title=title, title_justify="left")
+    """The candidates, one per row: ``_COLUMNS`` with horizontal rules only (an 80-column
+    terminal holds the longest enum names side by side), or every column with ``-o wide``."""
+    wide = is_wide()
+    if wide:
+        table = Table(title=title, title_justify="left")
+    else:
+        table = Table(
+            title=title,
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            collapse_padding=True,
+        )
     columns = ["#"] if ranked else []
-    columns += [
-        "probe → signal",
-        "availability",
-        "discrimination",
-        "if it finds",
-        "independence",
-        "recency",
-        "cost / latency",
-        "risk / privacy",
-        "gaps",
-    ]
+    columns += [*_COLUMNS, *(_WIDE_COLUMNS if wide else ())]
     for column in columns:
-        table.add_column(column, overflow="fold")
+        table.add_column(column)
     for i, c in enumerate(candidates, start=1):
         discrimination = _name(plan_pb2.Discrimination, c.discrimination, "DISCRIMINATION_")
         basis = _name(plan_pb2.DiscriminationBasis, c.discrimination_basis, "DISCRIMINATION_BASIS_")
@@ -122,6 +144,11 @@ def _candidate_table(title: str, candidates: Any, ranked: bool) -> Table:
             f"{_name(plan_pb2.SignalClass, c.target_signal_class, 'SIGNAL_CLASS_')}",
             _availability(c),
             f"{discrimination}: {basis}",
+        ]
+        if not wide:
+            table.add_row(*row)
+            continue
+        row += [
             c.outcome_value_key,
             _name(plan_pb2.Independence, c.independence, "INDEPENDENCE_"),
             _name(plan_pb2.Recency, c.recency, "RECENCY_"),
@@ -138,9 +165,9 @@ def _candidate_table(title: str, candidates: Any, ranked: bool) -> Table:
 def print_plan(out: Any, plan: plan_pb2.EvidencePlan) -> None:
     status = _name(resolution_pb2.ResolutionStatus, plan.resolution_status, "RESOLUTION_STATUS_")
     band = _name(plan_pb2.SupportBand, plan.leader_support_band, "SUPPORT_BAND_")
-    title = f"{plan.subject} · {plan.predicate}  {status}"
+    title = f"{_m(plan.subject)} · {_m(plan.predicate)}  {status}"
     if plan.leader_value_key:
-        title += f"  leader {plan.leader_value_key} (support {band})"
+        title += f"  leader {_m(plan.leader_value_key)} (support {band})"
     if plan.requires_review:
         title += "  [bold red]REQUIRES REVIEW[/]"
     out.print(title)
@@ -150,7 +177,7 @@ def print_plan(out: Any, plan: plan_pb2.EvidencePlan) -> None:
         return
     gaps = Table(title="gaps", title_justify="left")
     for column in ("gap", "source", "signal availability", "notes"):
-        gaps.add_column(column, overflow="fold")
+        gaps.add_column(column)
     id_columns(gaps, "gap")
     for g in plan.gaps:
         state = (
@@ -172,6 +199,11 @@ def print_plan(out: Any, plan: plan_pb2.EvidencePlan) -> None:
                 "unavailable here (would help, cannot be acquired)", plan.unavailable, False
             ),
             out,
+        )
+    if not is_wide():
+        out.print(
+            "[dim](-o wide: what each candidate would find, independence, recency, cost, "
+            "risk and the gaps it addresses)[/]"
         )
 
 
@@ -203,7 +235,7 @@ def _print_probes(response: planner_service_pb2.ListProbesResponse) -> None:
         "privacy",
         "network",
     ):
-        table.add_column(column, overflow="fold")
+        table.add_column(column)
     for p in response.probes:
         network = [
             n for n, on in (("egress", p.needs_egress), ("cloud sync", p.needs_cloud_sync)) if on

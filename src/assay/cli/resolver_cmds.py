@@ -7,6 +7,12 @@ semantic or, with ``-o json``, the response as proto JSON (``-o jsonl``: one
 resolution per line). ``--detail summary`` asks for each resolution without its
 per-claim part (claim weights, groups, excluded claims' bodies, warnings): what a
 large evidence file needs to be judged. Calls go through ``assay.client.ResolverClient``.
+
+A CI job can gate on ``resolve``'s exit code, whatever ``-o`` prints: 0 when every
+resolution is RESOLVED and none requires review, ``EXIT_REQUIRES_REVIEW`` (4) when one
+requires human review, ``EXIT_UNSETTLED`` (5) when none does but one is CONFLICTED or
+INSUFFICIENT (``settled_exit_code``). Claims' refs, values and warnings are shown through
+``assay.safe_text``.
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ from google.protobuf import json_format
 from rich.table import Table
 
 from assay.cli.common import (
+    EXIT_OK,
+    EXIT_REQUIRES_REVIEW,
+    EXIT_UNSETTLED,
     CliError,
     Remote,
     add_json_argument,
@@ -31,6 +40,7 @@ from assay.cli.common import (
     usage_error,
 )
 from assay.client import ResolverClient
+from assay.safe_text import markup as _m
 from assay.v1 import resolution_pb2, resolver_service_pb2
 
 DEFAULT_TARGET = "127.0.0.1:50051"
@@ -111,9 +121,18 @@ def _resolve(args: argparse.Namespace) -> int:
             _staleness(args, every)
             response = remote.call(lambda: client.resolve_evidence(every), context=args.file)
             resolutions = list(response.resolutions)
-    return emit(
-        args, response, lambda: _print_resolutions(args, response, resolutions), resolutions
-    )
+    emit(args, response, lambda: _print_resolutions(args, response, resolutions), resolutions)
+    return settled_exit_code(resolutions)
+
+
+def settled_exit_code(resolutions: list[resolution_pb2.SemanticResolution]) -> int:
+    """What the resolutions mean to a script: 4 when any requires human review (it wins),
+    5 when none does but any is not RESOLVED, else 0 (no resolution at all is 0 too)."""
+    if any(r.requires_review for r in resolutions):
+        return EXIT_REQUIRES_REVIEW
+    if any(r.status != resolution_pb2.RESOLUTION_STATUS_RESOLVED for r in resolutions):
+        return EXIT_UNSETTLED
+    return EXIT_OK
 
 
 def _print_resolutions(
@@ -143,9 +162,9 @@ def _enum_name(enum: Any, number: int, prefix: str) -> str:
 
 def _print_resolution(out: Any, r: resolution_pb2.SemanticResolution) -> None:
     status = _enum_name(resolution_pb2.ResolutionStatus, r.status, "RESOLUTION_STATUS_")
-    title = f"{r.subject} · {r.predicate}  [{_STATUS_STYLE.get(r.status, '')}]{status}[/]"
+    title = f"{_m(r.subject)} · {_m(r.predicate)}  [{_STATUS_STYLE.get(r.status, '')}]{status}[/]"
     if r.HasField("leader"):
-        title += f"  leader {r.leader.value_key} ({r.leader.support:.3f})"
+        title += f"  leader {_m(r.leader.value_key)} ({r.leader.support:.3f})"
     if r.safety_sensitive:
         title += "  [magenta]safety-sensitive[/]"
     if r.requires_review:
@@ -160,11 +179,11 @@ def _print_resolution(out: Any, r: resolution_pb2.SemanticResolution) -> None:
         out.print(f"  rationale: {flags}")
     for e in r.excluded:
         reason = _enum_name(resolution_pb2.ExclusionReason, e.reason, "EXCLUSION_REASON_")
-        by = f" by {', '.join(e.superseded_by)}" if e.superseded_by else ""
-        out.print(f"  excluded {e.claim_ref}: {reason}{by}")
+        by = f" by {_m(', '.join(e.superseded_by))}" if e.superseded_by else ""
+        out.print(f"  excluded {_m(e.claim_ref)}: {reason}{by}")
     for w in r.warnings:
         code = _enum_name(resolution_pb2.WarningCode, w.code, "WARNING_CODE_")
-        out.print(f"  [yellow]warning[/] {code} {w.claim_ref}: {w.message}")
+        out.print(f"  [yellow]warning[/] {code} {_m(w.claim_ref)}: {_m(w.message)}")
     out.print()
 
 
@@ -204,7 +223,7 @@ def _policy(args: argparse.Namespace) -> int:
 
 def _print_policy(response: resolver_service_pb2.GetResolverPolicyResponse) -> None:
     out = console()
-    table = Table(title=f"reliability table ({response.reliability_table_origin})")
+    table = Table(title=f"reliability table ({_m(response.reliability_table_origin)})")
     table.add_column("source kind")
     table.add_column("reliability", justify="right")
     for row in response.reliability_table:
@@ -214,4 +233,4 @@ def _print_policy(response: resolver_service_pb2.GetResolverPolicyResponse) -> N
         f"conflict margin: {response.conflict_margin:g} "
         f"(inclusive, tolerance {response.margin_tolerance:g})"
     )
-    out.print("safety-sensitive predicates: " + ", ".join(response.safety_sensitive_predicates))
+    out.print("safety-sensitive predicates: " + _m(", ".join(response.safety_sensitive_predicates)))
