@@ -50,23 +50,35 @@ def executor(services: dict[str, str], *args: str) -> subprocess.CompletedProces
     return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
 
 
+def _keys(data: object) -> list[str]:
+    """Every key of a JSON document, nested ones included."""
+    if isinstance(data, dict):
+        return [*data, *(key for value in data.values() for key in _keys(value))]
+    if isinstance(data, list):
+        return [key for value in data for key in _keys(value)]
+    return []
+
+
 class TestExecutorRun:
     def test_json_report_of_an_enqueued_review(self, services: dict[str, str]) -> None:
-        """--json prints the report: the step, its skips, the enqueued case, the stop reason."""
+        """--json prints the report, keys in camelCase as proto JSON: the step, its skips,
+        the enqueued case, the stop reason."""
         done = executor(services, "--json", "--tenant", "process-test")
         assert done.returncode == 0, done.stderr
         report = json.loads(done.stdout)
-        assert report["stop_reason"] == "AWAITING_REVIEW"
+        assert report["stopReason"] == "AWAITING_REVIEW"
         step = report["steps"][0]
         assert step["status"] == "CONFLICTED"
         assert step["acquisition"]["probe"] == "HUMAN_REVIEW"
         assert step["acquisition"]["outcome"] == "CASE_ENQUEUED"
-        assert step["acquisition"]["declared_latency"] == "HOURS"
+        assert step["acquisition"]["declaredLatency"] == "HOURS"
         # The safety conflict requires review, so HUMAN_REVIEW ranks first (issue 14): the
         # executor reaches it without skipping the probes that would need approval.
         assert step["skipped"] == []
-        assert report["pending_cases"] == [step["acquisition"]["case_id"]]
-        assert report["approvals_used"] == []
+        assert report["pendingCases"] == [step["acquisition"]["caseId"]]
+        assert report["approvalsUsed"] == []
+        assert "withinDeclaredLatency" in step["acquisition"]
+        assert not [key for key in _keys(report) if "_" in key]
 
     def test_human_readable_steps_and_the_written_evidence(
         self, services: dict[str, str], tmp_path: Path

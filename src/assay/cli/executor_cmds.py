@@ -105,7 +105,8 @@ def register(subparsers: Any) -> None:
 
 def _console() -> Console:
     # Soft wrap: a step is one logical line, piped or not; the terminal wraps it if it must.
-    return Console(highlight=False, soft_wrap=True)
+    # No emoji codes: a ``:name:`` in a probe's detail is data, printed as written.
+    return Console(highlight=False, emoji=False, soft_wrap=True)
 
 
 def _names(values: list[str], wrapper: Any, prefix: str, flag: str) -> frozenset[str]:
@@ -182,6 +183,7 @@ def _run(args: argparse.Namespace) -> int:
 
         data = json_format.MessageToDict(report.evidence)
         write_text(args.write_evidence, json.dumps(data, indent=2) + "\n")
+    # ``-o json``: the report with camelCase keys, as every other command's proto JSON.
     return emit_data(args, report_dict(report), lambda: print_summary(out, report))
 
 
