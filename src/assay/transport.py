@@ -219,3 +219,19 @@ class TokenFile:
 # (``--max-message-bytes``, whose reasons are in ``assay.runtime.config``) and clients use the
 # same default, so a response the server may build is one its caller may receive.
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+# The longest bearer token a server reads (characters); a longer one is refused as
+# CREDENTIALS_INVALID by the server's own check (``runtime.auth.gate``).
+MAX_BEARER_TOKEN_CHARS = 16 * 1024
+# How much metadata a call may carry, each way. gRPC's own limits are a soft one (8 KiB by
+# default) above which it refuses calls at random, more often the nearer they are to the
+# hard one (16 KiB), where it refuses them all, as RESOURCE_EXHAUSTED before any handler
+# runs: a token within the cap above would be refused now and then. Both limits are set to
+# one figure, on servers and clients alike, with room for a token well past the cap and the
+# other metadata, so every token up to the cap reaches the server's check and one past it
+# gets that check's refusal.
+MAX_METADATA_BYTES = 64 * 1024
+METADATA_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.max_metadata_size", MAX_METADATA_BYTES),
+    ("grpc.absolute_max_metadata_size", MAX_METADATA_BYTES),
+)

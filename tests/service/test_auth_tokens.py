@@ -35,6 +35,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 
+from assay.client.channel import aio_channel
+from assay.client.credentials import Credentials
 from assay.runtime.auth import current_principal
 from assay.runtime.auth.dev_credentials import (
     DEV_AUDIENCE,
@@ -53,6 +55,7 @@ from assay.runtime.security import Security
 from assay.runtime.server import ServiceSpec, serving
 from assay.runtime.status import DecodedError, decode_rpc_error
 from assay.runtime.tls import ServerTls
+from assay.transport import MAX_BEARER_TOKEN_CHARS
 from assay.v1 import resolver_service_pb2
 
 SERVICE = resolver_service_pb2.DESCRIPTOR.services_by_name["ResolverService"]
@@ -425,6 +428,53 @@ async def _eventually(
     while not await check():
         assert time.monotonic() < give_up, f"{what} within {deadline}s"
         await asyncio.sleep(0.05)
+
+
+def padded_token(keys: Keys, size: int) -> str:
+    """A good ES256 token for ``reader``, the longest not over ``size`` characters (a
+    padding claim takes the room; base64url grows in steps, so it may be up to 3 short)."""
+    pad = max(0, (size - len(keys.es256(claims(pad="")))) * 3 // 4 - 8)
+    token = keys.es256(claims(pad="x" * pad))
+    while len(longer := keys.es256(claims(pad="x" * (pad + 1)))) <= size:
+        pad, token = pad + 1, longer
+    assert size - 3 <= len(token) <= size, (len(token), size)
+    return token
+
+
+class TestTokenSize:
+    """Bearer tokens up to the cap (16 KiB) reach the server's own check on every call,
+    through the client library's channel: gRPC's metadata limits refuse none of them."""
+
+    @pytest.mark.parametrize(
+        "size", [8 * 1024, 12 * 1024, int(15.9 * 1024), MAX_BEARER_TOKEN_CHARS]
+    )
+    async def test_tokens_up_to_the_cap_always_pass(self, server: TlsServer, size: int) -> None:
+        """50 calls each with a token of 8, 12, 15.9 and 16 KiB: every one is the principal."""
+        token = padded_token(server.keys, size)
+        creds = Credentials(token=token, ca=server.root / "ca.pem")
+        async with aio_channel(server.target, [SERVICE], creds) as channel:
+            for _ in range(50):
+                who = await whoami(channel, ())
+                assert isinstance(who, dict), (len(token), who)
+                assert who["subject"] == "reader"
+
+    async def test_a_token_over_the_cap_gets_the_servers_own_refusal(
+        self, server: TlsServer
+    ) -> None:
+        """A 17 KiB token: UNAUTHENTICATED, CREDENTIALS_INVALID, saying how long it is and the
+        limit; never gRPC's bare RESOURCE_EXHAUSTED (tried 50 times)."""
+        token = padded_token(server.keys, 17 * 1024)
+        creds = Credentials(token=token, ca=server.root / "ca.pem")
+        async with aio_channel(server.target, [SERVICE], creds) as channel:
+            for _ in range(50):
+                failure = await whoami(channel, ())
+                assert isinstance(failure, DecodedError), failure
+                assert (failure.code, failure.reason) == (
+                    grpc.StatusCode.UNAUTHENTICATED,
+                    INVALID,
+                ), failure
+                assert f"the limit is {MAX_BEARER_TOKEN_CHARS}" in failure.message
+                assert token not in failure.message
 
 
 class TestKeyRotation:

@@ -36,7 +36,7 @@ from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 
 from assay.client.credentials import Credentials
 from assay.client.overload import AioOverloadRetry, OverloadRetry
-from assay.transport import DEFAULT_MAX_MESSAGE_BYTES, LOAD_BALANCING_CONFIG
+from assay.transport import DEFAULT_MAX_MESSAGE_BYTES, LOAD_BALANCING_CONFIG, METADATA_OPTIONS
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 RETRY_POLICY = {
@@ -89,12 +89,14 @@ def service_config(services: Iterable[ServiceDescriptor]) -> dict[str, Any]:
 def channel_options(
     services: Iterable[ServiceDescriptor], max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 ) -> list[tuple[str, Any]]:
-    """Options for a channel to ``services``: retries, and the servers' message-size limit."""
+    """Options for a channel to ``services``: retries, and the servers' message-size and
+    metadata limits (so a bearer token up to the servers' cap is sent and its refusal read)."""
     return [
         ("grpc.enable_retries", 1),
         ("grpc.service_config", json.dumps(service_config(services))),
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
+        *METADATA_OPTIONS,
     ]
 
 

@@ -24,6 +24,7 @@ from assay.runtime.tls import ServerTls
 
 # Defined on neutral ground, which the client library shares; re-exported for the servers.
 from assay.transport import DEFAULT_MAX_MESSAGE_BYTES as DEFAULT_MAX_MESSAGE_BYTES
+from assay.transport import METADATA_OPTIONS
 
 DEFAULT_GRACE_SECONDS = 10.0
 DEFAULT_HOST = "127.0.0.1"
@@ -115,8 +116,10 @@ class ServerConfig:
         )
 
     def channel_options(self) -> list[tuple[str, int]]:
-        """gRPC options that apply the message-size limit in both directions."""
+        """gRPC options that apply the message-size limit in both directions, and the
+        metadata limit that lets every bearer token up to the cap reach the gate."""
         return [
             ("grpc.max_receive_message_length", self.max_message_bytes),
             ("grpc.max_send_message_length", self.max_message_bytes),
+            *METADATA_OPTIONS,
         ]

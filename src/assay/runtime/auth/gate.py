@@ -17,10 +17,9 @@ from assay.runtime.auth.access import AccessRule
 from assay.runtime.auth.policy import X509_ISSUER, AuthPolicy, load_policy
 from assay.runtime.auth.principal import DEV_PRINCIPAL, Principal
 from assay.runtime.auth.tokens import TokenVerifier, invalid
-from assay.transport import AUTHORIZATION_KEY
+from assay.transport import AUTHORIZATION_KEY, MAX_BEARER_TOKEN_CHARS
 
 _BEARER = "bearer "
-_MAX_TOKEN_CHARS = 16 * 1024
 
 
 class Gate:
@@ -119,8 +118,13 @@ def _bearer_token(metadata: Sequence[tuple[str, str | bytes]]) -> str | None:
         if not text[: len(_BEARER)].lower() == _BEARER:
             raise invalid("the authorization header is not 'Bearer <JWT>'")
         token = text[len(_BEARER) :].strip()
-        if not token or len(token) > _MAX_TOKEN_CHARS:
-            raise invalid("the bearer token is empty or too long")
+        if not token:
+            raise invalid("the bearer token is empty")
+        if len(token) > MAX_BEARER_TOKEN_CHARS:
+            raise invalid(
+                f"the bearer token is {len(token)} characters long; "
+                f"the limit is {MAX_BEARER_TOKEN_CHARS}"
+            )
         return token
     return None
 

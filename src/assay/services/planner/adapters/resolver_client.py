@@ -53,7 +53,12 @@ from assay.services.planner.domain.deadline import (
 from assay.services.planner.domain.deadline import Deadline as Deadline
 from assay.services.planner.wire.field_paths import PathMap, base_paths_only, no_paths, same_paths
 from assay.services.planner.wire.scope import summary_of as summary_of
-from assay.transport import LOAD_BALANCING_CONFIG, TokenFile, authority_options
+from assay.transport import (
+    LOAD_BALANCING_CONFIG,
+    METADATA_OPTIONS,
+    TokenFile,
+    authority_options,
+)
 from assay.v1 import resolver_service_pb2 as rpb
 from assay.v1 import resolver_service_pb2_grpc as rgrpc
 
@@ -90,6 +95,7 @@ class ResolverClient:
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
             ("grpc.service_config", json.dumps({"loadBalancingConfig": LOAD_BALANCING_CONFIG})),
+            *METADATA_OPTIONS,
             *_RECONNECT_OPTIONS,
             *authority_options(target, tls is not None, tls.server_name if tls else None),
         ]
