@@ -18,6 +18,7 @@ import pytest
 
 from assay.runtime.config import ServerConfig
 from assay.runtime.server import ServiceSpec, start
+from assay.tlog.checkpoint import load_or_create_signing_key
 from assay.v1 import resolver_service_pb2 as rs
 from tests.support.processes import assay_command, assay_process, free_port
 
@@ -98,6 +99,28 @@ class TestBusyPort:
         assert len(lines) == 1, lines
         assert f"127.0.0.1:{port}" in lines[0]
         assert elapsed < EXIT_WITHIN_SECONDS
+
+
+class TestLedgerKeyOthersMayRead:
+    @pytest.mark.parametrize("flag", [True, False], ids=["--ledger-signing-key", "beside-the-db"])
+    def test_serve_refuses_a_0644_ledger_key_in_one_line(self, tmp_path: Path, flag: bool) -> None:
+        """A ledger signing key group or others may read stops the start before the database
+        is opened: exit 1, one line naming the file, its mode and `chmod 600`."""
+        db = tmp_path / "a.db"
+        key = tmp_path / "ledger-key.pem" if flag else tmp_path / "a.db.ledger-key.pem"
+        load_or_create_signing_key(key)
+        key.chmod(0o644)
+        args = ["serve", "adjudication", "--port", str(free_port()), "--db", str(db)]
+        code, lines, _ = run_assay(*args, *(["--ledger-signing-key", str(key)] if flag else []))
+        assert code == 1
+        assert lines[-1] == (
+            f"assay: cannot start adjudication: ledger signing key {key}: permissions 0644 are "
+            "too open: a private key must not be readable or writable by group or others; "
+            f"run chmod 600 {key}"
+        )
+        assert not [line for line in lines[:-1] if "ledger" in line or "Traceback" in line]
+        assert not db.exists()
+        assert oct(key.stat().st_mode & 0o777) == oct(0o644)  # reported, never changed
 
 
 class TestFailedStartClosesWhatItOpened:

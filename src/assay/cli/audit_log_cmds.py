@@ -41,6 +41,7 @@ from assay.cli.common import (
     read_bytes,
     write_text,
 )
+from assay.cli.private_files import write_private
 from assay.tlog.checkpoint import Checkpoint, parse_signed_checkpoint
 from assay.tlog.merkle import verify_consistency
 from assay.v1 import adjudication_service_pb2 as pb
@@ -131,9 +132,13 @@ def checkpoint(args: argparse.Namespace, rpc: Any) -> int:
     reply: pb.GetCheckpointResponse = rpc(args, "GetCheckpoint", pb.GetCheckpointRequest())
     if args.out is not None:
         # With ``--out -`` the note is the whole output: nothing else may follow it.
-        write_text(args.out, reply.signed_note)
         if str(args.out) == STDIO:
+            write_text(args.out, reply.signed_note)
             return 0
+        try:
+            write_private(args.out, reply.signed_note)  # created 0600, renamed into place
+        except OSError as error:
+            raise CliError(f"{args.out}: cannot write: {error.strerror or error}") from None
     elif args.output in ("table", "wide"):
         print(reply.signed_note, end="")
         return 0

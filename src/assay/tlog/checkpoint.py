@@ -203,7 +203,9 @@ def load_or_create_signing_key(path: Path) -> Ed25519PrivateKey:
 
     A new key is written to a private temporary file and hard-linked into
     place, so no reader ever sees a half-written key, and of two processes
-    starting together one wins and both use its key.
+    starting together one wins and both use its key. An existing key file the
+    caller owns is refused (``ValueError``) while group or others may read or
+    write it (``read_private_key``).
     """
     if path.exists():
         return _load(path)
@@ -229,8 +231,29 @@ def load_or_create_signing_key(path: Path) -> Ed25519PrivateKey:
     return key
 
 
+def read_private_key(path: Path) -> bytes:
+    """The bytes of the private key file ``path``; ``ValueError`` when the file belongs to
+    this process's user and its mode grants group or others anything.
+
+    The rule is OpenSSH's for private keys (``sshkey_perm_ok``: a key the user owns with any
+    of the 077 bits set is refused, "permissions are too open"): whoever else can read the
+    key can sign checkpoints of any history. A file owned by someone else (root, as a
+    Kubernetes secret volume mounts it) is the owner's to protect and is not judged here.
+    The mode is read from the open file (``fstat``), so it is the file's whose bytes are
+    used."""
+    with path.open("rb") as file:
+        found = os.fstat(file.fileno())
+        mode = found.st_mode & 0o777
+        if found.st_uid == os.getuid() and mode & 0o077:
+            raise ValueError(
+                f"permissions {mode:04o} are too open: a private key must not be readable or "
+                f"writable by group or others; run chmod 600 {path}"
+            )
+        return file.read()
+
+
 def _load(path: Path) -> Ed25519PrivateKey:
-    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    key = serialization.load_pem_private_key(read_private_key(path), password=None)
     if not isinstance(key, Ed25519PrivateKey):
         raise ValueError(f"{path} does not hold an Ed25519 private key")
     return key

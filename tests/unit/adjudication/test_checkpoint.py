@@ -17,7 +17,11 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ec import SECP256R1, generate_private_key
+from cryptography.hazmat.primitives.asymmetric.ec import (
+    SECP256R1,
+    EllipticCurvePrivateKey,
+    generate_private_key,
+)
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from assay.tlog.checkpoint import (
@@ -269,6 +273,19 @@ class TestRefusals:
             NoteSigner(key, name)
 
 
+def _key_file(path: Path, key: Ed25519PrivateKey | EllipticCurvePrivateKey, mode: int) -> Path:
+    """``key`` as PKCS#8 PEM in ``path``, with ``mode``."""
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    path.chmod(mode)
+    return path
+
+
 class TestSigningKeyFile:
     def test_creates_private_pkcs8_pem_and_reloads_it(self, tmp_path: Path) -> None:
         """A missing key file is created 0600 as PKCS#8 PEM, and the same key comes back."""
@@ -282,28 +299,26 @@ class TestSigningKeyFile:
         assert path.read_bytes() == pem
         assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.key"]
 
-    def test_existing_key_is_used(self, tmp_path: Path) -> None:
-        """A key placed by an operator is loaded, not replaced."""
+    @pytest.mark.parametrize("mode", [0o600, 0o400])
+    def test_existing_key_is_used(self, tmp_path: Path, mode: int) -> None:
+        """A key placed by an operator, owner-only, is loaded, not replaced."""
         key = Ed25519PrivateKey.generate()
-        path = tmp_path / "operator.pem"
-        path.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-        )
+        path = _key_file(tmp_path / "operator.pem", key, mode)
         assert _raw(load_or_create_signing_key(path).public_key()) == _raw(key.public_key())
+
+    @pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o620, 0o602, 0o610, 0o666])
+    def test_a_key_others_may_touch_is_refused(self, tmp_path: Path, mode: int) -> None:
+        """As ssh does for private keys: any group or other bit on the owner's key file is a
+        ValueError naming the mode and the fix, and the file is left as it was."""
+        path = _key_file(tmp_path / "operator.pem", Ed25519PrivateKey.generate(), mode)
+        before = path.read_bytes()
+        expected = f"permissions {mode:04o} are too open.*run chmod 600 {path}"
+        with pytest.raises(ValueError, match=expected):
+            load_or_create_signing_key(path)
+        assert (stat.S_IMODE(path.stat().st_mode), path.read_bytes()) == (mode, before)
 
     def test_non_ed25519_key_is_refused(self, tmp_path: Path) -> None:
         """An ECDSA key in the file is a ValueError, not a silent different algorithm."""
-        path = tmp_path / "ec.pem"
-        path.write_bytes(
-            generate_private_key(SECP256R1()).private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-        )
+        path = _key_file(tmp_path / "ec.pem", generate_private_key(SECP256R1()), 0o600)
         with pytest.raises(ValueError, match="Ed25519"):
             load_or_create_signing_key(path)

@@ -32,6 +32,7 @@ from assay.services.adjudication.use_cases.lookups import Lookups
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.transparency import TransparencyLog, default_key_path
 from assay.services.registry import ServeOptions
+from assay.tlog.checkpoint import read_private_key
 from assay.v1 import adjudication_service_pb2
 
 
@@ -72,6 +73,12 @@ async def build_spec(options: ServeOptions) -> ServiceSpec:
     register reviewers (they change nothing without authentication). The ledger signing key
     (``signing_key_path``, created on first start) signs the transparency log's checkpoints."""
     key_path = signing_key_path(options)
+    if key_path.exists():
+        # A key file others may read is refused before the database is opened or created.
+        try:
+            read_private_key(key_path)
+        except (OSError, ValueError) as error:
+            raise ValueError(f"ledger signing key {key_path}: {error}") from None
     store = await open_store(options.db_path)
     try:
         try:
