@@ -39,11 +39,11 @@ def assay(*args: str) -> subprocess.CompletedProcess[str]:
 
 class TestResolveCommand:
     def test_table_shows_conflict_and_review(self, resolver: AssayProcess) -> None:
-        """The safety-conflict example prints CONFLICTED and REQUIRES REVIEW."""
+        """The safety-conflict example prints CONFLICTED and REQUIRES REVIEW, and exits 4."""
         result = assay(
             "resolve", str(EXAMPLES / "safety-conflict.json"), "--target", resolver.target
         )
-        assert result.returncode == 0, result.stderr
+        assert result.returncode == 4, result.stderr
         assert "idempotency.mode" in result.stdout
         assert "CONFLICTED" in result.stdout
         assert "REQUIRES REVIEW" in result.stdout
@@ -93,7 +93,7 @@ class TestResolveCommand:
             for detail in ("full", "summary")
         }
         for run in runs.values():
-            assert run.returncode == 0, run.stderr
+            assert run.returncode == 4, run.stderr
         full, summary = (json.loads(runs[d].stdout) for d in ("full", "summary"))
         assert [r["leader"] for r in summary["resolutions"]] == [
             r["leader"] for r in full["resolutions"]
@@ -101,7 +101,7 @@ class TestResolveCommand:
         assert any("claims" in v for r in full["resolutions"] for v in r["values"])
         assert not any("claims" in v for r in summary["resolutions"] for v in r["values"])
         table = assay("resolve", example, "--detail", "summary", "--target", resolver.target)
-        assert table.returncode == 0, table.stderr
+        assert table.returncode == 4, table.stderr
         assert "REQUIRES REVIEW" in table.stdout
         assert "effective weight" not in table.stdout
         assert "effective weight" in assay("resolve", example, "--target", resolver.target).stdout
@@ -121,6 +121,54 @@ class TestResolveCommand:
         assert "0.30" in result.stdout
         assert "idempotency.mode" in result.stdout
         assert "0.2" in result.stdout
+
+
+class TestResolveExitCodes:
+    @pytest.mark.parametrize(
+        ("example", "extra", "code"),
+        [
+            ("corroborated.json", (), 0),
+            ("mock-only.json", (), 0),
+            ("superseded-chain.json", (), 0),
+            ("legacy-bundle.json", (), 0),
+            ("safety-conflict.json", (), 4),
+            ("safety-conflict.json", ("--as-of", "2027-12-01T00:00:00Z", "--stale-after", "60"), 4),
+            (
+                "safety-conflict.json",
+                ("--subject", "api:payments.create", "--predicate", "effect.stateImpact"),
+                0,
+            ),
+            (
+                "safety-conflict.json",
+                ("--subject", "api:payments.create", "--predicate", "idempotency.mode"),
+                4,
+            ),
+            ("corroborated.json", ("--subject", "api:none", "--predicate", "none"), 5),
+        ],
+    )
+    @pytest.mark.parametrize("output", ["table", "json"])
+    def test_each_example_exits_with_what_it_found(
+        self,
+        resolver: AssayProcess,
+        example: str,
+        extra: tuple[str, ...],
+        code: int,
+        output: str,
+    ) -> None:
+        """0 when every resolution is RESOLVED without review, 4 when one requires review
+        (a safety-sensitive conflict), 5 when one is only CONFLICTED or INSUFFICIENT; the
+        same with -o json, so a CI job can gate on either."""
+        result = assay(
+            "resolve", str(EXAMPLES / example), *extra, "-o", output, "--target", resolver.target
+        )
+        assert result.returncode == code, result.stderr
+        assert "Traceback" not in result.stderr
+
+    def test_every_shipped_example_is_in_the_table(self) -> None:
+        """The exit-code table above covers every file in examples/evidence."""
+        covered = {"corroborated.json", "mock-only.json", "superseded-chain.json"}
+        covered |= {"legacy-bundle.json", "safety-conflict.json"}
+        assert {p.name for p in EXAMPLES.glob("*.json")} == covered
 
 
 class TestResolveErrors:

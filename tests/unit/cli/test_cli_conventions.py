@@ -59,9 +59,9 @@ class TestHelp:
         assert "Example:\n  assay " in text, " ".join(path)
 
     def test_the_top_level_help_documents_the_exit_codes(self) -> None:
-        """`assay --help` lists 0, 1, 2, 3 and 130 with what each means."""
+        """`assay --help` lists 0, 1, 2, 3, 4, 5 and 130 with what each means."""
         text = build_parser().format_help()
-        for code in ("0 ", "1 ", "2 ", "3 ", "130"):
+        for code in ("0 ", "1 ", "2 ", "3 ", "4 ", "5 ", "130"):
             assert f"\n  {code}" in text
         assert "verification failed" in text
 
