@@ -40,7 +40,8 @@ from review_load import (
 )
 
 from assay.runtime import loop
-from assay.services.adjudication.storage.postgres.store import PostgresStore, redacted
+from assay.runtime.database_url import masked
+from assay.services.adjudication.storage.postgres.store import PostgresStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support, for postgres-temp
 
@@ -187,7 +188,7 @@ def postgres_section(
             one, one_noop = max(one, rate), max(one_noop, noop)
             rate, noop = replicas_rate(url, 2, reviewers, case_count, event_loop)
             two, two_noop = max(two, rate), max(two_noop, noop)
-    where = "a throwaway server (initdb here)" if db == TEMP else redacted(db)
+    where = "a throwaway server (initdb here)" if db == TEMP else masked(db)
     raw_seq, raw_conc = max(sequential.values()), max(concurrent.values())
     print(f"durable writes on PostgreSQL ({where}; same server, same run, best of {repeats})")
     print(f"  server: {settings}")

@@ -72,6 +72,7 @@ class Reason(StrEnum):
     STORED_RECORD_INVALID = "ERROR_REASON_STORED_RECORD_INVALID"
     FIXTURE_REVIEWERS_DISABLED = "ERROR_REASON_FIXTURE_REVIEWERS_DISABLED"
     ROUND_COMPLETE = "ERROR_REASON_ROUND_COMPLETE"
+    STORAGE_UNAVAILABLE = "ERROR_REASON_STORAGE_UNAVAILABLE"
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,9 @@ class AssayError(Exception):
     # stopped early to bound its work sets False, and clients are told "at least".
     more_violations: int = 0
     violations_complete: bool = True
+    # Seconds after which repeating the call may succeed: the status then carries a
+    # ``google.rpc.RetryInfo`` detail (None: the error says nothing about retrying).
+    retry_delay: float | None = None
 
     def __post_init__(self) -> None:
         super().__init__(self.message)
@@ -128,6 +132,22 @@ class DataLoss(AssayError):
 
 class Unavailable(AssayError):
     """A dependency cannot be reached, or the server is shutting down; retrying may help."""
+
+
+def storage_unavailable(message: str, retry_delay: float | None) -> Unavailable:
+    """UNAVAILABLE, reason STORAGE_UNAVAILABLE: the database could not be reached. With a
+    ``retry_delay`` when repeating the call is safe (nothing was stored, or the write is
+    keyed by a request id); None when a write's outcome is unknown and repeating it could
+    act twice."""
+    metadata = {} if retry_delay is not None else {"commit_outcome": "unknown"}
+    return Unavailable(
+        Reason.STORAGE_UNAVAILABLE, message, metadata=metadata, retry_delay=retry_delay
+    )
+
+
+class ResourceExhausted(AssayError):
+    """The request would take more of a bounded resource (memory, rows) than one request
+    may: repeating it cannot succeed, unlike a refusal for being busy (``Reason.OVERLOADED``)."""
 
 
 class Unauthenticated(AssayError):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from assay.runtime.config import (
     env_optional_int,
     env_str,
 )
+from assay.runtime.database_url import DatabaseTarget, parse_database_url
 from assay.runtime.gc_tuning import tune_for_serving
 from assay.runtime.logging import configure_logging
 from assay.runtime.loop import LOOPS, resolve_loop
@@ -103,8 +105,10 @@ def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--db",
         default=env_str("ASSAY_DB", DEFAULT_DB),
-        help="adjudication database: a SQLite file, or postgresql://user@host/db for replicas "
-        f"(then --ledger-signing-key is required) (env ASSAY_DB; default ./{DEFAULT_DB})",
+        help="adjudication database: a SQLite file (or sqlite:///PATH), or for replicas "
+        "postgresql://user@host/db or a libpq 'host=… dbname=…' string (then "
+        "--ledger-signing-key is required); anything else is refused "
+        f"(env ASSAY_DB; default ./{DEFAULT_DB})",
     )
     parser.add_argument(
         "--reliability-table",
@@ -203,11 +207,29 @@ async def _build(
     return specs
 
 
-def _announce(running: list[RunningService]) -> None:
-    for service in running:
-        print(
-            f"assay {service.spec.name} serving on {service.address}", file=sys.stderr, flush=True
-        )
+def _announcer(database: DatabaseTarget | None) -> Callable[[list[RunningService]], None]:
+    """The start lines: each service and its address; adjudication's names its database
+    (engine and where, the password masked)."""
+
+    def announce(running: list[RunningService]) -> None:
+        for service in running:
+            line = f"assay {service.spec.name} serving on {service.address}"
+            if service.spec.name == "adjudication" and database is not None:
+                line += f" (database: {database.describe()})"
+            print(line, file=sys.stderr, flush=True)
+
+    return announce
+
+
+def _database(names: list[str], db: str) -> DatabaseTarget | None:
+    """What ``--db`` names, when adjudication is served; a refusal is exit code 2, like a bad
+    flag, before anything is opened."""
+    if "adjudication" not in names:
+        return None
+    try:
+        return parse_database_url(db)
+    except ConfigurationError as error:
+        raise CliError(str(error), exit_code=2) from None
 
 
 def _run(
@@ -219,6 +241,7 @@ def _run(
 ) -> int:
     serving = resolve_security(args, "planner" in names, resolver_target, up)
     config = _config(args, serving)
+    database = _database(names, args.db)
     configure_logging(args.log_level)
     try:  # before anything is opened, so a taken port is the one line printed
         for name in names:
@@ -238,7 +261,7 @@ def _run(
         specs = await _build(names, args, ports, resolver_target, serving)
         tune_for_serving()  # after start-up, so what it built is frozen out of collections
         fix_allocator_thresholds()  # large blocks go back to the OS from the first request on
-        await run_until_signalled(specs, config, on_started=_announce)
+        await run_until_signalled(specs, config, on_started=_announcer(database))
         tracing.uninstall()  # sends the spans still buffered: the exit below would drop them
         _exit_now()
 

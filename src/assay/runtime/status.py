@@ -24,13 +24,16 @@ from __future__ import annotations
 from itertools import islice
 
 import grpc
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 from google.rpc.error_details_pb2 import BadRequest
 from grpc_status import rpc_status
 
 from assay import errors
 from assay.rpc_errors import DecodedError, decode_rpc_error
+
+# gRPC's retry pushback trailer (honoured by grpc-core's retry policy), in milliseconds.
+PUSHBACK_KEY = "grpc-retry-pushback-ms"
 
 STATUS_BY_ERROR: dict[type[errors.AssayError], grpc.StatusCode] = {
     errors.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
@@ -40,6 +43,7 @@ STATUS_BY_ERROR: dict[type[errors.AssayError], grpc.StatusCode] = {
     errors.DataLoss: grpc.StatusCode.DATA_LOSS,
     errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
     errors.DeadlineExceeded: grpc.StatusCode.DEADLINE_EXCEEDED,
+    errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
     errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
     errors.PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
 }
@@ -145,6 +149,10 @@ def _proto(
         reason=str(error.reason), domain=errors.ERROR_DOMAIN, metadata=metadata
     )
     details = [_packed(info)]
+    if error.retry_delay is not None:
+        wait = duration_pb2.Duration()
+        wait.FromNanoseconds(int(error.retry_delay * 1e9))
+        details.append(_packed(error_details_pb2.RetryInfo(retry_delay=wait)))
     if violations:
         details.append(_packed(error_details_pb2.BadRequest(field_violations=violations)))
     return status_pb2.Status(code=code.value[0], message=message, details=details)
@@ -177,8 +185,16 @@ def bounded_status_proto(error: errors.AssayError, request_id: str = "") -> stat
 
 
 def to_status(error: errors.AssayError, request_id: str = "") -> grpc.Status:
-    """The rich ``grpc.Status`` for a domain error, ready for ``context.abort_with_status``."""
-    return rpc_status.to_status(bounded_status_proto(error, request_id))
+    """The rich ``grpc.Status`` for a domain error, ready for ``context.abort_with_status``.
+    An error with a ``retry_delay`` also sends it as gRPC's ``grpc-retry-pushback-ms``
+    trailer, which grpc-core's retry policy waits for instead of its own backoff."""
+    status = rpc_status.to_status(bounded_status_proto(error, request_id))
+    if error.retry_delay is None:
+        return status
+    pushback = (PUSHBACK_KEY, str(max(1, round(error.retry_delay * 1000))))
+    # grpc_status builds a named tuple: the same status, one trailer more.
+    extended: grpc.Status = status._replace(trailing_metadata=(*status.trailing_metadata, pushback))
+    return extended
 
 
 def internal_status(request_id: str) -> grpc.Status:

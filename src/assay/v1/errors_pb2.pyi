@@ -217,6 +217,20 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     frozen and a new round is opened. Code: FAILED_PRECONDITION, with
     metadata `current_round`.
     """
+    ERROR_REASON_STORAGE_UNAVAILABLE: _ErrorReason.ValueType  # 121
+    """The service's database could not be reached: it is restarting, the
+    connection to it was lost, or it refuses more connections. The server
+    recovers by itself once the database is back. With a
+    `google.rpc.RetryInfo` detail (and the `grpc-retry-pushback-ms`
+    trailer), repeating the call after the delay is safe: nothing was
+    stored, or the write carries a `request_id`, whose retry returns the
+    first result if the write was stored after all. Without RetryInfo, a
+    write without a `request_id` lost its connection while committing: it
+    may or may not be stored (metadata `commit_outcome` is `unknown`), and
+    repeating it could act twice. The Assay clients retry it by themselves
+    where the RPC is safe to repeat (every mutating RPC they send carries a
+    `request_id`). Code: UNAVAILABLE.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """ErrorReason is the vocabulary of `google.rpc.ErrorInfo.reason` for every
@@ -425,5 +439,19 @@ ERROR_REASON_ROUND_COMPLETE: ErrorReason.ValueType  # 120
 for a resolution and takes no more reviews until it is resolved and
 frozen and a new round is opened. Code: FAILED_PRECONDITION, with
 metadata `current_round`.
+"""
+ERROR_REASON_STORAGE_UNAVAILABLE: ErrorReason.ValueType  # 121
+"""The service's database could not be reached: it is restarting, the
+connection to it was lost, or it refuses more connections. The server
+recovers by itself once the database is back. With a
+`google.rpc.RetryInfo` detail (and the `grpc-retry-pushback-ms`
+trailer), repeating the call after the delay is safe: nothing was
+stored, or the write carries a `request_id`, whose retry returns the
+first result if the write was stored after all. Without RetryInfo, a
+write without a `request_id` lost its connection while committing: it
+may or may not be stored (metadata `commit_outcome` is `unknown`), and
+repeating it could act twice. The Assay clients retry it by themselves
+where the RPC is safe to repeat (every mutating RPC they send carries a
+`request_id`). Code: UNAVAILABLE.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

@@ -2,12 +2,13 @@
 shutdown (or at once, when building the rest fails: an open store holds connections, a
 writer task and, on SQLite, the file's process lock).
 
-``--db`` is a SQLite file (the embedded default) or a ``postgresql://`` URL (replicas).
+``--db`` is a SQLite file (the embedded default) or a PostgreSQL URL or libpq connection
+string (replicas); ``assay.runtime.database_url`` says which, or refuses it.
 The ledger signing key defaults to ``<db>.ledger-key.pem`` beside a SQLite file; a
 PostgreSQL database has no file to put it beside, and every replica must sign the same
 log with the same key, so there ``--ledger-signing-key`` is required (a key made up per
-replica would give each its own checkpoints). The URL's password is never shown: errors
-name the database by its redacted URL.
+replica would give each its own checkpoints). The password is never shown: start lines and
+errors name the database through ``database_url.masked``.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from pathlib import Path
 import asyncpg
 
 from assay.runtime.config import ConfigurationError
+from assay.runtime.database_url import masked, parse_database_url
+from assay.runtime.logging import get_logger
 from assay.runtime.server import ServiceSpec
 from assay.services.adjudication.adapters.servicer import AdjudicationServicer
 from assay.services.adjudication.domain.permissions import RegistrationPolicy
 from assay.services.adjudication.storage.engine import Store
-from assay.services.adjudication.storage.postgres import PostgresStore, is_postgres_url
+from assay.services.adjudication.storage.postgres import PostgresStore
 from assay.services.adjudication.storage.postgres import SchemaTooNew as PostgresSchemaTooNew
-from assay.services.adjudication.storage.postgres.store import redacted
 from assay.services.adjudication.storage.single_process import DatabaseInUse
 from assay.services.adjudication.storage.store import SchemaTooNew
 from assay.services.adjudication.storage.store import Store as SqliteStore
@@ -35,16 +37,26 @@ from assay.services.registry import ServeOptions
 from assay.tlog.checkpoint import read_private_key
 from assay.v1 import adjudication_service_pb2
 
+_log = get_logger("assay.adjudication")
+
 
 async def open_store(target: str) -> Store:
-    """The store ``target`` names, opened and migrated; ValueError (one line, no password)
-    when it cannot be: `assay serve` reports it as "cannot start adjudication: ..."."""
-    if is_postgres_url(target):
+    """The store ``target`` (``--db``) names, opened and migrated. ConfigurationError when it
+    names no database (``database_url``); ValueError (one line, no password) when it cannot be
+    opened: `assay serve` reports either as "cannot start adjudication: ..."."""
+    database = parse_database_url(target)
+    if database.is_postgres:
         try:
-            return await PostgresStore.open(target)
+            store: Store = await PostgresStore.open(database.location)
         except (PostgresSchemaTooNew, asyncpg.PostgresError, OSError) as error:
-            raise ValueError(f"{redacted(target)}: {error}") from None
-    path = Path(target)
+            raise ValueError(f"{database.shown}: {masked(str(error))}") from None
+    else:
+        store = await _open_sqlite(Path(database.location))
+    _log.info("database", service="adjudication", database=database.describe())
+    return store
+
+
+async def _open_sqlite(path: Path) -> Store:
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -59,12 +71,13 @@ def signing_key_path(options: ServeOptions) -> Path:
     """``--ledger-signing-key``, else (SQLite only) ``<db>.ledger-key.pem``."""
     if options.ledger_signing_key is not None:
         return options.ledger_signing_key
-    if is_postgres_url(options.db_path):
+    database = parse_database_url(options.db_path)
+    if database.is_postgres:
         raise ConfigurationError(
             "a PostgreSQL --db needs --ledger-signing-key (ASSAY_LEDGER_SIGNING_KEY): "
             "every replica must sign the transparency log with the same key"
         )
-    return default_key_path(options.db_path)
+    return default_key_path(database.location)
 
 
 async def build_spec(options: ServeOptions) -> ServiceSpec:

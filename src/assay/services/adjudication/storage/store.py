@@ -38,6 +38,7 @@ from assay.services.adjudication.domain.model import (
     TenantScope,
 )
 from assay.services.adjudication.storage import (
+    faults,
     files,
     ledger_checks,
     queries,
@@ -152,7 +153,12 @@ class Store:
                 raw.execute("COMMIT")
 
         async with self._reader() as db:
-            return await db.run(transaction)
+            try:
+                return await db.run(transaction)
+            except sqlite3.OperationalError as error:
+                if faults.sqlite_unreachable(error):  # locked by another connection
+                    raise faults.unreachable(error) from None
+                raise
 
     # --- reads -------------------------------------------------------------
 

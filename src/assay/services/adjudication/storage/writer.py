@@ -49,7 +49,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from assay.services.adjudication.domain.model import ChainHead
-from assay.services.adjudication.storage import queries
+from assay.services.adjudication.storage import faults, queries
 from assay.services.adjudication.storage.memory import Remembered
 from assay.services.adjudication.storage.sqlite_thread import SqliteConnection
 from assay.services.adjudication.storage.tx import WriterState, WriteTx
@@ -142,7 +142,10 @@ class Writer:
             self.memory.forget_all()
             with contextlib.suppress(Exception):
                 self.state.head = await self.db.run(queries.chain_head)
-            outcomes = [(False, error)] * len(batch)
+            # A file locked by another connection is busy, not broken: the caller may retry
+            # (the batch was rolled back, so nothing of it is stored).
+            failed = faults.unreachable(error) if faults.sqlite_unreachable(error) else error
+            outcomes = [(False, failed)] * len(batch)
         for (_, future, _), (ok, value) in zip(batch, outcomes, strict=True):
             if future.done():
                 continue

@@ -39,13 +39,25 @@ class RequestKey:
     owner: tuple[str, str] = ("", "")
 
 
+@dataclass(frozen=True)
+class KeyedJob:
+    """The writer job ``retryable`` makes. Its ``request_id`` (empty: none) tells the storage
+    whether a write whose commit outcome is unknown is safe to repeat (``storage.faults``)."""
+
+    run: Callable[[WriteTx], bytes]
+    request_id: str
+
+    def __call__(self, tx: WriteTx) -> bytes:
+        return self.run(tx)
+
+
 def retryable(
     key: RequestKey,
     job: Callable[[WriteTx, datetime], T],
     render: Callable[[T], bytes],
     scope: Callable[[T], tuple[str, str]],
     clock: Callable[[], datetime],
-) -> Callable[[WriteTx], bytes]:
+) -> KeyedJob:
     """The writer job: recall or run, render, remember. ``scope`` gives the (tenant, case)
     the stored response belongs to, so deleting that data deletes the response too."""
     check_request_id(key.request_id)
@@ -69,4 +81,4 @@ def retryable(
             tx.remember(key.owner, key.request_id, stored, tenant, case_id)
         return raw
 
-    return run
+    return KeyedJob(run, key.request_id)

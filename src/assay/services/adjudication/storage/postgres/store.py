@@ -9,14 +9,13 @@ one snapshot. Several replicas may open the same database (see ``writer``).
 
 from __future__ import annotations
 
-import contextlib
-import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import asyncpg
 
+from assay.runtime.database_url import parse_database_url
 from assay.services.adjudication.domain.agreement import RatedRound
 from assay.services.adjudication.domain.model import (
     AuditEvent,
@@ -30,30 +29,28 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
     TenantScope,
 )
+from assay.services.adjudication.storage import faults
 from assay.services.adjudication.storage.engine import ExportBatch
 from assay.services.adjudication.storage.postgres import ledger_checks as checks
 from assay.services.adjudication.storage.postgres import queries, schema, verify, worklist
+from assay.services.adjudication.storage.postgres.faults import lost
 from assay.services.adjudication.storage.postgres.tx import PostgresWriteTx
 from assay.services.adjudication.storage.postgres.writer import PostgresWriter
 
 T = TypeVar("T")
 POOL_MIN = 2
 POOL_MAX = 10
+# Every multi-statement read: one read-only snapshot.
+_SNAPSHOT: dict[str, Any] = {"isolation": "repeatable_read", "readonly": True}
 
 
 def is_postgres_url(target: str) -> bool:
-    """Whether ``--db`` names a PostgreSQL database rather than a SQLite file."""
-    return target.startswith(("postgresql://", "postgres://"))
-
-
-def redacted(url: str) -> str:
-    """``url`` with any password replaced by ``***``: what logs and errors may show."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """Whether ``--db`` names a PostgreSQL database rather than a SQLite file (a URL in any
+    case, or a libpq connection string; see ``assay.runtime.database_url``)."""
+    try:
+        return parse_database_url(target).is_postgres
+    except ValueError:
+        return False
 
 
 class PostgresStore:
@@ -88,12 +85,16 @@ class PostgresStore:
         return await self.writer.submit(job, small)
 
     async def _read(self, work: Callable[[queries.Db], Awaitable[T]]) -> T:
-        """Run ``work`` in one read-only snapshot on a pooled connection."""
-        async with (
-            self.pool.acquire() as db,
-            db.transaction(isolation="repeatable_read", readonly=True),
-        ):
-            return await work(db)
+        """Run ``work`` in one read-only snapshot on a pooled connection (UNAVAILABLE when the
+        server cannot be reached: ``faults``)."""
+        db = None
+        try:
+            async with self.pool.acquire() as db, db.transaction(**_SNAPSHOT):
+                return await work(db)
+        except Exception as error:
+            if await lost(error, db):
+                raise faults.unreachable(error) from None
+            raise
 
     # --- reads -------------------------------------------------------------
 
@@ -209,13 +210,15 @@ class PostgresStore:
         self, scope: TenantScope, batch_size: int, include_reviews: bool = False
     ) -> AsyncIterator[ChainHead | ExportBatch]:
         """The chain head first, then batches: one consistent snapshot on its own connection."""
-        async with contextlib.AsyncExitStack() as stack:
-            db = await stack.enter_async_context(self.pool.acquire())
-            await stack.enter_async_context(
-                db.transaction(isolation="repeatable_read", readonly=True)
-            )
-            async for item in verify.export(db, scope, batch_size, include_reviews):
-                yield item
+        db = None
+        try:
+            async with self.pool.acquire() as db, db.transaction(**_SNAPSHOT):
+                async for item in verify.export(db, scope, batch_size, include_reviews):
+                    yield item
+        except Exception as error:
+            if await lost(error, db):
+                raise faults.unreachable(error) from None
+            raise
 
     async def verify_chain(self) -> ChainVerdict:
         """Walk every event, then cross-check every record row against the ledger."""

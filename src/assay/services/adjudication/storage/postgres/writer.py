@@ -27,6 +27,12 @@ a second review finds the first, and derived state is computed from committed
 rows. Writes are thus serialized as SQLite's are; replicas add availability,
 and reads scale with them.
 
+A lost or restarting server fails the batch's callers with UNAVAILABLE
+(``storage.faults``): before COMMIT nothing is stored; a connection lost during
+COMMIT leaves the outcome unknown, which only a request id makes safe to retry.
+The writer gives its broken connection back and takes a fresh one for the next
+batch, so it recovers by itself once the server is back.
+
 The jobs are synchronous functions of a ``WriteTx``; they run in a greenlet on
 the loop's thread and their SQL is awaited by the writer's task (``bridge``).
 """
@@ -43,8 +49,10 @@ import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
 from assay.services.adjudication.domain.model import Reviewer
+from assay.services.adjudication.storage import faults
 from assay.services.adjudication.storage.postgres import prefetch, queries
 from assay.services.adjudication.storage.postgres.bridge import Bridge, run_sync
+from assay.services.adjudication.storage.postgres.faults import is_unreachable, lost, usable
 from assay.services.adjudication.storage.postgres.tx import BatchState, PostgresWriteTx
 
 T = TypeVar("T")
@@ -101,6 +109,9 @@ class PostgresWriter:
         await self._release()
 
     async def _connection(self) -> PoolConnectionProxy[asyncpg.Record]:
+        if self._db is not None and not usable(self._db):  # the server closed it meanwhile
+            with contextlib.suppress(Exception):
+                await self._release()
         if self._db is None:
             self._db = await self._pool.acquire()
         return self._db
@@ -132,14 +143,21 @@ class PostgresWriter:
 
     async def _commit_batch(self, batch: list[Queued]) -> None:
         jobs = [job for job, _ in batch]
+        db = None
         try:
             db = await self._connection()
             try:
                 outcomes = await self._attempt(db, jobs, isolated=False)
             except _JobFailed:  # rolled back: again, each job in its savepoint
                 outcomes = await self._attempt(db, jobs, isolated=True)
+        except _CommitUnknown as unknown:  # the connection died during COMMIT
+            cause = unknown.__cause__ or unknown
+            outcomes = [(False, faults.commit_unknown(cause, job)) for job in jobs]
+            with contextlib.suppress(Exception):
+                await self._release()
         except Exception as error:  # the transaction failed: nothing of the batch is stored
-            outcomes = [(False, error)] * len(batch)
+            failed = faults.unreachable(error) if await lost(error, db) else error
+            outcomes = [(False, failed)] * len(batch)
             with contextlib.suppress(Exception):
                 await self._release()
         for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
@@ -157,9 +175,16 @@ class PostgresWriter:
         try:
             state = BatchState(await queries.chain_head(db), self._known, carry=not isolated)
             outcomes = await run_sync(self._run_jobs, Bridge(), db, state, jobs, isolated)
-            ended = await db.execute("COMMIT")
         except BaseException:
-            if not db.is_closed() and db.is_in_transaction():
+            if usable(db) and db.is_in_transaction():
+                await db.execute("ROLLBACK")
+            raise
+        try:
+            ended = await db.execute("COMMIT")
+        except BaseException as error:
+            if isinstance(error, Exception) and is_unreachable(error):
+                raise _CommitUnknown from error  # sent, perhaps applied: nobody can say
+            if usable(db) and db.is_in_transaction():
                 await db.execute("ROLLBACK")
             raise
         # PostgreSQL answers COMMIT of a failed transaction with ROLLBACK, not an error.
@@ -219,6 +244,10 @@ class PostgresWriter:
 
 def _unobserved(jobs: int, seconds: float) -> None:
     pass
+
+
+class _CommitUnknown(Exception):
+    """The connection was lost while COMMIT was under way: the batch may be stored or not."""
 
 
 class _JobFailed(Exception):

@@ -1,0 +1,212 @@
+"""What ``--db`` names: a SQLite file or a PostgreSQL database, or a refusal; and how to show it.
+
+``--db`` accepts only what it can name, so a mistyped URL never becomes a local file
+(with the password in its name):
+
+- a path (``assay.db``, ``/var/lib/assay/a.db``, ``./a=b.db``): SQLite;
+- ``sqlite:///PATH`` (``sqlite:///rel.db`` relative, ``sqlite:////abs.db`` absolute, as
+  SQLAlchemy writes them): SQLite;
+- ``postgresql://…`` or ``postgres://…``, the scheme in any case: PostgreSQL;
+- a libpq connection string (``host=db dbname=assay user=assay password='a b'``), parsed by
+  libpq's rules (``libpq_params``) and turned into the equivalent URL for the driver.
+
+Anything else is refused in one line: another scheme (``mysql://``), a scheme-looking
+prefix (``postgresql:db``), a string with ``=`` that is not a valid connection string, or
+a keyword the driver cannot honour. A file whose name has ``=`` or ``:`` is written with a
+directory (``./a=b.db``).
+
+``masked`` is the one function that shows a ``--db`` value: the password of a URL's
+userinfo, a ``password=``/``sslpassword=`` query parameter and a libpq ``password``
+keyword all become ``***``, in start lines and error messages alike. It masks strings
+it would refuse too, since those are quoted back in the refusal.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from assay.runtime.config import ConfigurationError
+
+MASK = "***"
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+_POSTGRES_SCHEMES = frozenset({"postgresql", "postgres"})
+# libpq keywords the driver (asyncpg) honours, as libpq spells them.
+LIBPQ_KEYWORDS = frozenset(
+    {
+        "host",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "passfile",
+        "service",
+        "application_name",
+        "sslmode",
+        "sslcert",
+        "sslkey",
+        "sslrootcert",
+        "sslcrl",
+        "sslpassword",
+        "sslnegotiation",
+        "ssl_min_protocol_version",
+        "ssl_max_protocol_version",
+        "target_session_attrs",
+        "krbsrvname",
+        "gsslib",
+    }
+)
+_SECRET_KEYWORDS = ("password", "sslpassword")
+_LIBPQ_START = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*\s*=")
+_LIBPQ_SECRET = re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)")
+_QUERY_SECRET = re.compile(r"([?&;](?:ssl)?password=)[^&#]*", re.IGNORECASE)
+_HINT = (
+    "--db takes a SQLite path, sqlite:///PATH, postgresql://USER@HOST/DB or a libpq "
+    "'key=value' string"
+)
+
+
+@dataclass(frozen=True)
+class DatabaseTarget:
+    """The database ``--db`` names: ``engine``, and ``location``: the SQLite file's path or
+    the URL the driver connects with (it may hold a password: show ``shown`` instead)."""
+
+    engine: Literal["sqlite", "postgresql"]
+    location: str
+    shown: str
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.engine == "postgresql"
+
+    def describe(self) -> str:
+        """What start lines say: the engine, then where (passwords masked)."""
+        if self.engine == "sqlite":
+            return f"SQLite {Path(self.location).absolute()}"
+        return f"PostgreSQL {self.shown}"
+
+
+def masked(value: str) -> str:
+    """``value`` with every password in it replaced by ``***`` (module docstring)."""
+    if "://" in value:
+        scheme, rest = value.split("://", 1)
+        at = rest.rfind("@")
+        if at >= 0 and ":" in rest[:at]:
+            user = rest[:at].split(":", 1)[0]
+            rest = f"{user}:{MASK}{rest[at:]}"
+        return _QUERY_SECRET.sub(lambda m: m.group(1) + MASK, f"{scheme}://{rest}")
+    return _LIBPQ_SECRET.sub(lambda m: m.group(1) + MASK, value)
+
+
+def _refuse(value: str, why: str) -> ConfigurationError:
+    return ConfigurationError(f"--db {masked(value)!r}: {why}; {_HINT}")
+
+
+def libpq_params(text: str) -> list[tuple[str, str]]:
+    """The ``keyword = value`` pairs of a libpq connection string, by libpq's rules: spaces
+    around ``=`` are optional; a value is single-quoted to hold spaces or be empty; inside a
+    value a backslash escapes the next character (``\\'``, ``\\\\``). ValueError names what
+    is wrong."""
+    pairs: list[tuple[str, str]] = []
+    i, n = 0, len(text)
+    while True:
+        while i < n and text[i].isspace():
+            i += 1
+        if i == n:
+            return pairs
+        start = i
+        while i < n and not text[i].isspace() and text[i] != "=":
+            i += 1
+        keyword = text[start:i]
+        while i < n and text[i].isspace():
+            i += 1
+        if i == n or text[i] != "=":
+            raise ValueError(f"missing '=' after {keyword!r}")
+        i += 1
+        while i < n and text[i].isspace():
+            i += 1
+        value: list[str] = []
+        if i < n and text[i] == "'":
+            i += 1
+            while True:
+                if i == n:
+                    raise ValueError(f"unterminated quoted value of {keyword!r}")
+                if text[i] == "\\" and i + 1 < n:
+                    value.append(text[i + 1])
+                    i += 2
+                elif text[i] == "'":
+                    i += 1
+                    break
+                else:
+                    value.append(text[i])
+                    i += 1
+        else:
+            while i < n and not text[i].isspace():
+                if text[i] == "\\":  # escapes the next character; a trailing one is dropped
+                    i += 1
+                    if i == n:
+                        break
+                value.append(text[i])
+                i += 1
+        pairs.append((keyword, "".join(value)))
+
+
+def _postgres_url(value: str, rest: str) -> DatabaseTarget:
+    url = f"postgresql://{rest}"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number
+        if parts.query:
+            urllib.parse.parse_qs(parts.query, strict_parsing=True)
+    except ValueError as error:
+        raise _refuse(value, f"not a valid PostgreSQL URL ({error})") from None
+    return DatabaseTarget("postgresql", url, masked(value))
+
+
+def _sqlite_url(value: str, rest: str) -> DatabaseTarget:
+    if not rest.startswith("/") or "?" in rest or "#" in rest:
+        raise _refuse(value, "a SQLite URL is sqlite:///PATH, with no host and no options")
+    path = urllib.parse.unquote(rest[1:])
+    if not path:
+        raise _refuse(value, "the SQLite URL names no file")
+    return DatabaseTarget("sqlite", path, path)
+
+
+def _libpq(value: str) -> DatabaseTarget:
+    try:
+        pairs = libpq_params(value)
+    except ValueError as error:
+        raise _refuse(value, f"not a valid libpq connection string ({error})") from None
+    for keyword, _ in pairs:
+        if keyword not in LIBPQ_KEYWORDS:
+            raise _refuse(value, f"unsupported connection keyword {keyword!r}")
+    query = urllib.parse.urlencode(pairs, quote_via=urllib.parse.quote)
+    return DatabaseTarget("postgresql", f"postgresql://?{query}", masked(value))
+
+
+def parse_database_url(value: str) -> DatabaseTarget:
+    """The database ``value`` (``--db``) names; ConfigurationError (one line, passwords
+    masked) when it names none (module docstring)."""
+    if not value.strip():
+        raise _refuse(value, "it is empty")
+    scheme = _SCHEME.match(value)
+    if scheme is not None:
+        name = scheme.group(1).lower()
+        after = value[scheme.end() :]
+        if not after.startswith("//"):
+            raise _refuse(
+                value, f"{scheme.group(1)}: looks like a URL scheme (write a file as ./NAME)"
+            )
+        if name in _POSTGRES_SCHEMES:
+            return _postgres_url(value, after[2:])
+        if name == "sqlite":
+            return _sqlite_url(value, after[2:])
+        raise _refuse(value, f"unsupported database {scheme.group(1)}://")
+    if _LIBPQ_START.match(value) or (
+        "=" in value and any(c.isspace() for c in value) and not value.startswith(("/", ".", "~"))
+    ):
+        return _libpq(value)
+    return DatabaseTarget("sqlite", value, value)

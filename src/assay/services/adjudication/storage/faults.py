@@ -1,0 +1,68 @@
+"""A database that cannot be reached, told apart from every other storage failure.
+
+A restart of the database, a lost connection or a server refusing connections is
+not a bug in the service, and the service recovers from it by itself (the next
+statement reconnects). So it must not reach the caller as INTERNAL with a traceback
+in the log: it becomes ``UNAVAILABLE`` with reason ``STORAGE_UNAVAILABLE`` and,
+when repeating the call is safe, a ``RetryInfo`` delay; the call's log line is the
+one warning line every refused call gets. Each engine says which of its driver's
+errors mean "unreachable" (``postgres.faults``; SQLite's here); anything else stays
+what it was, an unexpected failure.
+
+Whether a repeat is safe depends on where the connection was lost. Before COMMIT
+was sent, nothing of the batch is stored. While COMMIT was under way, the outcome
+is unknown: the write may be stored. A write keyed by a request id is safe to
+repeat either way (its repeat returns the stored response, or runs it the first
+time); a write without one is answered without RetryInfo, with metadata
+``commit_outcome: unknown``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from assay.errors import Unavailable, storage_unavailable
+
+# What RetryInfo asks callers to wait before repeating. A database restart takes about a
+# second; clients back off further on each attempt (``assay.client.overload``).
+RETRY_DELAY_SECONDS = 0.25
+
+# SQLite's primary result codes meaning "another connection holds the lock": busy, not broken.
+_SQLITE_BUSY = 5
+_SQLITE_LOCKED = 6
+
+
+def unreachable(cause: BaseException) -> Unavailable:
+    """The error for a call that stored nothing because the database could not be reached.
+    The driver's message stays in the server: the caller learns only its kind."""
+    return storage_unavailable(
+        f"the database is unavailable ({type(cause).__name__}); retry after the delay in RetryInfo",
+        RETRY_DELAY_SECONDS,
+    )
+
+
+def commit_unknown(cause: BaseException, job: Callable[..., Any]) -> Unavailable:
+    """The error for a write whose COMMIT lost the database: safe to repeat (with RetryInfo)
+    only when ``job`` is keyed by a request id (its ``request_id`` attribute)."""
+    kind = type(cause).__name__
+    if getattr(job, "request_id", ""):
+        return storage_unavailable(
+            f"the database connection was lost while committing ({kind}); the write may "
+            "have been stored: repeating it with the same request_id is safe",
+            RETRY_DELAY_SECONDS,
+        )
+    return storage_unavailable(
+        f"the database connection was lost while committing ({kind}); the write may have "
+        "been stored, and without a request_id repeating it could act twice",
+        None,
+    )
+
+
+def sqlite_unreachable(error: BaseException) -> bool:
+    """Whether a SQLite error means the file is locked by another connection (busy)."""
+    if not isinstance(error, sqlite3.OperationalError):
+        return False
+    code = getattr(error, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)

@@ -1,0 +1,216 @@
+"""A database that cannot be reached is UNAVAILABLE with a retry delay, never an unexpected error.
+
+On a real PostgreSQL server, the store's connections are cut from the server side
+(``pg_terminate_backend``, what a fast shutdown does to every session: SQLSTATE 57P01);
+a whole restart of the server under two replicas is the process test
+``tests/process/test_adjudication_db_restart.py``. On SQLite: a file locked by another
+connection. Then the status the runtime builds from the domain error
+carries RetryInfo and the pushback trailer, and a write whose commit outcome is unknown
+carries RetryInfo only when its request id makes a repeat safe.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import asyncpg
+import grpc
+import pytest
+from google.rpc import error_details_pb2, status_pb2
+
+from assay.errors import Reason, Unavailable
+from assay.runtime.status import PUSHBACK_KEY, to_status
+from assay.services.adjudication.domain.model import EVERY_TENANT, ReviewerKind
+from assay.services.adjudication.storage import faults
+from assay.services.adjudication.storage.postgres import PostgresStore
+from assay.services.adjudication.storage.postgres.faults import is_unreachable
+from assay.services.adjudication.storage.postgres.store import POOL_MAX
+from assay.services.adjudication.use_cases.operations import Adjudication
+from assay.services.adjudication.use_cases.retries import KeyedJob, RequestKey
+
+T = TypeVar("T")
+
+
+@pytest.fixture
+async def store(postgres_dsn: str) -> AsyncIterator[PostgresStore]:
+    opened = await PostgresStore.open(postgres_dsn)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+async def register(app: Adjudication, reviewer_id: str, request_id: str = "") -> bytes:
+    return await app.register_reviewer(
+        RequestKey(request_id, "Register", "digest"),
+        reviewer_id,
+        ReviewerKind.MECHANISM_TEST_FIXTURE,
+        "",
+        lambda r: r.reviewer_id.encode(),
+    )
+
+
+async def cut_connections(dsn: str) -> int:
+    """Terminate every other session on the store's database, as a fast shutdown does."""
+    admin = await asyncpg.connect(dsn)
+    try:
+        found = await admin.fetchval(
+            "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    finally:
+        await admin.close()
+    return int(found)
+
+
+async def until_answered(call: Callable[[], Awaitable[T]]) -> T:
+    """``call()`` repeated while it is STORAGE_UNAVAILABLE: each pooled connection the server
+    cut fails once, then the pool reconnects (bounded by the pool's size)."""
+    for _ in range(POOL_MAX + 2):
+        try:
+            return await call()
+        except Unavailable as error:
+            last = error
+    raise AssertionError(f"still unavailable: {last}")
+
+
+def details(error: Unavailable) -> tuple[grpc.StatusCode, dict[str, str], float | None, str]:
+    """The status the runtime sends for ``error``: code, ErrorInfo metadata, RetryInfo delay
+    (None: no RetryInfo) and the pushback trailer ("" when absent)."""
+    status = to_status(error, "rid")
+    trailers = dict(status.trailing_metadata)
+    proto = status_pb2.Status.FromString(trailers["grpc-status-details-bin"])
+    metadata: dict[str, str] = {}
+    delay = None
+    for detail in proto.details:
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            detail.Unpack(info)
+            assert info.reason == Reason.STORAGE_UNAVAILABLE
+            metadata = dict(info.metadata)
+        elif detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            retry = error_details_pb2.RetryInfo()
+            detail.Unpack(retry)
+            delay = retry.retry_delay.ToTimedelta().total_seconds()
+    return status.code, metadata, delay, str(trailers.get(PUSHBACK_KEY, ""))
+
+
+class TestPostgresConnectionsLost:
+    async def test_a_write_on_cut_connections_is_unavailable_then_the_next_one_succeeds(
+        self, store: PostgresStore, postgres_dsn: str
+    ) -> None:
+        """A write whose connection the server terminated is STORAGE_UNAVAILABLE with a
+        retry delay; the same write repeated with its request id then succeeds once."""
+        app = Adjudication(store)
+        await register(app, "before")  # the writer holds a live connection now
+        assert await cut_connections(postgres_dsn) >= 1
+        with pytest.raises(Unavailable) as caught:
+            await register(app, "during", "rid-1")
+        assert caught.value.reason == Reason.STORAGE_UNAVAILABLE
+        assert caught.value.retry_delay == faults.RETRY_DELAY_SECONDS
+        assert await until_answered(lambda: register(app, "during", "rid-1")) == b"during"
+        assert await register(app, "during", "rid-1") == b"during"  # answered, not redone
+        found = await until_answered(lambda: store.reviewer("during"))
+        assert found is not None
+        assert found.reviewer_id == "during"
+        events = await until_answered(lambda: store.audit_events(0, 10, EVERY_TENANT))
+        assert [e.payload["reviewer_id"] for e in events] == ["before", "during"]
+
+    async def test_a_read_on_cut_connections_is_unavailable_then_recovers(
+        self, store: PostgresStore, postgres_dsn: str
+    ) -> None:
+        """Reads on pooled connections the server terminated are STORAGE_UNAVAILABLE (never
+        an unexpected error) until the pool has reconnected; then they answer."""
+        app = Adjudication(store)
+        await register(app, "kept")
+        await store.reviewer("kept")  # a pooled connection has served a read
+        await cut_connections(postgres_dsn)
+        with pytest.raises(Unavailable) as caught:
+            await store.reviewer("kept")
+        assert caught.value.reason == Reason.STORAGE_UNAVAILABLE
+        found = await until_answered(lambda: store.reviewer("kept"))
+        assert found is not None
+
+
+class TestClassification:
+    @pytest.mark.parametrize(
+        ("error", "unreachable"),
+        [
+            (ConnectionRefusedError(111, "Connection refused"), True),
+            (asyncpg.ConnectionDoesNotExistError("connection was closed"), True),
+            (asyncpg.CannotConnectNowError("the database system is starting up"), True),
+            (asyncpg.AdminShutdownError("terminating connection"), True),
+            (asyncpg.CrashShutdownError("terminating connection"), True),
+            (asyncpg.TooManyConnectionsError("too many clients"), True),
+            (asyncpg.InterfaceError("connection is closed"), True),
+            (asyncpg.InterfaceError("cannot perform operation: another operation"), False),
+            (asyncpg.UniqueViolationError("duplicate key"), False),
+            (asyncpg.PostgresSyntaxError("syntax error"), False),
+            (RuntimeError("a bug"), False),
+        ],
+    )
+    def test_only_errors_saying_the_server_is_gone_are_unreachable(
+        self, error: Exception, unreachable: bool
+    ) -> None:
+        """Lost, refused, shutting down, starting, full: unreachable; a constraint, a syntax
+        error or a client mistake stays an unexpected failure."""
+        assert is_unreachable(error) is unreachable
+
+    def test_a_locked_sqlite_file_is_unreachable_and_other_errors_are_not(
+        self, tmp_path: Path
+    ) -> None:
+        """SQLite's "database is locked" (another connection holds the write lock) is busy,
+        not broken; a syntax error is not."""
+        path = tmp_path / "locked.db"
+        holder = sqlite3.connect(path, isolation_level=None)
+        other = sqlite3.connect(path, isolation_level=None, timeout=0)
+        try:
+            holder.execute("CREATE TABLE t (x)")
+            holder.execute("BEGIN EXCLUSIVE")
+            with pytest.raises(sqlite3.OperationalError) as locked:
+                other.execute("BEGIN EXCLUSIVE")
+            with pytest.raises(sqlite3.OperationalError) as syntax:
+                other.execute("SELEC 1")
+        finally:
+            holder.close()
+            other.close()
+        assert faults.sqlite_unreachable(locked.value)
+        assert not faults.sqlite_unreachable(syntax.value)
+
+
+class TestStatus:
+    def test_an_unreachable_database_is_unavailable_with_retry_info_and_pushback(self) -> None:
+        """UNAVAILABLE, STORAGE_UNAVAILABLE, a RetryInfo delay and the same pushback in ms."""
+        error = faults.unreachable(ConnectionRefusedError(111, "refused"))
+        code, metadata, delay, pushback = details(error)
+        assert code == grpc.StatusCode.UNAVAILABLE
+        assert delay == faults.RETRY_DELAY_SECONDS
+        assert pushback == str(round(faults.RETRY_DELAY_SECONDS * 1000))
+        assert "commit_outcome" not in metadata
+        assert "ConnectionRefusedError" in error.message  # the kind, not the driver's text
+        assert "refused" not in error.message
+
+    @pytest.mark.parametrize(
+        ("request_id", "retry_safe"),
+        [("rid-7", True), ("", False)],
+    )
+    def test_an_unknown_commit_is_retryable_only_with_a_request_id(
+        self, request_id: str, retry_safe: bool
+    ) -> None:
+        """A lost COMMIT: with a request id, RetryInfo (the repeat returns the stored answer);
+        without, no RetryInfo, no pushback, and metadata commit_outcome=unknown."""
+        job = KeyedJob(lambda tx: b"", request_id)
+        error = faults.commit_unknown(asyncpg.ConnectionDoesNotExistError("lost"), job)
+        code, metadata, delay, pushback = details(error)
+        assert code == grpc.StatusCode.UNAVAILABLE
+        if retry_safe:
+            assert delay == faults.RETRY_DELAY_SECONDS
+            assert pushback
+            assert "commit_outcome" not in metadata
+        else:
+            assert delay is None
+            assert pushback == ""
+            assert metadata["commit_outcome"] == "unknown"
