@@ -23,12 +23,14 @@ from assay.cli.common import (
     console,
     fmt_value,
     id_columns,
+    is_wide,
     micros_time,
     print_table,
     short,
     stamp_time,
 )
 from assay.safe_text import markup as _m
+from assay.safe_text import text
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import gold_pb2
 
@@ -267,23 +269,34 @@ def verdict(v: pb.VerifyAuditChainResponse) -> None:
 
 
 def audit_events(found: Sequence[pb.AuditEvent]) -> None:
-    table = Table("#", "event", "actor", "time", "payload", "hash")
+    """The ledger's events. ``-o wide``: one line each, digests whole. The default fits 80
+    columns: the time under the event, one payload entry per line, digests shortened and
+    the event's own hash left to ``-o wide``."""
+    wide = is_wide()
+    table = (
+        Table("#", "event", "actor", "time", "payload", "hash")
+        if wide
+        else Table("#", "event, time", "actor", "payload")
+    )
     for e in found:
-        payload = " ".join(f"{k}={_payload_value(k, v)}" for k, v in sorted(e.payload.items()))
-        table.add_row(
-            str(e.sequence),
-            _name(pb.AuditEventType, e.event_type, "AUDIT_EVENT_TYPE_"),
-            _identity(e.actor.subject),
-            _time(e.occur_time),
-            payload,
-            short(e.hash),
-        )
+        entries = [text(f"{k}={_payload_value(k, v)}") for k, v in sorted(e.payload.items())]
+        event = _name(pb.AuditEventType, e.event_type, "AUDIT_EVENT_TYPE_")
+        actor = _identity(e.actor.subject)
+        if wide:
+            payload = Text(" ").join(entries)
+            table.add_row(str(e.sequence), event, actor, _time(e.occur_time), payload, e.hash)
+        else:
+            when = Text("\n").join([text(event), text(_time(e.occur_time))])
+            table.add_row(str(e.sequence), when, actor, Text("\n").join(entries))
     print_table(table)
 
 
 def _payload_value(key: str, value: str) -> str:
-    """A payload's times are stored as microseconds since the epoch: shown as RFC 3339."""
-    return micros_time(value) if key.endswith("_time") else value
+    """A payload's times are stored as microseconds since the epoch: shown as RFC 3339;
+    its digests are shortened unless ``-o wide``."""
+    if key.endswith("_time"):
+        return micros_time(value)
+    return short(value) if value.startswith("sha256:") else value
 
 
 def deleted(what: str, reply: Any) -> None:
