@@ -1588,6 +1588,16 @@ class CorpusRecord(_message.Message):
     REVISION_FIELD_NUMBER: _builtins.int
     INCLUSION_FIELD_NUMBER: _builtins.int
     REVIEWS_FIELD_NUMBER: _builtins.int
+    REVISION_DIGESTED_FIELD_NUMBER: _builtins.int
+    CASE_BINDING_FIELD_NUMBER: _builtins.int
+    REVIEW_BINDINGS_FIELD_NUMBER: _builtins.int
+    revision_digested: _builtins.str
+    """The text `revision.digest` is the SHA-256 of: the canonical JSON of the
+    revision's digested fields in its `digest_version`'s form (see
+    docs/adjudication.md, "Digests, for auditors"). A verifier that finds it
+    hashes to the digest compares each field of `revision` with it, and so
+    names the field an edit changed.
+    """
     @_builtins.property
     def case(self) -> Global___BlindedCase:
         """The blinded case."""
@@ -1609,6 +1619,18 @@ class CorpusRecord(_message.Message):
         verdict); reviewer ids are as registered.
         """
 
+    @_builtins.property
+    def case_binding(self) -> Global___CaseBinding:
+        """Ties `case` to the ledger: its CASE_ENQUEUED event, which commits to what
+        the blinded case shows.
+        """
+
+    @_builtins.property
+    def review_bindings(self) -> _containers.RepeatedCompositeFieldContainer[Global___ReviewBinding]:
+        """With `include_reviews`: one per review, in the order of `reviews`, tying
+        each to its REVIEW_SUBMITTED event.
+        """
+
     def __init__(
         self,
         *,
@@ -1616,14 +1638,152 @@ class CorpusRecord(_message.Message):
         revision: _gold_pb2.GoldLabelRevision | None = ...,
         inclusion: Global___GoldLabelInclusion | None = ...,
         reviews: _abc.Iterable[Global___Review] | None = ...,
+        revision_digested: _builtins.str = ...,
+        case_binding: Global___CaseBinding | None = ...,
+        review_bindings: _abc.Iterable[Global___ReviewBinding] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "inclusion", b"inclusion", "revision", b"revision"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "case_binding", b"case_binding", "inclusion", b"inclusion", "revision", b"revision"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "inclusion", b"inclusion", "reviews", b"reviews", "revision", b"revision"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "case_binding", b"case_binding", "inclusion", b"inclusion", "review_bindings", b"review_bindings", "reviews", b"reviews", "revision", b"revision", "revision_digested", b"revision_digested"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CorpusRecord: _TypeAlias = CorpusRecord  # noqa: Y015
+
+@_typing.final
+class EventInclusion(_message.Message):
+    """EventInclusion is one ledger event and its inclusion proof in the tree the
+    export manifest's checkpoint signs.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENT_FIELD_NUMBER: _builtins.int
+    LEAF_INDEX_FIELD_NUMBER: _builtins.int
+    INCLUSION_PATH_FIELD_NUMBER: _builtins.int
+    leaf_index: _builtins.int
+    """The event's leaf index in the tree (its sequence - 1)."""
+    @_builtins.property
+    def event(self) -> Global___AuditEvent:
+        """The event."""
+
+    @_builtins.property
+    def inclusion_path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]:
+        """The RFC 6962 / RFC 9162 inclusion proof of that leaf in the tree of
+        ExportManifest.checkpoint (tree size audit_chain_head.sequence): raw
+        32-byte hashes, leaf to root.
+        """
+
+    def __init__(
+        self,
+        *,
+        event: Global___AuditEvent | None = ...,
+        leaf_index: _builtins.int = ...,
+        inclusion_path: _abc.Iterable[_builtins.bytes] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "inclusion_path", b"inclusion_path", "leaf_index", b"leaf_index"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EventInclusion: _TypeAlias = EventInclusion  # noqa: Y015
+
+@_typing.final
+class CaseBinding(_message.Message):
+    """CaseBinding ties an exported blinded case to the ledger without revealing
+    what blinding hides. The CASE_ENQUEUED event's payload holds `shown`:
+    "sha256:" + hex SHA-256 of the RFC 8785 form of the object
+    `field_digests` plus `"v": "assay.case.shown.v1"`.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class FieldDigestsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    ENQUEUED_FIELD_NUMBER: _builtins.int
+    FIELD_DIGESTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def enqueued(self) -> Global___EventInclusion:
+        """The case's CASE_ENQUEUED event and its inclusion proof."""
+
+    @_builtins.property
+    def field_digests(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """By field name (`case_id`, `subject`, `predicate`, `candidate_values`,
+        `evidence_refs`, `context`): "sha256:" + hex SHA-256 of the RFC 8785
+        form of that field of the blinded case. Empty when the event holds no
+        `shown` (a case enqueued before events recorded it): its shown content
+        cannot then be proven offline.
+        """
+
+    def __init__(
+        self,
+        *,
+        enqueued: Global___EventInclusion | None = ...,
+        field_digests: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["enqueued", b"enqueued"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["enqueued", b"enqueued", "field_digests", b"field_digests"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CaseBinding: _TypeAlias = CaseBinding  # noqa: Y015
+
+@_typing.final
+class ReviewBinding(_message.Message):
+    """ReviewBinding ties one exported review to the ledger."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REVIEW_ID_FIELD_NUMBER: _builtins.int
+    ANSWER_OPENING_FIELD_NUMBER: _builtins.int
+    SUBMITTED_FIELD_NUMBER: _builtins.int
+    review_id: _builtins.str
+    """The review it binds (`Review.review_id`)."""
+    answer_opening: _builtins.str
+    """The text the REVIEW_SUBMITTED event's `answer` is "sha256:" + hex
+    SHA-256 of: the canonical JSON array [salt, outcome, label_key, reason]
+    (without the salt for a review stored before answers were salted). The
+    salt keeps the ledger from revealing an answer; the export reveals the
+    answer anyway.
+    """
+    @_builtins.property
+    def submitted(self) -> Global___EventInclusion:
+        """The review's REVIEW_SUBMITTED event and its inclusion proof."""
+
+    def __init__(
+        self,
+        *,
+        review_id: _builtins.str = ...,
+        answer_opening: _builtins.str = ...,
+        submitted: Global___EventInclusion | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["submitted", b"submitted"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer_opening", b"answer_opening", "review_id", b"review_id", "submitted", b"submitted"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReviewBinding: _TypeAlias = ReviewBinding  # noqa: Y015
 
 @_typing.final
 class GoldLabelInclusion(_message.Message):
