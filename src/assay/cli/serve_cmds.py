@@ -51,6 +51,11 @@ from assay.runtime.server import (
 )
 from assay.runtime.tls import dial_host
 from assay.services.registry import SERVICES, ServeOptions
+from assay.services.resolver.domain.budget import (
+    MAX_COLUMNS_BYTES,
+    MAX_COLUMNS_RATIO,
+    MAX_COLUMNS_ROWS,
+)
 
 DEFAULT_DB = "assay.db"
 
@@ -116,6 +121,27 @@ def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
         help="JSON file replacing the resolver's reliability table (env ASSAY_RELIABILITY_TABLE)",
     )
     parser.add_argument(
+        "--columns-max-rows",
+        type=int,
+        default=env_int("ASSAY_COLUMNS_MAX_ROWS", MAX_COLUMNS_ROWS),
+        help="rows one ResolveColumns stream may hold; more are refused with "
+        f"RESOURCE_EXHAUSTED (env ASSAY_COLUMNS_MAX_ROWS; default {MAX_COLUMNS_ROWS})",
+    )
+    parser.add_argument(
+        "--columns-max-bytes",
+        type=int,
+        default=env_int("ASSAY_COLUMNS_MAX_BYTES", MAX_COLUMNS_BYTES),
+        help="bytes one ResolveColumns stream may decompress to (env ASSAY_COLUMNS_MAX_BYTES; "
+        f"default {MAX_COLUMNS_BYTES})",
+    )
+    parser.add_argument(
+        "--columns-max-ratio",
+        type=int,
+        default=env_int("ASSAY_COLUMNS_MAX_RATIO", MAX_COLUMNS_RATIO),
+        help="times its own size one ResolveColumns stream may decompress to "
+        f"(env ASSAY_COLUMNS_MAX_RATIO; default {MAX_COLUMNS_RATIO})",
+    )
+    parser.add_argument(
         "--probes",
         default=env_str("ASSAY_PROBES", "") or None,
         help="TOML or JSON file of the planner's operator probe definitions, each replacing "
@@ -159,6 +185,9 @@ def _config(args: argparse.Namespace, serving: ServingSecurity) -> ServerConfig:
         raise CliError("--grace must not be negative")
     if args.max_concurrent_rpcs <= 0:
         raise CliError("--max-concurrent-rpcs must be positive")
+    for flag in ("columns_max_rows", "columns_max_bytes", "columns_max_ratio"):
+        if getattr(args, flag) <= 0:
+            raise CliError(f"--{flag.replace('_', '-')} must be positive")
     if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
         raise CliError(f"--metrics-port {args.metrics_port} is not a valid port")
     return ServerConfig(
@@ -194,6 +223,9 @@ async def _build(
             resolver_token_file=security.peer_token,
             ledger_signing_key=(Path(args.ledger_signing_key) if args.ledger_signing_key else None),
             probes_file=Path(args.probes) if args.probes else None,
+            columns_max_rows=args.columns_max_rows,
+            columns_max_bytes=args.columns_max_bytes,
+            columns_max_ratio=args.columns_max_ratio,
         )
         try:
             specs.append(await SERVICES[name].builder()(options))

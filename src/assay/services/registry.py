@@ -39,6 +39,11 @@ class ServeOptions:
     ledger_signing_key: Path | None = None
     # The planner: operator probe definitions replacing built-in ones (``--probes``).
     probes_file: Path | None = None
+    # The resolver: what one ResolveColumns stream may hold (``--columns-max-*``; None:
+    # the resolver's default, ``resolver.domain.budget``).
+    columns_max_rows: int | None = None
+    columns_max_bytes: int | None = None
+    columns_max_ratio: int | None = None
 
 
 @dataclass(frozen=True)

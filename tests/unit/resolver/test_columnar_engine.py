@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.errors import InvalidArgument, Reason
+from assay.errors import InvalidArgument, Reason, ResourceExhausted
 from assay.prototime import MAX_TIMESTAMP_SECONDS, MIN_TIMESTAMP_SECONDS
 from assay.services.resolver.columnar import decode, distinct, resolve_stream, stream
 from assay.services.resolver.columnar.engine import Resolved, resolve_table
@@ -265,7 +265,8 @@ class TestUntrustedStreams:
     @pytest.mark.parametrize("codec", [None, "zstd"])
     def test_corrupted_streams_are_refused_or_resolved(self, codec: str | None) -> None:
         """Bytes flipped anywhere in a stream: it is either resolved (it still reads as
-        valid claims) or refused with INVALID_ARGUMENT, never another error."""
+        valid claims) or refused with INVALID_ARGUMENT, or with RESOURCE_EXHAUSTED where a
+        header now declares more rows or bytes than a request may hold; never another error."""
         import random
 
         table = pa.table(claims(20, value=['"a"', '"b"'] * 10, source_ref=["x", "y"] * 10))
@@ -274,7 +275,7 @@ class TestUntrustedStreams:
         with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
             writer.write_table(table)
         original = sink.getvalue().to_pybytes()
-        refused = 0
+        refused: list[Reason] = []
         for seed in range(300):
             rng = random.Random(seed)
             data = bytearray(original)
@@ -283,8 +284,11 @@ class TestUntrustedStreams:
             try:
                 resolve_stream(bytes(data), DEFAULT_POLICY)
             except InvalidArgument:
-                refused += 1
-        assert refused > 0
+                refused.append(Reason.MALFORMED_REQUEST)
+            except ResourceExhausted as error:
+                refused.append(error.reason)
+        assert refused
+        assert set(refused) <= {Reason.MALFORMED_REQUEST, Reason.REQUEST_TOO_EXPENSIVE}
 
 
 class TestResponseTables:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from assay.runtime.server import ServiceSpec
 from assay.services.registry import ServeOptions
 from assay.services.resolver.adapters.servicer import ResolverServicer
+from assay.services.resolver.domain.budget import ColumnsLimits
 from assay.services.resolver.domain.policy import Policy, load_policy
 from assay.v1 import resolver_service_pb2
 
@@ -23,9 +24,14 @@ def make_servicer(policy: Policy | None = None) -> ResolverServicer:
 async def build_spec(options: ServeOptions) -> ServiceSpec:
     """The resolver on ``options.port``; the table comes from ``options.reliability_table``,
     else ``$ASSAY_RELIABILITY_TABLE``, else the builtin one. No response may pass
-    ``options.max_message_bytes`` (the servers' own limit). Raises ``PolicyError``."""
+    ``options.max_message_bytes`` (the servers' own limit), and no ResolveColumns stream
+    may hold more than ``options.columns_max_*`` allow (the defaults where None). Raises
+    ``PolicyError``."""
     policy = load_policy(options.reliability_table)
-    servicer = ResolverServicer(policy, options.max_message_bytes)
+    limits = ColumnsLimits.of(
+        options.columns_max_rows, options.columns_max_bytes, options.columns_max_ratio
+    )
+    servicer = ResolverServicer(policy, options.max_message_bytes, limits)
     return ServiceSpec(
         name="resolver",
         descriptor=SERVICE_DESCRIPTOR,

@@ -7,6 +7,13 @@ paused (``without_gc``), as does a call made without a gRPC context (in-process,
 tests and benchmarks: nothing is sent, so only the counting RPCs' budgets apply). The
 responses of ResolveSemantic, ResolveEvidence and ResolveColumns are serialized where
 the work ran and checked against their budget on the bytes that go out.
+
+ResolveColumns's work grows with the rows its stream declares, which a compressed
+stream does not show in its size: a small stream is measured on the loop
+(``columnar.bounds``: headers only, nothing decompressed), so a few kilobytes that
+declare a million rows are refused there or go to a worker like any large request; a
+larger stream goes to a worker, which measures it first. Memory such a call used is
+given back afterwards (``runtime.memory``), as for any large request.
 """
 
 from __future__ import annotations
@@ -20,7 +27,10 @@ from google.protobuf.message import Message
 
 from assay.runtime.budget import ResponseBudget
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
+from assay.runtime.memory import LARGE_REQUEST_BYTES, trim_after
 from assay.services.resolver.adapters.offload import INLINE_MAX_UNITS, Offload
+from assay.services.resolver.columnar.bounds import survey
+from assay.services.resolver.domain.budget import ColumnsLimits
 from assay.services.resolver.domain.policy import Policy
 from assay.services.resolver.use_cases.calls import ResolverCalls
 from assay.services.resolver.use_cases.stop import NEVER, Stop
@@ -32,8 +42,12 @@ _Request = TypeVar("_Request", bound=Message)
 _Response = TypeVar("_Response", bound=Message)
 
 
-# ResolveColumns counts one unit of work per this many bytes of Arrow stream.
+# ResolveColumns counts one unit of work per row, and at least one per this many bytes of
+# Arrow stream, as received or as decompressed.
 COLUMNS_BYTES_PER_UNIT = 8
+# A stream of at most this many bytes is measured on the loop (a few dozen messages,
+# microseconds); a larger one is large work already, measured on its worker.
+SURVEY_ON_LOOP_BYTES = 16 * 1024
 
 
 class ResolverServicer(ResolverCalls):
@@ -44,9 +58,15 @@ class ResolverServicer(ResolverCalls):
         "ResolveColumns": parse_columns_request
     }
 
-    def __init__(self, policy: Policy, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
-        """``max_message_bytes``: the server's message limit, which no response may pass."""
-        super().__init__(policy, max_message_bytes)
+    def __init__(
+        self,
+        policy: Policy,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        columns_limits: ColumnsLimits | None = None,
+    ) -> None:
+        """``max_message_bytes``: the server's message limit, which no response may pass;
+        ``columns_limits``: what one ResolveColumns stream may hold (the defaults when None)."""
+        super().__init__(policy, max_message_bytes, columns_limits)
         self.offload = Offload()
 
     async def close(self) -> None:
@@ -146,9 +166,16 @@ class ResolverServicer(ResolverCalls):
             message = pb.ResolveColumnsRequest()
             message.CopyFrom(request.request)
             message.claims_arrow = bytes(data)
-        # A claim takes more than 8 bytes of Arrow even compressed, so this never counts
-        # fewer units than claims: every large request goes to a worker.
+        # A compressed stream's size says little of its rows: a small one is measured here
+        # (refused here when it holds too much) and counted by what it declares.
         units = len(data) // COLUMNS_BYTES_PER_UNIT
+        surveyed = None
+        if len(data) <= SURVEY_ON_LOOP_BYTES:
+            surveyed = survey(data, self.columns_limits)
+            units = max(units, surveyed.rows, surveyed.decompressed // COLUMNS_BYTES_PER_UNIT)
+        if context is not None and len(data) < LARGE_REQUEST_BYTES and units > INLINE_MAX_UNITS:
+            # The runtime gives back only a large request's memory; this one's work is large.
+            context.add_done_callback(trim_after)
         return await self._serve(
             "ResolveColumns",
             self._ResolveColumns,
@@ -156,7 +183,7 @@ class ResolverServicer(ResolverCalls):
             context,
             units,
             partial(self._columns_budget, size=len(data)),
-            partial(self._resolve_columns_wire, data=data),
+            partial(self._resolve_columns_wire, data=data, surveyed=surveyed),
         )
 
 

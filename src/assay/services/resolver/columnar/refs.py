@@ -4,13 +4,15 @@ A claim without an id is referred to by the SHA-256 of its deterministic protobu
 serialization (``convert.claim_ref``), so the row is turned back into the ``Claim`` it
 describes (nulls and empty strings as unset fields, the value parsed from its JSON
 text) and hashed the same way. The engine asks only for rows whose reference decides
-something (a weight tie), so this costs nothing on typical evidence.
+something (a weight tie), so this costs nothing on typical evidence; on evidence that
+ties everywhere (identical id-less rows) it is most of the work, so it checks its stop
+every ``CHECK_EVERY`` rows.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -21,21 +23,32 @@ from assay.services.resolver.wire.convert import claim_ref
 from assay.v1 import claim_pb2
 
 _STRINGS = ("subject", "predicate", "source", "source_ref", "source_revision", "method")
+CHECK_EVERY = 4096
+
+
+def _carry_on() -> None:
+    """The ``check`` of work nobody can stop half-way."""
 
 
 class ContentRefs:
     """``refs`` for the engine: ids where rows have them, content references otherwise."""
 
-    def __init__(self, table: pa.Table, raw: Raw) -> None:
+    def __init__(self, table: pa.Table, raw: Raw, check: Callable[[], None] = _carry_on) -> None:
+        """``check`` may raise to abandon the work (``use_cases.stop``)."""
         self._table = table
         self._raw = raw
+        self._check = check
 
     def __call__(self, rows: Sequence[int]) -> list[str]:
         raw = self._raw
         out = raw.ids.texts(np.asarray(rows, dtype=np.int64))
         missing = [i for i, ref in enumerate(out) if not ref]
         if missing:
-            for i, claim in zip(missing, self.claims([rows[i] for i in missing]), strict=True):
+            check = self._check
+            claims = self.claims([rows[i] for i in missing])
+            for n, (i, claim) in enumerate(zip(missing, claims, strict=True)):
+                if not n % CHECK_EVERY:
+                    check()
                 out[i] = claim_ref(claim)
         return out
 
@@ -50,7 +63,10 @@ class ContentRefs:
             if name in table.column_names
         }
         out = []
+        check = self._check
         for i, row in enumerate(rows):
+            if not i % CHECK_EVERY:
+                check()
             claim = claim_pb2.Claim()
             for name in _STRINGS:
                 text = columns[name][i] if name in columns else None

@@ -1,10 +1,12 @@
-"""What ResolveColumns does, in order: read the stream, validate, resolve, encode.
+"""What ResolveColumns does, in order: measure the stream, read it, validate, resolve, encode.
 
-Every violation is collected before anything is resolved, as in the per-claim RPCs:
-the request-level ones the caller found (``detail``, ``as_of``, ``stale_after``), then
-a malformed stream or schema (which stops the reading there), then every bad row. The
-result is the six tables, compressed like the request, plus the two evidence-level
-summaries that travel as plain fields.
+The stream is measured from its headers first and refused if it holds more than the
+server's limits allow (``bounds``), before anything is decompressed. Every violation is
+collected before anything is resolved, as in the per-claim RPCs: the request-level ones
+the caller found (``detail``, ``as_of``, ``stale_after``), then a malformed stream or
+schema (which stops the reading there), then every bad row. The result is the six
+tables, compressed like the request, plus the two evidence-level summaries that travel
+as plain fields.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from assay.services.resolver.columnar import decode, stream
+from assay.services.resolver.columnar import bounds, decode, stream
 from assay.services.resolver.columnar.arrow_out import Encoded, encode
 from assay.services.resolver.columnar.engine import resolve_table
 from assay.services.resolver.columnar.refs import ContentRefs
+from assay.services.resolver.domain.budget import ColumnsLimits
 from assay.services.resolver.domain.policy import Policy
 from assay.services.resolver.domain.validation import Violation, raise_if_any
 
@@ -41,23 +44,33 @@ def resolve_stream(
     full: bool = True,
     problems: list[Violation] | None = None,
     check: Callable[[], None] = _carry_on,
+    limits: ColumnsLimits | None = None,
+    surveyed: bounds.Survey | None = None,
 ) -> Answer:
-    """Resolve the claims of one Arrow IPC stream; raise InvalidArgument for bad input.
+    """Resolve the claims of one Arrow IPC stream; raise InvalidArgument for bad input and
+    ResourceExhausted for a stream over ``limits`` (the defaults when None).
 
-    ``problems`` are request-level violations found already, reported with the stream's."""
+    ``problems`` are request-level violations found already, reported with the stream's;
+    ``surveyed`` is the stream's survey when the caller made it already."""
+    if surveyed is None:
+        surveyed = bounds.survey(data, limits or ColumnsLimits(), check)
     found = list(problems or ())
     table = dict(policy.reliability)
-    read, malformed = stream.read(data)
+    if surveyed.problem is not None:
+        raise_if_any([*found, surveyed.problem], table)
+    check()
+    read, malformed = stream.read(data, surveyed.codec)
     found.extend(malformed)
     if read is None:
         raise_if_any(found, table)
         raise AssertionError("an unreadable stream always has a violation")
+    check()
     raw = decode.read_raw(read.table, table)
     found.extend(decode.violations(raw, table))
     raise_if_any(found, table)
     check()
     claims = decode.columns(raw, table, stale=horizon is not None)
-    refs = ContentRefs(read.table, raw)
+    refs = ContentRefs(read.table, raw, check)
     resolved = resolve_table(claims, policy, horizon, refs=refs, full=full, check=check)
     check()
     return Answer(encode(resolved, read.codec, full), resolved.coverage, resolved.conflicted_safety)

@@ -8,9 +8,9 @@ any order; string columns may be utf8, large_utf8 or dictionary-encoded; an unkn
 name is refused so that a misspelt optional column is never silently ignored.
 
 The response is compressed with the request's codec. pyarrow reads a compressed stream
-transparently but does not say which codec it used, so ``codec_of`` reads it from the
-first record batch's metadata (a flatbuffer: ``Message.header`` is the ``RecordBatch``,
-whose ``compression`` table holds the codec byte).
+transparently but does not say which codec it used, so it is read from the first record
+batch's header (``ipc_headers``): by ``bounds.survey``, which measures every stream before
+it is read, or by ``codec_of``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Final
 import pyarrow as pa
 
 from assay.errors import Reason
+from assay.services.resolver.columnar import ipc_headers
 from assay.services.resolver.domain.validation import Violation
 
 FIELD: Final = "claims_arrow"
@@ -56,9 +57,6 @@ _EXPECTED = {
     TIMESTAMP: "a timestamp",
 }
 
-# BodyCompression.codec numbers, and the names pyarrow's writer takes.
-_CODECS = {0: "lz4", 1: "zstd"}
-
 
 @dataclass(frozen=True, slots=True)
 class Stream:
@@ -68,8 +66,15 @@ class Stream:
     codec: str | None
 
 
-def read(data: bytes | memoryview) -> tuple[Stream | None, list[Violation]]:
-    """The table in ``data`` with its columns checked, or the violations that stop reading."""
+_UNSURVEYED = "unsurveyed"
+
+
+def read(
+    data: bytes | memoryview, codec: str | None = _UNSURVEYED
+) -> tuple[Stream | None, list[Violation]]:
+    """The table in ``data`` with its columns checked, or the violations that stop reading.
+
+    ``codec`` is the stream's, when a survey found it already (``bounds.survey``)."""
     try:
         reader = pa.ipc.open_stream(pa.py_buffer(data))
         table = reader.read_all()
@@ -88,7 +93,7 @@ def read(data: bytes | memoryview) -> tuple[Stream | None, list[Violation]]:
         table = table.combine_chunks()  # one chunk per column; dictionaries unified
     except (pa.ArrowException, ValueError) as error:
         return None, [_malformed(FIELD, f"invalid record batches: {_short(error)}")]
-    return Stream(table, codec_of(data)), []
+    return Stream(table, codec_of(data) if codec == _UNSURVEYED else codec), []
 
 
 def check_schema(schema: pa.Schema) -> list[Violation]:
@@ -142,48 +147,7 @@ def codec_of(data: bytes | memoryview) -> str | None:
     try:
         for message in pa.ipc.MessageReader.open_stream(pa.py_buffer(data)):
             if message.type == "record batch":
-                return _batch_codec(message.metadata.to_pybytes())
-    except (pa.ArrowException, ValueError, OSError):
+                return ipc_headers.record_batch(message.metadata.to_pybytes()).codec
+    except (pa.ArrowException, ValueError, OSError):  # HeaderError is a ValueError
         return None
     return None
-
-
-def _batch_codec(meta: bytes) -> str | None:
-    """Message.header (field 2) -> RecordBatch.compression (field 3) -> codec (field 0)."""
-    try:
-        message = _u32(meta, 0)
-        header = _field(meta, message, 2)
-        if header is None:
-            return None
-        batch = header + _u32(meta, header)
-        compression = _field(meta, batch, 3)
-        if compression is None:
-            return None
-        body = compression + _u32(meta, compression)
-        codec = _field(meta, body, 0)
-        return _CODECS.get(meta[codec] if codec is not None else 0)
-    except IndexError:
-        return None
-
-
-def _field(meta: bytes, table: int, index: int) -> int | None:
-    """Where field ``index`` of the flatbuffer table at ``table`` is stored (None: absent)."""
-    vtable = table - int.from_bytes(meta[table : table + 4], "little", signed=True)
-    size = _u16(meta, vtable)
-    slot = 4 + 2 * index
-    if slot + 2 > size:
-        return None
-    offset = _u16(meta, vtable + slot)
-    return table + offset if offset else None
-
-
-def _u16(meta: bytes, at: int) -> int:
-    if at < 0 or at + 2 > len(meta):
-        raise IndexError(at)
-    return int.from_bytes(meta[at : at + 2], "little")
-
-
-def _u32(meta: bytes, at: int) -> int:
-    if at < 0 or at + 4 > len(meta):
-        raise IndexError(at)
-    return int.from_bytes(meta[at : at + 4], "little")

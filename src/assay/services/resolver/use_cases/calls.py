@@ -8,7 +8,8 @@ before resolving anything (``budget.charge``) and count their response as they f
 it in, so an oversized one is refused as soon as it passes its budget
 (``assay.runtime.budget``); ResolveSemantic, ResolveEvidence and ResolveColumns, whose
 responses only grow with their request, have a budget here that the adapter checks
-once, on the serialized bytes.
+once, on the serialized bytes. ResolveColumns's stream, which may be compressed, is also
+held to the server's ``ColumnsLimits`` before any of it is decompressed.
 
 Nothing here knows gRPC: a call is handed its request and a ``Stop`` and returns its
 response; where it runs (on the loop or on a worker) and what sets the stop is the
@@ -25,9 +26,10 @@ from google.protobuf.message import Message
 from assay.errors import Reason
 from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
 from assay.services.resolver.columnar import bridge, resolve_stream
+from assay.services.resolver.columnar.bounds import Survey
 from assay.services.resolver.columnar.response import response_bytes
 from assay.services.resolver.domain import engine, reconcile
-from assay.services.resolver.domain.budget import charge
+from assay.services.resolver.domain.budget import ColumnsLimits, charge
 from assay.services.resolver.domain.model import Intake, Resolution, SemKey
 from assay.services.resolver.domain.policy import Policy
 from assay.services.resolver.domain.validation import MAX_HYPOTHESES, Violation
@@ -43,11 +45,18 @@ _HasEvidence = pb.ResolveSemanticRequest | pb.ResolveEvidenceRequest
 class ResolverCalls:
     """The resolver's RPCs over one policy, as plain calls on request messages."""
 
-    def __init__(self, policy: Policy, max_message_bytes: int) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        max_message_bytes: int,
+        columns_limits: ColumnsLimits | None = None,
+    ) -> None:
         """``max_message_bytes``: the server's message limit, which no response may pass
-        (the servicer's default is the runtime's)."""
+        (the servicer's default is the runtime's); ``columns_limits``: what one
+        ResolveColumns stream may hold (the defaults when None)."""
         self.policy = policy
         self.max_message_bytes = max_message_bytes
+        self.columns_limits = columns_limits or ColumnsLimits()
         self._sources = source_table(policy.reliability)
         # ResolveEvidence with at least this many claims is resolved column-wise (SUMMARY,
         # FULL detail): see ``bridge``.
@@ -270,10 +279,12 @@ class ResolverCalls:
         stop: Stop = NEVER,
         *,
         data: bytes | memoryview | None = None,
+        surveyed: Survey | None = None,
     ) -> bytes:
         """The response serialized (``columnar.response``): what the server sends. ``data``
         is the request's stream when the caller read it already: each read of a bytes field
-        copies it (~30 ms at a million claims)."""
+        copies it (~30 ms at a million claims); ``surveyed`` its survey
+        (``columnar.bounds``), when the caller made it already."""
         reader = self._reader(stop)
         full = _full_detail(reader, request.detail)
         as_of = stale_after = None
@@ -289,7 +300,10 @@ class ResolverCalls:
             full=full,
             problems=reader.problems,
             check=stop.check,
+            limits=self.columns_limits,
+            surveyed=surveyed,
         )
+        stop.check()
         return response_bytes(answer)
 
 
