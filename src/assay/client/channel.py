@@ -13,7 +13,10 @@ A call a busy server refused (``RESOURCE_EXHAUSTED``, reason
 ``ERROR_REASON_OVERLOADED``) is retried by an interceptor instead, after the
 server's ``RetryInfo`` delay: the service config could only retry every
 ``RESOURCE_EXHAUSTED``, including messages too large to ever pass
-(``assay.client.overload``).
+(``assay.client.overload``). The same interceptor goes on retrying a call whose
+server could not reach its database (``UNAVAILABLE``, reason
+``ERROR_REASON_STORAGE_UNAVAILABLE``) once the policy's few attempts are spent,
+backing off from the server's delay, since a database restart outlasts them.
 
 The target may name several replicas (``dns:///adjudication:50053``, an
 ``ipv4:``/``ipv6:`` address list): the service config balances calls over

@@ -1,21 +1,32 @@
-"""Retrying calls a server refused because it was running its limit of calls at once.
+"""Retrying calls a server refused with a retry delay: overloaded, or its database unavailable.
 
-A server past ``--max-concurrent-rpcs`` refuses a call before starting it with
-``RESOURCE_EXHAUSTED``, reason ``ERROR_REASON_OVERLOADED`` and a ``RetryInfo`` delay. The
-channel's gRPC retry policy cannot retry exactly that: it would retry every
-``RESOURCE_EXHAUSTED``, including a message larger than the limit, which fails again the same
-way (2.4 s of backoff for a definite answer). So these interceptors, sync and asyncio, retry
-a unary call only when the status says OVERLOADED, only for retry-safe methods (the same set
-the retry policy names), after the server's delay, at most ``OVERLOAD_ATTEMPTS`` times in
-all, and never past the call's own timeout: when the delay would not fit, the caller gets the
-refusal itself (RESOURCE_EXHAUSTED, reason ERROR_REASON_OVERLOADED) at once.
-``UNAVAILABLE`` (a server shutting down) is left to the retry policy, which honours the same
-delay through the ``grpc-retry-pushback-ms`` trailer.
+Two refusals say "repeat this later" with a ``google.rpc.RetryInfo`` delay, and these
+interceptors, sync and asyncio, repeat a unary call after it, only for retry-safe methods
+(the same set the channel's retry policy names: reads, and mutations carrying a
+``request_id``, which the clients always fill in), and never past the call's own timeout:
+when the next delay would not fit, the caller gets the refusal itself at once.
+
+- ``RESOURCE_EXHAUSTED``, reason ``ERROR_REASON_OVERLOADED``: a server past
+  ``--max-concurrent-rpcs`` refused the call before starting it. The channel's gRPC retry
+  policy cannot retry exactly that: it would retry every ``RESOURCE_EXHAUSTED``, including a
+  message larger than the limit, which fails again the same way. The server's delay already
+  grows with the attempts it is told of; at most ``OVERLOAD_ATTEMPTS`` attempts in all.
+- ``UNAVAILABLE``, reason ``ERROR_REASON_STORAGE_UNAVAILABLE``: the server's database is
+  restarting or unreachable. The channel's retry policy already repeats ``UNAVAILABLE`` a few
+  times, waiting the server's ``grpc-retry-pushback-ms`` (the same delay as RetryInfo), which
+  spans less than a database restart; so once it has given up, this waits the RetryInfo delay
+  doubled per attempt (capped at ``MAX_DELAY_SECONDS``, jittered) and tries again, at most
+  ``STORAGE_ATTEMPTS`` times in all. A refusal without RetryInfo (a write without a request
+  id whose commit outcome is unknown) is never repeated.
+
+Any other ``UNAVAILABLE`` (a server shutting down, a lost connection) is left to the retry
+policy alone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -24,50 +35,88 @@ import grpc
 from google.rpc import error_details_pb2, status_pb2
 
 OVERLOAD_ATTEMPTS = 4
+STORAGE_ATTEMPTS = 6
 OVERLOADED = "ERROR_REASON_OVERLOADED"
+STORAGE_UNAVAILABLE = "ERROR_REASON_STORAGE_UNAVAILABLE"
+MAX_DELAY_SECONDS = 4.0
 _DETAILS_KEY = "grpc-status-details-bin"
-# When the server named no delay (it always does): wait this long.
+# When an overload refusal named no delay (the servers always do): wait this long.
 _FALLBACK_DELAY_SECONDS = 0.1
+# The refusals retried here: (code, reason) -> attempts in all, and whether the client
+# doubles the server's delay per attempt (the server does not know of the attempts).
+_RETRIED: dict[tuple[grpc.StatusCode, str], tuple[int, bool]] = {
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, OVERLOADED): (OVERLOAD_ATTEMPTS, False),
+    (grpc.StatusCode.UNAVAILABLE, STORAGE_UNAVAILABLE): (STORAGE_ATTEMPTS, True),
+}
 
 
-def overload_delay(
-    code: grpc.StatusCode | None, trailers: Iterable[tuple[str, Any]]
-) -> float | None:
-    """The server's retry delay when the status is an OVERLOADED refusal, else None."""
-    if code != grpc.StatusCode.RESOURCE_EXHAUSTED:
-        return None
+def _reason_and_delay(trailers: Iterable[tuple[str, Any]]) -> tuple[str, float | None]:
+    """The status details' ErrorInfo reason and RetryInfo delay (None: no RetryInfo)."""
     raw = next((value for key, value in trailers if key == _DETAILS_KEY), None)
     if not isinstance(raw, bytes):
-        return None
+        return "", None
     status = status_pb2.Status.FromString(raw)
-    overloaded, delay = False, _FALLBACK_DELAY_SECONDS
+    reason, delay = "", None
     for detail in status.details:
         if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
             info = error_details_pb2.ErrorInfo()
             detail.Unpack(info)
-            overloaded = info.reason == OVERLOADED
+            reason = info.reason
         elif detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
             retry = error_details_pb2.RetryInfo()
             detail.Unpack(retry)
             delay = retry.retry_delay.ToTimedelta().total_seconds()
-    return delay if overloaded else None
+    return reason, delay
+
+
+def refusal_delay(
+    code: grpc.StatusCode | None,
+    trailers: Iterable[tuple[str, Any]],
+    attempt: int,
+    rand: random.Random | None = None,
+) -> tuple[float, int] | None:
+    """For a refusal retried here (module docstring), after attempt number ``attempt`` (1 for
+    the first call): the seconds to wait and the attempts allowed in all; else None."""
+    if code not in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE):
+        return None
+    reason, delay = _reason_and_delay(trailers)
+    rule = _RETRIED.get((code, reason))
+    if rule is None:
+        return None
+    attempts, backoff = rule
+    if delay is None:
+        if code == grpc.StatusCode.UNAVAILABLE:
+            return None  # no RetryInfo: the server says repeating it is not safe
+        delay = _FALLBACK_DELAY_SECONDS
+    if backoff:
+        ceiling = min(MAX_DELAY_SECONDS, delay * (1 << min(attempt - 1, 16)))
+        draw = rand.random() if rand is not None else random.random()
+        delay = max(delay, ceiling * (0.5 + 0.5 * draw))
+    return delay, attempts
 
 
 class _Budget:
-    """Attempts left and the call's own deadline, for one call."""
+    """Attempts made and the call's own deadline, for one call."""
 
     def __init__(self, timeout: float | None) -> None:
         self.attempts = 1
         self.expires = None if timeout is None else time.monotonic() + timeout
 
-    def allows(self, delay: float) -> bool:
-        """Whether one more attempt after ``delay`` fits; counts it when it does."""
-        if self.attempts >= OVERLOAD_ATTEMPTS:
-            return False
+    def next_delay(
+        self, code: grpc.StatusCode | None, trailers: Iterable[tuple[str, Any]]
+    ) -> float | None:
+        """The wait before one more attempt, if the status is a refusal retried here and one
+        more fits (then it is counted); else None: the caller gets this outcome."""
+        found = refusal_delay(code, trailers, self.attempts)
+        if found is None:
+            return None
+        delay, allowed = found
+        if self.attempts >= allowed:
+            return None
         if self.expires is not None and time.monotonic() + delay >= self.expires:
-            return False
+            return None
         self.attempts += 1
-        return True
+        return delay
 
     def details(self, details: Any) -> Any:
         """``details`` with the timeout left (grpc's call details are named tuples)."""
@@ -91,8 +140,8 @@ class OverloadRetry(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
         details = client_call_details
         while True:
             outcome = continuation(details, request)
-            delay = overload_delay(outcome.code(), outcome.trailing_metadata() or ())
-            if delay is None or not budget.allows(delay):
+            delay = budget.next_delay(outcome.code(), outcome.trailing_metadata() or ())
+            if delay is None:
                 return outcome
             time.sleep(delay)
             details = budget.details(client_call_details)
@@ -114,8 +163,8 @@ class AioOverloadRetry(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[mi
         while True:
             call = await continuation(details, request)
             code = await call.code()
-            delay = overload_delay(code, await call.trailing_metadata() or ())
-            if delay is None or not budget.allows(delay):
+            delay = budget.next_delay(code, await call.trailing_metadata() or ())
+            if delay is None:
                 return call
             await asyncio.sleep(delay)
             details = budget.details(client_call_details)
