@@ -67,7 +67,20 @@ class TestReflection:
         assert result.returncode == 0, result.stderr
         listed = set(result.stdout.split())
         assert {service, "grpc.health.v1.Health"} <= listed
-        assert any(s.startswith("grpc.reflection.") for s in listed), listed
+        assert {
+            "grpc.reflection.v1.ServerReflection",
+            "grpc.reflection.v1alpha.ServerReflection",
+        } <= listed
+
+    @pytest.mark.parametrize("version", ["v1", "v1alpha"])
+    def test_both_reflection_protocols_describe_themselves(
+        self, stack: Stack, version: str
+    ) -> None:
+        """Each reflection service listed is described too, with messages of its own package."""
+        service = f"grpc.reflection.{version}.ServerReflection"
+        result = grpcurl("-plaintext", stack.targets()["resolver"], "describe", service)
+        assert result.returncode == 0, result.stderr
+        assert f"stream .grpc.reflection.{version}.ServerReflectionRequest" in result.stdout
 
     @pytest.mark.parametrize("name", sorted(SERVICES))
     def test_describe_shows_every_rpc_of_the_contract(self, stack: Stack, name: str) -> None:

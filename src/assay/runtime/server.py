@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING
 
 import grpc
 from google.protobuf.descriptor import ServiceDescriptor
-from grpc_reflection.v1alpha import reflection
 
 from assay.runtime import tracing
 from assay.runtime.admission import Admission
@@ -49,6 +48,7 @@ from assay.runtime.handlers import ServiceHandler
 from assay.runtime.health import NOT_SERVING, SERVING, Health, probe_once, watch_dependency
 from assay.runtime.logging import get_logger
 from assay.runtime.loop import running_loop_name
+from assay.runtime.reflection import enable_reflection
 
 if TYPE_CHECKING:  # prometheus-client is imported only when metrics are on (``start``)
     from assay.runtime.metrics import Metrics
@@ -161,9 +161,7 @@ async def start_service(
     server.add_registered_method_handlers(handler.service_name, handler.method_handlers())
     health = Health()
     health.add_to(server)
-    reflection.enable_server_reflection(
-        (spec.descriptor.full_name, HEALTH_SERVICE, reflection.SERVICE_NAME), server
-    )
+    enable_reflection((spec.descriptor.full_name, HEALTH_SERVICE), server)
     address = f"{config.host}:{spec.port}"
     try:
         if config.tls is None:
