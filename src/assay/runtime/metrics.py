@@ -3,7 +3,9 @@
 Off unless ``--metrics-port`` (``ASSAY_METRICS_PORT``) is given: then each ``start`` (one
 ``assay serve`` or ``assay up`` process) builds one ``Metrics`` -- its own
 ``CollectorRegistry``, never the library's global one -- and serves it on
-``host:metrics_port``, the services' own ``--host`` (loopback by default). Every series
+``host:metrics_port``, the services' own ``--host`` (loopback by default), from the event
+loop with a bounded number of connections (``metrics_http``), not a thread per connection
+as prometheus_client's own server does. Every series
 carries the service it is about (``grpc_service``), so ``assay up``'s three services share
 the process's one endpoint, and a process's own figures (CPU, memory, GC) appear once.
 
@@ -30,22 +32,15 @@ observation (about 1.3 us measured), and nothing at all when metrics are off.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 import grpc
-from prometheus_client import (
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    start_http_server,
-)
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.process_collector import ProcessCollector
+
+from assay.runtime.metrics_http import MetricsEndpoint
 
 # From half a millisecond (a no-op resolver call) to half a minute (a large plan).
 LATENCY_BUCKETS = (
@@ -145,8 +140,7 @@ class Metrics:
             "Jobs waiting for the adjudication writer's next batch.",
             registry=self.registry,
         )
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
+        self._endpoint: MetricsEndpoint | None = None
         self.port = 0
 
     def meter(self, service: str, method: str) -> RpcMeter:
@@ -168,23 +162,25 @@ class Metrics:
         writer.on_batch = on_batch
         self._queue_depth.set_function(writer.queue_depth)
 
-    def serve(self, host: str, port: int) -> None:
-        """Expose ``/metrics`` on ``host:port`` (0: any free port; ``self.port`` says which),
-        from a daemon thread, so a scrape never waits for the event loop nor stalls it.
-        ``OSError`` naming the address when it cannot bind."""
+    @property
+    def endpoint(self) -> MetricsEndpoint | None:
+        """The HTTP endpoint, once ``serve`` has run."""
+        return self._endpoint
+
+    async def serve(self, host: str, port: int) -> None:
+        """Expose ``/metrics`` on ``host:port`` (0: any free port; ``self.port`` says which)
+        from the running loop. ``OSError`` naming the address when it cannot bind."""
+        endpoint = MetricsEndpoint(self.registry)
         try:
-            self._server, self._thread = start_http_server(
-                port, addr=host.strip("[]"), registry=self.registry
-            )
+            await endpoint.start(host, port)
         except OSError as error:
+            await endpoint.close()
             raise OSError(f"could not bind {host}:{port} for metrics: {error.strerror}") from None
-        self.port = int(self._server.server_address[1])
+        self._endpoint = endpoint
+        self.port = endpoint.port
 
     async def close(self) -> None:
-        """Stop serving (its loop notices within half a second, off the event loop)."""
-        server, self._server = self._server, None
-        if server is None:
-            return
-        await asyncio.to_thread(server.shutdown)
-        with contextlib.suppress(OSError):
-            server.server_close()
+        """Stop serving: the port and every open connection are closed."""
+        endpoint, self._endpoint = self._endpoint, None
+        if endpoint is not None:
+            await endpoint.close()

@@ -216,7 +216,7 @@ async def start(specs: Sequence[ServiceSpec], config: ServerConfig) -> list[Runn
             from assay.runtime.metrics import Metrics
 
             metrics = Metrics()
-            metrics.serve(config.host, config.metrics_port)
+            await metrics.serve(config.host, config.metrics_port)
         for spec in specs:
             running.append(await start_service(spec, config, metrics))
     except BaseException:
