@@ -60,12 +60,22 @@ def printable(value: object) -> str:
     return "".join(escape_char(c) if is_unsafe(c) else c for c in text)
 
 
+# An empty span: rich reads backslashes as escapes only before a tag, so data ending in a
+# backslash is followed by one, whatever the markup after it (see ``markup``).
+_EMPTY_TAG = "[i][/i]"
+
+
 def markup(value: object) -> str:
     """``value`` to interpolate into a ``rich`` markup string: made ``printable``, and
-    its square brackets escaped so that none of it is read as a tag."""
+    its square brackets escaped so that none of it is read as a tag.
+
+    ``rich.markup.escape`` doubles a trailing backslash, which is right only when a tag
+    follows (the pair then prints as one backslash, and cannot escape the tag); an empty
+    span after it makes a tag always follow, so the data prints exactly as written."""
     from rich.markup import escape
 
-    return escape(printable(value))
+    escaped = escape(printable(value))
+    return escaped + _EMPTY_TAG if escaped.endswith("\\") else escaped
 
 
 def text(value: object, style: str = "") -> Text:

@@ -30,13 +30,11 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf import json_format
 from google.protobuf import message as pb_message
-from rich.cells import cell_len
 from rich.console import Console
-from rich.segment import Segment
 from rich.table import Table
-from rich.text import Text
 
 from assay import safe_text
+from assay.cli import table_render
 from assay.client.credentials import Credentials
 from assay.client.errors import AssayCallError
 from assay.client.evidence import EvidenceFormatError, evidence_from_json, load_evidence_file
@@ -461,45 +459,11 @@ def is_wide() -> bool:
 
 
 def print_table(table: Table, out: Console | None = None) -> None:
-    """Print ``table`` with its ids whole and its words unbroken.
-
-    Every plain-string cell is data: it becomes ``safe_text.text``, inert (cells that are
-    already ``Text`` or other renderables were built by the command). A ``no_wrap`` column
-    (an id column) is at least as wide as its longest cell; every other column at least as
-    wide as its longest word, so it wraps between words to fit the terminal, and folds a
-    word only when the terminal is too narrow for the longest words side by side (rather
-    than cut the table at the terminal's edge)."""
+    """Print ``table`` fitted to the console (``table_render.fit``): every string cell
+    inert data, ids whole, words unbroken where the terminal can hold them."""
     out = out or console()
-    word_columns = []
-    for column in table.columns:
-        # ``add_row`` appends to ``_cells``; swapping strings for Text keeps the rows.
-        column._cells = [
-            safe_text.text(cell) if isinstance(cell, str) else cell for cell in column._cells
-        ]
-        cells = [_plain(cell) for cell in column.cells]
-        if column.no_wrap:
-            widest = max((cell_len(cell) for cell in cells), default=0)
-        else:
-            words = [*cells, _plain(column.header)]
-            widest = max((cell_len(w) for cell in words for w in cell.split()), default=0)
-            if column.overflow == "ellipsis":
-                column.overflow = "fold"
-            word_columns.append((column, column.min_width))
-        column.min_width = max(column.min_width or 0, widest)
-    if word_columns and _widest_line(out, table) > out.width:
-        for column, before in word_columns:
-            column.min_width = before
+    table_render.fit(table, out.width)
     out.print(table)
-
-
-def _widest_line(out: Console, table: Table) -> int:
-    """How wide ``table`` renders on ``out`` before the console cuts it at its edge."""
-    lines = Segment.split_lines(out.render(table, out.options))
-    return max((Segment.get_line_length(line) for line in lines), default=0)
-
-
-def _plain(cell: object) -> str:
-    return cell.plain if isinstance(cell, Text) else str(cell)
 
 
 def shown_time(moment: datetime) -> str:
