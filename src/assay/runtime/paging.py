@@ -6,6 +6,11 @@ was edited, is refused with INVALID_PAGE_TOKEN rather than silently restarting
 or skipping rows. Keys are strings; ``int_key`` and ``split_key`` read back the
 integer and (name, number) keys some listings page by, and ``page`` pages an
 in-memory sequence by position.
+
+A page is bounded by bytes as well as by count: fifty cases of a megabyte and a
+half each make a response gRPC refuses to send (a bare RESOURCE_EXHAUSTED), so
+a listing whose items can be large keeps only as many as fit in ``page_bytes``
+of the server's largest message (``fitting``) and gives the token of the rest.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import base64
 import binascii
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
 from assay.errors import Reason, invalid_field
@@ -23,6 +28,28 @@ T = TypeVar("T")
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
+# A page's items fill at most this share of the largest message; the rest is room for the
+# response's other fields and the items' own framing, which the sizes measured leave out.
+PAGE_BYTES_DIVISOR = 2
+
+
+def page_bytes(max_message_bytes: int) -> int:
+    """How many bytes of items one page may hold under a ``max_message_bytes`` limit."""
+    return max(1, max_message_bytes // PAGE_BYTES_DIVISOR)
+
+
+def fitting(sizes: Iterable[int], budget: int) -> int:
+    """How many leading items, of ``sizes`` in order (read lazily, so only the items kept
+    and the first left out are measured), fit in ``budget`` bytes: at least one, so every
+    page moves the listing on."""
+    total = 0
+    count = 0
+    for size in sizes:
+        total += size
+        if count and total > budget:
+            break
+        count += 1
+    return count
 
 
 def bad(path: str, description: str) -> Exception:

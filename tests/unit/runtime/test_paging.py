@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from assay import errors
-from assay.runtime.paging import decode_token, encode_token, page
+from assay.runtime.paging import decode_token, encode_token, fitting, page
 
 
 def reason_and_fields(call: object) -> tuple[errors.Reason, list[str]]:
@@ -52,3 +54,34 @@ def test_keys_round_trip_through_their_query() -> None:
     token = encode_token("cases", "case_1")
     assert decode_token("cases", token) == "case_1"
     assert encode_token("cases", "") == ""
+
+
+class TestFitting:
+    @pytest.mark.parametrize(
+        ("sizes", "budget", "kept"),
+        [
+            ([10, 10, 10], 100, 3),
+            ([10, 10, 10], 20, 2),
+            ([10, 10, 10], 19, 1),
+            ([500, 1], 100, 1),
+            ([], 100, 0),
+        ],
+        ids=["all fit", "exactly two", "one short of two", "one over the budget alone", "none"],
+    )
+    def test_leading_items_within_the_budget_and_never_none(
+        self, sizes: list[int], budget: int, kept: int
+    ) -> None:
+        """As many leading items as fit, but always one when there is one."""
+        assert fitting(iter(sizes), budget) == kept
+
+    def test_only_the_items_needed_are_measured(self) -> None:
+        """The sizes are read lazily: nothing past the first item left out."""
+        read: list[int] = []
+
+        def sizes() -> Iterator[int]:
+            for size in (10, 10, 10, 10):
+                read.append(size)
+                yield size
+
+        assert fitting(sizes(), 15) == 1
+        assert len(read) == 2

@@ -117,7 +117,7 @@ def _spec(store: Store, log: TransparencyLog, options: ServeOptions) -> ServiceS
                     reviewer_issuer=options.reviewer_issuer,
                 ),
             ),
-            Lookups(store),
+            Lookups(store, max_message_bytes=options.max_message_bytes),
             log,
         ),
         port=options.port,

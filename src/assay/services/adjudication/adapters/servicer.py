@@ -12,8 +12,8 @@ here; each method hands the caller (``current_principal()``, as a domain
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Generic, TypeVar
 
 import grpc
 
@@ -28,6 +28,9 @@ from assay.services.adjudication.use_cases.transparency import TransparencyLog
 from assay.services.adjudication.wire import convert, scalars
 from assay.v1 import adjudication_service_pb2 as pb
 
+T = TypeVar("T")
+M = TypeVar("M", bound=Any)
+
 
 def _bytes(message: Any) -> bytes:
     data: bytes = message.SerializeToString(deterministic=True)
@@ -40,6 +43,24 @@ def _key(method: str, request: Any) -> RequestKey:
 
 def _caller() -> Caller:
     return convert.caller(current_principal())
+
+
+class _Converted(Generic[T, M]):
+    """A listing's items converted once: measured (``size``, what a page's byte budget
+    counts) and then the same messages put in the response."""
+
+    def __init__(self, convert_one: Callable[[T], M]) -> None:
+        self._convert = convert_one
+        self._done: dict[int, M] = {}
+
+    def size(self, item: T) -> int:
+        message = self._done[id(item)] = self._convert(item)
+        # The message, plus its key and length as an element of a repeated field.
+        return int(message.ByteSize()) + 6
+
+    def __call__(self, item: T) -> M:
+        found = self._done.get(id(item))
+        return found if found is not None else self._convert(item)
 
 
 class AdjudicationServicer:
@@ -108,11 +129,17 @@ class AdjudicationServicer:
     async def ListQueue(
         self, request: pb.ListQueueRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListQueueResponse:
+        views = _Converted(convert.blinded)
         page = await self.lookups.queue(
-            request.reviewer_id, request.tenant, request.page_size, request.page_token, _caller()
+            request.reviewer_id,
+            request.tenant,
+            request.page_size,
+            request.page_token,
+            _caller(),
+            views.size,
         )
         return pb.ListQueueResponse(
-            cases=[convert.blinded(c) for c in page.items], next_page_token=page.next_page_token
+            cases=[views(c) for c in page.items], next_page_token=page.next_page_token
         )
 
     async def GetCaseState(
@@ -175,11 +202,12 @@ class AdjudicationServicer:
     async def ListGoldLabelRevisions(
         self, request: pb.ListGoldLabelRevisionsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListGoldLabelRevisionsResponse:
+        revisions = _Converted(convert.gold_label)
         page = await self.lookups.gold_labels(
-            request.case_id, request.page_size, request.page_token, _caller()
+            request.case_id, request.page_size, request.page_token, _caller(), revisions.size
         )
         return pb.ListGoldLabelRevisionsResponse(
-            revisions=[convert.gold_label(r) for r in page.items],
+            revisions=[revisions(r) for r in page.items],
             next_page_token=page.next_page_token,
         )
 
@@ -309,14 +337,16 @@ class AdjudicationServicer:
     async def ListAdjudicationQueue(
         self, request: pb.ListAdjudicationQueueRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListAdjudicationQueueResponse:
+        items = _Converted(convert.adjudication_item)
         page = await self.lookups.worklist(
             request.adjudicator_id,
             request.tenant,
             request.page_size,
             request.page_token,
             _caller(),
+            items.size,
         )
         return pb.ListAdjudicationQueueResponse(
-            items=[convert.adjudication_item(d) for d in page.items],
+            items=[items(d) for d in page.items],
             next_page_token=page.next_page_token,
         )

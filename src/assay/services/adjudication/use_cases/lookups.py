@@ -45,6 +45,7 @@ from assay.services.adjudication.domain.model import (
 )
 from assay.services.adjudication.domain.reviewers import check_reviewer_id, reviewer_not_found
 from assay.services.adjudication.storage.engine import ExportBatch, Store
+from assay.transport import DEFAULT_MAX_MESSAGE_BYTES
 
 T = TypeVar("T")
 DEFAULT_EXPORT_BATCH = 500
@@ -59,10 +60,28 @@ class Page(Generic[T]):
     next_page_token: str
 
 
-def _page(found: list[T], size: int, query: str, key: Callable[[T], str]) -> Page[T]:
-    """``found`` holds up to size + 1 items: the extra one only says there is a next page."""
+# How many bytes one item of a listing takes in its response (its serialized size): the
+# servicer measures it, so pages of large items stay within the largest message.
+Measure = Callable[[T], int]
+
+
+def _page(
+    found: list[T],
+    size: int,
+    query: str,
+    key: Callable[[T], str],
+    measure: Measure[T] | None = None,
+    budget: int = 0,
+) -> Page[T]:
+    """``found`` holds up to size + 1 items: the extra one only says there is a next page.
+    With ``measure``, the page keeps only the leading items that fit in ``budget`` bytes
+    (at least one), and the token continues after the last one kept."""
     items = found[:size]
     more = len(found) > size
+    if measure is not None and items:
+        kept = paging.fitting((measure(item) for item in items), budget)
+        if kept < len(items):
+            items, more = items[:kept], True
     return Page(items, paging.encode_token(query, key(items[-1]) if more else ""))
 
 
@@ -82,9 +101,15 @@ def _list_fields(reviewer_id: str, path: str, tenant: str, page_size: int) -> in
 class Lookups:
     """Every read of the service, over one ``Store``."""
 
-    def __init__(self, store: Store, clock: Callable[[], datetime] = now) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Callable[[], datetime] = now,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> None:
         self.store = store
         self.clock = clock
+        self.page_bytes = paging.page_bytes(max_message_bytes)
 
     async def reviewer(self, reviewer_id: str, caller: Caller) -> Reviewer:
         """Reviewers and adjudicators may look up only themselves (anyone else: not found)."""
@@ -130,9 +155,16 @@ class Lookups:
         return permissions.case_view(caller, snap, case_id, reviews, resolutions)
 
     async def queue(
-        self, reviewer_id: str, tenant: str, page_size: int, page_token: str, caller: Caller
+        self,
+        reviewer_id: str,
+        tenant: str,
+        page_size: int,
+        page_token: str,
+        caller: Caller,
+        measure: Measure[BlindedCase] | None = None,
     ) -> Page[BlindedCase]:
-        """The blinded cases this reviewer still has to review; never other reviews."""
+        """The blinded cases this reviewer still has to review; never other reviews. With
+        ``measure``, as many as fit in a page's bytes (``_page``)."""
         size = _list_fields(reviewer_id, "reviewer_id", tenant, page_size)
         permissions.check_queue_owner(caller, reviewer_id)
         scope = permissions.tenant_filter(caller, tenant)
@@ -142,10 +174,16 @@ class Lookups:
             raise reviewer_not_found(reviewer_id)
         found = await self.store.queue(reviewer_id, scope, after, size + 1, self.clock())
         views = [blind(case, round_) for case, round_ in found]
-        return _page(views, size, query, lambda c: c.case_id)
+        return _page(views, size, query, lambda c: c.case_id, measure, self.page_bytes)
 
     async def worklist(
-        self, adjudicator_id: str, tenant: str, page_size: int, page_token: str, caller: Caller
+        self,
+        adjudicator_id: str,
+        tenant: str,
+        page_size: int,
+        page_token: str,
+        caller: Caller,
+        measure: Measure[CaseDetail] | None = None,
     ) -> Page[CaseDetail]:
         """The disagreed cases ``adjudicator_id`` may decide, as GetCase shows them to an
         adjudicator. Storage returns a superset; the rule (``permissions``) decides, and a
@@ -166,10 +204,17 @@ class Lookups:
                 break
             after = found[-1].case.case_id
         views = [permissions.adjudicator_view(s) for s in kept[: size + 1]]
-        return _page(views, size, query, lambda d: d.snapshot.case.case_id)
+        return _page(
+            views, size, query, lambda d: d.snapshot.case.case_id, measure, self.page_bytes
+        )
 
     async def gold_labels(
-        self, case_id: str, page_size: int, page_token: str, caller: Caller
+        self,
+        case_id: str,
+        page_size: int,
+        page_token: str,
+        caller: Caller,
+        measure: Measure[GoldLabelRevision] | None = None,
     ) -> Page[GoldLabelRevision]:
         """Revisions of the caller's tenants (a case of another tenant has none for them)."""
         problems = Violations()
@@ -182,7 +227,14 @@ class Lookups:
         problems.raise_if_any()
         after = paging.split_key(token) if token else None
         found = await self.store.gold_labels(case_id, after, size + 1, caller.scope)
-        return _page(found, size, query, lambda g: paging.join_key(g.case_id, g.revision))
+        return _page(
+            found,
+            size,
+            query,
+            lambda g: paging.join_key(g.case_id, g.revision),
+            measure,
+            self.page_bytes,
+        )
 
     async def audit_events(
         self,
