@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from assay import errors
 from assay.runtime.auth.principal import DEV_PRINCIPAL, Principal, Role
-from assay.services.adjudication.domain import canonical, ledger, permissions, reviews
+from assay.services.adjudication.domain import canonical, ledger, permissions, reviews, state
 from assay.services.adjudication.domain.canonical import digest
 from assay.services.adjudication.domain.model import (
     DEV_CALLER,
@@ -20,6 +20,7 @@ from assay.services.adjudication.domain.model import (
     Actor,
     AuditEventType,
     Caller,
+    CaseState,
     Outcome,
     Review,
     Reviewer,
@@ -235,6 +236,52 @@ class TestSealedViews:
         with pytest.raises(errors.PermissionDenied) as caught:
             permissions.check_queue_owner(ALICE, "bob")
         assert refused(caught, errors.Reason.IDENTITY_MISMATCH) == "reviewer_id"
+
+
+class TestStateSeenBy:
+    AUDITOR = caller("aud", auditor=True)
+
+    @pytest.mark.parametrize(
+        ("who", "labels", "seen"),
+        [
+            (ALICE, ("key", "key"), CaseState.AWAITING_RESOLUTION),
+            (ALICE, ("key", "none"), CaseState.AWAITING_RESOLUTION),
+            (caller("dave"), ("key", "none"), CaseState.AWAITING_RESOLUTION),
+            (CAROL, ("key", "none"), CaseState.DISAGREED),
+            (OPERATOR, ("key", "key"), CaseState.AGREED),
+            (AUDITOR, ("key", "none"), CaseState.DISAGREED),
+            (DEV_CALLER, ("key", "none"), CaseState.DISAGREED),
+        ],
+        ids=[
+            "reviewer agreed",
+            "reviewer disagreed",
+            "other reviewer",
+            "adjudicator",
+            "operator",
+            "auditor",
+            "dev mode",
+        ],
+    )
+    def test_agreement_only_to_those_who_may_see_the_answers(
+        self, who: Caller, labels: tuple[str, str], seen: CaseState
+    ) -> None:
+        """AGREED and DISAGREED read as AWAITING_RESOLUTION to reviewers of the round and
+        everyone else who may not see its answers."""
+        snap = snapshot(review("alice", labels[0]), review("bob", labels[1]))
+        assert permissions.state_seen_by(who, snap) is seen
+
+    def test_an_adjudicator_who_reviewed_the_round_does_not_see_it(self) -> None:
+        """carol reviewed the round: to her it is only awaiting resolution."""
+        snap = snapshot(review("carol"), review("bob", "none"))
+        assert permissions.state_seen_by(CAROL, snap) is CaseState.AWAITING_RESOLUTION
+
+    @pytest.mark.parametrize("reviews_", [(), ("bob",)], ids=["no review", "one review"])
+    def test_states_before_the_round_is_full_are_shown_as_they_are(
+        self, reviews_: tuple[str, ...]
+    ) -> None:
+        """Waiting states say nothing about anyone's answer and are shown to reviewers."""
+        snap = snapshot(*(review(r) for r in reviews_))
+        assert permissions.state_seen_by(ALICE, snap) is state.derive_state(snap)
 
 
 class TestCommitments:

@@ -220,10 +220,30 @@ class TestReviews:
         assert caught.value.reason is errors.Reason.CASE_EXPIRED
 
     def test_label_outside_candidates_is_refused(self) -> None:
-        """A label nobody proposed is not accepted."""
+        """A label nobody proposed is not accepted, and the refusal names the candidates."""
         with pytest.raises(errors.InvalidArgument) as caught:
             reviews.check_submission(snapshot(), submission(label="other"), NOW)
         assert caught.value.reason is errors.Reason.LABEL_NOT_A_CANDIDATE
+        (violation,) = caught.value.violations
+        assert violation.field == "label"
+        assert violation.description.endswith('candidate values: "key", "none"')
+
+    @pytest.mark.parametrize(
+        "labels", [("key", "key"), ("key", "none")], ids=["agreed", "disagreed"]
+    )
+    def test_a_round_with_two_reviews_takes_no_third(self, labels: tuple[str, str]) -> None:
+        """A third reviewer is ROUND_COMPLETE naming the round, agreed or not."""
+        full = snapshot(review("a", labels[0]), review("b", labels[1]))
+        with pytest.raises(errors.FailedPrecondition) as caught:
+            reviews.check_submission(full, submission(), NOW)
+        assert caught.value.reason is errors.Reason.ROUND_COMPLETE
+        assert caught.value.metadata["current_round"] == "1"
+
+    def test_a_reviewer_of_a_full_round_hears_they_reviewed_it(self) -> None:
+        """One of the round's own reviewers gets REVIEW_ALREADY_SUBMITTED, the more precise."""
+        full = snapshot(review("a"), review("c"))
+        with pytest.raises(errors.AlreadyExists):
+            reviews.check_submission(full, submission(), NOW)
 
 
 def resolve(basis: Basis, label: object = None, adjudicator: str = "") -> resolution.ResolveRequest:
@@ -258,9 +278,11 @@ class TestResolution:
             resolution.decide(snap, resolve(Basis.UNANIMOUS_AGREEMENT), NOW)
         assert caught.value.reason is errors.Reason.REVIEWS_NOT_UNANIMOUS
 
-    def test_adjudicator_cannot_be_a_disagreeing_reviewer(self) -> None:
-        """A reviewer of the round may not break its own tie."""
-        snap = snapshot(review("a"), review("b", "none"))
+    @pytest.mark.parametrize("other", ["none", "key"], ids=["disagreed", "agreed"])
+    def test_adjudicator_cannot_be_a_reviewer_of_the_round(self, other: str) -> None:
+        """A reviewer of the round may not decide it, and hears the same refusal whether or
+        not the other reviewer agreed (so it reveals nothing about their answer)."""
+        snap = snapshot(review("a"), review("b", other))
         with pytest.raises(errors.FailedPrecondition) as caught:
             resolution.decide(snap, resolve(Basis.ADJUDICATOR_DECISION, "key", "a"), NOW)
         assert caught.value.reason is errors.Reason.ADJUDICATOR_IS_REVIEWER
