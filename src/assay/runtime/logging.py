@@ -22,6 +22,11 @@ and end around a marker that says how much was cut; a list or dict keeps
 (``_render``): a rendered line no longer than ``MAX_FIELD_CHARS`` holds no field
 to cut, so the common line pays one ``len``, and only a longer one is rendered
 again from bounded fields.
+
+No line carries a raw control, bidi or format character (an escape sequence or U+202E in a
+caller's subject or in an error that quotes a stored value): the encoder's ``ensure_ascii``
+and ``RpcLog.ok``'s ``_json_str`` write every character outside printable ASCII as a ``\\u``
+escape, a superset of what ``assay.safe_text`` escapes on a terminal. Keep them so.
 """
 
 from __future__ import annotations

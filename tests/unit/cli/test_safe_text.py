@@ -15,6 +15,7 @@ from rich.table import Table
 
 from assay import safe_text
 from assay.cli import common
+from assay.cli.main import main
 from assay.safe_text import escape_char, is_unsafe, markup, printable, text
 
 # (what is stored, how it is shown)
@@ -163,3 +164,19 @@ class TestTables:
         assert max(len(line) for line in lines) <= 80
         for word in words:
             assert any(word in line for line in lines), word
+
+
+class TestErrorLines:
+    @pytest.mark.parametrize(("stored", "shown"), CASES)
+    def test_a_cli_error_is_printable(self, stored: str, shown: str) -> None:
+        """A ``CliError`` quoting a server's or a file's text holds its escape."""
+        assert str(common.CliError(f"refused: {stored}")) == f"refused: {shown}"
+
+    def test_the_error_line_on_stderr(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """A file name with an escape sequence in it is named escaped on stderr, one line."""
+        code = main(["resolve", "/nonexistent/\x1b[2J\u202e.json"])
+        err = capsys.readouterr().err
+        assert code == common.EXIT_FAILED
+        assert "/nonexistent/\\x1b[2J\\u202e.json" in err
+        assert not [c for c in err if is_unsafe(c) and c != "\n"]
+        assert err.count("\n") == 1
