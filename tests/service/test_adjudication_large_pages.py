@@ -111,23 +111,7 @@ class TestLargePages:
     async def test_gold_label_revisions_page_by_bytes(self, adjudication_db: str) -> None:
         """Frozen 400 KB labels list in pages within the limit, each revision once."""
         async with small_server(adjudication_db) as stub:
-            for name in ("ann", "bob"):
-                await register(stub, name)
-            made = await big_cases(stub)
-            for case_id in made:
-                await review(stub, case_id, "ann", BIG)
-                await review(stub, case_id, "bob", BIG)
-                await stub.ResolveCase(
-                    pb.ResolveCaseRequest(
-                        request_id=rid(),
-                        case_id=case_id,
-                        basis=gold_pb2.RESOLUTION_BASIS_UNANIMOUS_AGREEMENT,
-                    ),
-                    timeout=TIMEOUT,
-                )
-                await stub.FreezeGoldLabel(
-                    pb.FreezeGoldLabelRequest(request_id=rid(), case_id=case_id), timeout=TIMEOUT
-                )
+            made = await frozen_big_labels(stub)
 
             def call(token: str) -> Awaitable[Any]:
                 request = pb.ListGoldLabelRevisionsRequest(page_token=token)
@@ -136,3 +120,47 @@ class TestLargePages:
             pages = await every_page(call, lambda r: [g.case_id for g in r.revisions])
         assert len(pages) >= 3
         assert sorted(c for page in pages for c in page) == sorted(made)
+
+    async def test_an_export_batch_of_large_labels_is_split_within_the_limit(
+        self, adjudication_db: str
+    ) -> None:
+        """One batch of 12 records of 400 KB labels (and cases) arrives as several messages,
+        each within the limit, every record once, then the manifest counting them all."""
+        async with small_server(adjudication_db) as stub:
+            made = await frozen_big_labels(stub)
+            sizes: list[int] = []
+            exported: list[str] = []
+            manifest = None
+            async for message in stub.ExportCorpus(pb.ExportCorpusRequest(), timeout=TIMEOUT):
+                assert message.ByteSize() <= LIMIT
+                if message.WhichOneof("item") == "batch":
+                    sizes.append(message.ByteSize())
+                    exported.extend(r.revision.case_id for r in message.batch.records)
+                else:
+                    manifest = message.manifest
+        assert len(sizes) >= 3
+        assert sorted(exported) == sorted(made)
+        assert manifest is not None
+        assert manifest.record_count == CASES
+
+
+async def frozen_big_labels(stub: pb_grpc.AdjudicationServiceStub) -> list[str]:
+    """12 big cases, each reviewed BIG twice, resolved unanimously and frozen."""
+    for name in ("ann", "bob"):
+        await register(stub, name)
+    made = await big_cases(stub)
+    for case_id in made:
+        await review(stub, case_id, "ann", BIG)
+        await review(stub, case_id, "bob", BIG)
+        await stub.ResolveCase(
+            pb.ResolveCaseRequest(
+                request_id=rid(),
+                case_id=case_id,
+                basis=gold_pb2.RESOLUTION_BASIS_UNANIMOUS_AGREEMENT,
+            ),
+            timeout=TIMEOUT,
+        )
+        await stub.FreezeGoldLabel(
+            pb.FreezeGoldLabelRequest(request_id=rid(), case_id=case_id), timeout=TIMEOUT
+        )
+    return made

@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 
 import grpc
 
+from assay.runtime import paging
 from assay.runtime.auth.principal import current_principal
 from assay.services.adjudication.domain.canonical import now
 from assay.services.adjudication.domain.model import Caller, ChainHead, ExportTally
@@ -61,6 +62,23 @@ class _Converted(Generic[T, M]):
     def __call__(self, item: T) -> M:
         found = self._done.get(id(item))
         return found if found is not None else self._convert(item)
+
+
+def _within(response: pb.ExportCorpusResponse, budget: int) -> list[pb.ExportCorpusResponse]:
+    """An export batch as messages of at most ``budget`` bytes of records each (at least one
+    record each), in order: a batch of large labels would pass the largest message."""
+    if response.ByteSize() <= budget:
+        return [response]
+    records = list(response.batch.records)
+    sizes = [record.ByteSize() + 6 for record in records]
+    split: list[pb.ExportCorpusResponse] = []
+    start = 0
+    while start < len(records):
+        kept = paging.fitting(iter(sizes[start:]), budget)
+        part = pb.CorpusRecordBatch(records=records[start : start + kept])
+        split.append(pb.ExportCorpusResponse(batch=part))
+        start += kept
+    return split
 
 
 class AdjudicationServicer:
@@ -223,7 +241,9 @@ class AdjudicationServicer:
             if isinstance(item, ChainHead):
                 head = item
                 continue
-            yield await self._batch(item, tally, head.sequence)
+            batch = await self._batch(item, tally, head.sequence)
+            for message in _within(batch, self.lookups.page_bytes):
+                yield message
         manifest = convert.manifest(tally, head, started, request.tenant)
         manifest.checkpoint = (await self.log.checkpoint(head.sequence)).note
         yield pb.ExportCorpusResponse(manifest=manifest)
