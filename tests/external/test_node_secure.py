@@ -1,8 +1,10 @@
 """The Node client (clients/node) against a secured deployment: the three services as
 ``assay serve NAME --credentials DIR`` processes (TLS from the folder's CA, bearer tokens
 verified against its JWKS, its auth policy) and a resolver that also requires a client
-certificate. The assertions live in clients/node/test/secure.test.js; this test writes the
-credentials, starts the servers, and requires every one of Node's secure tests to run and pass.
+certificate. The assertions live in clients/node/test/: secure.test.js (tokens, roles, mutual
+TLS, a plaintext client told the server wants TLS), and the whole services suite, which with
+``ASSAY_SECURE_CREDENTIALS`` calls as the example person each RPC's role needs. This test
+writes the credentials, starts the servers, and requires every Node test to run and pass.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ SECURE_SNIPPET_OPENER = "DIR=~/.assay-dev node --input-type=module <<'JS'\n"
 pytestmark = [pytest.mark.external, pytest.mark.timeout(900)]
 
 NODE_TEST_TIMEOUT_SECONDS = 180
-# The number of tests in clients/node/test/secure.test.js.
-SECURE_NODE_TESTS = 11
+# The number of tests in clients/node/test/*.test.js (secure.test.js's included).
+SECURE_NODE_TESTS = 32
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +50,12 @@ class TestNodeSecure:
         targets = deployment.stack.targets()
         cert, key = deployment.client
         result = node.run(
-            [node.tool("node"), "--test", "--test-reporter=tap", "test/secure.test.js"],
+            [node.tool("node"), "--test", "--test-reporter=tap", "test/"],
             timeout=NODE_TEST_TIMEOUT_SECONDS,
             env={
+                "ASSAY_RESOLVER_TARGET": targets["resolver"],
+                "ASSAY_PLANNER_TARGET": targets["planner"],
+                "ASSAY_ADJUDICATION_TARGET": targets["adjudication"],
                 "ASSAY_SECURE_CREDENTIALS": str(deployment.creds.root),
                 "ASSAY_SECURE_RESOLVER_TARGET": targets["resolver"],
                 "ASSAY_SECURE_PLANNER_TARGET": targets["planner"],
@@ -80,7 +85,7 @@ class TestNodeSecure:
             )
             for line in proc.log_lines()
         }
-        assert {"alice", "operator", "planner"} <= callers, sorted(callers)
+        assert {"alice", "bob", "operator", "planner"} <= callers, sorted(callers)
         # The mutual TLS resolver answered the call with a certificate only: the one without
         # never got past the handshake.
         mtls_calls = [line for line in deployment.mtls_resolver.log_lines() if "method" in line]

@@ -18,6 +18,7 @@ import { ErrorReason, ErrorReasonSchema } from "./gen/assay/v1/errors_pb.js";
 import { PlannerService } from "./gen/assay/v1/planner_service_pb.js";
 import { ResolverService } from "./gen/assay/v1/resolver_service_pb.js";
 import { BadRequestSchema, ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
+import { tlsMismatchInterceptor } from "./connection-errors.js";
 
 export { Code, ConnectError } from "@connectrpc/connect";
 export { create, fromJson, toJson } from "@bufbuild/protobuf";
@@ -146,7 +147,8 @@ function bearerInterceptor(currentToken) {
  * - `token` or `tokenFile`: a bearer token sent as `authorization: Bearer …`
  *   on every call (a token file is re-read when it changes).
  * A token is never sent in plaintext to a host other than this machine: that
- * throws here, before any connection is made.
+ * throws here, before any connection is made. A call that fails because client
+ * and server disagree on TLS says so (UNAVAILABLE, naming the option to change).
  */
 export function createTransport(
   target,
@@ -164,9 +166,11 @@ export function createTransport(
     throw new Error(`TLS (ca, cert, key, tls or https://) asked of the plaintext target ${target}`);
   }
   const baseUrl = scheme ? target : `${secure ? "https" : "http"}://${target}`;
-  const host = new URL(baseUrl).hostname;
+  const url = new URL(baseUrl);
+  const host = url.hostname;
 
-  const interceptors = [];
+  // Outermost: a TLS/plaintext mismatch is reported as such, not as a cancelled stream.
+  const interceptors = [tlsMismatchInterceptor(url, secure)];
   if (token !== undefined || tokenFile !== undefined) {
     if (!secure && !isLoopback(host)) {
       throw new Error(

@@ -1,6 +1,7 @@
 // The client library on its own, without Assay servers: the default deadline
 // and the bearer token reach the wire, credential options are checked before
-// any connection, and decodeError reads rich error details.
+// any connection, a TLS client against a plaintext server says so, and
+// decodeError reads rich error details.
 
 import assert from "node:assert/strict";
 import { once } from "node:events";
@@ -68,6 +69,43 @@ describe("deadlines", () => {
     await assert.rejects(pending);
     const header = seenTimeouts.at(-1) ?? "";
     assert.equal(header, `${DEFAULT_TIMEOUT_MS}m`);
+  });
+});
+
+describe("TLS against a plaintext server", () => {
+  // A plaintext HTTP/2 server, as `assay up` serves without credentials.
+  let server;
+  let target;
+
+  before(async () => {
+    server = createServer();
+    server.on("stream", (stream) => stream.on("error", () => {}));
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    target = `127.0.0.1:${server.address().port}`;
+  });
+
+  after(() => new Promise((resolve) => server.close(resolve)));
+
+  it("says the server does not speak TLS, naming the options to leave out", async () => {
+    const client = createResolverClient(target, { tls: true, timeoutMs: 5_000 });
+    await assert.rejects(client.getResolverPolicy({}), (error) => {
+      const decoded = decodeError(error);
+      assert.equal(decoded.code, Code.Unavailable);
+      assert.equal(decoded.reason, "");
+      assert.match(decoded.message, new RegExp(`server at ${target} does not speak TLS`));
+      assert.match(decoded.message, /`ca`, `cert`, `tls` or an https:\/\/ target/);
+      assert.match(String(error.cause?.message), /wrong version number/);
+      return true;
+    });
+  });
+
+  it("leaves a refused connection as it is: nothing listens, so nothing speaks TLS", async () => {
+    const client = createResolverClient("127.0.0.1:1", { timeoutMs: 2_000 });
+    await assert.rejects(client.getResolverPolicy({}), (error) => {
+      assert.doesNotMatch(error.message, /TLS/);
+      return true;
+    });
   });
 });
 

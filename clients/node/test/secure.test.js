@@ -153,9 +153,12 @@ describe("Secured deployment: TLS and bearer tokens", { skip: skipSecure }, () =
     assert.match(error.message, /certificate/i);
   });
 
-  it("cannot call the TLS server in plaintext", async () => {
+  it("cannot call the TLS server in plaintext, and says the server wants TLS", async () => {
     const resolver = createResolverClient(`http://${TARGETS.resolver}`, { timeoutMs: 5_000 });
-    assertConnectionFailure(await failure(() => resolver.getResolverPolicy({})));
+    const error = await failure(() => resolver.getResolverPolicy({}));
+    assertConnectionFailure(error);
+    assert.equal(error.code, Code.Unavailable);
+    assert.match(error.message, /speaks TLS, but this client connects in plaintext: give `ca`/);
   });
 });
 

@@ -2,9 +2,18 @@
 // starts the three services on free ports and passes their addresses in
 //   ASSAY_RESOLVER_TARGET, ASSAY_PLANNER_TARGET, ASSAY_ADJUDICATION_TARGET.
 // By hand: `assay up` and `npm test` (unset variables mean the `assay up` ports).
+//
+// The same suite runs against a secured deployment when ASSAY_SECURE_CREDENTIALS
+// names the folder it serves (`assay dev-credentials DIR`, then `assay up
+// --credentials DIR --allow-fixture-reviewers`; tests/external/test_node_secure.py
+// does this): every call then trusts DIR/ca.pem and carries the token of the
+// example person whose role the RPC needs (alice reads and reviews, bob
+// reviews, the operator registers, enqueues, resolves, freezes and exports),
+// and the gold label comes from alice and bob, humans, in their tenant `acme`.
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import {
   Availability,
@@ -30,7 +39,22 @@ import {
 } from "../src/index.js";
 
 const EXAMPLES = new URL("../../../examples/", import.meta.url);
+const SECURE = process.env.ASSAY_SECURE_CREDENTIALS ?? "";
 
+/** The credential options of example person `name` (none in dev mode, where all may do all). */
+function as(name) {
+  if (!SECURE) return {};
+  return { ca: join(SECURE, "ca.pem"), tokenFile: join(SECURE, "tokens", `${name}.jwt`) };
+}
+
+/** Runs `call`, ignoring only ALREADY_EXISTS (a person registered by an earlier run). */
+async function unlessExists(call) {
+  try {
+    await call();
+  } catch (error) {
+    if (decodeError(error).code !== Code.AlreadyExists) throw error;
+  }
+}
 
 function example(path) {
   return JSON.parse(readFileSync(new URL(path, EXAMPLES), "utf8"));
@@ -50,7 +74,7 @@ async function failure(call) {
 const RUN = `${process.pid}-${Date.now().toString(36)}`;
 
 describe("ResolverService", () => {
-  const resolver = createResolverClient(DEFAULT_TARGETS.resolver);
+  const resolver = createResolverClient(DEFAULT_TARGETS.resolver, as("alice"));
 
   it("resolves the example's safety conflict as CONFLICTED, requiring review", async () => {
     // The request is built from canonical proto JSON, as another language would send it.
@@ -106,7 +130,7 @@ describe("ResolverService", () => {
 });
 
 describe("PlannerService", () => {
-  const planner = createPlannerClient(DEFAULT_TARGETS.planner);
+  const planner = createPlannerClient(DEFAULT_TARGETS.planner, as("alice"));
 
   it("plans acquisition for the conflicted example, human review among the candidates", async () => {
     const request = fromJson(
@@ -138,7 +162,8 @@ describe("PlannerService", () => {
 });
 
 describe("AdjudicationService", () => {
-  const adjudication = createAdjudicationClient(DEFAULT_TARGETS.adjudication);
+  const adjudication = createAdjudicationClient(DEFAULT_TARGETS.adjudication, as("operator"));
+  const reviewerClient = (name) => createAdjudicationClient(DEFAULT_TARGETS.adjudication, as(name));
 
   it("registers a reviewer, enqueues a case and shows it blinded", async () => {
     const reviewerId = `node-fixture-${RUN}`;
@@ -180,14 +205,17 @@ describe("AdjudicationService", () => {
   });
 
   it("takes a case to a frozen gold label and streams it in the export", async () => {
-    const tenant = `node-loop-${RUN}`;
+    // Dev mode: two fixture reviewers in a tenant of this run. Secured: alice and bob,
+    // registered as humans by the operator (attesting as themselves), in their tenant.
+    const tenant = SECURE ? "acme" : `node-loop-${RUN}`;
     const none = { kind: { case: "stringValue", value: "none" } };
     const key = { kind: { case: "stringValue", value: "idempotency-key" } };
-    const reviewers = [`node-a-${RUN}`, `node-b-${RUN}`];
+    const reviewers = SECURE ? ["alice", "bob"] : [`node-a-${RUN}`, `node-b-${RUN}`];
     for (const reviewerId of reviewers) {
-      await adjudication.registerReviewer({
-        reviewer: { reviewerId, kind: ReviewerKind.MECHANISM_TEST_FIXTURE },
-      });
+      const reviewer = SECURE
+        ? { reviewerId, kind: ReviewerKind.HUMAN, attestedBy: "operator" }
+        : { reviewerId, kind: ReviewerKind.MECHANISM_TEST_FIXTURE };
+      await unlessExists(() => adjudication.registerReviewer({ reviewer }));
     }
     const { case: stored } = await adjudication.enqueueCase({
       case: {
@@ -196,19 +224,23 @@ describe("AdjudicationService", () => {
         predicate: "idempotency.mode",
         candidateValues: [key, none],
         localVerdict: none,
-        lineage: { origin: "node-client-test" },
+        lineage: { origin: "node-client-test", originRef: RUN },
       },
     });
     let state;
     for (const reviewerId of reviewers) {
-      ({ state } = await adjudication.submitReview({
+      ({ state } = await reviewerClient(reviewerId).submitReview({
         caseId: stored.caseId,
         reviewerId,
         outcome: ReviewOutcome.LABEL,
         label: key,
       }));
     }
-    assert.equal(state, CaseState.AGREED);
+    // A plain reviewer learns nothing of the other's answer (dev mode's caller holds every
+    // role, so it is told); the operator sees the agreement.
+    assert.equal(state, SECURE ? CaseState.AWAITING_RESOLUTION : CaseState.AGREED);
+    const { state: seen } = await adjudication.getCaseState({ caseId: stored.caseId });
+    assert.equal(seen, CaseState.AGREED);
     const { resolution } = await adjudication.resolveCase({
       caseId: stored.caseId,
       basis: ResolutionBasis.UNANIMOUS_AGREEMENT,
@@ -216,7 +248,10 @@ describe("AdjudicationService", () => {
     assert.equal(resolution.labelKey, '"idempotency-key"');
     const { revision } = await adjudication.freezeGoldLabel({ caseId: stored.caseId });
     assert.equal(revision.revision, 1);
-    assert.equal(revision.provenance, LabelingProvenance.SYNTHETIC_MECHANISM_TEST);
+    assert.equal(
+      revision.provenance,
+      SECURE ? LabelingProvenance.HUMAN_ADJUDICATED : LabelingProvenance.SYNTHETIC_MECHANISM_TEST,
+    );
     assert.match(revision.digest, /^sha256:[0-9a-f]{64}$/);
 
     // A server stream: record batches, then exactly one manifest, last.
@@ -227,23 +262,29 @@ describe("AdjudicationService", () => {
     assert.equal(items.at(-1).case, "manifest");
     assert.equal(items.filter((item) => item.case === "manifest").length, 1);
     const records = items.filter((item) => item.case === "batch").flatMap((item) => item.value.records);
-    assert.deepEqual(records.map((record) => record.case.caseId), [stored.caseId]);
-    assert.equal(records[0].revision.digest, revision.digest);
+    const mine = records.filter((record) => record.case.caseId === stored.caseId);
+    assert.equal(mine.length, 1);
+    assert.equal(mine[0].revision.digest, revision.digest);
     const manifest = items.at(-1).value;
     // int64 counts arrive as BigInt in protobuf-es.
-    assert.equal(manifest.recordCount, 1n);
-    assert.equal(manifest.syntheticCount, 1n);
-    assert.equal(manifest.containsSyntheticLabels, true);
+    assert.equal(manifest.recordCount, BigInt(records.length));
+    if (!SECURE) {
+      assert.equal(manifest.recordCount, 1n);
+      assert.equal(manifest.syntheticCount, 1n);
+      assert.equal(manifest.containsSyntheticLabels, true);
+    }
   });
 
   it("refuses a human reviewer without attestation, naming `reviewer.attested_by`", async () => {
-    const error = await failure(() =>
-      adjudication.registerReviewer({
-        reviewer: { reviewerId: `node-human-${RUN}`, kind: ReviewerKind.HUMAN },
-      }),
+    // Secured, an empty attestation is the operator's own; one in another's name is refused.
+    const reviewer = { reviewerId: `node-human-${RUN}`, kind: ReviewerKind.HUMAN };
+    if (SECURE) reviewer.attestedBy = "hr ticket 42";
+    const error = await failure(() => adjudication.registerReviewer({ reviewer }));
+    assert.equal(error.code, SECURE ? Code.PermissionDenied : Code.InvalidArgument);
+    assert.equal(
+      error.reasonValue,
+      SECURE ? ErrorReason.IDENTITY_MISMATCH : ErrorReason.HUMAN_REVIEWER_REQUIRES_ATTESTATION,
     );
-    assert.equal(error.code, Code.InvalidArgument);
-    assert.equal(error.reasonValue, ErrorReason.HUMAN_REVIEWER_REQUIRES_ATTESTATION);
     assert.deepEqual(
       error.fieldViolations.map((violation) => violation.field),
       ["reviewer.attested_by"],
