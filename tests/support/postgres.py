@@ -142,6 +142,24 @@ class PostgresServer:
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.data_dir), "-m", "immediate", "-w", "stop")
 
+    def restart(self, mode: str) -> None:
+        """``pg_ctl restart -m MODE`` (fast: sessions terminated, a checkpoint; immediate: no
+        checkpoint, crash recovery at start), with the options it started with (pg_ctl keeps
+        them) and the same log file; returns once the server accepts connections again."""
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data_dir),
+            "-l",
+            str(self.data_dir / "server.log"),
+            "-m",
+            mode,
+            "-w",
+            "-t",
+            str(START_TIMEOUT_SECONDS),
+            "restart",
+        )
+
     def _own(self, path: Path) -> None:
         if self.run_as is not None:
             user = pwd.getpwnam(self.run_as)

@@ -1,7 +1,8 @@
 """A database that cannot be reached is UNAVAILABLE with a retry delay, never an unexpected error.
 
 On a real PostgreSQL server, the store's connections are cut from the server side
-(``pg_terminate_backend``, what a fast shutdown does to every session: SQLSTATE 57P01);
+(``pg_terminate_backend``, what a fast shutdown does to every session: SQLSTATE 57P01),
+with new ones refused (a role's connection limit of 0: SQLSTATE 53300) or allowed;
 a whole restart of the server under two replicas is the process test
 ``tests/process/test_adjudication_db_restart.py``. On SQLite: a file locked by another
 connection. Then the status the runtime builds from the domain error
@@ -11,8 +12,11 @@ carries RetryInfo only when its request id makes a repeat safe.
 
 from __future__ import annotations
 
+import functools
+import secrets
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -30,17 +34,59 @@ from assay.services.adjudication.storage.postgres.faults import is_unreachable
 from assay.services.adjudication.storage.postgres.store import POOL_MAX
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.retries import KeyedJob, RequestKey
+from tests.support.postgres import PostgresServer
 
 T = TypeVar("T")
 
 
+@dataclass
+class Limited:
+    """A database reached as a role of its own (not a superuser), whose connections the
+    test can cut and refuse: ``CONNECTION LIMIT 0`` makes the server answer each new one
+    with TooManyConnectionsError, as a full server does."""
+
+    admin_dsn: str
+    role: str
+    dsn: str
+
+    async def _admin(self, sql: str) -> None:
+        admin = await asyncpg.connect(self.admin_dsn)
+        try:
+            await admin.execute(sql)
+        finally:
+            await admin.close()
+
+    async def refuse_connections(self) -> None:
+        await self._admin(f"ALTER ROLE {self.role} CONNECTION LIMIT 0")
+        await self._admin(
+            f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{self.role}'"
+        )
+
+    async def allow_connections(self) -> None:
+        await self._admin(f"ALTER ROLE {self.role} CONNECTION LIMIT -1")
+
+
 @pytest.fixture
-async def store(postgres_dsn: str) -> AsyncIterator[PostgresStore]:
-    opened = await PostgresStore.open(postgres_dsn)
+async def limited(postgres_server: PostgresServer, postgres_dsn: str) -> AsyncIterator[Limited]:
+    role, password = f"app_{secrets.token_hex(4)}", secrets.token_hex(12)
+    database = postgres_dsn.rsplit("/", 1)[1]
+    admin = await asyncpg.connect(postgres_dsn)
     try:
-        yield opened
+        await admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+        await admin.execute(f'GRANT ALL ON DATABASE "{database}" TO {role}')
+        await admin.execute(f"GRANT ALL ON SCHEMA public TO {role}")
     finally:
-        await opened.close()
+        await admin.close()
+    dsn = f"postgresql://{role}:{password}@127.0.0.1:{postgres_server.port}/{database}"
+    try:
+        yield Limited(postgres_dsn, role, dsn)
+    finally:
+        admin = await asyncpg.connect(postgres_dsn)
+        try:
+            await admin.execute(f"DROP OWNED BY {role}")
+            await admin.execute(f"DROP ROLE {role}")
+        finally:
+            await admin.close()
 
 
 async def register(app: Adjudication, reviewer_id: str, request_id: str = "") -> bytes:
@@ -99,40 +145,66 @@ def details(error: Unavailable) -> tuple[grpc.StatusCode, dict[str, str], float 
 
 
 class TestPostgresConnectionsLost:
-    async def test_a_write_on_cut_connections_is_unavailable_then_the_next_one_succeeds(
-        self, store: PostgresStore, postgres_dsn: str
+    async def test_a_write_while_the_server_refuses_connections_is_unavailable_then_succeeds(
+        self, limited: Limited
     ) -> None:
-        """A write whose connection the server terminated is STORAGE_UNAVAILABLE with a
-        retry delay; the same write repeated with its request id then succeeds once."""
-        app = Adjudication(store)
-        await register(app, "before")  # the writer holds a live connection now
-        assert await cut_connections(postgres_dsn) >= 1
-        with pytest.raises(Unavailable) as caught:
-            await register(app, "during", "rid-1")
-        assert caught.value.reason == Reason.STORAGE_UNAVAILABLE
-        assert caught.value.retry_delay == faults.RETRY_DELAY_SECONDS
-        assert await until_answered(lambda: register(app, "during", "rid-1")) == b"during"
-        assert await register(app, "during", "rid-1") == b"during"  # answered, not redone
-        found = await until_answered(lambda: store.reviewer("during"))
-        assert found is not None
-        assert found.reviewer_id == "during"
-        events = await until_answered(lambda: store.audit_events(0, 10, EVERY_TENANT))
-        assert [e.payload["reviewer_id"] for e in events] == ["before", "during"]
+        """Connections cut and new ones refused (TooManyConnectionsError): a write is
+        STORAGE_UNAVAILABLE with a retry delay; once connections are allowed again the same
+        write, repeated with its request id, succeeds once."""
+        store = await PostgresStore.open(limited.dsn)
+        try:
+            app = Adjudication(store)
+            await register(app, "before")  # the writer holds a live connection now
+            await limited.refuse_connections()
+            with pytest.raises(Unavailable) as caught:
+                await register(app, "during", "rid-1")
+            assert caught.value.reason == Reason.STORAGE_UNAVAILABLE
+            assert caught.value.retry_delay == faults.RETRY_DELAY_SECONDS
+            await limited.allow_connections()
+            assert await register(app, "during", "rid-1") == b"during"
+            assert await register(app, "during", "rid-1") == b"during"  # answered, not redone
+            events = await store.audit_events(0, 10, EVERY_TENANT)
+            assert [e.payload["reviewer_id"] for e in events] == ["before", "during"]
+        finally:
+            await store.close()
 
-    async def test_a_read_on_cut_connections_is_unavailable_then_recovers(
-        self, store: PostgresStore, postgres_dsn: str
+    async def test_a_read_while_the_server_refuses_connections_is_unavailable_then_answers(
+        self, limited: Limited
     ) -> None:
-        """Reads on pooled connections the server terminated are STORAGE_UNAVAILABLE (never
-        an unexpected error) until the pool has reconnected; then they answer."""
-        app = Adjudication(store)
-        await register(app, "kept")
-        await store.reviewer("kept")  # a pooled connection has served a read
-        await cut_connections(postgres_dsn)
-        with pytest.raises(Unavailable) as caught:
-            await store.reviewer("kept")
-        assert caught.value.reason == Reason.STORAGE_UNAVAILABLE
-        found = await until_answered(lambda: store.reviewer("kept"))
-        assert found is not None
+        """Reads on cut connections, new ones refused: STORAGE_UNAVAILABLE (never an
+        unexpected error); allowed again, the pool reconnects and the read answers."""
+        store = await PostgresStore.open(limited.dsn)
+        try:
+            await register(Adjudication(store), "kept")
+            await limited.refuse_connections()
+            with pytest.raises(Unavailable) as caught:
+                await store.reviewer("kept")
+            assert caught.value.reason == Reason.STORAGE_UNAVAILABLE
+            await limited.allow_connections()
+            found = await until_answered(lambda: store.reviewer("kept"))
+            assert found is not None
+        finally:
+            await store.close()
+
+    async def test_cut_connections_are_unavailable_or_reconnected_never_internal(
+        self, postgres_dsn: str
+    ) -> None:
+        """Connections the server terminated (what a fast shutdown does), reconnection
+        allowed: each call either answers, the pool having reconnected, or is
+        STORAGE_UNAVAILABLE; nothing else, and the store carries on by itself."""
+        store = await PostgresStore.open(postgres_dsn)
+        try:
+            app = Adjudication(store)
+            for round_number in range(5):
+                await until_answered(lambda: store.reviewer("anyone"))
+                await cut_connections(postgres_dsn)
+                name = f"r{round_number}"
+                write = functools.partial(register, app, name, name)
+                assert await until_answered(write) == name.encode()
+            listed = await until_answered(lambda: store.reviewers("", 10))
+            assert [r.reviewer_id for r in listed] == [f"r{i}" for i in range(5)]
+        finally:
+            await store.close()
 
 
 class TestClassification:

@@ -10,19 +10,30 @@ statement sent on a connection it already knows is closed; other
 ``InterfaceError``\\ s are the client's own mistakes and stay unexpected, as does
 every other SQLSTATE (a constraint, a syntax error): those are bugs, not outages.
 
+asyncpg's pool reconnects its floor of connections in the background and, when that
+fails, logs a warning with the whole traceback through the standard ``logging`` module:
+once per second while the server is down. ``quiet_pool_log`` replaces that with one
+structured warning line naming the error, like every other line the server writes.
+
 One more case needs the connection itself: a server that terminates an idle session
 sends its FATAL message before closing the socket, and a statement sent between the two
-fails with ``InternalClientError`` (the protocol is still consuming that message).
-``lost`` waits a moment for such a connection to close: if it does, the error was the
-lost connection; if it stays open, the error is what it says.
+fails with ``InternalClientError`` (the protocol is still consuming that message); one
+sent on a connection the pool took back when its server closed it fails with
+``InterfaceError``. ``lost`` waits a moment for such a connection to be closed: if it is,
+the error was the lost connection; if it stays open, the error is what it says.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import asyncpg
+
+from assay.runtime.logging import get_logger
+
+_log = get_logger("assay.adjudication.storage")
 
 _GONE = (
     asyncpg.PostgresConnectionError,
@@ -47,6 +58,9 @@ def is_unreachable(error: BaseException) -> bool:
     return False
 
 
+# What asyncpg raises for a statement on a connection whose server is closing it, or which
+# the pool already took back: the connection's state tells the two causes apart.
+_ODD = (asyncpg.InternalClientError, asyncpg.InterfaceError)
 # How long ``lost`` waits for a connection that failed oddly to be closed by its server.
 CLOSE_WAIT_SECONDS = 0.5
 _POLL_SECONDS = 0.01
@@ -66,7 +80,7 @@ async def lost(error: BaseException, db: Any | None) -> bool:
     database could not be reached (module docstring)."""
     if is_unreachable(error):
         return True
-    if db is None or not isinstance(error, asyncpg.InternalClientError):
+    if db is None or not isinstance(error, _ODD):
         return False
     deadline = asyncio.get_running_loop().time() + CLOSE_WAIT_SECONDS
     while usable(db):
@@ -74,3 +88,23 @@ async def lost(error: BaseException, db: Any | None) -> bool:
             return False
         await asyncio.sleep(_POLL_SECONDS)
     return True
+
+
+class _PoolLog(logging.Filter):
+    """Turns asyncpg's pool warnings into one structured line each, without the traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        _log.warning(
+            "database_pool",
+            message=record.getMessage(),
+            error=f"{type(error).__name__}: {error}" if error is not None else None,
+        )
+        return False
+
+
+def quiet_pool_log() -> None:
+    """Route asyncpg's pool log through ``_PoolLog`` (once per process)."""
+    pool_log = logging.getLogger("asyncpg.pool")
+    if not any(isinstance(f, _PoolLog) for f in pool_log.filters):
+        pool_log.addFilter(_PoolLog())

@@ -33,7 +33,7 @@ from assay.services.adjudication.storage import faults
 from assay.services.adjudication.storage.engine import ExportBatch
 from assay.services.adjudication.storage.postgres import ledger_checks as checks
 from assay.services.adjudication.storage.postgres import queries, schema, verify, worklist
-from assay.services.adjudication.storage.postgres.faults import lost
+from assay.services.adjudication.storage.postgres.faults import lost, quiet_pool_log
 from assay.services.adjudication.storage.postgres.tx import PostgresWriteTx
 from assay.services.adjudication.storage.postgres.writer import PostgresWriter
 
@@ -62,6 +62,7 @@ class PostgresStore:
 
     @classmethod
     async def open(cls, dsn: str, pool_max: int = POOL_MAX) -> PostgresStore:
+        quiet_pool_log()
         pool = await asyncpg.create_pool(dsn, min_size=min(POOL_MIN, pool_max), max_size=pool_max)
         try:
             async with pool.acquire() as db:

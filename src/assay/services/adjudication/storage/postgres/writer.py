@@ -148,7 +148,9 @@ class PostgresWriter:
             db = await self._connection()
             try:
                 outcomes = await self._attempt(db, jobs, isolated=False)
-            except _JobFailed:  # rolled back: again, each job in its savepoint
+            except _JobFailed as job_failed:  # rolled back: again, each job in its savepoint
+                if not usable(db) and job_failed.__cause__ is not None:
+                    raise job_failed.__cause__ from None  # the connection failed, not a job
                 outcomes = await self._attempt(db, jobs, isolated=True)
         except _CommitUnknown as unknown:  # the connection died during COMMIT
             cause = unknown.__cause__ or unknown
