@@ -28,35 +28,14 @@ import pytest
 
 from assay.client import AdjudicationClient, Credentials
 from assay.v1 import gold_pb2
+from tests.support.doc_commands import logical_commands, map_ports, section_blocks
 from tests.support.processes import free_port, wait_serving
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTION = "### The secure path"
+SECTION = "### The secure path: TLS, tokens, roles and tenants"
 DEFAULT_PORTS = {"resolver": 50051, "planner": 50052, "adjudication": 50053}
 COMMAND_TIMEOUT_SECONDS = 300
 pytestmark = pytest.mark.process
-
-
-def section_blocks(readme: str) -> list[str]:
-    """The ```bash blocks of the README's secure-path section (up to the next heading)."""
-    start = readme.index(SECTION)
-    end = readme.index("\n## ", start)
-    return re.findall(r"```bash\n(.*?)```", readme[start:end], flags=re.DOTALL)
-
-
-def logical_commands(block: str) -> list[str]:
-    """A block's commands, each with its continuation lines (``\\``) kept."""
-    commands: list[str] = []
-    current: list[str] = []
-    for line in block.splitlines():
-        if not line.strip() and not current:
-            continue
-        current.append(line)
-        if not line.rstrip().endswith("\\"):
-            commands.append("\n".join(current))
-            current = []
-    assert not current, f"a command ends in a continuation: {current}"
-    return commands
 
 
 def refusal_words(command: str) -> list[str]:
@@ -97,11 +76,13 @@ def session_script(commands: list[str], runs: Path, ports: dict[str, int]) -> st
     """One bash script running each command in turn (variables carry over), each command's
     exit code and output captured in ``runs/N.*``."""
     lines = []
+    mapped = {DEFAULT_PORTS[name]: port for name, port in ports.items()}
     for number, command in enumerate(commands):
-        for name, default in DEFAULT_PORTS.items():
-            command = command.replace(f"localhost:{default}", f"localhost:{ports[name]}")
         out = runs / str(number)
-        lines.append(f"{{ {command}\n}} >'{out}.out' 2>'{out}.err' </dev/null; echo $? >'{out}.rc'")
+        lines.append(
+            f"{{ {map_ports(command, mapped)}\n}} >'{out}.out' 2>'{out}.err' </dev/null; "
+            f"echo $? >'{out}.rc'"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -133,7 +114,7 @@ def fresh_folder(folder: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def walkthrough(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Walkthrough]:
-    blocks = section_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
+    blocks = section_blocks(ROOT / "README.md", SECTION)
     assert len(blocks) == 2, "the secure path is two blocks: start the servers, then call them"
     start, calls = (logical_commands(block) for block in blocks)
     assert len(start) == 2, start
