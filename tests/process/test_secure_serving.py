@@ -109,7 +109,8 @@ def creds(tmp_path_factory: pytest.TempPathFactory) -> DevCredentials:
 class TestDevCredentials:
     def test_writes_every_file_owner_only_and_prints_no_secret(self, tmp_path: Path) -> None:
         """Every file is written; keys and tokens 0600, folders 0700; stdout names the next
-        commands and holds no key or token."""
+        commands (serving, the operator registering a reviewer, a call) and holds no key or
+        token."""
         root = tmp_path / "creds"
         done = run_assay("dev-credentials", str(root))
         assert done.returncode == 0, done.stderr
@@ -125,6 +126,10 @@ class TestDevCredentials:
         assert f"assay up --credentials {root}" in done.stdout
         assert f"grpcurl -cacert {written.ca}" in done.stdout
         assert f"$(cat {written.token_path('alice')})" in done.stdout
+        assert (
+            "assay reviewer add alice --kind human --attested-by operator "
+            f"--ca {written.ca} --token-file {written.token_path('operator')}" in done.stdout
+        )
         assert "PRIVATE KEY" not in done.stdout + done.stderr
         for who in EXAMPLE_PRINCIPALS:
             assert written.token(who.name) not in done.stdout + done.stderr
