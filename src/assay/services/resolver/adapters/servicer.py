@@ -173,18 +173,21 @@ class ResolverServicer(ResolverCalls):
         if len(data) <= SURVEY_ON_LOOP_BYTES:
             surveyed = survey(data, self.columns_limits)
             units = max(units, surveyed.rows, surveyed.decompressed // COLUMNS_BYTES_PER_UNIT)
-        if context is not None and len(data) < LARGE_REQUEST_BYTES and units > INLINE_MAX_UNITS:
-            # The runtime gives back only a large request's memory; this one's work is large.
-            context.add_done_callback(trim_after)
-        return await self._serve(
-            "ResolveColumns",
-            self._ResolveColumns,
-            message,
-            context,
-            units,
-            partial(self._columns_budget, size=len(data)),
-            partial(self._resolve_columns_wire, data=data, surveyed=surveyed),
-        )
+        try:
+            return await self._serve(
+                "ResolveColumns",
+                self._ResolveColumns,
+                message,
+                context,
+                units,
+                partial(self._columns_budget, size=len(data)),
+                partial(self._resolve_columns_wire, data=data, surveyed=surveyed),
+            )
+        finally:
+            if context is not None and units > INLINE_MAX_UNITS and len(data) < LARGE_REQUEST_BYTES:
+                # The runtime gives back the memory of large requests only; this small
+                # request's work was large.
+                trim_after()
 
 
 def _unstoppable(work: Callable[[_Request, Stop], _Response], request: _Request) -> _Response:

@@ -5,8 +5,8 @@ serialization (``convert.claim_ref``), so the row is turned back into the ``Clai
 describes (nulls and empty strings as unset fields, the value parsed from its JSON
 text) and hashed the same way. The engine asks only for rows whose reference decides
 something (a weight tie), so this costs nothing on typical evidence; on evidence that
-ties everywhere (identical id-less rows) it is most of the work, so it checks its stop
-every ``CHECK_EVERY`` rows.
+ties everywhere (identical id-less rows) it is most of the work, so it goes a chunk of
+rows at a time and checks its stop between chunks.
 """
 
 from __future__ import annotations
@@ -40,15 +40,21 @@ class ContentRefs:
         self._check = check
 
     def __call__(self, rows: Sequence[int]) -> list[str]:
-        raw = self._raw
-        out = raw.ids.texts(np.asarray(rows, dtype=np.int64))
+        """The references of ``rows``, ``CHECK_EVERY`` rows at a time: each pyarrow call
+        that turns a chunk's column into Python objects holds the GIL throughout, so the
+        chunk bounds how long the event loop waits on a worker for it (a whole column of a
+        million rows held it for seconds), and the stop is checked between chunks."""
+        out: list[str] = []
+        for start in range(0, len(rows), CHECK_EVERY):
+            self._check()
+            out.extend(self._chunk(rows[start : start + CHECK_EVERY]))
+        return out
+
+    def _chunk(self, rows: Sequence[int]) -> list[str]:
+        out = self._raw.ids.texts(np.asarray(rows, dtype=np.int64))
         missing = [i for i, ref in enumerate(out) if not ref]
         if missing:
-            check = self._check
-            claims = self.claims([rows[i] for i in missing])
-            for n, (i, claim) in enumerate(zip(missing, claims, strict=True)):
-                if not n % CHECK_EVERY:
-                    check()
+            for i, claim in zip(missing, self.claims([rows[i] for i in missing]), strict=True):
                 out[i] = claim_ref(claim)
         return out
 
@@ -63,10 +69,7 @@ class ContentRefs:
             if name in table.column_names
         }
         out = []
-        check = self._check
         for i, row in enumerate(rows):
-            if not i % CHECK_EVERY:
-                check()
             claim = claim_pb2.Claim()
             for name in _STRINGS:
                 text = columns[name][i] if name in columns else None
