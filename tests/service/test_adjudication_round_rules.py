@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 import pytest
 
-from assay.runtime.status import MAX_DESCRIPTION_BYTES
+from assay.runtime.status import MAX_DESCRIPTION_BYTES, decode_rpc_error
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import gold_pb2
 from tests.service.adjudication_support import (
@@ -117,6 +117,36 @@ class TestRoundComplete:
             detail = await stub.GetCase(pb.GetCaseRequest(case_id=case.case_id), timeout=TIMEOUT)
             assert len(detail.reviews) == 2
             assert (await state_of(stub, case.case_id)).state == pb.CASE_STATE_DISAGREED
+
+    async def test_replicas_racing_for_a_rounds_second_place_leave_two(
+        self, postgres_dsn: str
+    ) -> None:
+        """Two servers on one PostgreSQL database (two replicas, each its own writer): for
+        each of 8 cases, two reviews sent at once through different replicas, after a first;
+        every round ends with exactly two reviews and the loser is ROUND_COMPLETE."""
+        async with (
+            adjudication_server(postgres_dsn) as one,
+            adjudication_server(postgres_dsn) as two,
+        ):
+            for name in ("ann", "bob", "cy"):
+                await register(one.stub, name)
+            made = [(await enqueue(one.stub)).case_id for _ in range(8)]
+            for case_id in made:
+                await review(one.stub, case_id, "ann", "key")
+            outcomes = await asyncio.gather(
+                *(
+                    review(server.stub, case_id, name, "none")
+                    for case_id in made
+                    for server, name in ((one, "bob"), (two, "cy"))
+                ),
+                return_exceptions=True,
+            )
+            lost = [o for o in outcomes if isinstance(o, grpc.aio.AioRpcError)]
+            assert len(lost) == len(made), outcomes
+            reasons = {decode_rpc_error(e).reason for e in lost}
+            assert reasons == {"ERROR_REASON_ROUND_COMPLETE"}
+            for case_id in made:
+                assert (await state_of(two.stub, case_id)).review_count == 2
 
     async def test_a_new_round_takes_two_reviews_again(self, adjudication_db: str) -> None:
         """After the round is resolved and frozen, the next round accepts two reviews."""
