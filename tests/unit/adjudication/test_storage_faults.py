@@ -32,6 +32,7 @@ from assay.services.adjudication.storage import faults
 from assay.services.adjudication.storage.postgres import PostgresStore
 from assay.services.adjudication.storage.postgres.faults import is_unreachable
 from assay.services.adjudication.storage.postgres.store import POOL_MAX
+from assay.services.adjudication.storage.store import Store as SqliteStore
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.retries import KeyedJob, RequestKey
 from tests.support.postgres import PostgresServer
@@ -203,6 +204,34 @@ class TestPostgresConnectionsLost:
                 assert await until_answered(write) == name.encode()
             listed = await until_answered(lambda: store.reviewers("", 10))
             assert [r.reviewer_id for r in listed] == [f"r{i}" for i in range(5)]
+        finally:
+            await store.close()
+
+
+class TestSqliteLocked:
+    async def test_a_write_while_another_connection_holds_the_lock_is_unavailable(
+        self, tmp_path: Path
+    ) -> None:
+        """Another connection holding the file's write lock past the busy timeout: the write
+        is STORAGE_UNAVAILABLE with a retry delay (nothing stored); once the lock is gone the
+        same write succeeds."""
+        path = tmp_path / "assay.db"
+        store = await SqliteStore.open(path)
+        try:
+            app = Adjudication(store)
+            await register(app, "before")
+            holder = sqlite3.connect(path, isolation_level=None)
+            try:
+                holder.execute("BEGIN IMMEDIATE")
+                with pytest.raises(Unavailable) as caught:
+                    await register(app, "during", "rid-1")
+            finally:
+                holder.close()
+            assert caught.value.reason == Reason.STORAGE_UNAVAILABLE
+            assert caught.value.retry_delay == faults.RETRY_DELAY_SECONDS
+            assert await register(app, "during", "rid-1") == b"during"
+            events = await store.audit_events(0, 10, EVERY_TENANT)
+            assert [e.payload["reviewer_id"] for e in events] == ["before", "during"]
         finally:
             await store.close()
 
