@@ -23,7 +23,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "plan": ("assay plan examples/plan/capability-gap.json",),
     "probes": ("assay probes -o wide",),
     "reviewer": ("assay reviewer list",),
-    "reviewer add": ("assay reviewer add alice --kind human --attested-by 'hr ticket 42'",),
+    "reviewer add": (
+        "assay reviewer add alice --kind human --attested-by 'hr ticket 42'   # dev mode",
+        "assay reviewer add alice --kind human --attested-by operator "
+        "--token-file creds/tokens/operator.jwt   # authentication on: yourself",
+    ),
     "reviewer list": ("assay reviewer list -o jsonl",),
     "case": ("assay case show case_1d6fc0a8b7c94e0e",),
     "case enqueue": (
