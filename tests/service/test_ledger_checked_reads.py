@@ -302,11 +302,11 @@ def _no_proof(record: dict[str, Any]) -> None:
 
 
 EDITS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
-    "label edited": (_label, "does not match its digest"),
-    "proof hash flipped": (_flip_proof, "not proven"),
-    "event payload edited": (_payload, "digest"),
-    "wrong leaf index": (_leaf, "proof is for leaf"),
-    "proof removed": (_no_proof, "no inclusion proof"),
+    "label edited": (_label, ": revision.labelKey: is not what the ledger recorded"),
+    "proof hash flipped": (_flip_proof, ": inclusion.inclusionPath: does not prove"),
+    "event payload edited": (_payload, ": inclusion.event.payload.digest: "),
+    "wrong leaf index": (_leaf, ": inclusion.leafIndex: "),
+    "proof removed": (_no_proof, ": inclusion: is missing"),
 }
 
 
@@ -319,7 +319,7 @@ class TestVerifyExport:
         capsys: pytest.CaptureFixture[str],
     ) -> None:
         """The CLI's own export verifies with the public key alone; each edit of the file is
-        refused with exit 2 naming the case, revision and what failed."""
+        refused with exit 3 naming the case, revision and the field that failed."""
         built = pristine[1]
         db = copies.copy(pristine[0], tmp_path)
         corpus = tmp_path / "corpus.jsonl"

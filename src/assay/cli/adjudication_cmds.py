@@ -232,11 +232,17 @@ def register(subparsers: Any) -> None:
     checkpoint = _command(sub, "checkpoint", "fetch the signed log checkpoint", _checkpoint)
     checkpoint.add_argument("--out", type=Path, metavar="FILE", help="save the signed note here")
     vexport = sub.add_parser(
-        "verify-export", help="check an export manifest's signed checkpoint, offline"
+        "verify-export", help="prove every field of an export against its signed checkpoint"
     )
     vexport.add_argument("corpus", type=Path, help="the exported corpus.jsonl")
     vexport.add_argument("--public-key", type=Path, metavar="PEM", required=True)
     vexport.add_argument("--manifest", type=Path, help="default: CORPUS.manifest.json")
+    vexport.add_argument(
+        "--allow-unproven",
+        action="store_true",
+        help="accept records without the bindings an older export lacks, listing the fields "
+        "left unproven (default: refuse them)",
+    )
     add_json_argument(vexport)
     vexport.set_defaults(handler=audit_log_cmds.verify_export)
     events = _command(sub, "events", "list audit events", _audit_events)

@@ -199,7 +199,7 @@ def verify_export(args: argparse.Namespace) -> int:
             f"audit chain head is #{sequence}",
             exit_code=FAILED,
         )
-    records = check_records(corpus, found)
+    records, gaps = check_records(corpus, found, args.allow_unproven)
     declared = int(manifest.get("recordCount", 0))
     if records != declared:
         raise CliError(
@@ -212,21 +212,37 @@ def verify_export(args: argparse.Namespace) -> int:
         "size": found.size,
         "root": found.root.hex(),
         "records": records,
+        "unproven": gaps,
     }
-    return emit_data(
-        args,
-        result,
-        lambda: print(
+
+    def text() -> None:
+        print(
             f"export verified: {records} record(s) proven in the signed checkpoint of "
             f"{found.size} event(s) ({found.origin}), root {found.root.hex()[:16]}…"
-        ),
-    )
+        )
+        # One line per reason (the JSON lists every record): an old ledger may have many.
+        by_reason: dict[str, list[dict[str, Any]]] = {}
+        for gap in gaps:
+            by_reason.setdefault(gap["why"], []).append(gap)
+        for why, same in by_reason.items():
+            fields = sorted({f for gap in same for f in gap["fields"]})
+            print(
+                f"not proven in {len(same)} place(s), first {same[0]['where']}: "
+                f"{', '.join(fields)}: {why}"
+            )
+
+    return emit_data(args, result, text)
 
 
-def check_records(corpus: Path, signed: Checkpoint) -> int:
-    """How many records ``corpus`` holds, each proven in ``signed``; ``CliError`` (exit 3)
-    naming the first that is not."""
+def check_records(
+    corpus: Path, signed: Checkpoint, allow_unproven: bool = False
+) -> tuple[int, list[dict[str, Any]]]:
+    """How many records ``corpus`` holds, each proven in ``signed``, and what of them could
+    not be proven (``export_proofs.Unproven``); ``CliError`` (exit 3) naming the record and
+    field of the first that fails, or the first record lacking bindings unless
+    ``allow_unproven``."""
     count = 0
+    gaps: list[dict[str, Any]] = []
     text = _read(corpus, "the exported corpus").decode("utf-8", "replace")
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -236,13 +252,19 @@ def check_records(corpus: Path, signed: Checkpoint) -> int:
             json_format.Parse(line, record)
         except json_format.ParseError as error:
             raise CliError(f"{corpus}:{number}: not a corpus record: {error}", FAILED) from None
+        revision = record.revision
+        where = f"{corpus}:{number}: case {revision.case_id} revision {revision.revision}"
         try:
-            export_proofs.check_record(record, signed)
+            found = export_proofs.check_record(record, signed)
         except export_proofs.BadRecord as error:
-            revision = record.revision
-            raise CliError(
-                f"{corpus}:{number}: case {revision.case_id} revision {revision.revision}: {error}",
-                exit_code=FAILED,
-            ) from None
+            raise CliError(f"{where}: {error.field}: {error.why}", exit_code=FAILED) from None
+        for gap in found:
+            if gap.missing and not allow_unproven:
+                raise CliError(
+                    f"{where}: {', '.join(gap.fields)}: cannot be proven: {gap.why}; export "
+                    "again, or pass --allow-unproven to accept them unproven",
+                    exit_code=FAILED,
+                )
+            gaps.append({"where": where, "fields": list(gap.fields), "why": gap.why})
         count += 1
-    return count
+    return count, gaps

@@ -1,20 +1,22 @@
-"""Each record of an exported corpus checked against the export's signed checkpoint, offline.
+"""Each record of an exported corpus proven against the export's signed checkpoint, offline.
 
-A record carries its gold label, and the GOLD_LABEL_FROZEN event that recorded the label
-with that event's RFC 6962 inclusion proof in the tree the manifest's checkpoint signs. So
-an auditor holding only the ledger's public key checks, per record: the label's digest is
-recomputed from its fields (``gold.checked_revision``, the server's own rule); the event
-names this case and revision and holds this digest and provenance; the event's chain hash
-is recomputed from its fields (``ledger.event_hash``); and that hash is leaf
-``sequence - 1`` of the signed tree. A label edited in the file, a forged event, or an event
-not in the signed ledger fails one of these, and the first failing record is named.
+A record carries, beside every field a consumer reads, what binds that field to the ledger:
+its label's GOLD_LABEL_FROZEN event, its case's CASE_ENQUEUED event and (with ``--reviews``)
+each review's REVIEW_SUBMITTED event, each with its RFC 6962 inclusion proof in the tree
+the manifest's checkpoint signs, and the openings of the digests those events hold
+(``revisionDigested``, ``caseBinding.fieldDigests``, ``reviewBindings[i].answerOpening``).
+So an auditor holding only the ledger's public key proves, per record and from the signed
+root down: each event (``export_events``), then each opening against the digest its event
+holds, then each field against its opening (``export_bindings``). An edit of any field
+fails, and the failure names the record and the field.
 
-An export with reviews (``--reviews``, ``include_reviews``) carries every review of each
-case. The server checked each against its REVIEW_SUBMITTED event before sending it, but
-those events commit to the answer with a salted digest and are not in the export, so
-offline a review's answer is not proven. What is checked is that the reviews fit the
-proven label: they are of its case, in round order, and hold every review the label names
-as contributing, in the label's round, by a reviewer it names.
+What cannot be proven is said, never passed over (``Unproven``). Either the record lacks
+binding material an export can carry (exported before records were bound, or stripped from
+this one), which the command refuses unless the auditor accepts it explicitly; or the ledger
+itself holds no commitment to the field (a case enqueued, or a review submitted, before its
+event recorded ``shown`` or ``submit_time``), which no export can supply: the event proves
+that, so it is reported, not refused. A revision without ``revisionDigested`` is still proven
+whole by its digest; only the field an edit changed cannot be named.
 
 The rules come from the pure domain modules (no storage, no grpc): the verifier is the
 algorithm the server uses, not a second spelling of it.
@@ -22,133 +24,241 @@ algorithm the server uses, not a second spelling of it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC
-from typing import Any
 
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from assay.cli.export_bindings import (
+    CASE_NAMES,
+    check_answer,
+    check_case,
+    check_label,
+    check_revision,
+    gold_fields,
+    sha256,
+    shown_digests,
+)
+from assay.cli.export_events import BadRecord, proven_payload
 from assay.errors import DataLoss
-from assay.services.adjudication.domain import gold, ledger
-from assay.services.adjudication.domain.canonical import DIGEST_PREFIX, rfc3339
-from assay.services.adjudication.domain.model import Actor, AuditEventType
+from assay.services.adjudication.domain import gold, openings
+from assay.services.adjudication.domain.canonical import to_micros
 from assay.tlog.checkpoint import Checkpoint
-from assay.tlog.merkle import verify_inclusion
 from assay.v1 import adjudication_service_pb2 as pb
-from assay.v1 import gold_pb2
 
-# Revisions exported before the digest was versioned carry no digest_version.
-LEGACY_GOLD_VERSION = "assay.gold.v1"
+__all__ = ["BadRecord", "Unproven", "check_record"]
 
-
-class BadRecord(ValueError):
-    """A record that fails a check; the message says which and why."""
+SHOWN_PATHS = tuple(f"case.{CASE_NAMES[name]}" for name in openings.SHOWN_FIELDS)
 
 
-def _enum(value: int, enum: Any, prefix: str) -> str:
-    return str(enum.Name(value)).removeprefix(prefix)
+@dataclass(frozen=True)
+class Unproven:
+    """Fields of a record that could not be proven, and why. ``missing``: the record lacks
+    binding material an export carries (refused unless accepted); otherwise the ledger holds
+    no commitment to them (reported)."""
+
+    fields: tuple[str, ...]
+    why: str
+    missing: bool
 
 
-def gold_fields(revision: gold_pb2.GoldLabelRevision) -> dict[str, Any]:
-    """The revision's digested fields (``gold.canonical_fields``' spelling) from its message."""
-    return {
-        "v": revision.digest_version or LEGACY_GOLD_VERSION,
+def check_record(record: pb.CorpusRecord, signed: Checkpoint) -> list[Unproven]:
+    """What of ``record`` could not be proven; ``BadRecord`` naming the field at the first
+    check that fails."""
+    _check_label(record, signed)
+    gaps: list[Unproven] = []
+    _check_case(record, signed, gaps)
+    _check_reviews(record, signed, gaps)
+    check_contributors(record)
+    return gaps
+
+
+def _check_label(record: pb.CorpusRecord, signed: Checkpoint) -> None:
+    revision = record.revision
+    if not record.HasField("inclusion"):
+        raise BadRecord("inclusion", "is missing: nothing binds the label to the ledger")
+    inclusion = record.inclusion
+    claims = {
         "case_id": revision.case_id,
-        "revision": revision.revision,
-        "previous_revision": revision.previous_revision,
-        "round": revision.round,
-        "tenant": revision.tenant,
-        "basis": _enum(revision.basis, gold_pb2.ResolutionBasis, "RESOLUTION_BASIS_"),
-        "label_key": revision.label_key,
-        "contributing_review_ids": list(revision.contributing_review_ids),
-        "contributing_reviewer_ids": list(revision.contributing_reviewer_ids),
-        "adjudicator_reviewer_id": revision.adjudicator_reviewer_id,
-        "provenance": _enum(
-            revision.provenance, gold_pb2.LabelingProvenance, "LABELING_PROVENANCE_"
-        ),
-        "freeze_time": rfc3339(revision.freeze_time.ToDatetime(tzinfo=UTC)),
+        "revision": str(revision.revision),
+        "digest": revision.digest,
+        "provenance": gold_fields(revision)["provenance"],
     }
+    payload = proven_payload(
+        "inclusion",
+        inclusion.event,
+        inclusion.leaf_index,
+        inclusion.inclusion_path,
+        signed,
+        pb.AUDIT_EVENT_TYPE_GOLD_LABEL_FROZEN,
+        claims,
+    )
+    for key, name in (("case_id", "caseId"), ("revision", "revision"), ("digest", "digest")):
+        if payload.get(key) != claims[key]:
+            raise BadRecord(
+                f"revision.{name}",
+                f"is not what its GOLD_LABEL_FROZEN event recorded ({payload.get(key)!r})",
+            )
+    if payload.get("provenance") != claims["provenance"]:
+        raise BadRecord("revision.provenance", "is not what its GOLD_LABEL_FROZEN event recorded")
+    if record.revision_digested:
+        check_revision(record)
+        return
+    # An export made before revisions carried their digested text: the digest still proves
+    # every field, but cannot say which one an edit changed.
+    try:
+        gold.checked_revision(gold_fields(revision), revision.digest)
+    except DataLoss:
+        raise BadRecord(
+            "revision",
+            "one of its digested fields was altered (this export carries no revisionDigested "
+            "to name which)",
+        ) from None
+    except ValueError as error:
+        raise BadRecord("revision", f"is unreadable: {error}") from None
+    check_label("revision", revision.HasField("label"), revision.label, revision.label_key)
 
 
-def recomputed_hash(event: pb.AuditEvent) -> str:
-    """The chain hash of ``event`` recomputed from its fields."""
-    actor = Actor(event.actor.issuer, event.actor.subject) if event.HasField("actor") else None
-    return ledger.event_hash(
-        event.sequence,
-        AuditEventType(_enum(event.event_type, pb.AuditEventType, "AUDIT_EVENT_TYPE_")),
-        event.occur_time.ToDatetime(tzinfo=UTC),
-        dict(event.payload),
-        event.previous_hash,
-        actor,
+def _check_case(record: pb.CorpusRecord, signed: Checkpoint, gaps: list[Unproven]) -> None:
+    case, revision = record.case, record.revision
+    if case.case_id != revision.case_id:
+        raise BadRecord("case.caseId", f"is {case.case_id!r}, its label's {revision.case_id!r}")
+    if case.round != revision.round:
+        raise BadRecord("case.round", f"is {case.round}; its label closes round {revision.round}")
+    if not record.HasField("case_binding"):
+        why = "the record carries no caseBinding (exported before cases were bound, or removed)"
+        gaps.append(Unproven(SHOWN_PATHS, why, missing=True))
+        return
+    enqueued = record.case_binding.enqueued
+    where = "caseBinding.enqueued"
+    recorded = {"case_id": revision.case_id, "tenant": revision.tenant}
+    claims = {**recorded, "shown": openings.shown_digest(shown_digests(case))}
+    payload = proven_payload(
+        where,
+        enqueued.event,
+        enqueued.leaf_index,
+        enqueued.inclusion_path,
+        signed,
+        pb.AUDIT_EVENT_TYPE_CASE_ENQUEUED,
+        claims,
+    )
+    if any(payload.get(key) != value for key, value in recorded.items()):
+        raise BadRecord(
+            f"{where}.event",
+            f"is the CASE_ENQUEUED event of case {payload.get('case_id')!r} of tenant "
+            f"{payload.get('tenant')!r}, not of this record's",
+        )
+    shown = payload.get("shown")
+    if shown is None:
+        why = "its case was enqueued before the ledger recorded what a case shows"
+        gaps.append(Unproven(SHOWN_PATHS[1:], why, missing=False))
+        return
+    check_case(case, record.case_binding, shown)
+
+
+def _micros(stamp: Timestamp) -> str:
+    """A Timestamp as the ledger spells it (microseconds); "" when finer than that."""
+    if stamp.nanos % 1000:
+        return ""
+    return str(to_micros(stamp.ToDatetime(tzinfo=UTC)))
+
+
+def _check_reviews(record: pb.CorpusRecord, signed: Checkpoint, gaps: list[Unproven]) -> None:
+    reviews, bindings = record.reviews, record.review_bindings
+    seen: set[str] = set()
+    for i, found in enumerate(reviews):
+        if found.review_id in seen:
+            raise BadRecord(f"reviews[{i}].reviewId", f"repeats review {found.review_id}")
+        seen.add(found.review_id)
+    if not bindings:
+        if reviews:
+            why = (
+                "the record carries no reviewBindings (exported before reviews were bound, "
+                "or removed)"
+            )
+            gaps.append(Unproven(("reviews",), why, missing=True))
+        return
+    if len(bindings) != len(reviews):
+        raise BadRecord(
+            "reviewBindings", f"binds {len(bindings)} review(s); the record has {len(reviews)}"
+        )
+    for i, (review, binding) in enumerate(zip(reviews, bindings, strict=True)):
+        _check_review(record, i, review, binding, signed, gaps)
+
+
+def _check_review(
+    record: pb.CorpusRecord,
+    i: int,
+    review: pb.Review,
+    binding: pb.ReviewBinding,
+    signed: Checkpoint,
+    gaps: list[Unproven],
+) -> None:
+    where, at = f"reviews[{i}]", f"reviewBindings[{i}]"
+    claims = {
+        "review_id": review.review_id,
+        "case_id": review.case_id,
+        "reviewer_id": review.reviewer_id,
+        "round": str(review.round),
+        "submit_time": _micros(review.submit_time),
+        "answer": sha256(binding.answer_opening),
+    }
+    submitted = binding.submitted
+    payload = proven_payload(
+        f"{at}.submitted",
+        submitted.event,
+        submitted.leaf_index,
+        submitted.inclusion_path,
+        signed,
+        pb.AUDIT_EVENT_TYPE_REVIEW_SUBMITTED,
+        claims,
+    )
+    if payload.get("case_id") != record.revision.case_id:
+        raise BadRecord(
+            f"{at}.submitted.event",
+            f"is a review of case {payload.get('case_id')!r}, not of this record's",
+        )
+    names = {"review_id": "reviewId", "case_id": "caseId", "reviewer_id": "reviewerId"}
+    for key, name in (*names.items(), ("round", "round")):
+        if payload.get(key) != claims[key]:
+            raise BadRecord(
+                f"{where}.{name}", f"is not what the ledger recorded ({payload.get(key)!r})"
+            )
+    if binding.review_id != review.review_id:
+        raise BadRecord(f"{at}.reviewId", f"is {binding.review_id!r}, not {where}'s review")
+    if "submit_time" not in payload:
+        why = "its REVIEW_SUBMITTED event was written before submit times were recorded"
+        gaps.append(Unproven((f"{where}.submitTime",), why, missing=False))
+    elif payload["submit_time"] != claims["submit_time"]:
+        raise BadRecord(f"{where}.submitTime", "is not what the ledger recorded")
+    check_answer(
+        where, review, f"{at}.answerOpening", binding.answer_opening, payload.get("answer", "")
     )
 
 
-def _expect(recorded: Mapping[str, str], field: str, value: str) -> None:
-    if recorded.get(field) != value:
-        raise BadRecord(f"its ledger event's {field} is {recorded.get(field)!r}, not {value!r}")
-
-
-def check_reviews(record: pb.CorpusRecord) -> None:
-    """``BadRecord`` unless the record's reviews (if any) fit its (proven) label."""
+def check_contributors(record: pb.CorpusRecord) -> None:
+    """``BadRecord`` unless the record's reviews (if any) fit its (proven) label: of its
+    case, in round order, holding every review the label names as contributing, in the
+    label's round, by a reviewer it names."""
     if not record.reviews:
         return
     revision = record.revision
-    if any(r.case_id != revision.case_id for r in record.reviews):
-        raise BadRecord("one of its reviews is of another case")
+    for i, review in enumerate(record.reviews):
+        if review.case_id != revision.case_id:
+            raise BadRecord(f"reviews[{i}].caseId", "is another case's")
     rounds = [r.round for r in record.reviews]
     if rounds != sorted(rounds):
-        raise BadRecord("its reviews are not in round order")
+        raise BadRecord("reviews", "are not in round order")
     given = {r.review_id: r for r in record.reviews}
     for review_id in revision.contributing_review_ids:
         found = given.get(review_id)
         if found is None:
-            raise BadRecord(f"its label names review {review_id}, which is not among its reviews")
+            raise BadRecord("reviews", f"its label names review {review_id}, not among them")
         if found.round != revision.round or found.reviewer_id not in set(
             revision.contributing_reviewer_ids
         ):
             raise BadRecord(
-                f"review {review_id} is not of round {revision.round} by a reviewer its label names"
+                "reviews",
+                f"hold review {review_id}, not of round {revision.round} by a reviewer its label "
+                "names",
             )
-
-
-def check_record(record: pb.CorpusRecord, signed: Checkpoint) -> None:
-    """``BadRecord`` unless the record is proven by the tree ``signed`` commits to (and its
-    reviews, if any, fit its label: ``check_reviews``)."""
-    revision = record.revision
-    if record.case.case_id != revision.case_id:
-        raise BadRecord(f"its case is {record.case.case_id!r}, its label's {revision.case_id!r}")
-    try:
-        gold.checked_revision(gold_fields(revision), revision.digest)
-    except DataLoss as error:
-        raise BadRecord(f"the label does not match its digest: {error.message}") from None
-    except ValueError as error:
-        raise BadRecord(f"the label is unreadable: {error}") from None
-    if not record.HasField("inclusion"):
-        raise BadRecord("it carries no inclusion proof")
-    inclusion = record.inclusion
-    event = inclusion.event
-    if event.event_type != pb.AUDIT_EVENT_TYPE_GOLD_LABEL_FROZEN:
-        raise BadRecord("its ledger event is not a GOLD_LABEL_FROZEN event")
-    payload = dict(event.payload)
-    _expect(payload, "case_id", revision.case_id)
-    _expect(payload, "revision", str(revision.revision))
-    _expect(payload, "digest", revision.digest)
-    _expect(payload, "provenance", gold_fields(revision)["provenance"])
-    try:
-        expected = recomputed_hash(event)
-    except ValueError as error:
-        raise BadRecord(f"its ledger event is unreadable: {error}") from None
-    if expected != event.hash:
-        raise BadRecord(f"its ledger event {event.sequence} does not match its hash")
-    if inclusion.leaf_index != event.sequence - 1:
-        raise BadRecord(
-            f"its proof is for leaf {inclusion.leaf_index}, event {event.sequence} is leaf "
-            f"{event.sequence - 1}"
-        )
-    leaf = bytes.fromhex(event.hash.removeprefix(DIGEST_PREFIX))
-    if not verify_inclusion(
-        leaf, inclusion.leaf_index, signed.size, list(inclusion.inclusion_path), signed.root
-    ):
-        raise BadRecord(
-            f"its ledger event {event.sequence} is not proven to be in the signed tree of "
-            f"{signed.size} event(s)"
-        )
-    check_reviews(record)

@@ -251,18 +251,23 @@ class AdjudicationServicer:
     async def _batch(
         self, item: ExportBatch, tally: ExportTally, size: int
     ) -> pb.ExportCorpusResponse:
-        """The batch, each record with its label's inclusion proof in the tree of ``size``
-        events: the export's head, whose checkpoint the manifest signs."""
+        """The batch, each record with the inclusion proofs of its events (its label's, its
+        case's and its reviews') in the tree of ``size`` events: the export's head, whose
+        checkpoint the manifest signs."""
         tally.exclusions.extend(item.exclusions)
         for record in item.records:
             tally.add(record.revision)
-        sequences = [r.event.sequence for r in item.records if r.event is not None]
-        proofs = iter(await self.log.inclusions(sequences, size))
-        batch = pb.CorpusRecordBatch(
-            records=[
-                convert.corpus_record(r, next(proofs) if r.event is not None else [])
+        sequences = sorted(
+            {
+                event.sequence
                 for r in item.records
-            ]
+                for event in (r.event, r.case_event, *r.review_events)
+                if event is not None
+            }
+        )
+        proofs = dict(zip(sequences, await self.log.inclusions(sequences, size), strict=True))
+        batch = pb.CorpusRecordBatch(
+            records=[convert.corpus_record(r, proofs) for r in item.records]
         )
         return pb.ExportCorpusResponse(batch=batch)
 

@@ -330,6 +330,10 @@ class ExportRecord:
     event: AuditEvent | None = None
     # Every review of the case, by round then submit order (an export with reviews only).
     reviews: tuple[Review, ...] = ()
+    # The case's CASE_ENQUEUED event, and each review's REVIEW_SUBMITTED event in the order
+    # of ``reviews`` (set once the case and reviews were checked against them).
+    case_event: AuditEvent | None = None
+    review_events: tuple[AuditEvent, ...] = ()
 
 
 @dataclass(frozen=True)

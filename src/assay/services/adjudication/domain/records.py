@@ -13,9 +13,10 @@ report through ``record_loss``, so they agree on what counts as tampering.
 ``LATER_FIELDS`` are committed only by events written since they were added: a
 reviewer's attestation (the digest of ``attested_by``: payloads hold ids and
 digests, never free text) and registration time, a review's submit time, a
-resolution's resolve time, a case's expiry. An event written before holds none
-of them, so its record is not checked on them (a stored ``attested_by`` or time
-of such a record can be edited unseen); every other field is checked as always.
+resolution's resolve time, a case's expiry and the digest of its shown fields
+(``shown``). An event written before holds none of them, so its record is not
+checked on them (a stored ``attested_by`` or time of such a record can be edited
+unseen); every other field is checked as always.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from assay.errors import DataLoss, Reason
-from assay.services.adjudication.domain import cases, reviews
+from assay.services.adjudication.domain import cases, openings, reviews
 from assay.services.adjudication.domain.canonical import digest, to_micros
 from assay.services.adjudication.domain.model import (
     Case,
@@ -38,7 +39,7 @@ Commitment = dict[str, str]
 
 # Committed by events written since these fields were added; checked only when present.
 LATER_FIELDS = frozenset(
-    {"attestation", "register_time", "submit_time", "resolve_time", "expire_time"}
+    {"attestation", "register_time", "submit_time", "resolve_time", "expire_time", "shown"}
 )
 
 EVENT_KEYS = {
@@ -79,12 +80,15 @@ def case_commitment(value: Case) -> Commitment | None:
 
 def enqueued_payload(value: Case) -> Commitment:
     """The CASE_ENQUEUED payload of a case whose ``content_digest`` is known to be its own
-    (computed from the content just now): ``case_commitment`` without re-checking it."""
+    (computed from the content just now): ``case_commitment`` without re-checking it.
+    ``shown`` commits to the blinded view alone, so an export proves it without revealing
+    what ``content`` also covers (``openings``)."""
     return {
         "case_id": value.case_id,
         "tenant": value.tenant,
         "content": value.content_digest,
         "expire_time": str(to_micros(value.expire_time)),
+        "shown": openings.shown_digest(openings.shown_field_digests(value)),
     }
 
 

@@ -25,7 +25,7 @@ from datetime import datetime
 
 from assay.errors import AlreadyExists, FailedPrecondition, Reason, Violations
 from assay.services.adjudication.domain import cases
-from assay.services.adjudication.domain.canonical import digest
+from assay.services.adjudication.domain.canonical import canonical_json, digest
 from assay.services.adjudication.domain.fields import bounded_text, require_id
 from assay.services.adjudication.domain.model import (
     CaseSnapshot,
@@ -128,8 +128,18 @@ def new_salt() -> str:
 def answer_commitment(review: Review) -> str:
     """The REVIEW_SUBMITTED event's ``answer``: digest of [salt, outcome, label key, reason].
     A review stored before salting (empty salt) was committed to without one."""
+    return digest(_answer(review))
+
+
+def answer_opening(review: Review) -> str:
+    """The text ``answer_commitment`` is the SHA-256 of (what an export carries, beside the
+    answer it reveals anyway, so the answer can be checked offline)."""
+    return canonical_json(_answer(review))
+
+
+def _answer(review: Review) -> list[str]:
     answer = [review.outcome.value, review.label_key, review.reason]
-    return digest([review.salt, *answer] if review.salt else answer)
+    return [review.salt, *answer] if review.salt else answer
 
 
 def new_review(

@@ -18,13 +18,14 @@ has to understand the other's dialect.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol, TypeVar
 
 from assay.services.adjudication.domain import model
 from assay.services.adjudication.domain.agreement import RatedRound
+from assay.services.adjudication.domain.records import gold_id
 
 T = TypeVar("T")
 
@@ -45,15 +46,39 @@ class ExportBatch:
     records: list[model.ExportRecord]
     exclusions: list[model.ExportExclusion]
 
-    def attach_reviews(self, found: Iterable[model.Review]) -> None:
-        """Give each record the reviews of its case, in the order ``found`` has them."""
+    def attach_reviews(
+        self, found: Iterable[model.Review], events: Mapping[str, model.AuditEvent]
+    ) -> None:
+        """Give each record the reviews of its case, in the order ``found`` has them, with
+        their REVIEW_SUBMITTED ``events`` (by review id)."""
         by_case: dict[str, list[model.Review]] = {}
         for review in found:
             by_case.setdefault(review.case_id, []).append(review)
-        if by_case:
-            self.records = [
-                replace(r, reviews=tuple(by_case.get(r.revision.case_id, ()))) for r in self.records
-            ]
+        if not by_case:
+            return
+        attached = []
+        for record in self.records:
+            mine = by_case.get(record.revision.case_id, [])
+            attached.append(
+                replace(
+                    record,
+                    reviews=tuple(mine),
+                    review_events=tuple(events[v.review_id] for v in mine),
+                )
+            )
+        self.records = attached
+
+    def attach_events(
+        self,
+        frozen: Mapping[str, model.AuditEvent],
+        enqueued: Mapping[str, model.AuditEvent],
+    ) -> None:
+        """Give each record its label's GOLD_LABEL_FROZEN event (``frozen``, by
+        ``records.gold_id``) and its case's CASE_ENQUEUED event (``enqueued``, by case id)."""
+        self.records = [
+            replace(r, event=frozen[gold_id(r.revision)], case_event=enqueued[r.revision.case_id])
+            for r in self.records
+        ]
 
 
 class BatchSource(Protocol):

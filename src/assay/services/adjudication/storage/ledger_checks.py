@@ -77,24 +77,30 @@ def check_reviewers(db: sqlite3.Connection, values: Sequence[model.Reviewer]) ->
     check(db, ledger_rules.REVIEWERS, values)
 
 
-def check_cases(db: sqlite3.Connection, values: Sequence[model.Case]) -> None:
-    check(db, ledger_rules.CASES, values)
+def check_cases(
+    db: sqlite3.Connection, values: Sequence[model.Case]
+) -> dict[str, model.AuditEvent]:
+    """Check the cases; their CASE_ENQUEUED events by case id."""
+    return check(db, ledger_rules.CASES, values)
 
 
-def check_case_ids(db: sqlite3.Connection, case_ids: Sequence[str]) -> None:
+def check_case_ids(db: sqlite3.Connection, case_ids: Sequence[str]) -> dict[str, model.AuditEvent]:
     """Read the cases (their content re-digested) and check them: for reads that return
-    only part of a case (an export's blinded case)."""
+    only part of a case (an export's blinded case). Their CASE_ENQUEUED events by case id."""
     found: list[model.Case] = []
     for start in range(0, len(case_ids), CHUNK):
         chunk = case_ids[start : start + CHUNK]
         marks = ", ".join("?" * len(chunk))
         sql = f"SELECT {rows.CASE_COLUMNS} FROM cases WHERE case_id IN ({marks})"
         found.extend(rows.case(row) for row in db.execute(sql, chunk))
-    check_cases(db, found)
+    return check_cases(db, found)
 
 
-def check_reviews(db: sqlite3.Connection, values: Sequence[model.Review]) -> None:
-    check(db, ledger_rules.REVIEWS, values)
+def check_reviews(
+    db: sqlite3.Connection, values: Sequence[model.Review]
+) -> dict[str, model.AuditEvent]:
+    """Check the reviews; their REVIEW_SUBMITTED events by review id."""
+    return check(db, ledger_rules.REVIEWS, values)
 
 
 def check_resolutions(db: sqlite3.Connection, values: Sequence[model.Resolution]) -> None:

@@ -15,12 +15,11 @@ import asyncio
 import contextlib
 import sqlite3
 from collections.abc import AsyncIterator, Callable
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from assay.services.adjudication.domain import cases, records
+from assay.services.adjudication.domain import cases
 from assay.services.adjudication.domain.agreement import RatedRound
 from assay.services.adjudication.domain.blinding import blind
 from assay.services.adjudication.domain.model import (
@@ -352,16 +351,16 @@ def _verify(raw: sqlite3.Connection) -> ChainVerdict:
 
 def _checked(raw: sqlite3.Connection, batch: ExportBatch, include_reviews: bool) -> ExportBatch:
     """``batch`` with every label checked against its GOLD_LABEL_FROZEN event and every
-    case's content against its CASE_ENQUEUED event; each record carries its label's event,
-    and with ``include_reviews`` its case's reviews, each checked against its
-    REVIEW_SUBMITTED event."""
+    case's content against its CASE_ENQUEUED event; each record carries both events, and
+    with ``include_reviews`` its case's reviews, each checked against its REVIEW_SUBMITTED
+    event, which it carries too."""
     frozen = ledger_checks.check_gold_labels(raw, [r.revision for r in batch.records])
     case_ids = [r.revision.case_id for r in batch.records]
-    ledger_checks.check_case_ids(raw, case_ids)
+    enqueued = ledger_checks.check_case_ids(raw, case_ids)
     found = queries.reviews_of_cases(raw, case_ids) if include_reviews else []
-    ledger_checks.check_reviews(raw, found)
-    batch.records = [replace(r, event=frozen[records.gold_id(r.revision)]) for r in batch.records]
-    batch.attach_reviews(found)
+    submitted = ledger_checks.check_reviews(raw, found)
+    batch.attach_events(frozen, enqueued)
+    batch.attach_reviews(found, submitted)
     return batch
 
 

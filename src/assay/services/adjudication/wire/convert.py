@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +17,7 @@ from assay.errors import FieldViolation
 from assay.protovalues import json_to_value, value_to_json
 from assay.runtime.auth.principal import Principal, Role
 from assay.services.adjudication.domain import agreement as agreement_rules
-from assay.services.adjudication.domain import batches
+from assay.services.adjudication.domain import batches, openings, reviews
 from assay.services.adjudication.domain.agreement_report import AgreementReport
 from assay.services.adjudication.domain.batches import BatchItem
 from assay.services.adjudication.domain.model import (
@@ -377,23 +377,46 @@ def agreement(found: AgreementReport) -> pb.ComputeAgreementResponse:
     return message
 
 
-def corpus_record(value: ExportRecord, inclusion_path: list[bytes]) -> pb.CorpusRecord:
-    """The record with its label's GOLD_LABEL_FROZEN event (leaf ``sequence - 1``) and that
-    leaf's inclusion proof in the export's tree."""
+def corpus_record(value: ExportRecord, proofs: Mapping[int, list[bytes]]) -> pb.CorpusRecord:
+    """The record with what binds each of its fields to the ledger (``openings``): its
+    label's GOLD_LABEL_FROZEN event and digested text, its case's CASE_ENQUEUED event and
+    shown-field digests, each review's REVIEW_SUBMITTED event and answer opening; every
+    event with its inclusion proof (``proofs``, by sequence) in the export's tree."""
     message = pb.CorpusRecord(
         case=blinded(value.case),
         revision=gold_label(value.revision),
         reviews=[review(r) for r in value.reviews],
+        revision_digested=openings.gold_digested(value.revision),
     )
     if value.event is not None:
         message.inclusion.CopyFrom(
             pb.GoldLabelInclusion(
                 event=audit_event(value.event),
                 leaf_index=value.event.sequence - 1,
-                inclusion_path=inclusion_path,
+                inclusion_path=proofs[value.event.sequence],
             )
         )
+    if value.case_event is not None:
+        binding = message.case_binding
+        binding.enqueued.CopyFrom(event_inclusion(value.case_event, proofs))
+        if "shown" in value.case_event.payload:
+            binding.field_digests.update(openings.shown_field_digests(value.case))
+    for found, event in zip(value.reviews, value.review_events, strict=True):
+        message.review_bindings.add(
+            review_id=found.review_id,
+            answer_opening=reviews.answer_opening(found),
+            submitted=event_inclusion(event, proofs),
+        )
     return message
+
+
+def event_inclusion(event: AuditEvent, proofs: Mapping[int, list[bytes]]) -> pb.EventInclusion:
+    """``event`` with its inclusion proof (``proofs``, by sequence)."""
+    return pb.EventInclusion(
+        event=audit_event(event),
+        leaf_index=event.sequence - 1,
+        inclusion_path=proofs[event.sequence],
+    )
 
 
 def exclusion(value: ExportExclusion) -> pb.ExportExclusion:

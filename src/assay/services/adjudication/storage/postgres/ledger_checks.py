@@ -45,22 +45,27 @@ async def check_reviewers(db: queries.Db, values: Sequence[model.Reviewer]) -> N
     await check(db, ledger_rules.REVIEWERS, values)
 
 
-async def check_cases(db: queries.Db, values: Sequence[model.Case]) -> None:
-    await check(db, ledger_rules.CASES, values)
+async def check_cases(db: queries.Db, values: Sequence[model.Case]) -> dict[str, model.AuditEvent]:
+    """Check the cases; their CASE_ENQUEUED events by case id."""
+    return await check(db, ledger_rules.CASES, values)
 
 
-async def check_case_ids(db: queries.Db, case_ids: Sequence[str]) -> None:
-    """Read the cases (content re-digested) and check them: for an export's blinded cases."""
+async def check_case_ids(db: queries.Db, case_ids: Sequence[str]) -> dict[str, model.AuditEvent]:
+    """Read the cases (content re-digested) and check them: for an export's blinded cases.
+    Their CASE_ENQUEUED events by case id."""
     if not case_ids:
-        return
+        return {}
     found = await db.fetch(
         f"SELECT {rows.CASE_COLUMNS} FROM cases WHERE case_id = ANY($1::text[])", list(case_ids)
     )
-    await check_cases(db, [rows.case(queries.row(r)) for r in found])
+    return await check_cases(db, [rows.case(queries.row(r)) for r in found])
 
 
-async def check_reviews(db: queries.Db, values: Sequence[model.Review]) -> None:
-    await check(db, ledger_rules.REVIEWS, values)
+async def check_reviews(
+    db: queries.Db, values: Sequence[model.Review]
+) -> dict[str, model.AuditEvent]:
+    """Check the reviews; their REVIEW_SUBMITTED events by review id."""
+    return await check(db, ledger_rules.REVIEWS, values)
 
 
 async def check_resolutions(db: queries.Db, values: Sequence[model.Resolution]) -> None:

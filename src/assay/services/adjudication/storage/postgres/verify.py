@@ -9,11 +9,9 @@ is. The checks themselves are the engine-free ones in ``verify_walk``,
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import replace
 
 import asyncpg
 
-from assay.services.adjudication.domain import records
 from assay.services.adjudication.domain.blinding import blind
 from assay.services.adjudication.domain.model import (
     ChainHead,
@@ -71,16 +69,16 @@ async def export(
 
 async def _checked(db: queries.Db, batch: ExportBatch, include_reviews: bool) -> ExportBatch:
     """``batch`` with every label checked against its GOLD_LABEL_FROZEN event and every
-    case's content against its CASE_ENQUEUED event; each record carries its label's event,
-    and with ``include_reviews`` its case's reviews, each checked against its
-    REVIEW_SUBMITTED event."""
+    case's content against its CASE_ENQUEUED event; each record carries both events, and
+    with ``include_reviews`` its case's reviews, each checked against its REVIEW_SUBMITTED
+    event, which it carries too."""
     frozen = await ledger_checks.check_gold_labels(db, [r.revision for r in batch.records])
     case_ids = [r.revision.case_id for r in batch.records]
-    await ledger_checks.check_case_ids(db, case_ids)
+    enqueued = await ledger_checks.check_case_ids(db, case_ids)
     found = await queries.reviews_of_cases(db, case_ids) if include_reviews and case_ids else []
-    await ledger_checks.check_reviews(db, found)
-    batch.records = [replace(r, event=frozen[records.gold_id(r.revision)]) for r in batch.records]
-    batch.attach_reviews(found)
+    submitted = await ledger_checks.check_reviews(db, found)
+    batch.attach_events(frozen, enqueued)
+    batch.attach_reviews(found, submitted)
     return batch
 
 

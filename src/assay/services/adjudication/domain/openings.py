@@ -1,0 +1,84 @@
+"""What an exported record carries so an auditor can prove, offline, every field a consumer
+reads, and name the one an edit changed.
+
+The ledger's events commit to records through digests: a gold label's ``digest``, a
+review's salted ``answer`` commitment, a case's ``content`` digest. A digest proves that
+*something* changed, not what; so for each digest an export carries its *opening*, the text
+the digest was computed over, and a verifier that finds the opening hashes to the digest
+compares each exported field with it:
+
+- a gold-label revision: ``gold_digested``, the canonical JSON of its digested fields in its
+  ``digest_version``'s form (SHA-256 of it is the revision's ``digest``);
+- a review: ``reviews.answer_opening`` (SHA-256 of it is REVIEW_SUBMITTED's ``answer``);
+- a case: ``shown_field_digests``, the digest of each field the blinded view shows. A case's
+  ``content`` digest also covers its local verdict and lineage, which blinding hides from an
+  export, so it cannot be recomputed from one; CASE_ENQUEUED events therefore also record
+  ``shown`` (``shown_digest``): a digest over the shown fields' digests only. A field digest
+  reveals no more than the field beside it in the export.
+
+Everything is RFC 8785 (JCS) or the legacy form a record's own version names, so any JCS
+library recomputes it (docs/audit.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from assay.services.adjudication.domain import gold
+from assay.services.adjudication.domain.canonical import canonical_json, jcs, jcs_digest
+from assay.services.adjudication.domain.model import BlindedCase, Case, GoldLabelRevision
+
+SHOWN_VERSION = "assay.case.shown.v1"
+# The SHOWN fields of ``blinding.FIELD_VISIBILITY`` (a test holds the two equal).
+SHOWN_FIELDS = ("case_id", "subject", "predicate", "candidate_values", "evidence_refs", "context")
+# The canonical text each gold digest version hashes (``gold._DIGEST_BY_VERSION``'s forms).
+_GOLD_TEXT = {gold.DIGEST_V1: canonical_json, gold.DIGEST_V2: jcs}
+
+
+def shown_values(case: Case | BlindedCase) -> dict[str, Any]:
+    """The shown fields of ``case`` as JSON values, by name."""
+    return {
+        "case_id": case.case_id,
+        "subject": case.subject,
+        "predicate": case.predicate,
+        "candidate_values": list(case.candidate_values),
+        "evidence_refs": list(case.evidence_refs),
+        "context": case.context,
+    }
+
+
+def field_digest(value: Any) -> str:
+    """One shown field's digest: SHA-256 of its RFC 8785 form."""
+    return jcs_digest(value)
+
+
+def shown_field_digests(case: Case | BlindedCase) -> dict[str, str]:
+    """Each shown field's digest, by name."""
+    return {name: field_digest(value) for name, value in shown_values(case).items()}
+
+
+def shown_digest(field_digests: Mapping[str, str]) -> str:
+    """What CASE_ENQUEUED records as ``shown``: the digest of the field digests' object with
+    ``"v": "assay.case.shown.v1"``."""
+    return jcs_digest({"v": SHOWN_VERSION, **field_digests})
+
+
+def gold_digested(value: GoldLabelRevision) -> str:
+    """The text ``value.digest`` is the SHA-256 of (KeyError for an unknown version)."""
+    fields = gold.canonical_fields(
+        case_id=value.case_id,
+        revision=value.revision,
+        previous_revision=value.previous_revision,
+        round_=value.round,
+        tenant=value.tenant,
+        basis=value.basis,
+        label_key=value.label_key,
+        contributing_review_ids=value.contributing_review_ids,
+        contributing_reviewer_ids=value.contributing_reviewer_ids,
+        adjudicator_reviewer_id=value.adjudicator_reviewer_id,
+        provenance=value.provenance,
+        freeze_time=value.freeze_time,
+        version=value.digest_version,
+    )
+    return _GOLD_TEXT[value.digest_version](fields)
