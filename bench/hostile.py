@@ -24,12 +24,22 @@ per service where the probe applies, prints:
 5. **SIGTERM under load** with ``--grace 1``, an open ``Health.Watch`` stream, a ``Check``
    poller, 200 callers and (resolver, planner) a heavy call in flight: time from SIGTERM to
    exit (target: grace + 1 s), what the stream and the poller saw, and what the calls in
-   flight (or queued) at SIGTERM and the calls sent after it got.
+   flight (or queued) at SIGTERM and the calls sent after it got;
+6. **compression bombs** (resolver): ``ResolveColumns`` with a few kilobytes of ZSTD
+   that declare a million or two identical rows (the rows bomb; the finding's 2,960-byte
+   request was one), or few rows of long repeated strings (the bytes bomb), then, for
+   comparison, a large allowed stream: per request the code (and the limit that refused
+   it), how long the answer took, the server's peak resident memory during the call
+   (``VmHWM``, reset before it through ``/proc/PID/clear_refs``), and the share of health
+   checks (every 100 ms, 1 s deadline) answered SERVING meanwhile. Target: each bomb
+   refused at once with RESOURCE_EXHAUSTED, every check answered.
 
 "Dropped without an actionable status" counts calls that ended neither OK, nor refused with
 ``RESOURCE_EXHAUSTED`` / ``UNAVAILABLE`` (which clients retry), nor with an ``ErrorInfo``
 the server chose -- e.g. ``CANCELLED`` from gRPC's own queue, which the client never asked
-for. Errors, burst and heavy share one server per service; memory and SIGTERM get fresh ones.
+for. Errors, burst, bombs and heavy share one server per service; memory and SIGTERM get
+fresh ones. Against a server from before the columnar limits, the bombs take tens of
+seconds and gigabytes each (``--bomb-rows`` scales them down).
 
 The script works against any version of the server: flags beyond the basic ones
 (``--max-concurrent-rpcs``) are passed only when ``assay serve --help`` lists them. It never
@@ -42,6 +52,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import importlib
 import os
 import re
 import signal
@@ -54,6 +65,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 from google.protobuf import struct_pb2
@@ -69,7 +81,7 @@ from assay.v1 import (
 )
 
 SERVICES = ("resolver", "planner", "adjudication")
-PROBES = ("errors", "burst", "heavy", "memory", "sigterm")
+PROBES = ("errors", "burst", "bombs", "heavy", "memory", "sigterm")
 OPTIONAL_FLAGS = ("--max-concurrent-rpcs",)
 DETAILS_KEY = "grpc-status-details-bin"
 DETAILS_TARGET = 8 * 1024
@@ -635,6 +647,133 @@ async def probe_burst(server: Server, calls: int, clients: int) -> None:
     )
 
 
+# --- 6. compression bombs ---------------------------------------------------------------
+
+
+def _pyarrow() -> Any:
+    """pyarrow, untyped (it ships no type stubs)."""
+    return importlib.import_module("pyarrow")
+
+
+def identical_stream(rows: int, codec: str | None, ref_chars: int = 0) -> bytes:
+    """``rows`` identical id-less claims as an Arrow IPC stream (``ref_chars``: a repeated
+    ``source_ref`` of that length): what compresses best, and ties everywhere."""
+    pa = _pyarrow()
+    columns = {
+        "subject": pa.array([SUBJECT] * rows).dictionary_encode(),
+        "predicate": pa.array([PREDICATE] * rows).dictionary_encode(),
+        "value": pa.array(['"key"'] * rows).dictionary_encode(),
+        "source": pa.array(["test_result"] * rows).dictionary_encode(),
+        "confidence": pa.array([0.9] * rows, pa.float64()),
+    }
+    if ref_chars:
+        columns["source_ref"] = pa.array(["r" * ref_chars] * rows)
+    table = pa.table(columns)
+    sink = pa.BufferOutputStream()
+    options = pa.ipc.IpcWriteOptions(compression=codec)
+    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
+        writer.write_table(table)
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
+
+
+def resolve_columns(stream: bytes) -> bytes:
+    summary = resolver_service_pb2.RESOLUTION_DETAIL_SUMMARY
+    request = resolver_service_pb2.ResolveColumnsRequest(claims_arrow=stream, detail=summary)
+    return request.SerializeToString()
+
+
+def bomb_cases(rows: int) -> list[tuple[str, bytes]]:
+    """The rows bomb at ``rows`` and twice that (the finding's two sizes at the default),
+    the bytes bomb, and a large allowed stream (uncompressed) to compare them with."""
+    cases = [
+        (f"rows bomb, {n:,} identical rows, ZSTD", identical_stream(n, "zstd"))
+        for n in (rows, 2 * rows)
+    ]
+    few = max(1, rows // 50)
+    cases.append(
+        (f"bytes bomb, {few:,} rows of 2,000-char refs, ZSTD",
+         identical_stream(few, "zstd", ref_chars=2_000))
+    )  # fmt: skip
+    allowed = max(1, rows // 5)
+    cases.append((f"allowed, {allowed:,} identical rows, uncompressed",
+                  identical_stream(allowed, None)))  # fmt: skip
+    return cases
+
+
+def reset_peak(pid: int) -> bool:
+    """Reset the process's ``VmHWM`` to its resident size now (Linux, same user)."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def limit_of(error: grpc.aio.AioRpcError) -> str:
+    """The ErrorInfo metadata's ``limit_name`` (the limit a refusal names), if any."""
+    for key, value in error.trailing_metadata() or ():
+        if key != DETAILS_KEY:
+            continue
+        for detail in status_pb2.Status.FromString(value).details:
+            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                info = error_details_pb2.ErrorInfo()
+                detail.Unpack(info)
+                return str(info.metadata.get("limit_name", info.reason))
+    return ""
+
+
+async def probe_bomb(server: Server, label: str, stream: bytes) -> None:
+    check = health_pb2.HealthCheckRequest().SerializeToString()
+    checks: list[bool] = []
+    done = asyncio.Event()
+    pid = server.process.pid
+    async with (
+        grpc.aio.insecure_channel(server.target, options=PLAIN) as channel,
+        grpc.aio.insecure_channel(server.target) as prober,
+    ):
+        health = prober.unary_unary(HEALTH_CHECK)
+        await health(check, timeout=5)
+
+        async def one_check() -> None:
+            try:
+                reply = health_pb2.HealthCheckResponse.FromString(await health(check, timeout=1))
+                checks.append(reply.status == 1)
+            except grpc.aio.AioRpcError:
+                checks.append(False)
+
+        async def poll() -> None:
+            pending = []
+            while not done.is_set():
+                pending.append(asyncio.ensure_future(one_check()))
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(done.wait(), 0.1)
+            await asyncio.gather(*pending)
+
+        peak_reset = reset_peak(pid)
+        before = server.rss_mib()
+        poller = asyncio.ensure_future(poll())
+        sent = time.monotonic()
+        call = channel.unary_unary(RESOLVER + "ResolveColumns")
+        try:
+            await call(resolve_columns(stream), timeout=300)
+            outcome = "OK"
+        except grpc.aio.AioRpcError as error:
+            limit = limit_of(error)
+            outcome = error.code().name + (f" ({limit})" if limit else "")
+        took = time.monotonic() - sent
+        done.set()
+        await poller
+    peak = server.peak_mib() if peak_reset else float("nan")
+    ok = sum(checks)
+    print(f"  {label} ({len(stream):,} bytes): {outcome} after {took:.2f}s")
+    print(
+        f"    RSS {before:,.0f} MiB before, peak {peak:,.0f} MiB during the call;"
+        f" health checks every 100 ms: {ok}/{len(checks)} answered SERVING within 1s"
+        f" = {100 * ok / max(1, len(checks)):.0f}% (target 100%)"
+    )
+
+
 # --- 5. SIGTERM under load --------------------------------------------------------------
 
 
@@ -785,11 +924,12 @@ class Settings:
     burst: int
     clients: int
     callers: int
+    bomb_rows: int
 
 
 def settings(args: argparse.Namespace) -> Settings:
     if args.quick:
-        return Settings(3, 20, 3.0, 20_000, 1_000, 0.3, 500, 5, 50)
+        return Settings(3, 20, 3.0, 20_000, 1_000, 0.3, 500, 5, 50, 1_000_000)
     return Settings(
         args.rejected,
         args.rejected_mib,
@@ -800,10 +940,11 @@ def settings(args: argparse.Namespace) -> Settings:
         args.burst,
         10,
         args.callers,
+        args.bomb_rows,
     )
 
 
-SHARED = ("errors", "burst", "heavy")  # probes that can share one server, in this order
+SHARED = ("errors", "burst", "bombs", "heavy")  # probes that share one server, in this order
 
 
 @contextmanager
@@ -830,6 +971,12 @@ def run_service(
                         asyncio.run(probe_errors(server))
                     elif probe == "burst":
                         asyncio.run(probe_burst(server, s.burst, s.clients))
+                    elif probe == "bombs":
+                        if service == "resolver":
+                            for label, payload in bomb_cases(s.bomb_rows):
+                                asyncio.run(probe_bomb(server, label, payload))
+                        else:
+                            print("  n/a (no columnar RPC)")
                     elif cases:
                         for label, method, payload in cases:
                             asyncio.run(probe_heavy(server, label, method, payload, s.deadline))
@@ -848,6 +995,7 @@ def run_service(
 TITLES = {
     "errors": "oversized errors: status details of the worst bad input",
     "burst": "a burst of simultaneous calls",
+    "bombs": "compression bombs (ResolveColumns), health checked meanwhile",
     "heavy": "a heavy request with a short deadline, health checked meanwhile",
     "memory": "rejected large requests: resident memory",
     "sigterm": f"SIGTERM under load, --grace {GRACE:g}",
@@ -876,6 +1024,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deadline", type=float, default=1.0, help="the heavy call's deadline")
     parser.add_argument("--burst", type=int, default=2000)
     parser.add_argument("--callers", type=int, default=200, help="callers in the SIGTERM probe")
+    parser.add_argument(
+        "--bomb-rows",
+        type=int,
+        default=1_000_000,
+        help="rows of the smaller rows bomb (the larger has twice as many)",
+    )
     parser.add_argument(
         "--max-concurrent-rpcs", type=int, help="passed to the servers when they know the flag"
     )
