@@ -18,6 +18,12 @@ thousands of alphas, so it evaluates the closed form of nominal alpha,
 coincidences within a category), on every resample at once with NumPy; a differential
 test holds it equal to the library. The generator is seeded from the counts, so the same
 corpus gives the same interval on either engine and every replica.
+
+statsmodels is imported at the first kappa, not with this module: it brings pandas and
+SciPy, several times the resident memory of the whole server otherwise, and seconds of
+start-up, which every adjudication server would carry whether or not it is ever asked for
+agreement. The report is computed on a worker thread, so that first import does not hold
+the event loop.
 """
 
 from __future__ import annotations
@@ -30,7 +36,6 @@ from collections.abc import Sequence
 import krippendorff
 import numpy as np
 from numpy.typing import NDArray
-from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kappa
 
 from assay.services.adjudication.domain.agreement import (
     MIN_KAPPA_CASES,
@@ -94,6 +99,13 @@ def modal_units(units: Sequence[RatedRound]) -> list[RatedRound]:
         return []
     modal = max(sizes, key=lambda size: (sizes[size], size))
     return [unit for unit in units if len(unit.ratings) == modal]
+
+
+def statsmodels_fleiss_kappa(table: Counts, method: str) -> float:
+    """statsmodels' ``fleiss_kappa`` of ``table``, imported at its first use (see above)."""
+    from statsmodels.stats.inter_rater import fleiss_kappa as kappa
+
+    return float(kappa(table, method=method))
 
 
 def fleiss_kappa(units: Sequence[RatedRound]) -> Figure:

@@ -49,8 +49,14 @@ MAX_GUESSED_VALUES = 8
 MatchKey = tuple[str, str, bool, str, tuple[str, ...], float]
 
 
+# Built once: ``json.dumps`` with these options builds an encoder on every call, which cost
+# more than encoding a short value.
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
 def canonical(value: m.JsonValue) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    """``value`` as compact JSON with sorted keys (the planner's canonical form)."""
+    return _CANONICAL.encode(value)
 
 
 def match_key(outcome: m.Outcome) -> MatchKey:
