@@ -12,6 +12,7 @@ carries RetryInfo only when its request id makes a repeat safe.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import secrets
 import sqlite3
@@ -204,6 +205,80 @@ class TestPostgresConnectionsLost:
                 assert await until_answered(write) == name.encode()
             listed = await until_answered(lambda: store.reviewers("", 10))
             assert [r.reviewer_id for r in listed] == [f"r{i}" for i in range(5)]
+        finally:
+            await store.close()
+
+
+# A deferred constraint trigger runs during COMMIT: sleeping there holds the COMMIT open, so
+# the test can cut the connection while it is under way, as a crash at that moment would.
+SLOW_COMMIT = """
+CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN PERFORM pg_sleep(30); RETURN NULL; END $$;
+CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON reviewers
+DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit();
+"""
+
+
+async def cut_during_commit(dsn: str) -> None:
+    """Wait until a session of the database runs COMMIT, then terminate it."""
+    admin = await asyncpg.connect(dsn)
+    try:
+        deadline = asyncio.get_running_loop().time() + 20
+        while True:
+            pid = await admin.fetchval(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND state = 'active' AND query = 'COMMIT' AND pid <> pg_backend_pid()"
+            )
+            if pid is not None:
+                await admin.execute("SELECT pg_terminate_backend($1)", pid)
+                return
+            assert asyncio.get_running_loop().time() < deadline, "no COMMIT under way"
+            await asyncio.sleep(0.01)
+    finally:
+        await admin.close()
+
+
+class TestCommitOutcomeUnknown:
+    @pytest.mark.parametrize(
+        ("request_id", "retry_safe"),
+        [("rid-commit", True), ("", False)],
+    )
+    async def test_a_connection_lost_during_commit_is_retryable_only_with_a_request_id(
+        self, postgres_dsn: str, request_id: str, retry_safe: bool
+    ) -> None:
+        """The connection cut while COMMIT runs: STORAGE_UNAVAILABLE either way; with a
+        request id it carries a retry delay and the repeat stores the write once, without
+        one it carries none and says the outcome is unknown."""
+        store = await PostgresStore.open(postgres_dsn)
+        try:
+            app = Adjudication(store)
+            await register(app, "before")
+            admin = await asyncpg.connect(postgres_dsn)
+            try:
+                await admin.execute(SLOW_COMMIT)
+            finally:
+                await admin.close()
+            write = asyncio.create_task(register(app, "during", request_id))
+            await cut_during_commit(postgres_dsn)
+            with pytest.raises(Unavailable) as caught:
+                await write
+            error = caught.value
+            assert error.reason == Reason.STORAGE_UNAVAILABLE
+            assert "while committing" in error.message
+            admin = await asyncpg.connect(postgres_dsn)
+            try:
+                await admin.execute("DROP TRIGGER slow_commit ON reviewers")
+            finally:
+                await admin.close()
+            if retry_safe:
+                assert error.retry_delay == faults.RETRY_DELAY_SECONDS
+                again = functools.partial(register, app, "during", request_id)
+                assert await until_answered(again) == b"during"
+                events = await store.audit_events(0, 10, EVERY_TENANT)
+                assert [e.payload["reviewer_id"] for e in events] == ["before", "during"]
+            else:
+                assert error.retry_delay is None
+                assert error.metadata == {"commit_outcome": "unknown"}
         finally:
             await store.close()
 
