@@ -84,7 +84,9 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     (for example ResolveHypotheses' hypotheses x claims about the target).
     Retrying the same request cannot succeed: split it, or send less. The
     RPC's comment states the cap. Code: INVALID_ARGUMENT, with the field that
-    drives the cost and metadata `limit` and `requested`.
+    drives the cost and metadata `limit` and `requested`; RESOURCE_EXHAUSTED
+    when the cap is the server's own setting (ResolveColumns' stream limits,
+    with metadata `limit_name` too).
     """
     ERROR_REASON_RESPONSE_TOO_LARGE: _ErrorReason.ValueType  # 17
     """The response would be larger than its RPC allows: at most 100 times the
@@ -307,7 +309,9 @@ ERROR_REASON_REQUEST_TOO_EXPENSIVE: ErrorReason.ValueType  # 16
 (for example ResolveHypotheses' hypotheses x claims about the target).
 Retrying the same request cannot succeed: split it, or send less. The
 RPC's comment states the cap. Code: INVALID_ARGUMENT, with the field that
-drives the cost and metadata `limit` and `requested`.
+drives the cost and metadata `limit` and `requested`; RESOURCE_EXHAUSTED
+when the cap is the server's own setting (ResolveColumns' stream limits,
+with metadata `limit_name` too).
 """
 ERROR_REASON_RESPONSE_TOO_LARGE: ErrorReason.ValueType  # 17
 """The response would be larger than its RPC allows: at most 100 times the

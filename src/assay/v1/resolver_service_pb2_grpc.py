@@ -153,6 +153,17 @@ class ResolverServiceServicer:
         ERROR_REASON_MALFORMED_REQUEST naming `claims_arrow` or the column
         (`claims_arrow.subject`). A response over the cap is
         ERROR_REASON_RESPONSE_TOO_LARGE (`claims_arrow`).
+
+        Limits: the stream is measured from its message headers before anything
+        in it is decompressed, and refused with RESOURCE_EXHAUSTED and
+        ERROR_REASON_REQUEST_TOO_EXPENSIVE (`claims_arrow`, with metadata
+        `limit_name`, `limit` and `requested`) when its record batches hold more
+        than the server's maximum rows (`columns_max_rows`, 1,000,000 by
+        default), decompress to more than its maximum bytes (`columns_max_bytes`,
+        256 MiB), or to more than its maximum multiple of the stream's own size
+        (`columns_max_ratio`, 32; streams decompressing to at most 256 KiB always
+        pass that one). Repeating the same request cannot succeed: split it, or
+        send it less compressed.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
