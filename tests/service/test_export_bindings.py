@@ -157,7 +157,7 @@ class TestWhatCannotBeProven:
     @pytest.mark.parametrize(
         ("keys", "named"),
         [
-            (("caseBinding",), "case.caseId, case.subject, case.predicate"),
+            (("caseBinding",), ": case.subject, case.predicate, case.candidateValues"),
             (("reviewBindings",), ": reviews: cannot be proven"),
             (("caseBinding", "reviewBindings"), "case.subject"),
         ],

@@ -48,7 +48,8 @@ from assay.v1 import adjudication_service_pb2 as pb
 
 __all__ = ["BadRecord", "Unproven", "check_record"]
 
-SHOWN_PATHS = tuple(f"case.{CASE_NAMES[name]}" for name in openings.SHOWN_FIELDS)
+# What a case binding proves beyond ``case.caseId``, which the label's event proves anyway.
+SHOWN_PATHS = tuple(f"case.{CASE_NAMES[name]}" for name in openings.SHOWN_FIELDS[1:])
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,7 @@ def _check_case(record: pb.CorpusRecord, signed: Checkpoint, gaps: list[Unproven
     shown = payload.get("shown")
     if shown is None:
         why = "its case was enqueued before the ledger recorded what a case shows"
-        gaps.append(Unproven(SHOWN_PATHS[1:], why, missing=False))
+        gaps.append(Unproven(SHOWN_PATHS, why, missing=False))
         return
     check_case(case, record.case_binding, shown)
 

@@ -66,7 +66,8 @@ _SERVER_FLAGS: tuple[_Flag, ...] = (
      "(always allowed in dev mode)"),
     ("--ledger-signing-key", "ASSAY_LEDGER_SIGNING_KEY", "FILE",
      "adjudication: the Ed25519 key (PKCS#8 PEM) that signs the audit log's checkpoints "
-     "(default: <db>.ledger-key.pem beside the database, created 0600 on first start)"),
+     "(default: <db>.ledger-key.pem beside the database, created 0600 on first start); "
+     "refused when group or others may read or write it"),
     ("--insecure-plaintext", "ASSAY_INSECURE_PLAINTEXT", None,
      "allow serving, and calling the resolver, without TLS on a non-loopback address "
      "(warned at every start)"),
