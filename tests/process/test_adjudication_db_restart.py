@@ -8,7 +8,7 @@ A server of its own (restarting the session's would disturb other tests), two
   library returns it, with no retry of the test's own;
 - a probe on a channel without retries registers reviewers back to back, each with its
   own request id, and records every status it gets; a refused registration is sent again
-  with the same id until acknowledged.
+  with the same id after the refusal's RetryInfo delay, until acknowledged.
 
 Once writes flow, ``pg_ctl restart -m fast`` (sessions terminated, checkpoint) or
 ``-m immediate`` (no checkpoint: crash recovery) runs; the workload goes on until the
@@ -118,8 +118,9 @@ async def probe(target: str, run: Run, deadline: float) -> None:
                     run.probe_codes[error.code().name] += 1
                     if error.code() != grpc.StatusCode.UNAVAILABLE:
                         return  # the assertions show it
-                    run.refusals.append(refusal_details(error))
-                    await asyncio.sleep(0.02)
+                    reason, delay = refusal_details(error)
+                    run.refusals.append((reason, delay))
+                    await asyncio.sleep(delay or 0.25)  # as RetryInfo says
                     continue
                 run.probe_codes["OK"] += 1
                 run.reviewers.append(reviewer_id)
