@@ -95,3 +95,34 @@ class TestPlanAt80Columns:
             assert len(rows) == 1, (rank, probe)
             recency = candidate["recency"].removeprefix("RECENCY_").lower()
             assert recency in rows[0]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+class TestProbesAt80Columns:
+    async def test_the_catalogue_fits_with_every_name_whole(
+        self, planner: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """``assay probes`` at 80 columns shows each probe and side effect name whole;
+        ``-o wide`` adds cost, latency, risk and privacy on each probe's one line."""
+        code = await asyncio.to_thread(cli, ["probes", "--target", planner, "-o", "json"])
+        probes = json.loads(capsys.readouterr().out)["probes"]
+        assert code == 0
+        assert probes
+        monkeypatch.setenv("COLUMNS", "80")
+        assert await asyncio.to_thread(cli, ["probes", "--target", planner]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert max(len(line) for line in lines) <= 80
+        for probe in probes:
+            names = [probe["kind"].removeprefix("PROBE_KIND_").lower()]
+            names += [
+                effect.removeprefix("SIDE_EFFECT_CLASS_").lower()
+                for effect in probe.get("requiredSideEffects", [])
+            ]
+            for name in names:
+                assert any(name in line for line in lines), name
+        assert await asyncio.to_thread(cli, ["probes", "--target", planner, "-o", "wide"]) == 0
+        wide = capsys.readouterr().out.splitlines()
+        for probe in probes:
+            kind = probe["kind"].removeprefix("PROBE_KIND_").lower()
+            (row,) = [line for line in wide if f" {kind} " in line]
+            assert probe["latency"].removeprefix("LATENCY_BAND_").lower() in row

@@ -117,20 +117,25 @@ _WIDE_COLUMNS = (
 )
 
 
+def _compact_table(title: str, wide: bool) -> Table:
+    """A boxed table for ``-o wide``; otherwise horizontal rules only, so that an
+    80-column terminal holds the longest enum names of the narrow columns side by side."""
+    if wide:
+        return Table(title=title, title_justify="left")
+    return Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+
+
 def _candidate_table(title: str, candidates: Any, ranked: bool) -> Table:
     """The candidates, one per row: ``_COLUMNS`` with horizontal rules only (an 80-column
     terminal holds the longest enum names side by side), or every column with ``-o wide``."""
     wide = is_wide()
-    if wide:
-        table = Table(title=title, title_justify="left")
-    else:
-        table = Table(
-            title=title,
-            title_justify="left",
-            box=box.SIMPLE_HEAD,
-            pad_edge=False,
-            collapse_padding=True,
-        )
+    table = _compact_table(title, wide)
     columns = ["#"] if ranked else []
     columns += [*_COLUMNS, *(_WIDE_COLUMNS if wide else ())]
     for column in columns:
@@ -222,19 +227,16 @@ def _probes(args: argparse.Namespace) -> int:
     return emit(args, response, lambda: _print_probes(response), list(response.probes))
 
 
+_PROBE_COLUMNS = ("probe", "observes", "side effects")
+_PROBE_WIDE_COLUMNS = ("source kind", "cost", "latency", "risk", "privacy", "network")
+
+
 def _print_probes(response: planner_service_pb2.ListProbesResponse) -> None:
-    table = Table(title="probe catalogue")
-    for column in (
-        "probe",
-        "observes",
-        "side effects",
-        "source kind",
-        "cost",
-        "latency",
-        "risk",
-        "privacy",
-        "network",
-    ):
+    """The catalogue: what each probe observes and the side effects it needs (80 columns);
+    ``-o wide`` adds its source kind, cost, latency, risk, privacy and network needs."""
+    wide = is_wide()
+    table = _compact_table("probe catalogue", wide)
+    for column in (*_PROBE_COLUMNS, *(_PROBE_WIDE_COLUMNS if wide else ())):
         table.add_column(column)
     for p in response.probes:
         network = [
@@ -245,15 +247,21 @@ def _print_probes(response: planner_service_pb2.ListProbesResponse) -> None:
             if len(p.target_signal_classes) > 3
             else _names(plan_pb2.SignalClass, p.target_signal_classes, "SIGNAL_CLASS_")
         )
-        table.add_row(
+        row = [
             _name(plan_pb2.ProbeKind, p.kind, "PROBE_KIND_"),
             observes,
             _names(plan_pb2.SideEffectClass, p.required_side_effects, "SIDE_EFFECT_CLASS_"),
-            p.expected_source_kind,
-            _name(plan_pb2.CostBand, p.cost, "COST_BAND_"),
-            _name(plan_pb2.LatencyBand, p.latency, "LATENCY_BAND_"),
-            _name(plan_pb2.ActionRisk, p.action_risk, "ACTION_RISK_"),
-            _name(plan_pb2.PrivacyExposure, p.privacy, "PRIVACY_EXPOSURE_"),
-            ", ".join(network) or "-",
-        )
+        ]
+        if wide:
+            row += [
+                p.expected_source_kind,
+                _name(plan_pb2.CostBand, p.cost, "COST_BAND_"),
+                _name(plan_pb2.LatencyBand, p.latency, "LATENCY_BAND_"),
+                _name(plan_pb2.ActionRisk, p.action_risk, "ACTION_RISK_"),
+                _name(plan_pb2.PrivacyExposure, p.privacy, "PRIVACY_EXPOSURE_"),
+                ", ".join(network) or "-",
+            ]
+        table.add_row(*row)
     print_table(table)
+    if not wide:
+        console().print("[dim](-o wide: source kind, cost, latency, risk, privacy, network)[/]")
