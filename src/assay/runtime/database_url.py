@@ -33,6 +33,7 @@ from assay.runtime.config import ConfigurationError
 
 MASK = "***"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _POSTGRES_SCHEMES = frozenset({"postgresql", "postgres"})
 # libpq keywords the driver (asyncpg) honours, as libpq spells them.
 LIBPQ_KEYWORDS = frozenset(
@@ -91,7 +92,7 @@ class DatabaseTarget:
 
 def masked(value: str) -> str:
     """``value`` with every password in it replaced by ``***`` (module docstring)."""
-    if "://" in value:
+    if _URL.match(value):
         scheme, rest = value.split("://", 1)
         at = rest.rfind("@")
         if at >= 0 and ":" in rest[:at]:

@@ -119,6 +119,11 @@ class TestMasked:
             (f"host=h password={SECRET} dbname=d", "host=h password=*** dbname=d"),
             (f"host=h password = '{SECRET} x' dbname=d", "host=h password = *** dbname=d"),
             (f"host=h sslpassword='{SECRET}", "host=h sslpassword=***"),
+            (
+                f"host=h password={SECRET} sslrootcert=http://x",
+                "host=h password=*** sslrootcert=http://x",
+            ),
+            (f"postgresql:db?password={SECRET}", "postgresql:db?password=***"),
             ("postgresql://u@h/db", "postgresql://u@h/db"),
             ("/var/lib/assay/a.db", "/var/lib/assay/a.db"),
         ],
