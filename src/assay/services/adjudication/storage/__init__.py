@@ -7,6 +7,7 @@ checks of records against the ledger (``ledger_checks``), the job API (``tx``), 
 group-committing writer (``writer``) on a connection with a thread of its own
 (``sqlite_thread``) and what it remembers between jobs (``memory``), owner-only files
 (``files``), one process per file (``single_process``), and the ``Store`` facade.
+Both engines report a database they cannot reach as UNAVAILABLE (``faults``).
 PostgreSQL, for replicas: ``postgres``."""
 
 from assay.services.adjudication.storage.engine import ExportBatch, StoredResponse
