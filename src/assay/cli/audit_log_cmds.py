@@ -42,6 +42,7 @@ from assay.cli.common import (
     write_text,
 )
 from assay.cli.private_files import write_private
+from assay.safe_text import printable
 from assay.tlog.checkpoint import Checkpoint, parse_signed_checkpoint
 from assay.tlog.merkle import verify_consistency
 from assay.v1 import adjudication_service_pb2 as pb
@@ -146,7 +147,8 @@ def checkpoint(args: argparse.Namespace, rpc: Any) -> int:
         args,
         reply,
         lambda: print(
-            f"checkpoint of {reply.tree_size} event(s) ({reply.origin}) saved to {args.out}"
+            f"checkpoint of {reply.tree_size} event(s) ({printable(reply.origin)}) "
+            f"saved to {printable(args.out)}"
         ),
     )
 
@@ -174,7 +176,9 @@ def verify_since(args: argparse.Namespace, rpc: Any) -> int:
     return emit_data(
         args,
         result,
-        lambda: print(f"audit log consistent: {old.size} -> {new.size} event(s) ({new.origin})"),
+        lambda: print(
+            f"audit log consistent: {old.size} -> {new.size} event(s) ({printable(new.origin)})"
+        ),
     )
 
 
@@ -218,7 +222,7 @@ def verify_export(args: argparse.Namespace) -> int:
     def text() -> None:
         print(
             f"export verified: {records} record(s) proven in the signed checkpoint of "
-            f"{found.size} event(s) ({found.origin}), root {found.root.hex()[:16]}…"
+            f"{found.size} event(s) ({printable(found.origin)}), root {found.root.hex()[:16]}…"
         )
         # One line per reason (the JSON lists every record): an old ledger may have many.
         by_reason: dict[str, list[dict[str, Any]]] = {}
