@@ -13,6 +13,7 @@ compressed stream that declares many rows goes to a worker.
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -32,7 +33,7 @@ from assay.services.resolver.adapters.servicer import COLUMNS_BYTES_PER_UNIT, Re
 from assay.services.resolver.service import build_spec
 from assay.v1 import resolver_service_pb2 as rpb
 from tests.support.arrow_bombs import identical, ipc, varied
-from tests.support.processes import AssayProcess, free_port, service_process
+from tests.support.processes import AssayProcess, assay_command, free_port, service_process
 
 BIG = 256 * 1024 * 1024
 OPTIONS = [("grpc.max_send_message_length", BIG), ("grpc.max_receive_message_length", BIG)]
@@ -164,6 +165,18 @@ class TestConfiguredLimits:
         assert metadata["limit_name"] == limit_name
         if limit is not None:
             assert metadata["limit"] == str(limit)
+
+    @pytest.mark.parametrize(
+        "flag", ["--columns-max-rows", "--columns-max-bytes", "--columns-max-ratio"]
+    )
+    def test_a_limit_must_be_positive(self, flag: str) -> None:
+        """A limit of 0 stops the start with one line naming the flag."""
+        args = ["serve", "resolver", "--port", str(free_port()), flag, "0"]
+        done = subprocess.run(
+            assay_command(*args), capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.strip().splitlines() == [f"assay: {flag} must be positive"]
 
     async def test_within_the_settings_a_stream_resolves(self, configured: AssayProcess) -> None:
         """A stream under every configured limit is answered."""
