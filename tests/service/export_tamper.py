@@ -75,7 +75,7 @@ async def _freeze(
     await stub.FreezeGoldLabel(freeze, timeout=TIMEOUT)
 
 
-async def _populate_and_export(db: Path, corpus: Path) -> dict[str, str]:
+async def _populate_and_export(db: str | Path, corpus: Path) -> dict[str, str]:
     async with adjudication_server(db) as server:
         stub = server.stub
         for name in ("ann", "bob", "cid"):
@@ -105,12 +105,14 @@ async def _populate_and_export(db: Path, corpus: Path) -> dict[str, str]:
     return kinds
 
 
-def exported(directory: Path) -> Export:
-    """The export of the three kinds of label, its public key, and its lines by kind."""
+def exported(directory: Path, db: str | Path | None = None) -> Export:
+    """The export of the three kinds of label from a server on ``db`` (default: a SQLite file
+    in ``directory``), its public key, and its lines by kind."""
     configure_logging("info", io.StringIO())  # the server's log lines stay out of the output
     corpus = directory / "corpus.jsonl"
-    kinds = asyncio.run(_populate_and_export(directory / "a.db", corpus))
-    public = load_or_create_signing_key(ledger_key(directory / "a.db")).public_key()
+    db = directory / "a.db" if db is None else db
+    kinds = asyncio.run(_populate_and_export(db, corpus))
+    public = load_or_create_signing_key(ledger_key(db)).public_key()
     pem = directory / "ledger.pub.pem"
     pem.write_bytes(
         public.public_bytes(

@@ -121,6 +121,23 @@ class TestUntouchedExport:
             assert len(record["reviewBindings"]) == len(record["reviews"]) >= 2
 
 
+class TestBothEngines:
+    def test_an_export_with_reviews_proves_every_field(
+        self, adjudication_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """SQLite and PostgreSQL export the same bindings: every record verifies with nothing
+        unproven, and a changed subject is refused naming it."""
+        export = exported(tmp_path, adjudication_db)
+        capsys.readouterr()  # what the export printed
+        assert verify(export, export.corpus, "--json") == 0
+        result = json.loads(capsys.readouterr().out)
+        assert (result["records"], result["unproven"]) == (3, [])
+        record = edited(export.lines["adjudicated"], "case.subject")
+        corpus = write(export, {"adjudicated": record}, tmp_path / "edited.jsonl")
+        assert verify(export, corpus) == 3
+        assert ": case.subject: " in capsys.readouterr().err
+
+
 class TestEveryFieldEdited:
     @pytest.mark.parametrize("kind", KINDS)
     @pytest.mark.parametrize(("path", "named"), FIELDS, ids=[path for path, _ in FIELDS])

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.services.adjudication.domain import gold
-from assay.services.adjudication.domain.canonical import canonical_json, jcs, jcs_digest
+from assay.services.adjudication.domain.canonical import canonical_json, digest, jcs, jcs_digest
 from assay.services.adjudication.domain.model import BlindedCase, Case, GoldLabelRevision
 
 SHOWN_VERSION = "assay.case.shown.v1"
@@ -59,9 +59,11 @@ def shown_field_digests(case: Case | BlindedCase) -> dict[str, str]:
 
 
 def shown_digest(field_digests: Mapping[str, str]) -> str:
-    """What CASE_ENQUEUED records as ``shown``: the digest of the field digests' object with
-    ``"v": "assay.case.shown.v1"``."""
-    return jcs_digest({"v": SHOWN_VERSION, **field_digests})
+    """What CASE_ENQUEUED records as ``shown``: the RFC 8785 digest of the field digests'
+    object with ``"v": "assay.case.shown.v1"``. Spelled through ``digest``, whose form of an
+    object of ASCII keys and strings is byte for byte JCS (``canonical``) and is written
+    directly, without the general encoder: every enqueued case computes it."""
+    return digest({"v": SHOWN_VERSION, **field_digests})
 
 
 def gold_digested(value: GoldLabelRevision) -> str:
