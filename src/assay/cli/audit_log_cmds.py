@@ -6,8 +6,9 @@ prove that today's ledger extends it (``verify --since``); both checkpoints' sig
 the RFC 6962 consistency proof are checked here, locally, against a public key the auditor
 pinned (``--public-key``; ``public-key --key`` prints it from the key file, offline). An
 export's manifest carries the checkpoint of the ledger head it was read at;
-``verify-export`` checks that signature offline, then every record's label and inclusion
-proof against it (``export_proofs``).
+``verify-export`` checks that signature offline, then proves every field of every record
+against it (``export_proofs``), saying what it cannot prove. A saved checkpoint is created
+owner-only (``private_files``).
 
 Every file argument takes ``-`` for standard input (``checkpoint --out -``: standard
 output), and a check that fails exits 3 (``EXIT_VERIFICATION_FAILED``), never 2 like a
