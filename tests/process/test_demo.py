@@ -57,7 +57,8 @@ class TestDemo:
         positions = [out.index(stage) for stage in stages]
         assert positions == sorted(positions)
         assert "CASE_ENQUEUED" in out
-        assert "DISAGREED" in out
+        assert "labels \"none\" -> AWAITING_RESOLUTION" in out
+        assert "operator reads the round -> DISAGREED" in out
         assert "ADJUDICATOR_DECISION" in out
         assert "GOLD_LABEL_RETURNED" in out
         assert 'is RESOLVED = "idempotency-key"' in out
@@ -82,7 +83,7 @@ class TestDemo:
         registered = "operator registers alice (bound to alice), bob (bound to bob), carol "
         assert registered + "(bound to carol) as MECHANISM_TEST_FIXTURE reviewers" in out
         assert 'alice (fixture, own token) labels "idempotency-key"' in out
-        assert 'bob (fixture, own token) labels "none" -> DISAGREED' in out
+        assert 'bob (fixture, own token) labels "none" -> AWAITING_RESOLUTION' in out
         assert 'carol (fixture, own token) decides "idempotency-key" -> RESOLVED' in out
         assert "operator freezes: gold label r1" in out
 

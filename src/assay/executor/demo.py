@@ -246,6 +246,11 @@ async def review(console: Console, people: Team, case_id: str) -> bool:
             f"  {reviewer} (fixture, own token) labels {json.dumps(SCRIPT[reviewer])} -> "
             f"{state_name(answer.state)}"
         )
+    seen = await operator.get_case_state(adj.GetCaseStateRequest(case_id=case_id))
+    console.print(
+        f"  {OPERATOR} reads the round -> {state_name(seen.state)} "
+        "(the reviewers see AWAITING_RESOLUTION until it is decided: blinded)"
+    )
     outsider = await refused(
         console,
         f"{OUTSIDER} (tenant globex) reads the {TENANT} case",
