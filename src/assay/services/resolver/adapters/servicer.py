@@ -45,8 +45,8 @@ _Response = TypeVar("_Response", bound=Message)
 # ResolveColumns counts one unit of work per row, and at least one per this many bytes of
 # Arrow stream, as received or as decompressed.
 COLUMNS_BYTES_PER_UNIT = 8
-# A stream of at most this many bytes is measured on the loop (a few dozen messages,
-# microseconds); a larger one is large work already, measured on its worker.
+# A stream of at most this many bytes is measured on the loop (a few dozen messages, under
+# a millisecond); a larger one is large work already, measured on its worker.
 SURVEY_ON_LOOP_BYTES = 16 * 1024
 
 
