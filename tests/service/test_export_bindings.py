@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +50,17 @@ FIELDS: list[tuple[str, str]] = [
     ("case.round", "case.round"),
     ("case.candidateValues[1]", "case.candidateValues"),
     ("case.evidenceRefs[1]", "case.evidenceRefs"),
-    ("caseBinding.fieldDigests.subject", "caseBinding.fieldDigests"),
+    *[
+        (f"caseBinding.fieldDigests.{key}", "caseBinding.fieldDigests")
+        for key in (
+            "case_id",
+            "subject",
+            "predicate",
+            "candidate_values",
+            "evidence_refs",
+            "context",
+        )
+    ],
     ("caseBinding.enqueued.event.payload.content", "caseBinding.enqueued.event"),
     ("caseBinding.enqueued.event.payload.expire_time", "caseBinding.enqueued.event"),
     *[
@@ -112,6 +124,15 @@ class TestUntouchedExport:
         result = json.loads(capsys.readouterr().out)
         assert (result["ok"], result["records"], result["unproven"]) == (True, 3, [])
 
+    def test_the_table_edits_every_field_the_export_has(self, export: Export) -> None:
+        """Every leaf of every record (list positions aside) is a row of ``FIELDS``, so a
+        field added to the export without a row here fails."""
+        covered = {re.sub(r"\[\d+\]", "[]", path) for path, _ in FIELDS}
+        found = {
+            re.sub(r"\[\d+\]", "[]", leaf) for r in export.lines.values() for leaf in leaves(r)
+        }
+        assert found <= covered, sorted(found - covered)
+
     def test_every_record_carries_its_bindings(self, export: Export) -> None:
         """Each record binds its label, its case and each of its reviews to the ledger."""
         for kind in KINDS:
@@ -163,6 +184,18 @@ class TestEveryFieldEdited:
         leaf = path.rsplit(".", 1)[-1].split("[")[0]
         if named != path.split("[")[0] and not path.startswith(named + "["):
             assert leaf in line, line  # a field named through its event or opening is listed
+
+
+def leaves(node: Any, path: str = "") -> Iterator[str]:
+    """The path of every scalar in ``node`` (``reviews[1].reason``)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from leaves(value, f"{path}.{key}" if path else key)
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from leaves(value, f"{path}[{i}]")
+    else:
+        yield path
 
 
 def stripped(record: dict[str, Any], *keys: str) -> dict[str, Any]:
