@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
@@ -72,17 +73,35 @@ def submit_request(
     return request
 
 
+Answer = tuple[int, str, str]  # (round, review id, refusal reason)
+
+
+@dataclass(frozen=True)
+class Race:
+    """What the concurrent reviewers saw, gathered for the assertions."""
+
+    first: dict[str, str]
+    first_refused: set[str]
+    retried: dict[str, str]
+    duplicates: set[str]
+    round_two: list[int]
+    stale: set[str]
+    rounds: dict[int, int]
+
+
 class TestCrash:
     def test_kill_9_mid_stream_loses_no_acknowledged_review(self, tmp_path: Path) -> None:
-        """SIGKILL during a stream of reviews: every acknowledged one survives, none twice."""
+        """SIGKILL during a stream of reviews: every acknowledged one survives, none twice.
+        Each case takes its round's two reviews, from alternating pairs of four reviewers."""
         db = tmp_path / "crash.db"
         reviewers = [f"r{i}" for i in range(4)]
+        pairs = [reviewers[:2], reviewers[2:]]
         planned: list[tuple[str, str, str]] = []
         with adjudication(db, tmp_path / "first.log") as proc:
             with grpc.insecure_channel(proc.target) as channel:
                 stub = pb_grpc.AdjudicationServiceStub(channel)
-                cases = seed(stub, reviewers, 150)
-            planned = [(c, r, uuid.uuid4().hex) for c in cases for r in reviewers]
+                cases = seed(stub, reviewers, 300)
+            planned = [(c, r, uuid.uuid4().hex) for i, c in enumerate(cases) for r in pairs[i % 2]]
             acknowledged: dict[str, str] = {}
             lock = threading.Lock()
 
@@ -138,54 +157,58 @@ class TestCrash:
 
 class TestConcurrency:
     def test_fifty_concurrent_reviewers(self, tmp_path: Path) -> None:
-        """50 reviewers on the same cases at once: nothing lost, duplicated or cross-round."""
+        """50 reviewers race for the same cases: each round takes exactly two reviews, the rest
+        are refused by name; nothing lost, duplicated or cross-round."""
         reviewers = [f"rev{i:02d}" for i in range(50)]
         with adjudication(tmp_path / "conc.db", tmp_path / "conc.log") as proc:
             with grpc.insecure_channel(proc.target) as channel:
                 cases = seed(pb_grpc.AdjudicationServiceStub(channel), reviewers, 6)
-            results = asyncio.run(self._race(proc.target, reviewers, cases))
-        first, retried, duplicates, round_two, stale = results
-        assert len(first) == 50 * 6
-        assert len(set(first.values())) == 50 * 6, "every review has its own id"
-        assert retried == first, "a retry with the same request_id returns the first review"
-        assert duplicates == {"ERROR_REASON_REVIEW_ALREADY_SUBMITTED"}
-        assert round_two == {2}
-        assert stale == {"ERROR_REASON_ROUND_MISMATCH"}
+            race = asyncio.run(self._race(proc.target, reviewers, cases))
+        assert len(race.first) == 2 * 6, "each round takes exactly its two reviews"
+        assert len(set(race.first.values())) == 2 * 6, "every review has its own id"
+        assert race.first_refused == {"ERROR_REASON_ROUND_COMPLETE"}
+        assert race.retried == race.first, "a retry with the same request_id returns the first"
+        assert race.duplicates == {
+            "ERROR_REASON_REVIEW_ALREADY_SUBMITTED",
+            "ERROR_REASON_ROUND_COMPLETE",
+        }
+        assert sorted(race.round_two) == [0] * 48 + [2, 2]
+        assert race.stale == {"ERROR_REASON_ROUND_MISMATCH"}
+        assert race.rounds == {1: 2, 2: 2}
 
     @staticmethod
-    async def _race(
-        target: str, reviewers: list[str], cases: list[str]
-    ) -> tuple[dict[str, str], dict[str, str], set[str], set[int], set[str]]:
+    async def _race(target: str, reviewers: list[str], cases: list[str]) -> Race:
         async with grpc.aio.insecure_channel(target) as channel:
             stub = pb_grpc.AdjudicationServiceStub(channel)
             keys = {(c, r): uuid.uuid4().hex for c in cases for r in reviewers}
 
-            async def reviewer_session(name: str) -> dict[str, str]:
-                done = {}
-                for case_id in cases:
-                    reply = await stub.SubmitReview(
-                        submit_request(case_id, name, keys[(case_id, name)]), timeout=30
-                    )
-                    done[keys[(case_id, name)]] = reply.review.review_id
-                return done
-
-            async def merged() -> dict[str, str]:
-                parts = await asyncio.gather(*(reviewer_session(n) for n in reviewers))
-                return {k: v for part in parts for k, v in part.items()}
-
-            first = await merged()
-            retried = await merged()  # the same request ids again, concurrently
-
-            async def duplicate(name: str) -> str:
+            async def submit(case_id: str, name: str, key: str, round_: int = 0) -> Answer:
                 try:
-                    await stub.SubmitReview(
-                        submit_request(cases[0], name, uuid.uuid4().hex), timeout=30
+                    reply = await stub.SubmitReview(
+                        submit_request(case_id, name, key, round_), timeout=30
                     )
                 except grpc.aio.AioRpcError as error:
-                    return decode_rpc_error(error).reason
-                return "accepted"
+                    return 0, "", decode_rpc_error(error).reason
+                return reply.review.round, reply.review.review_id, ""
 
-            duplicates = set(await asyncio.gather(*(duplicate(n) for n in reviewers)))
+            async def reviewer_session(name: str) -> list[tuple[str, Answer]]:
+                return [(keys[(c, name)], await submit(c, name, keys[(c, name)])) for c in cases]
+
+            async def merged() -> tuple[dict[str, str], set[str]]:
+                parts = await asyncio.gather(*(reviewer_session(n) for n in reviewers))
+                answers = [answer for part in parts for answer in part]
+                accepted = {key: review_id for key, (_, review_id, _) in answers if review_id}
+                refused = {reason for _, (_, _, reason) in answers if reason}
+                return accepted, refused
+
+            first, first_refused = await merged()
+            retried, _ = await merged()  # the same request ids again, concurrently
+            duplicates = {
+                reason
+                for _, _, reason in await asyncio.gather(
+                    *(submit(cases[0], n, uuid.uuid4().hex) for n in reviewers)
+                )
+            }
 
             # Close round 1 of the first case, then race round-2 and stale round-1 reviews.
             await stub.ResolveCase(
@@ -195,23 +218,20 @@ class TestConcurrency:
                 timeout=30,
             )
             await stub.FreezeGoldLabel(pb.FreezeGoldLabelRequest(case_id=cases[0]), timeout=30)
-
-            async def second_round(name: str, round_: int) -> tuple[int, str]:
-                try:
-                    reply = await stub.SubmitReview(
-                        submit_request(cases[0], name, uuid.uuid4().hex, round_), timeout=30
-                    )
-                except grpc.aio.AioRpcError as error:
-                    return 0, decode_rpc_error(error).reason
-                return reply.review.round, ""
-
             outcomes = await asyncio.gather(
-                *(second_round(n, 2) for n in reviewers),
-                *(second_round(n, 1) for n in reviewers[:10]),
+                *(submit(cases[0], n, uuid.uuid4().hex, 2) for n in reviewers),
+                *(submit(cases[0], n, uuid.uuid4().hex, 1) for n in reviewers[:10]),
             )
             detail = await stub.GetCase(pb.GetCaseRequest(case_id=cases[0]), timeout=30)
-            assert sum(1 for r in detail.reviews if r.round == 2) == 50
-            assert sum(1 for r in detail.reviews if r.round == 1) == 50
-            round_two = {r for r, _ in outcomes[:50]}
-            stale = {reason for _, reason in outcomes[50:]}
-            return first, retried, duplicates, round_two, stale
+            rounds: dict[int, int] = {}
+            for review in detail.reviews:
+                rounds[review.round] = rounds.get(review.round, 0) + 1
+            return Race(
+                first=first,
+                first_refused=first_refused,
+                retried=retried,
+                duplicates=duplicates,
+                round_two=[round_ for round_, _, _ in outcomes[:50]],
+                stale={reason for _, _, reason in outcomes[50:]},
+                rounds=rounds,
+            )
