@@ -31,6 +31,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from assay.cli.export_bindings import (
     CASE_NAMES,
+    camel,
     check_answer,
     check_case,
     check_label,
@@ -94,14 +95,12 @@ def _check_label(record: pb.CorpusRecord, signed: Checkpoint) -> None:
         pb.AUDIT_EVENT_TYPE_GOLD_LABEL_FROZEN,
         claims,
     )
-    for key, name in (("case_id", "caseId"), ("revision", "revision"), ("digest", "digest")):
-        if payload.get(key) != claims[key]:
+    for key, value in claims.items():
+        if payload.get(key) != value:
             raise BadRecord(
-                f"revision.{name}",
+                f"revision.{camel(key)}",
                 f"is not what its GOLD_LABEL_FROZEN event recorded ({payload.get(key)!r})",
             )
-    if payload.get("provenance") != claims["provenance"]:
-        raise BadRecord("revision.provenance", "is not what its GOLD_LABEL_FROZEN event recorded")
     if record.revision_digested:
         check_revision(record)
         return
@@ -219,11 +218,10 @@ def _check_review(
             f"{at}.submitted.event",
             f"is a review of case {payload.get('case_id')!r}, not of this record's",
         )
-    names = {"review_id": "reviewId", "case_id": "caseId", "reviewer_id": "reviewerId"}
-    for key, name in (*names.items(), ("round", "round")):
+    for key in ("review_id", "case_id", "reviewer_id", "round"):
         if payload.get(key) != claims[key]:
             raise BadRecord(
-                f"{where}.{name}", f"is not what the ledger recorded ({payload.get(key)!r})"
+                f"{where}.{camel(key)}", f"is not what the ledger recorded ({payload.get(key)!r})"
             )
     if binding.review_id != review.review_id:
         raise BadRecord(f"{at}.reviewId", f"is {binding.review_id!r}, not {where}'s review")
