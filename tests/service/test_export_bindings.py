@@ -203,6 +203,23 @@ def stripped(record: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {key: value for key, value in record.items() if key not in keys}
 
 
+class TestWholeFile:
+    def test_a_record_repeated_in_place_of_another_is_refused(
+        self, export: Export, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Each record proves on its own, so one copied over another keeps the count and every
+        proof: the second copy is refused, naming its line and the first."""
+        first = export.order[0]
+        other = next(kind for kind in export.order if kind != first)
+        corpus = write(export, {other: export.lines[first]}, tmp_path / "repeated.jsonl")
+        capsys.readouterr()
+        assert verify(export, corpus) == 3
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        number = export.order.index(other) + 1
+        assert f"{corpus}:{number}: " in line, line
+        assert "revision.caseId: line 1 is a record of this case too" in line, line
+
+
 class TestWhatCannotBeProven:
     @pytest.mark.parametrize(
         ("keys", "named"),

@@ -248,6 +248,7 @@ def check_records(
     ``allow_unproven``."""
     count = 0
     gaps: list[dict[str, Any]] = []
+    lines_of: dict[str, int] = {}  # an export has one record per case
     text = _read(corpus, "the exported corpus").decode("utf-8", "replace")
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -263,6 +264,13 @@ def check_records(
             found = export_proofs.check_record(record, signed)
         except export_proofs.BadRecord as error:
             raise CliError(f"{where}: {error.field}: {error.why}", exit_code=FAILED) from None
+        first = lines_of.setdefault(revision.case_id, number)
+        if first != number:
+            raise CliError(
+                f"{where}: revision.caseId: line {first} is a record of this case too: an "
+                "export holds one per case",
+                exit_code=FAILED,
+            )
         for gap in found:
             if gap.missing and not allow_unproven:
                 raise CliError(
