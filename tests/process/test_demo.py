@@ -57,7 +57,7 @@ class TestDemo:
         positions = [out.index(stage) for stage in stages]
         assert positions == sorted(positions)
         assert "CASE_ENQUEUED" in out
-        assert "labels \"none\" -> AWAITING_RESOLUTION" in out
+        assert 'labels "none" -> AWAITING_RESOLUTION' in out
         assert "operator reads the round -> DISAGREED" in out
         assert "ADJUDICATOR_DECISION" in out
         assert "GOLD_LABEL_RETURNED" in out

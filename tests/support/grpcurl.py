@@ -3,8 +3,8 @@ would: plaintext, through server reflection, no local proto files.
 
 The bundled grpcurl (1.8.6) prints proto field names (``requires_review``), not
 lowerCamelCase (``requiresReview``); ``proto_field`` reads either, so the tests also
-hold for a grpcurl that prints the other. ``-format-error`` prints the failed call's ``google.rpc.Status``
-as JSON on stderr; ``decode_status`` turns that back into the code, the
+hold for a grpcurl that prints the other. ``-format-error`` prints the failed call's
+``google.rpc.Status`` as JSON on stderr; ``decode_status`` turns that back into the code, the
 ErrorInfo and the BadRequest field violations.
 """
 
