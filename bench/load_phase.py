@@ -36,7 +36,7 @@ CPU_OF = {"planner": ("planner", "resolver")}
 
 @dataclass
 class Phase:
-    calls: int
+    calls: int  # served; refused and failed calls are counted in ``errors`` only
     wall: float
     p99: float
     cpu: float  # the server's (and, for the planner, its resolver's) CPU seconds
@@ -169,8 +169,9 @@ async def run_phase(
             sent = time.perf_counter()
             try:
                 await call(raw, timeout=60)
-            except grpc.RpcError:
+            except grpc.RpcError:  # refused (e.g. over the admission bound): not served
                 errors += 1
+                return
             latencies.append(time.perf_counter() - sent)
 
         async def timed() -> None:
@@ -194,7 +195,9 @@ async def run_phase(
         cpu = fleet.cpu_seconds(*whose) - cpu0
         others = (busy_seconds() - busy0) - (_ours(fleet) - own0)
     latencies.sort()
-    p99 = latencies[min(len(latencies) - 1, round(0.99 * (len(latencies) - 1)))]
+    p99 = (
+        latencies[min(len(latencies) - 1, round(0.99 * (len(latencies) - 1)))] if latencies else 0.0
+    )
     return Phase(len(latencies), wall, p99, cpu, max(0.0, others) / wall, errors)
 
 

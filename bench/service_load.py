@@ -16,7 +16,9 @@ For every phase it prints calls/s, p99 latency, and the server's CPU per call (u
 system of the server process, from /proc); the planner's line also counts its resolver's
 CPU. Requests are serialized before the clock starts and responses left as bytes, so the
 client spends as little of the shared CPU as possible. Phases are time-bounded
-(``--seconds``) except ``SubmitReview``, which sends a fixed ``--reviews`` per phase.
+(``--seconds``) except ``SubmitReview``, which sends a fixed ``--reviews`` per phase. Only
+calls that succeed count; any that fail (above ``--max-concurrent-rpcs``, 256 by default,
+a server refuses the excess with RESOURCE_EXHAUSTED) are shown as ERRORS.
 
 ``--against SRC`` serves a second copy of all three from another source tree (a ``src``
 folder of an older revision, e.g. a git worktree) through the same interpreter, and runs
@@ -112,7 +114,7 @@ def compare(new: Results, old: Results) -> None:
     (in brackets) over the rounds where neither side was disturbed."""
     print()
     print(f"{new.fleet.label} / {old.fleet.label}, per round ('*' = a side was disturbed):")
-    print(f"    {'':<40} {'calls/s ratio':>24} {'p99 ratio':>12} {'CPU/call ratio':>14}")
+    print(f"    {'':<40} {'calls/s ratio':>32} {'p99 ratio':>19} {'CPU/call ratio':>19}")
     for name, _, label in KINDS:
         pairs = list(zip(new.phases[name], old.phases[name], strict=True))
         marks = "".join("*" if a.disturbed or b.disturbed else "." for a, b in pairs)
@@ -121,11 +123,12 @@ def compare(new: Results, old: Results) -> None:
         calm = _span([a.rate / b.rate for a, b in quiet]) if quiet else "-"
         p99s = _span([a.p99 / b.p99 for a, b in pairs])
         cpus = _span([a.cpu_per_call / b.cpu_per_call for a, b in pairs])
-        print(f"    {label:<40} {rates:>11} [{calm:>11}] {marks:>6} {p99s:>11} {cpus:>11}")
+        print(f"    {label:<40} {rates:>18} [{calm:>18}] {marks:>6} {p99s:>18} {cpus:>18}")
 
 
 def _span(ratios: list[float]) -> str:
-    return f"{min(ratios):.2f}-{max(ratios):.2f}x"
+    """Smallest-largest, and the median in brackets (the steadiest single figure)."""
+    return f"{min(ratios):.2f}-{max(ratios):.2f}x ({statistics.median(ratios):.2f})"
 
 
 def memory(fleets: Sequence[Fleet], when: str) -> None:
