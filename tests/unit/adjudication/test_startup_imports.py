@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 from statsmodels.stats.inter_rater import fleiss_kappa as reference_kappa
@@ -30,7 +31,7 @@ print(json.dumps([before, figure.status.name, figure.value, "statsmodels" in sys
 _TABLE = np.array([[2.0, 0.0], [0.0, 2.0], [1.0, 1.0], [0.0, 2.0]] * 6)
 
 
-def _run(code: str) -> object:
+def _run(code: str) -> Any:
     found = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
@@ -45,6 +46,6 @@ class TestStartupImports:
 
     def test_first_kappa_imports_statsmodels_and_matches_it(self) -> None:
         """The first Fleiss' kappa imports statsmodels then, and is the library's figure."""
-        before, status, value, after = _run(_KAPPA)  # type: ignore[misc]
+        before, status, value, after = _run(_KAPPA)
         assert (before, status, after) == (False, "COMPUTED", True)
         assert value == float(reference_kappa(_TABLE, method="fleiss"))
