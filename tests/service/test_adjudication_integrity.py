@@ -214,14 +214,16 @@ class TestGroupCommit:
             stub = server.stub
             names = [f"r{i}" for i in range(40)]
             await asyncio.gather(*(register(stub, n) for n in names))
-            cases = await asyncio.gather(*(enqueue(stub) for _ in range(20)))
-            pairs = [(c.case_id, n) for c in cases for n in names[:2]]
-            pairs += [(cases[0].case_id, n) for n in names[2:]]
+            cases = await asyncio.gather(*(enqueue(stub) for _ in range(40)))
+            # Each case takes its round's two reviews, from the names in turn (80 at once).
+            pairs = [
+                (c.case_id, names[(2 * i + k) % 40]) for i, c in enumerate(cases) for k in (0, 1)
+            ]
             replies = await asyncio.gather(*(review(stub, c, n, "key") for c, n in pairs))
             detail = await stub.GetCase(pb.GetCaseRequest(case_id=cases[5].case_id))
-            assert len(detail.reviews) == 2
+            assert sorted(r.reviewer_id for r in detail.reviews) == [names[10], names[11]]
             assert len({r.review.review_id for r in replies}) == len(replies)
             verdict = await stub.VerifyAuditChain(pb.VerifyAuditChainRequest())
             assert verdict.ok
         with tampering(adjudication_db) as raw:
-            assert raw.one("SELECT COUNT(*) AS n FROM reviews")["n"] == 40 + 38
+            assert raw.one("SELECT COUNT(*) AS n FROM reviews")["n"] == 80
