@@ -239,9 +239,17 @@ class TestExportWithReviews:
         lines = [json.loads(line) for line in corpus.read_text().splitlines()]
         assert all(len(line["reviews"]) == 2 for line in lines)
         named = lines[0]["revision"]["contributingReviewIds"][0]
-        lines[0]["reviews"] = [r for r in lines[0]["reviews"] if r["reviewId"] != named]
-        corpus.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        dropped = dict(lines[0])
+        dropped["reviews"] = [r for r in lines[0]["reviews"] if r["reviewId"] != named]
+        # The review alone: the count of its bindings no longer matches.
+        corpus.write_text("".join(json.dumps(line) + "\n" for line in [dropped, *lines[1:]]))
         assert cli(verify) == 3
-        err = capsys.readouterr().err
-        assert lines[0]["revision"]["caseId"] in err
-        assert "reviewBindings" in err or f"names review {named}" in err
+        assert "reviewBindings: binds 2 review(s); the record has 1" in capsys.readouterr().err
+        # The review and its binding together: the label still names it.
+        dropped["reviewBindings"] = [
+            b for b in lines[0]["reviewBindings"] if named not in json.dumps(b)
+        ]
+        assert len(dropped["reviewBindings"]) == 1
+        corpus.write_text("".join(json.dumps(line) + "\n" for line in [dropped, *lines[1:]]))
+        assert cli(verify) == 3
+        assert f"names review {named}" in capsys.readouterr().err
