@@ -22,7 +22,7 @@ from harness import free_port
 
 from assay.services.adjudication.domain.model import CaseInput, Lineage, Outcome, ReviewerKind
 from assay.services.adjudication.domain.reviews import ReviewSubmission
-from assay.services.adjudication.storage.engine import Store
+from assay.services.adjudication.storage.interface import Store
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.retries import RequestKey
 from assay.v1 import adjudication_service_pb2 as pb

@@ -1,4 +1,4 @@
-"""The storage contract: what every engine behind ``storage.engine.Store`` / ``WriteTx`` does.
+"""The storage contract: what every engine behind ``storage.interface.Store`` / ``WriteTx`` does.
 
 Each test runs once per engine (``engine``: a SQLite file, a fresh database on the
 session's real PostgreSQL server) through the interface only — the service's own use cases
@@ -37,7 +37,7 @@ from assay.services.adjudication.domain.resolution import ResolveRequest
 from assay.services.adjudication.domain.reviewers import new_reviewer
 from assay.services.adjudication.domain.reviews import ReviewSubmission
 from assay.services.adjudication.storage import Store as SqliteStore
-from assay.services.adjudication.storage.engine import ExportBatch, Store, WriteTx
+from assay.services.adjudication.storage.interface import ExportBatch, Store, WriteTx
 from assay.services.adjudication.storage.postgres import PostgresStore, is_postgres_url
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.retries import RequestKey

@@ -9,7 +9,7 @@ The folders are the layers, and imports point one way (adapters â†’ use cases â†
   ``transparency`` (the signed log over the ledger).
 - ``grpc``: the gRPC adapter: ``values`` and ``convert`` translate protobuf to domain values
   and back, ``servicer`` calls a use case in between.
-- ``storage``: the storage adapter, all SQL, behind the ``engine`` protocols.
+- ``storage``: the storage adapter, all SQL, behind the ``interface`` protocols.
 
 ``service`` wires them together into the runtime's spec.
 """

@@ -24,7 +24,7 @@ from assay.runtime.logging import get_logger
 from assay.runtime.server import ServiceSpec
 from assay.services.adjudication.adapters.servicer import AdjudicationServicer
 from assay.services.adjudication.domain.permissions import RegistrationPolicy
-from assay.services.adjudication.storage.engine import Store
+from assay.services.adjudication.storage.interface import Store
 from assay.services.adjudication.storage.postgres import PostgresStore
 from assay.services.adjudication.storage.postgres import SchemaTooNew as PostgresSchemaTooNew
 from assay.services.adjudication.storage.single_process import DatabaseInUse

@@ -1,4 +1,4 @@
-"""All of adjudication's SQL, behind one interface (``engine``: the ``Store`` and ``WriteTx``
+"""All of adjudication's SQL, behind one interface (``interface``: the ``Store`` and ``WriteTx``
 protocols the service is written against) with two engines. Shared by both: what each record
 kind is checked against in the ledger (``ledger_rules``) and VerifyAuditChain's walk over the
 rows (``verify_walk``). SQLite, the embedded default:
@@ -10,7 +10,7 @@ group-committing writer (``writer``) on a connection with a thread of its own
 Both engines report a database they cannot reach as UNAVAILABLE (``faults``).
 PostgreSQL, for replicas: ``postgres``."""
 
-from assay.services.adjudication.storage.engine import ExportBatch, StoredResponse
+from assay.services.adjudication.storage.interface import ExportBatch, StoredResponse
 from assay.services.adjudication.storage.store import SchemaTooNew, Store
 from assay.services.adjudication.storage.tx import WriteTx
 

@@ -34,6 +34,7 @@ from assay.services.adjudication.domain.model import (
     TenantScope,
 )
 from assay.services.adjudication.storage import rows
+from assay.services.adjudication.storage.predicates import prefixed
 
 # ``:tenants`` is NULL (every tenant) or a JSON array of the tenants a read may see.
 IN_SCOPE = "(:tenants IS NULL OR {column} IN (SELECT value FROM json_each(:tenants)))"
@@ -195,10 +196,6 @@ def queue(
     return [(rows.case(r), int(r["current_round"])) for r in found]
 
 
-def _prefixed(alias: str, columns: str) -> str:
-    return ", ".join(f"{alias}.{c.strip()}" for c in columns.split(","))
-
-
 _EXCLUDED = f"""
 WITH candidates AS (
     SELECT c.case_id,
@@ -209,12 +206,12 @@ WITH candidates AS (
 )
 """
 _EXCLUDING_REVIEWS = (
-    _EXCLUDED + f"SELECT {_prefixed('r', rows.REVIEW_COLUMNS)} FROM candidates k JOIN reviews r "
+    _EXCLUDED + f"SELECT {prefixed('r', rows.REVIEW_COLUMNS)} FROM candidates k JOIN reviews r "
     "ON r.case_id = k.case_id AND r.round = k.current_round AND r.reviewer_id = :reviewer"
 )
 _EXCLUDING_RESOLUTIONS = (
     _EXCLUDED
-    + f"SELECT {_prefixed('x', rows.RESOLUTION_COLUMNS)} FROM candidates k JOIN resolutions x "
+    + f"SELECT {prefixed('x', rows.RESOLUTION_COLUMNS)} FROM candidates k JOIN resolutions x "
     "ON x.case_id = k.case_id AND x.round = k.current_round"
 )
 

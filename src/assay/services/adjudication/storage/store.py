@@ -45,7 +45,7 @@ from assay.services.adjudication.storage import (
     verify_walk,
     worklist,
 )
-from assay.services.adjudication.storage.engine import ExportBatch
+from assay.services.adjudication.storage.interface import ExportBatch
 from assay.services.adjudication.storage.schema import MIGRATIONS, PRAGMAS, SCHEMA_VERSION
 from assay.services.adjudication.storage.single_process import ProcessLock
 from assay.services.adjudication.storage.sqlite_thread import SqliteConnection

@@ -1,7 +1,7 @@
 """What a writer job may do inside the writer's transaction: the SQLite ``WriteTx``.
 
 Every mutation is a *job* — a plain function of a ``WriteTx`` (the protocol in
-``engine``) that reads, checks the domain rules and writes (the row, its audit
+``interface``) that reads, checks the domain rules and writes (the row, its audit
 event and the retry record). ``writer.Writer`` runs the jobs, group-committed;
 a ``WriteTx`` is the job's view of the open transaction plus the writer's
 in-memory state (``WriterState``: the audit chain head, the rows remembered).
@@ -34,7 +34,7 @@ from assay.services.adjudication.domain.model import (
     TenantScope,
 )
 from assay.services.adjudication.storage import ledger_rules, queries, rows
-from assay.services.adjudication.storage.engine import StoredResponse
+from assay.services.adjudication.storage.interface import StoredResponse
 from assay.services.adjudication.storage.ledger_checks import recorded_sql
 from assay.services.adjudication.storage.memory import Remembered
 

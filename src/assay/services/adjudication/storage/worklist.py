@@ -18,24 +18,18 @@ rounds (two keys of one value, stored before and after JCS, differ as text);
 from __future__ import annotations
 
 import sqlite3
-from collections import defaultdict
 from datetime import datetime
 
 from assay.services.adjudication.domain.canonical import to_micros
-from assay.services.adjudication.domain.model import Case, CaseSnapshot, Review, TenantScope
+from assay.services.adjudication.domain.model import CaseSnapshot, TenantScope
 from assay.services.adjudication.storage import ledger_checks, rows
-from assay.services.adjudication.storage.queries import IN_SCOPE, tenants_param
-
-
-def prefixed(alias: str, columns: str) -> str:
-    return ", ".join(f"{alias}.{c.strip()}" for c in columns.split(","))
-
-
-# The current round of a case, and its review and resolution predicates.
-CURRENT_ROUND = "(SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = c.case_id) + 1"
-ROUND_RESOLVED = (
-    "EXISTS (SELECT 1 FROM resolutions x WHERE x.case_id = k.case_id AND x.round = k.current_round)"
+from assay.services.adjudication.storage.predicates import (
+    CURRENT_ROUND,
+    ROUND_RESOLVED,
+    prefixed,
+    snapshots,
 )
+from assay.services.adjudication.storage.queries import IN_SCOPE, tenants_param
 
 _WORKLIST = f"""
 WITH k AS (
@@ -111,14 +105,3 @@ def worklist(
     ledger_checks.check_reviews(db, reviews)
     ledger_checks.check_resolutions(db, resolutions)
     return snapshots(candidates, reviews)
-
-
-def snapshots(candidates: list[tuple[Case, int]], reviews: list[Review]) -> list[CaseSnapshot]:
-    """Each candidate as a snapshot of its (unresolved) current round, reviews in order."""
-    by_round: defaultdict[tuple[str, int], list[Review]] = defaultdict(list)
-    for review in reviews:
-        by_round[(review.case_id, review.round)].append(review)
-    return [
-        CaseSnapshot(case, current - 1, tuple(by_round[(case.case_id, current)]), None)
-        for case, current in candidates
-    ]

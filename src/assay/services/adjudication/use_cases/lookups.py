@@ -44,7 +44,7 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
 )
 from assay.services.adjudication.domain.reviewers import check_reviewer_id, reviewer_not_found
-from assay.services.adjudication.storage.engine import ExportBatch, Store
+from assay.services.adjudication.storage.interface import ExportBatch, Store
 from assay.transport import DEFAULT_MAX_MESSAGE_BYTES
 
 T = TypeVar("T")

@@ -55,7 +55,7 @@ from assay.services.adjudication.domain.reviewers import (
     reviewer_not_found,
 )
 from assay.services.adjudication.domain.state import derive_state
-from assay.services.adjudication.storage.engine import Store, WriteTx
+from assay.services.adjudication.storage.interface import Store, WriteTx
 from assay.services.adjudication.use_cases.retries import RequestKey, retryable
 
 T = TypeVar("T")

@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from assay.errors import Reason, invalid_field
 from assay.services.adjudication.domain.fields import check_request_id
-from assay.services.adjudication.storage.engine import StoredResponse, WriteTx
+from assay.services.adjudication.storage.interface import StoredResponse, WriteTx
 
 T = TypeVar("T")
 

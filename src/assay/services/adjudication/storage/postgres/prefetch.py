@@ -30,7 +30,7 @@ from typing import Any
 import asyncpg
 
 from assay.services.adjudication.domain.model import CaseSnapshot, Reviewer
-from assay.services.adjudication.storage.engine import StoredResponse
+from assay.services.adjudication.storage.interface import StoredResponse
 from assay.services.adjudication.storage.postgres import queries
 
 # What a probe stopped at: ("request", issuer, subject, request id) or ("case", case id).

@@ -30,7 +30,7 @@ from assay.services.adjudication.domain.model import (
     TenantScope,
 )
 from assay.services.adjudication.storage import faults
-from assay.services.adjudication.storage.engine import ExportBatch
+from assay.services.adjudication.storage.interface import ExportBatch
 from assay.services.adjudication.storage.postgres import ledger_checks as checks
 from assay.services.adjudication.storage.postgres import queries, schema, verify, worklist
 from assay.services.adjudication.storage.postgres.faults import lost, quiet_pool_log

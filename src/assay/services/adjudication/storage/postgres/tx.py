@@ -62,7 +62,7 @@ from assay.services.adjudication.domain.model import (
     TenantScope,
 )
 from assay.services.adjudication.storage import ledger_rules, rows
-from assay.services.adjudication.storage.engine import StoredResponse
+from assay.services.adjudication.storage.interface import StoredResponse
 from assay.services.adjudication.storage.postgres import prefetch, queries
 from assay.services.adjudication.storage.postgres.bridge import Bridge
 

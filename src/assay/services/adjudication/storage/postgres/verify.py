@@ -21,7 +21,7 @@ from assay.services.adjudication.domain.model import (
     TenantScope,
 )
 from assay.services.adjudication.storage import rows, verify_walk
-from assay.services.adjudication.storage.engine import ExportBatch
+from assay.services.adjudication.storage.interface import ExportBatch
 from assay.services.adjudication.storage.postgres import ledger_checks, queries
 
 PREFETCH = 1000

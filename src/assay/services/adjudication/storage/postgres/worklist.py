@@ -1,7 +1,7 @@
 """An adjudicator's worklist on PostgreSQL.
 
 The same page, the same checks and the same superset rule as SQLite's
-(``storage.worklist``: which rows decide whether a case is listed, and why each
+(``storage.sqlite.worklist``: which rows decide whether a case is listed, and why each
 is checked against its ledger event), in PostgreSQL's dialect: ``$n``
 parameters, tenant arrays, and the reviews' ``position`` where SQLite orders by
 ``rowid``. Run inside one REPEATABLE READ snapshot.
@@ -15,9 +15,7 @@ from assay.services.adjudication.domain.canonical import to_micros
 from assay.services.adjudication.domain.model import CaseSnapshot, TenantScope
 from assay.services.adjudication.storage import rows
 from assay.services.adjudication.storage.postgres import ledger_checks, queries
-
-# The round and resolution predicates are plain SQL both dialects read alike.
-from assay.services.adjudication.storage.worklist import (
+from assay.services.adjudication.storage.predicates import (
     CURRENT_ROUND,
     ROUND_RESOLVED,
     prefixed,
