@@ -24,6 +24,7 @@ from assay.runtime.server import RunningService, ServiceSpec, serving, start, st
 from assay.runtime.status import decode_rpc_error
 from assay.v1 import resolver_service_pb2 as rs
 from assay.v1 import resolver_service_pb2_grpc as rs_grpc
+from tests.support.eventually import eventually_async
 
 SERVICE = rs.DESCRIPTOR.services_by_name["ResolverService"]
 
@@ -240,11 +241,17 @@ class TestHealthReflectionAndDrain:
                 in_flight = asyncio.ensure_future(
                     stub.ResolveHypotheses(rs.ResolveHypothesesRequest(), timeout=10)
                 )
-                await asyncio.sleep(0.2)
+                await eventually_async(
+                    lambda: running[0].admission.in_flight == 1, message="the call to be admitted"
+                )
                 stopping = asyncio.ensure_future(stop(running, grace=5))
-                await asyncio.sleep(0.2)
-                health = await running[0].health.Check(health_pb2.HealthCheckRequest(), None)
-                assert health.status == health_pb2.HealthCheckResponse.NOT_SERVING
+
+                async def not_serving() -> bool:
+                    health = await running[0].health.Check(health_pb2.HealthCheckRequest(), None)
+                    return health.status == health_pb2.HealthCheckResponse.NOT_SERVING
+
+                await eventually_async(not_serving, message="health to say NOT_SERVING")
+                assert not in_flight.done(), "the call ended before it was released"
                 servicer.release.set()
                 reply = await in_flight
                 await stopping
