@@ -10,7 +10,6 @@ tenant: an operator who could review, to show operators do not act in others' na
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sqlite3
@@ -45,6 +44,7 @@ from tests.service.adjudication_support import (
     is_postgres,
     rid,
 )
+from tests.support.eventually import eventually_async
 from tests.support.secure import SecureStack, secure_stack
 
 UNANIMOUS = gold_pb2.RESOLUTION_BASIS_UNANIMOUS_AGREEMENT
@@ -431,8 +431,12 @@ class TestTenantWalls:
             acme_case = await p.enqueue("acme", expire_time=expire)
             globex_case = await p.enqueue("globex", by="gloria", expire_time=expire)
             operator = p.as_("operator")
-            await _wait_expired(operator, acme_case)
-            await _wait_expired(operator, globex_case)
+            await eventually_async(
+                lambda: _expired(operator, acme_case), message="acme_case to read expired"
+            )
+            await eventually_async(
+                lambda: _expired(operator, globex_case), message="globex_case to read expired"
+            )
             swept = await p.as_("gloria").SweepExpiredRecords(
                 pb.SweepExpiredRecordsRequest(request_id=rid())
             )
@@ -819,13 +823,9 @@ def _timestamp(moment: datetime) -> timestamp_pb2.Timestamp:
     return stamp
 
 
-async def _wait_expired(caller: As, case_id: str) -> None:
-    """Poll the case's state until the server says it has expired (no fixed sleep)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10
-    while not (await caller.GetCaseState(pb.GetCaseStateRequest(case_id=case_id))).expired:
-        assert loop.time() < deadline, f"case {case_id} never expired"
-        await asyncio.sleep(0.05)
+async def _expired(caller: As, case_id: str) -> bool:
+    """Whether the server says the case has expired."""
+    return (await caller.GetCaseState(pb.GetCaseStateRequest(case_id=case_id))).expired
 
 
 def _mode(path: Path) -> int:

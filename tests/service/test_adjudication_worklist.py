@@ -3,7 +3,6 @@ shown, as whom, in what order and pages, and that every row deciding it is ledge
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from tests.service.test_adjudication_security import (
     parties,
     stored,
 )
+from tests.support.eventually import eventually_async
 
 
 async def worklist(
@@ -143,12 +143,12 @@ class TestWhatIsListed:
             await review(stub, case_id, "ann", "key")
             await review(stub, case_id, "bob", "none")
             assert [i.case.case_id for i in (await worklist(stub, "cy")).items] == [case_id]
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + 15
             state = pb.GetCaseStateRequest(case_id=case_id)
-            while not (await stub.GetCaseState(state, timeout=TIMEOUT)).expired:
-                assert loop.time() < deadline, "the case never expired"
-                await asyncio.sleep(0.05)
+
+            async def expired() -> bool:
+                return (await stub.GetCaseState(state, timeout=TIMEOUT)).expired
+
+            await eventually_async(expired, message="the case to read expired", timeout=15)
             assert not (await worklist(stub, "cy")).items
 
     async def test_bad_requests_name_their_field(self, adjudication_db: str) -> None:
