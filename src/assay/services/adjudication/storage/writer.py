@@ -1,10 +1,10 @@
-"""The single writer: group commit, and where each part of a batch runs.
+"""SQLite's single writer: how a group-committed batch runs, and where each part runs.
 
-A writer task takes every job waiting in the queue and runs them, in order,
-inside one ``BEGIN IMMEDIATE`` transaction, then commits once: with
-``synchronous=FULL`` the fsync — the price of durability — is shared by the
-whole batch (group commit). No caller is answered before that commit has
-returned, so an acknowledged write is on disk.
+The loop shared with PostgreSQL (``storage.group_commit``) takes every job
+waiting and hands them here; they run, in order, inside one ``BEGIN IMMEDIATE``
+transaction, which commits once: with ``synchronous=FULL`` the fsync — the
+price of durability — is shared by the whole batch (group commit). No caller is
+answered before that commit has returned, so an acknowledged write is on disk.
 
 Where each step runs is chosen by what it waits for. ``BEGIN IMMEDIATE`` (may
 wait for the write lock) and ``COMMIT`` (the fsync) run on the connection's own
@@ -41,40 +41,29 @@ random batches against it.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sqlite3
-import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from assay.services.adjudication.domain.model import ChainHead
 from assay.services.adjudication.storage import faults, queries
+from assay.services.adjudication.storage.group_commit import GroupCommitWriter, Outcomes
 from assay.services.adjudication.storage.memory import Remembered
 from assay.services.adjudication.storage.sqlite_thread import SqliteConnection
 from assay.services.adjudication.storage.tx import WriterState, WriteTx
 
-T = TypeVar("T")
 Job = Callable[[WriteTx], Any]
-Outcomes = list[tuple[bool, Any]]
-Queued = tuple[Job, "asyncio.Future[Any]", bool]
-MAX_BATCH = 512
 
 
-class Writer:
-    """The single writer connection and the task that group-commits jobs."""
+class Writer(GroupCommitWriter[WriteTx]):
+    """The single writer connection, its jobs group-committed (``group_commit``)."""
 
     def __init__(self, db: SqliteConnection, head: ChainHead) -> None:
+        super().__init__()
         self.db = db
         # The chain head, and the reviewers, cases and current rounds seen by jobs (``memory``).
         self.state = WriterState(head)
-        # Held while a batch runs, and by close(): nothing else touches the connection then.
-        self.lock = asyncio.Lock()
-        self._queue: asyncio.Queue[Queued | None] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
-        # Told each batch's size and seconds from BEGIN to COMMIT returned: the server's
-        # metrics, when it exports them (``assay.runtime.metrics.Metrics.watch_writer``).
-        self.on_batch: Callable[[int, float], None] = _unobserved
 
     @property
     def head(self) -> ChainHead:
@@ -84,59 +73,11 @@ class Writer:
     def memory(self) -> Remembered:
         return self.state.memory
 
-    def queue_depth(self) -> int:
-        """Jobs waiting for the next batch."""
-        return self._queue.qsize()
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="adjudication-writer")
-
-    async def submit(self, job: Callable[[WriteTx], T], small: bool = False) -> T:
-        """Run ``job`` in the next batch; ``small``: it touches a few rows (may run on the loop)."""
-        if self._task is None or self._task.done():
-            raise RuntimeError("the adjudication writer is not running")
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((job, future, small))
-        # A caller that gives up (deadline) cancels only its future: the job stays queued and
-        # runs (the writer skips answering a done future), so a retry with the same
-        # request_id finds its result. No shield needed, which saves a task-like wrapper.
-        result: T = await future
-        return result
-
-    async def stop(self) -> None:
-        """Finish every queued job, then stop."""
-        if self._task is not None:
-            self._queue.put_nowait(None)
-            await self._task
-            self._task = None
-
-    async def _run(self) -> None:
-        while True:
-            item = await self._queue.get()
-            if item is None:
-                return
-            batch = [item]
-            stopping = False
-            while len(batch) < MAX_BATCH and not self._queue.empty():
-                more = self._queue.get_nowait()
-                if more is None:
-                    stopping = True
-                    break
-                batch.append(more)
-            async with self.lock:
-                started = time.perf_counter()
-                await self._commit_batch(batch)
-                self.on_batch(len(batch), time.perf_counter() - started)
-            if stopping:
-                return
-
-    async def _commit_batch(self, batch: list[Queued]) -> None:
-        jobs = [job for job, _, _ in batch]
+    async def _run_batch(self, jobs: list[Job], small: bool) -> Outcomes:
         try:
-            if all(small for _, _, small in batch):
-                outcomes = await self._on_loop(jobs)
-            else:
-                outcomes = await self.db.run(lambda raw: self._in_thread(raw, jobs))
+            if small:
+                return await self._on_loop(jobs)
+            return await self.db.run(lambda raw: self._in_thread(raw, jobs))
         except Exception as error:  # the commit itself failed: nothing of the batch is stored
             # Every caller must get an answer, even if the database is gone altogether.
             self.memory.forget_all()
@@ -145,14 +86,7 @@ class Writer:
             # A file locked by another connection is busy, not broken: the caller may retry
             # (the batch was rolled back, so nothing of it is stored).
             failed = faults.unreachable(error) if faults.sqlite_unreachable(error) else error
-            outcomes = [(False, failed)] * len(batch)
-        for (_, future, _), (ok, value) in zip(batch, outcomes, strict=True):
-            if future.done():
-                continue
-            if ok:
-                future.set_result(value)
-            else:
-                future.set_exception(value)
+            return [(False, failed)] * len(jobs)
 
     async def _on_loop(self, jobs: list[Job]) -> Outcomes:
         await self.db.run(_begin)
@@ -219,10 +153,6 @@ class Writer:
             raw.execute("RELEASE job")
             outcomes.append((True, value))
         return outcomes
-
-
-def _unobserved(jobs: int, seconds: float) -> None:
-    pass
 
 
 def _begin(raw: sqlite3.Connection) -> None:

@@ -1,9 +1,9 @@
 """The PostgreSQL writer: group commit, with the chain serialized across replicas.
 
-Like SQLite's writer (``storage.writer``), a writer task takes every job
-waiting in the queue and runs them in order inside one transaction and commits
-once, so the commit's WAL flush is shared by the batch; no caller is answered
-before the commit returned. A job that fails is undone alone: the batch is
+The loop shared with SQLite (``storage.group_commit``) takes every job waiting
+in the queue and hands them here; they run in order inside one transaction,
+which commits once, so the commit's WAL flush is shared by the batch; no caller
+is answered before the commit returned. A job that fails is undone alone: the batch is
 rolled back and run again with each job in its own SAVEPOINT (see
 ``_run_jobs``). A batch of more than one job first reads every request id and
 case its jobs will read, in one statement per kind (``prefetch``); its jobs
@@ -39,27 +39,22 @@ the loop's thread and their SQL is awaited by the writer's task (``bridge``).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
 from assay.services.adjudication.domain.model import Reviewer
 from assay.services.adjudication.storage import faults
+from assay.services.adjudication.storage.group_commit import GroupCommitWriter, Outcomes
 from assay.services.adjudication.storage.postgres import prefetch, queries
 from assay.services.adjudication.storage.postgres.bridge import Bridge, run_sync
 from assay.services.adjudication.storage.postgres.faults import is_unreachable, lost, usable
 from assay.services.adjudication.storage.postgres.tx import BatchState, PostgresWriteTx
 
-T = TypeVar("T")
 Job = Callable[[PostgresWriteTx], Any]
-Outcomes = list[tuple[bool, Any]]
-Queued = tuple[Job, "asyncio.Future[Any]"]
-MAX_BATCH = 512
 # The key of the transaction-scoped advisory lock every batch holds ("ASSAY" + 2).
 CHAIN_LOCK = 0x4153534159000002
 # One simple-protocol query, so one round trip (the key is our constant, not input).
@@ -68,44 +63,21 @@ BEGIN_LOCKED = f"BEGIN; SELECT pg_advisory_xact_lock({CHAIN_LOCK})"
 KNOWN_REVIEWERS = 100_000
 
 
-class PostgresWriter:
-    """The task that group-commits jobs on connections from ``pool``."""
+class PostgresWriter(GroupCommitWriter[PostgresWriteTx]):
+    """Jobs group-committed (``group_commit``) on a connection from ``pool``. Every job runs
+    on the loop, yielding it while its SQL runs, so ``small`` changes nothing here."""
+
+    task_name = "adjudication-pg-writer"
 
     def __init__(self, pool: asyncpg.Pool) -> None:
+        super().__init__()
         self._pool = pool
-        self._queue: asyncio.Queue[Queued | None] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
         self._db: PoolConnectionProxy[asyncpg.Record] | None = None
         self._known: dict[str, Reviewer] = {}
-        # Told each batch's size and seconds from BEGIN to COMMIT returned (server metrics).
-        self.on_batch: Callable[[int, float], None] = _unobserved
-
-    def queue_depth(self) -> int:
-        """Jobs waiting for the next batch."""
-        return self._queue.qsize()
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(
-            self._run(), name="adjudication-pg-writer"
-        )
-
-    async def submit(self, job: Callable[[PostgresWriteTx], T], small: bool = False) -> T:
-        """Run ``job`` in the next batch (``small`` is accepted for the SQLite writer's sake:
-        here every job runs on the loop, yielding it while its SQL runs)."""
-        if self._task is None or self._task.done():
-            raise RuntimeError("the adjudication writer is not running")
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((job, future))
-        # As on SQLite: a caller that gives up leaves its job queued, so a retry finds it.
-        result: T = await future
-        return result
 
     async def stop(self) -> None:
-        """Finish every queued job, then stop."""
-        if self._task is not None:
-            self._queue.put_nowait(None)
-            await self._task
-            self._task = None
+        """Finish every queued job, then stop and give the connection back."""
+        await super().stop()
         await self._release()
 
     async def _connection(self) -> PoolConnectionProxy[asyncpg.Record]:
@@ -122,53 +94,26 @@ class PostgresWriter:
         if db is not None:
             await self._pool.release(db)
 
-    async def _run(self) -> None:
-        while True:
-            item = await self._queue.get()
-            if item is None:
-                return
-            batch = [item]
-            stopping = False
-            while len(batch) < MAX_BATCH and not self._queue.empty():
-                more = self._queue.get_nowait()
-                if more is None:
-                    stopping = True
-                    break
-                batch.append(more)
-            started = time.perf_counter()
-            await self._commit_batch(batch)
-            self.on_batch(len(batch), time.perf_counter() - started)
-            if stopping:
-                return
-
-    async def _commit_batch(self, batch: list[Queued]) -> None:
-        jobs = [job for job, _ in batch]
+    async def _run_batch(self, jobs: list[Job], small: bool) -> Outcomes:
         db = None
         try:
             db = await self._connection()
             try:
-                outcomes = await self._attempt(db, jobs, isolated=False)
+                return await self._attempt(db, jobs, isolated=False)
             except _JobFailed as job_failed:  # rolled back: again, each job in its savepoint
                 if not usable(db) and job_failed.__cause__ is not None:
                     raise job_failed.__cause__ from None  # the connection failed, not a job
-                outcomes = await self._attempt(db, jobs, isolated=True)
+                return await self._attempt(db, jobs, isolated=True)
         except _CommitUnknown as unknown:  # the connection died during COMMIT
             cause = unknown.__cause__ or unknown
-            outcomes = [(False, faults.commit_unknown(cause, job)) for job in jobs]
             with contextlib.suppress(Exception):
                 await self._release()
+            return [(False, faults.commit_unknown(cause, job)) for job in jobs]
         except Exception as error:  # the transaction failed: nothing of the batch is stored
             failed = faults.unreachable(error) if await lost(error, db) else error
-            outcomes = [(False, failed)] * len(batch)
             with contextlib.suppress(Exception):
                 await self._release()
-        for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
-            if future.done():
-                continue
-            if ok:
-                future.set_result(value)
-            else:
-                future.set_exception(value)
+            return [(False, failed)] * len(jobs)
 
     async def _attempt(self, db: queries.Db, jobs: list[Job], isolated: bool) -> Outcomes:
         """The batch in one transaction under the chain lock, committed (rolled back if it
@@ -242,10 +187,6 @@ class PostgresWriter:
             except Exception as error:
                 raise _JobFailed from error
         return outcomes
-
-
-def _unobserved(jobs: int, seconds: float) -> None:
-    pass
 
 
 class _CommitUnknown(Exception):
