@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import io
-import time
 
 import pytest
 from rich.console import Console
 
 from assay.cli.progress import progress
+from tests.support.eventually import eventually
 
 
 def terminal() -> tuple[Console, io.StringIO]:
@@ -16,18 +16,11 @@ def terminal() -> tuple[Console, io.StringIO]:
     return Console(file=sink, force_terminal=True, width=100), sink
 
 
-def wait_until(condition: object, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "the condition never held"
-        time.sleep(0.01)
-
-
 def test_work_that_takes_a_while_shows_its_label_and_count() -> None:
     out, sink = terminal()
     with progress("exporting gold labels", enabled=True, unit="records", out=out, after=0) as step:
         step(1234)
-        wait_until(lambda: "exporting gold labels" in sink.getvalue())
+        eventually(lambda: "exporting gold labels" in sink.getvalue(), message="the label drawn")
     assert "1,234 records" in sink.getvalue()
 
 
@@ -35,7 +28,7 @@ def test_a_bar_with_a_total_counts_against_it() -> None:
     out, sink = terminal()
     with progress("enqueueing cases", 2100, enabled=True, out=out, after=0) as step:
         step(1000)
-        wait_until(lambda: "1,000/2,100" in sink.getvalue())
+        eventually(lambda: "1,000/2,100" in sink.getvalue(), message="the count drawn")
 
 
 def test_quick_work_shows_nothing() -> None:
@@ -66,7 +59,7 @@ def test_by_default_the_bar_goes_to_stderr_never_stdout(
 
     with progress("exporting gold labels", enabled=True, unit="records", after=0) as step:
         step(7)
-        wait_until(drawn)
+        eventually(drawn, message="the label drawn on stderr")
     drawn()
     assert "7 records" in err.getvalue()
     assert out.getvalue() == ""

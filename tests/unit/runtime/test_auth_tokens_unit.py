@@ -19,6 +19,7 @@ from assay.runtime.auth.dev_credentials import DEV_AUDIENCE, DEV_ISSUER, public_
 from assay.runtime.auth.gate import Gate
 from assay.runtime.auth.policy import parse_policy
 from assay.runtime.auth.tokens import TokenVerifier, load_jwks
+from tests.support.eventually import eventually
 
 EC_KEY = ec.generate_private_key(ec.SECP256R1())
 
@@ -223,10 +224,7 @@ class TestVerifiedCache:
         expires = int(time.time()) + 1
         short = token(exp=expires)
         assert verifier.verify(short)["sub"] == "alice"
-        deadline = time.monotonic() + 5
-        while time.time() <= expires:  # wait for the wall clock to pass exp
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        eventually(lambda: time.time() > expires, message="the wall clock to pass exp", timeout=5)
         with pytest.raises(Unauthenticated) as refused:
             verifier.verify(short)
         assert refused.value.reason is Reason.CREDENTIALS_EXPIRED
