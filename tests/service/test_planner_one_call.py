@@ -187,3 +187,16 @@ class TestOneCall:
         decoded = decode_rpc_error(caught.value)
         assert decoded.code == grpc.StatusCode.INVALID_ARGUMENT
         assert [v.field for v in decoded.violations] == ["evidence.claims[0].confidence"]
+
+    async def test_a_value_without_a_key_names_the_callers_field(self) -> None:
+        """A claim holding NaN is not guessed (it has no value key): resolving first refuses
+        it as INVALID_ARGUMENT naming the caller's claim, never INTERNAL."""
+        request = example("capability-gap.json")
+        request.evidence.claims[0].value.list_value.values.add().number_value = float("nan")
+        async with both() as (stub, _):
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await stub.PlanEvidence(request, timeout=10)
+        decoded = decode_rpc_error(caught.value)
+        assert decoded.code == grpc.StatusCode.INVALID_ARGUMENT
+        [field] = [v.field for v in decoded.violations]
+        assert field.startswith("evidence.claims[0].value")

@@ -3,9 +3,11 @@ excluded, and no guess where guessing would not pay."""
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
+import pytest
 from google.protobuf import json_format
 
 from assay.services.planner.domain.model import PlanInput
@@ -110,3 +112,47 @@ def test_rejected_claims_and_unknown_sources_are_left_out() -> None:
     partial = guess_outcomes(request, CATALOGUE, frozenset(), table)
     assert partial is not None
     assert "human_review" not in {o.source for o in partial}
+
+
+class TestGuessedValueKeys:
+    """A guessed value is keyed by the resolver's own rule, never a spelling of the planner's."""
+
+    @pytest.mark.parametrize(
+        "value",
+        [
+            "x",
+            "ü\u2028",
+            3,
+            3.0,
+            -0.0,
+            1e-07,
+            1e21,
+            True,
+            {"b": 1, "a": [1.5, True, None]},
+            [],
+        ],
+    )
+    def test_the_guessed_key_is_the_resolvers(self, value: Any) -> None:
+        """The guessed outcome for a claimed value carries the ``value_key`` the resolver
+        reports for that value (``1`` and ``1.0`` one key, object keys sorted)."""
+        request = pb.PlanEvidenceRequest(subject="s", predicate="p")
+        claim = request.evidence.claims.add(
+            id="c0", subject="s", predicate="p", source="test_result", confidence=0.9
+        )
+        json_format.ParseDict(value, claim.value)
+        guessed = guess_outcomes(request, CATALOGUE, frozenset())
+        assert guessed is not None
+        resolver = ResolverServicer(Policy())
+        answer = resolver._ResolveSemantic(convert.semantic_request(request))
+        [reported] = [v.value_key for v in answer.resolution.values]
+        keys = {o.value_key for o in guessed if o.value != "assay:unclaimed-value"}
+        assert keys == {reported}
+
+    @pytest.mark.parametrize("number", [math.nan, math.inf, -math.inf])
+    def test_a_number_json_cannot_carry_is_not_guessed(self, number: float) -> None:
+        """A claim whose value has no key (NaN, an infinity) makes no guess, so the plan
+        resolves first and the resolver refuses the claim by its field."""
+        request = pb.PlanEvidenceRequest(subject="s", predicate="p")
+        claim = request.evidence.claims.add(subject="s", predicate="p", source="test_result")
+        claim.value.list_value.values.add().number_value = number
+        assert guess_outcomes(request, CATALOGUE, frozenset()) is None

@@ -19,19 +19,17 @@ use case asks for the missing ones in a second call. Hypotheses the plan turns o
 need are ignored, which costs the resolver a little (each re-resolves the target's claims).
 
 Outcomes are matched to the draft's by ``match_key``, the hypothetical claim's content
-with the value in the planner's own canonical JSON: the resolver's value keys are not
-known before the resolution, and a value the resolver spells otherwise only costs a
-second call, never a wrong answer.
+with the value by its key: a guessed value is keyed by the resolver's own rule
+(``resolver.domain.values``), so its key is the one the resolver reports for that value
+and the draft's outcomes (which carry the resolver's keys) match it byte for byte.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from itertools import product
 
-from google.protobuf import json_format
-
+from assay.protovalues import value_to_json
 from assay.services.planner.domain import model as m
 from assay.services.planner.domain.outcomes import (
     OUTCOME_CONFIDENCE,
@@ -40,6 +38,7 @@ from assay.services.planner.domain.outcomes import (
     UNCLAIMED_VALUE,
 )
 from assay.services.planner.domain.probes import Catalogue
+from assay.services.resolver.domain.values import UnkeyableValue, canonical_key
 from assay.v1 import claim_pb2, planner_service_pb2
 
 # More distinct values than this, and guessing every one costs more than it saves (each
@@ -49,23 +48,13 @@ MAX_GUESSED_VALUES = 8
 MatchKey = tuple[str, str, bool, str, tuple[str, ...], float]
 
 
-# Built once: ``json.dumps`` with these options builds an encoder on every call, which cost
-# more than encoding a short value.
-_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
-def canonical(value: m.JsonValue) -> str:
-    """``value`` as compact JSON with sorted keys (the planner's canonical form)."""
-    return _CANONICAL.encode(value)
-
-
 def match_key(outcome: m.Outcome) -> MatchKey:
-    """What decides an outcome's hypothesis, the value as canonical JSON (module docstring)."""
+    """What decides an outcome's hypothesis, the value by its value key (module docstring)."""
     return (
         outcome.source,
         outcome.correlation_group,
         outcome.declared,
-        canonical(outcome.value),
+        outcome.value_key,
         outcome.supersedes,
         outcome.confidence,
     )
@@ -137,24 +126,28 @@ def guess_outcomes(
         if stale_refs and claim.id in stale_refs:
             named.setdefault((source, group), []).append(claim.id)
     defaulted = {source: f"{source}|{ref}" for source, ref in first_ref.items()}
-    claimed: list[m.JsonValue] = [json_format.MessageToDict(c.value) for c in values.values()]
+    claimed: list[m.JsonValue] = [value_to_json(c.value) for c in values.values()]
+    try:
+        claimed_keys = [canonical_key(value) for value in claimed]
+    except UnkeyableValue:
+        return None  # NaN or an infinity: resolving first refuses the claim, naming it
     outcomes: dict[MatchKey, m.Outcome] = {}
     for probe in probes:
         source, kind = probe.expected_source, probe.kind
         fresh = probe.recency is m.Recency.FRESH_OBSERVATION
-        reported = list(claimed)
+        reported = list(zip(claimed_keys, claimed, strict=True))
         if fresh or not reported:
-            reported.append(UNCLAIMED_VALUE)
+            reported.append((UNCLAIMED_KEY, UNCLAIMED_VALUE))
         own = OUTCOME_GROUP_PREFIX + kind.name.lower()
         joined = joinable(source, declared, defaulted, members, own)
-        for (group, is_declared), value in product(joined, reported):
+        for (group, is_declared), (value_key, value) in product(joined, reported):
             supersedes: tuple[str, ...] = ()
             if fresh and group != own:
                 supersedes = tuple(sorted(named.get((source, group), ())))
             outcome = m.Outcome(
                 assumption=m.OutcomeAssumption.UNSPECIFIED,
                 source=source,
-                value_key=UNCLAIMED_KEY if value == UNCLAIMED_VALUE else canonical(value),
+                value_key=value_key,
                 value=value,
                 correlation_group=group,
                 declared=is_declared,
