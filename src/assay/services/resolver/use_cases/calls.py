@@ -25,7 +25,7 @@ from google.protobuf.message import Message
 
 from assay.errors import Reason
 from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
-from assay.services.resolver.columnar import bridge, resolve_stream
+from assay.services.resolver.columnar import resolve_stream
 from assay.services.resolver.columnar.bounds import Survey
 from assay.services.resolver.columnar.response import response_bytes
 from assay.services.resolver.domain import engine, reconcile
@@ -58,10 +58,6 @@ class ResolverCalls:
         self.max_message_bytes = max_message_bytes
         self.columns_limits = columns_limits or ColumnsLimits()
         self._sources = source_table(policy.reliability)
-        # ResolveEvidence with at least this many claims is resolved column-wise (SUMMARY,
-        # FULL detail): see ``bridge``.
-        self.bridge_min_claims = bridge.MIN_CLAIMS
-        self.bridge_min_claims_full = bridge.MIN_CLAIMS_FULL
 
     def _reader(self, stop: Stop = NEVER) -> Reader:
         if stop is NEVER:  # nothing to check: the reader skips the checks altogether
@@ -105,13 +101,6 @@ class ResolverCalls:
         reader = self._reader(stop)
         full = _full_detail(reader, request.detail)
         staleness = reader.staleness(*_staleness_fields(request))
-        least = self.bridge_min_claims_full if full else self.bridge_min_claims
-        if not reader.problems and len(request.evidence.claims) >= least:
-            bulk = bridge.resolve_evidence(
-                request.evidence, self.policy, staleness, full, stop.check
-            )
-            if bulk is not None:  # else invalid or unusual: the per-claim path answers
-                return bulk
         base = reader.base(request.evidence.claims, "evidence.claims")
         reader.done()
         assert base is not None
