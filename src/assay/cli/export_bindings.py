@@ -14,7 +14,6 @@ uses, not a second spelling of it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from datetime import UTC
 from typing import Any
@@ -23,10 +22,10 @@ from assay.cli.export_events import BadRecord, enum_name
 from assay.protovalues import value_to_json
 from assay.services.adjudication.domain import openings
 from assay.services.adjudication.domain.canonical import (
-    DIGEST_PREFIX,
     jcs,
     rfc3339,
     same_label_key,
+    text_digest,
 )
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import gold_pb2
@@ -48,10 +47,6 @@ def camel(name: str) -> str:
     """A proto field name as proto JSON spells it: ``label_key`` -> ``labelKey``."""
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
-
-
-def sha256(text: str) -> str:
-    return DIGEST_PREFIX + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def gold_fields(revision: gold_pb2.GoldLabelRevision) -> dict[str, Any]:
@@ -97,7 +92,7 @@ def check_revision(record: pb.CorpusRecord) -> None:
     the revision's digest (already proven against its GOLD_LABEL_FROZEN event)."""
     revision = record.revision
     text = record.revision_digested
-    if sha256(text) != revision.digest:
+    if text_digest(text) != revision.digest:
         raise BadRecord("revisionDigested", "does not hash to revision.digest: it was altered")
     try:
         digested = json.loads(text)
@@ -157,7 +152,7 @@ def check_answer(where: str, review: pb.Review, opening_at: str, opening: str, a
     """``review``'s outcome, label key and reason (``where``: its path) against ``opening``
     (found at ``opening_at``), which must hash to the ``answer`` its proven REVIEW_SUBMITTED
     event holds."""
-    if sha256(opening) != answer:
+    if text_digest(opening) != answer:
         raise BadRecord(
             opening_at, "does not hash to its REVIEW_SUBMITTED event's answer: it was altered"
         )

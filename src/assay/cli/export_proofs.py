@@ -37,13 +37,12 @@ from assay.cli.export_bindings import (
     check_label,
     check_revision,
     gold_fields,
-    sha256,
     shown_digests,
 )
 from assay.cli.export_events import BadRecord, proven_payload
 from assay.errors import DataLoss
 from assay.services.adjudication.domain import gold, openings
-from assay.services.adjudication.domain.canonical import to_micros
+from assay.services.adjudication.domain.canonical import text_digest, to_micros
 from assay.tlog.checkpoint import Checkpoint
 from assay.v1 import adjudication_service_pb2 as pb
 
@@ -201,7 +200,7 @@ def _check_review(
         "reviewer_id": review.reviewer_id,
         "round": str(review.round),
         "submit_time": _micros(review.submit_time),
-        "answer": sha256(binding.answer_opening),
+        "answer": text_digest(binding.answer_opening),
     }
     submitted = binding.submitted
     payload = proven_payload(

@@ -122,10 +122,15 @@ def canonical_json(value: Any) -> str:
     return _ENCODE(_normalized(value))
 
 
+def text_digest(text: str) -> str:
+    """``sha256:`` + hex SHA-256 of ``text`` in UTF-8: how every digest here is spelled."""
+    return DIGEST_PREFIX + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def digest(value: Any) -> str:
     """``sha256:`` + hex SHA-256 of the v1 canonical JSON of ``value`` (equal to
     ``jcs_digest`` for strings, safe integers and objects with ASCII keys)."""
-    return DIGEST_PREFIX + hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+    return text_digest(canonical_json(value))
 
 
 # The doubles JCS spells as integers without loss; a parsed key may hold a larger integer
@@ -214,7 +219,7 @@ def rfc8785_jcs(value: Any) -> str:
 
 def jcs_digest(value: Any) -> str:
     """``sha256:`` + hex SHA-256 of the RFC 8785 form of ``value``."""
-    return DIGEST_PREFIX + hashlib.sha256(jcs(value).encode("utf-8")).hexdigest()
+    return text_digest(jcs(value))
 
 
 def label_key(label: Any) -> str:

@@ -24,19 +24,18 @@ expiry: any later sweep covering the tenant accounts for it.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from assay.services.adjudication.domain import records
 from assay.services.adjudication.domain.canonical import (
-    DIGEST_PREFIX,
     GENESIS_HASH,
     canonical_json,
     encode_json,
     rfc3339,
     string_object_json,
+    text_digest,
 )
 from assay.services.adjudication.domain.model import (
     Actor,
@@ -105,7 +104,7 @@ def _chain_hash(
         f'"previous_hash":{encode_json(previous_hash)},'
         f'"sequence":{int(sequence)}}}'
     )
-    return DIGEST_PREFIX + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return text_digest(text)
 
 
 def next_event(
