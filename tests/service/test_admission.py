@@ -34,6 +34,7 @@ from assay.services.resolver.service import build_spec
 from assay.v1 import resolver_service_pb2 as rs
 from assay.v1 import resolver_service_pb2_grpc as rs_grpc
 from tests.service.test_resolver_rpcs import EVIDENCE, SUBJECT
+from tests.support.eventually import eventually_async
 
 SERVICE = rs.DESCRIPTOR.services_by_name["ResolverService"]
 LIMIT = 4
@@ -71,20 +72,13 @@ async def held(log_stream: io.StringIO) -> AsyncIterator[tuple[RunningService, H
             servicer.release.set()
 
 
-async def until(condition: Any, what: str, seconds: float = 10.0) -> None:
-    """Wait for ``condition()`` to hold, failing after ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
-
-
 async def fill(service: RunningService, channel: grpc.aio.Channel) -> list[asyncio.Task[Any]]:
     """``LIMIT`` calls in flight, admitted and held."""
     raw = channel.unary_unary(POLICY)
     held = [asyncio.ensure_future(raw(b"", timeout=20)) for _ in range(LIMIT)]
-    await until(lambda: service.admission.in_flight == LIMIT, "the held calls to be admitted")
+    await eventually_async(
+        lambda: service.admission.in_flight == LIMIT, message="the held calls to be admitted"
+    )
     return held
 
 
@@ -161,7 +155,9 @@ class TestRefusals:
         async with grpc.aio.insecure_channel(service.address) as channel:
             in_flight = await fill(service, channel)
             in_flight[0].cancel()
-            await until(lambda: service.admission.in_flight == LIMIT - 1, "the slot to free")
+            await eventually_async(
+                lambda: service.admission.in_flight == LIMIT - 1, message="the slot to free"
+            )
 
 
 class TestClientsRetry:
@@ -176,7 +172,9 @@ class TestClientsRetry:
         ):
             await fill(service, channel)
             call = asyncio.ensure_future(client.get_resolver_policy(timeout=10))
-            await until(lambda: service.admission.refused_overloaded >= 1, "a refusal")
+            await eventually_async(
+                lambda: service.admission.refused_overloaded >= 1, message="a refusal"
+            )
             servicer.release.set()
             reply = await call
         assert reply.reliability_table_origin == "t"
@@ -194,7 +192,9 @@ class TestClientsRetry:
         async with grpc.aio.insecure_channel(service.address) as channel:
             await fill(service, channel)
             call = asyncio.ensure_future(asyncio.to_thread(policy))
-            await until(lambda: service.admission.refused_overloaded >= 1, "a refusal")
+            await eventually_async(
+                lambda: service.admission.refused_overloaded >= 1, message="a refusal"
+            )
             servicer.release.set()
             reply = await call
         assert reply.reliability_table_origin == "t"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import io
-import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -26,6 +25,7 @@ from assay.runtime.logging import configure_logging
 from assay.runtime.server import RunningService, ServiceSpec, serving
 from assay.v1 import adjudication_service_pb2 as adj
 from assay.v1 import adjudication_service_pb2_grpc as adj_grpc
+from tests.support.eventually import eventually_async
 
 SERVICE = adj.DESCRIPTOR.services_by_name["AdjudicationService"]
 FREED_WITHIN_SECONDS = 2.0
@@ -103,15 +103,15 @@ async def server(collector_off: None) -> AsyncIterator[tuple[RunningService, Fai
         yield running[0], servicer
 
 
-async def freed(servicer: FailingServicer) -> bool:
-    """Whether everything the servicer held is gone, waiting up to a deadline for the
-    server side of the call to finish (the caller hears the status first)."""
-    deadline = time.monotonic() + FREED_WITHIN_SECONDS
-    while any(ref() is not None for ref in servicer.held):
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.01)
-    return bool(servicer.held)
+async def freed(servicer: FailingServicer) -> None:
+    """Wait until everything the servicer held is gone: the server side of the call may
+    still be finishing when the caller hears the status."""
+    assert servicer.held, "the servicer held nothing to watch"
+    await eventually_async(
+        lambda: all(ref() is None for ref in servicer.held),
+        message="what the failed call held to be freed",
+        timeout=FREED_WITHIN_SECONDS,
+    )
 
 
 class TestFailedCallsFreeWhatTheyHeld:
@@ -138,7 +138,7 @@ class TestFailedCallsFreeWhatTheyHeld:
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await getattr(stub, method)(request_message, timeout=5)
         assert caught.value.code() == code
-        assert await freed(servicer)
+        await freed(servicer)
 
     async def test_stream_failure_after_a_message(
         self, server: tuple[RunningService, FailingServicer]
@@ -153,7 +153,7 @@ class TestFailedCallsFreeWhatTheyHeld:
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await call.read()
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert await freed(servicer)
+        await freed(servicer)
 
     async def test_cancelled_call(self, server: tuple[RunningService, FailingServicer]) -> None:
         """A call the caller cancels mid-way frees the frame's contents."""
@@ -165,4 +165,4 @@ class TestFailedCallsFreeWhatTheyHeld:
             call.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await call
-        assert await freed(servicer)
+        await freed(servicer)

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 from prometheus_client import CollectorRegistry, Counter
@@ -17,17 +16,9 @@ from assay.runtime.metrics_http import MAX_CONNECTIONS, MAX_HEAD_BYTES, MetricsE
 from assay.runtime.server import serving
 from tests.service.planner_harness import resolver_spec
 from tests.service.test_observability import RESOLVER, sample, scrape
+from tests.support.eventually import eventually_async
 
 Streams = list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]
-
-
-async def until(condition: Callable[[], bool], seconds: float = 20.0) -> None:
-    """Wait for ``condition`` to hold (it changes as sockets close, with no event to await),
-    failing after ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting for the condition"
-        await asyncio.sleep(0.01)
 
 
 async def connect(port: int, count: int) -> Streams:
@@ -93,7 +84,11 @@ class TestIdleConnections:
             held = await connect(metrics.port, 300)
             try:
                 evicted = 300 - MAX_CONNECTIONS
-                await until(lambda: sum(r.at_eof() for r, _ in held) == evicted)
+                await eventually_async(
+                    lambda: sum(r.at_eof() for r, _ in held) == evicted,
+                    message=f"{evicted} connections closed by the server",
+                    timeout=20,
+                )
                 assert served.connections == MAX_CONNECTIONS
                 assert threading.active_count() <= threads
                 got = await scrape(metrics.port)
@@ -116,7 +111,11 @@ class TestIdleConnections:
         try:
             status, _ = await answer(*kept[0], b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
             assert status == "HTTP/1.1 200 OK"
-            await until(lambda: all(reader.at_eof() for reader, _ in streams))
+            await eventually_async(
+                lambda: all(reader.at_eof() for reader, _ in streams),
+                message="every idle connection closed by the server",
+                timeout=20,
+            )
             assert endpoint.connections == 0
         finally:
             close_all(streams)

@@ -23,7 +23,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from assay.runtime.config import ServerConfig
 from assay.runtime.server import RunningService, ServiceSpec, start, stop
 from assay.v1 import resolver_service_pb2 as rs
-from tests.service.test_admission import HeldServicer, details_of, until
+from tests.service.test_admission import HeldServicer, details_of
+from tests.support.eventually import eventually_async
 from tests.support.processes import assay_command, free_port, wait_serving
 
 SERVICE = rs.DESCRIPTOR.services_by_name["ResolverService"]
@@ -77,7 +78,9 @@ class TestDrain:
         async with grpc.aio.insecure_channel(service.address) as channel:
             raw = channel.unary_unary(POLICY)
             in_flight = asyncio.ensure_future(raw(b"", timeout=20))
-            await until(lambda: service.admission.in_flight == 1, "the call to be admitted")
+            await eventually_async(
+                lambda: service.admission.in_flight == 1, message="the call to be admitted"
+            )
             stopping = asyncio.ensure_future(stop([service], grace=10))
             health = health_pb2_grpc.HealthStub(channel)
             for name in ("", SERVICE.full_name):
@@ -108,7 +111,9 @@ class TestDrain:
         service, _ = held
         async with grpc.aio.insecure_channel(service.address) as channel:
             in_flight = asyncio.ensure_future(channel.unary_unary(POLICY)(b"", timeout=20))
-            await until(lambda: service.admission.in_flight == 1, "the call to be admitted")
+            await eventually_async(
+                lambda: service.admission.in_flight == 1, message="the call to be admitted"
+            )
             started = time.monotonic()
             await stop([service], grace=0.3)
             elapsed = time.monotonic() - started
