@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +22,7 @@ from assay.runtime.status import decode_rpc_error
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
 from assay.v1 import gold_pb2
+from tests.support.eventually import eventually
 from tests.support.processes import AssayProcess, assay_process, free_port
 
 pytestmark = pytest.mark.process
@@ -121,9 +121,12 @@ class TestCrash:
             threads = [threading.Thread(target=worker, args=(planned[i::8],)) for i in range(8)]
             for thread in threads:
                 thread.start()
-            deadline = time.monotonic() + 30
-            while len(acknowledged) < 150 and time.monotonic() < deadline:
-                time.sleep(0.005)
+            eventually(
+                lambda: len(acknowledged) >= 150,
+                message="150 reviews acknowledged before the kill",
+                timeout=30,
+                interval=0.005,
+            )
             proc.process.kill()  # SIGKILL: no shutdown hook runs
             proc.process.wait(timeout=10)
             for thread in threads:

@@ -36,6 +36,7 @@ from tests.process.replica_workload import (
     Tally,
     replay,
 )
+from tests.support.eventually import eventually
 from tests.support.processes import AssayProcess, free_port, service_process
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(300)]
@@ -89,14 +90,6 @@ def writes_served(replica: AssayProcess) -> int:
         for line in replica.log_lines()
         if line.get("event") == "rpc" and line.get("method") in paths and line.get("code") == "OK"
     )
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll ``condition`` until true, failing after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
 
 
 @dataclass
@@ -342,7 +335,10 @@ class TestAdjudicationReplicas:
             assert all(any(w.failures for w in s.writes) for s in at_home_on_victim)
             assert all(w.response is not None for s in scripts for w in s.writes)
             # Both replicas took writes before the kill; the restarted one after it too.
-            wait_for(lambda: writes_served(second) > 0 and writes_served(restarted) > 0)
+            eventually(
+                lambda: writes_served(second) > 0 and writes_served(restarted) > 0,
+                message="both live replicas to log served writes",
+            )
             assert writes_served(first) > 0
 
             replicas = [restarted.target, second.target]

@@ -8,7 +8,6 @@ collection in the server, so what comes back is what a real server would give ba
 from __future__ import annotations
 
 import platform
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from assay.v1 import adjudication_service_pb2_grpc as adj_grpc
 from assay.v1 import claim_pb2
 from assay.v1 import resolver_service_pb2 as res
 from assay.v1 import resolver_service_pb2_grpc as res_grpc
+from tests.support.eventually import eventually
 from tests.support.processes import AssayProcess, free_port, service_process
 
 pytestmark = [
@@ -48,17 +48,6 @@ def resident_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise AssertionError(f"no VmRSS for process {pid}")
-
-
-def settled_mib(pid: int, ceiling: float, timeout: float = SETTLE_SECONDS) -> float:
-    """Poll until resident memory is at most ``ceiling`` MiB, or ``timeout`` passes; the
-    last reading either way."""
-    deadline = time.monotonic() + timeout
-    while True:
-        now = resident_mib(pid)
-        if now <= ceiling or time.monotonic() > deadline:
-            return now
-        time.sleep(0.1)
 
 
 def expect_invalid(call: Callable[[], object]) -> None:
@@ -161,11 +150,21 @@ class TestRejectedLargeRequests:
         for _ in range(REJECTED_CALLS):
             call(LARGE)
         peak = resident_mib(pid)
-        settled = settled_mib(pid, baseline * SETTLED_RATIO)
-        assert settled <= baseline * SETTLED_RATIO, (
-            f"resident memory {baseline:.0f} MiB before {REJECTED_CALLS} rejected "
-            f"{LARGE // MIB} MiB requests, {peak:.0f} MiB after them, "
-            f"{settled:.0f} MiB {SETTLE_SECONDS:.0f}s later"
+
+        def settled() -> bool:
+            now = resident_mib(pid)
+            assert now <= baseline * SETTLED_RATIO, (
+                f"resident memory {baseline:.0f} MiB before {REJECTED_CALLS} rejected "
+                f"{LARGE // MIB} MiB requests, {peak:.0f} MiB after them, {now:.0f} MiB now"
+            )
+            return True
+
+        eventually(
+            settled,
+            message="resident memory to settle near its baseline",
+            timeout=SETTLE_SECONDS,
+            interval=0.1,
+            ignoring=(AssertionError,),
         )
 
 

@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from assay.client.evidence import load_evidence_file
 from assay.runtime.config import ServerConfig
 from assay.v1 import claim_pb2, resolver_service_pb2, resolver_service_pb2_grpc
+from tests.support.eventually import eventually
 from tests.support.processes import assay_command, assay_process, free_port, wait_serving
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,11 +109,12 @@ class TestServeResolver:
 
             caller = threading.Thread(target=call)
             caller.start()
-            deadline = time.monotonic() + 60
-            while in_flight(metrics_port) < 1:
+
+            def seen_in_flight() -> bool:
                 assert caller.is_alive(), "the call ended before it was seen in flight"
-                assert time.monotonic() < deadline, "the call never showed as in flight"
-                time.sleep(0.01)
+                return in_flight(metrics_port) >= 1
+
+            eventually(seen_in_flight, message="the call to show as in flight", timeout=60)
             os.kill(proc.process.pid, signal.SIGTERM)
             caller.join(timeout=150)
             code = proc.process.wait(timeout=90)

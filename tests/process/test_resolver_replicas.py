@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 
 import grpc
@@ -19,6 +18,7 @@ import pytest
 from google.protobuf import json_format
 
 from assay.v1 import plan_pb2, planner_service_pb2, planner_service_pb2_grpc
+from tests.support.eventually import eventually
 from tests.support.processes import AssayProcess, assay_process, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,15 +45,6 @@ def served(replica: AssayProcess) -> int:
         and str(line.get("method", "")).startswith("/assay.v1.ResolverService/Resolve")
         and line.get("code") == "OK"
     )
-
-
-def wait_for(condition: object, timeout: float = 10.0) -> None:
-    """Poll ``condition`` (a callable) until true, failing after ``timeout`` seconds."""
-    assert callable(condition)
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
 
 
 async def plan_load(
@@ -118,7 +109,10 @@ class TestResolverReplicas:
                 for _ in range(10):
                     stub.PlanEvidence(request, timeout=PLAN_DEADLINE_SECONDS)
             # Round robin: ten plans' resolver calls land on both replicas (lines may lag).
-            wait_for(lambda: served(first) > 0 and served(second) > 0)
+            eventually(
+                lambda: served(first) > 0 and served(second) > 0,
+                message="both replicas to log a served call",
+            )
 
             before_kill: dict[str, int] = {}
 
@@ -132,5 +126,8 @@ class TestResolverReplicas:
             assert first.process.returncode == -9
             assert failures == []
             # The survivor carried the rest of the load.
-            wait_for(lambda: served(second) > before_kill["second"])
+            eventually(
+                lambda: served(second) > before_kill["second"],
+                message="the survivor to log calls after the kill",
+            )
             assert planner.process.poll() is None
