@@ -346,7 +346,7 @@ class AdjudicationServicer:
         size, hashes = await self.log.consistency(request.first_size, request.second_size)
         return pb.GetConsistencyProofResponse(hashes=hashes, second_size=size)
 
-    # --- placeholders while issue 16's RPCs are built: refuse rather than guess ----
+    # --- the case queue -----------------------------------------------------
 
     async def EnqueueCases(
         self, request: pb.EnqueueCasesRequest, context: grpc.aio.ServicerContext

@@ -1,8 +1,9 @@
-"""Protobuf <-> adjudication domain values. With ``servicer``, the only module that sees ``_pb2``.
+"""Protobuf <-> adjudication domain values: one of the few modules that see ``_pb2``.
 
-Requests become domain inputs (validation happens in the rule modules, not
-here); domain values become response messages; the runtime's ``Principal``
-becomes the domain's ``Caller``. Value, time and enum helpers are in ``values``.
+The others are ``wire.scalars`` (times and enums), ``adapters.servicer`` (the gRPC
+face) and ``service`` (which registers the service's descriptor). Requests become
+domain inputs (validation happens in the rule modules, not here); domain values become
+response messages; the runtime's ``Principal`` becomes the domain's ``Caller``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The seven problems measured on the planner (issue 14), each through a real planner and a
-real resolver on loopback, with the numbers the issue gives."""
+"""Plans for known cases, each through a real planner and a real resolver on loopback: what
+a probe's outcome means, recency, a person first on safety, approvals, coverage, operator
+probes, and reflection."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ SAFETY_CONFLICT = [
 
 class TestOutcomesNotAnOutcome:
     async def test_a_rerun_that_comes_back_idempotent_is_high_and_above_ci(self) -> None:
-        """Problem 1: CONFLICTED 0.95 vs 0.765; a re-run saying "idempotent" resolves it, so
+        """CONFLICTED 0.95 vs 0.765; a re-run saying "idempotent" resolves it, so
         RERUN_TEST is HIGH and ranked above QUERY_CI_STATUS."""
         reply = await plan(request(SAFETY_CONFLICT, policy=DEFAULT_POLICY))
         supports = {v.value_key: round(v.support, 3) for v in reply.resolution.values}
@@ -78,13 +79,13 @@ class TestOutcomesNotAnOutcome:
         assert ranked.index(P.PROBE_KIND_RERUN_TEST) < ranked.index(P.PROBE_KIND_QUERY_CI_STATUS)
 
     async def test_a_lone_claim_can_be_contradicted(self) -> None:
-        """Problem 1: one contradicting 0.9 test_result makes a lone 0.9 human_review
+        """One contradicting 0.9 test_result makes a lone 0.9 human_review
         CONFLICTED, so a re-run is HIGH, not LOW."""
         reply = await plan(request([claim("h1", "idempotent", "human_review", 0.9)]))
         assert by_probe(reply)[P.PROBE_KIND_RERUN_TEST].discrimination == P.DISCRIMINATION_HIGH
 
     async def test_not_every_probe_is_high_on_a_strong_resolution(self) -> None:
-        """Problem 1 (the other end): with strong, corroborated support a weak source's
+        """At the other end: with strong, corroborated support a weak source's
         outcomes flip nothing plausible, so discrimination is not uniformly HIGH."""
         claims = [
             claim("a", "POST", "human_review", 1.0, predicate=SAFE, correlationGroup="g1"),
@@ -97,7 +98,7 @@ class TestOutcomesNotAnOutcome:
 
 class TestRecency:
     async def test_a_fresh_rerun_of_a_stale_test_discriminates(self) -> None:
-        """Problem 2: STALE_SUPPORT on an equal-weight test_result in a declared group: the
+        """STALE_SUPPORT on an equal-weight test_result in a declared group: the
         re-run supersedes the stale run, so RERUN_TEST is HIGH."""
         stale = claim(
             "t-old",
@@ -117,7 +118,7 @@ class TestRecency:
 
 class TestPersonFirst:
     async def test_human_review_is_first_on_a_conflicted_safety_predicate(self) -> None:
-        """Problem 3: under an empty policy, with review required, HUMAN_REVIEW is first."""
+        """Under an empty policy, with review required, HUMAN_REVIEW is first."""
         reply = await plan(request(SAFETY_CONFLICT))
         assert reply.plan.requires_review
         assert order(reply)[0] == P.PROBE_KIND_HUMAN_REVIEW
@@ -125,7 +126,7 @@ class TestPersonFirst:
 
 class TestApproval:
     async def test_ci_names_the_grant_and_both_policy_switches(self) -> None:
-        """Problem 4: under the default policy QUERY_CI_STATUS stays REQUIRES_APPROVAL (the
+        """Under the default policy QUERY_CI_STATUS stays REQUIRES_APPROVAL (the
         fixed order) naming NETWORK_CALL, and its blocking reasons also name egress and
         cloud sync, which would still block it once NETWORK_CALL is granted."""
         reply = await plan(request(SAFETY_CONFLICT, policy=DEFAULT_POLICY))
@@ -164,7 +165,7 @@ class TestCoverage:
         "probe", [P.PROBE_KIND_INSPECT_VCS_STATE, P.PROBE_KIND_VERIFY_ARTIFACT_HASH]
     )
     async def test_cheap_probes_address_uncorroborated(self, probe: int) -> None:
-        """Problem 5: a single claim's UNCORROBORATED gap is addressed by the cheap probes."""
+        """A single claim's UNCORROBORATED gap is addressed by the cheap probes."""
         reply = await plan(request([claim("a", "POST", "api_spec", 0.9, predicate=SAFE)], SAFE))
         assert "uncorroborated" in by_probe(reply)[probe].addresses_gap_ids
 
@@ -173,7 +174,7 @@ class TestOperatorProbes:
     async def test_a_definition_writing_outside_the_worktree_is_forbidden(
         self, tmp_path: Path
     ) -> None:
-        """Problem 6: a real operator definition makes FORBIDDEN observable."""
+        """A real operator definition makes FORBIDDEN observable."""
         path = tmp_path / "probes.json"
         path.write_text(
             json.dumps(
@@ -224,7 +225,7 @@ GRPCURL = Path(sys.executable).parent / "grpcurl"
 class TestReflection:
     @pytest.mark.skipif(not GRPCURL.exists(), reason="grpcurl is not installed in the venv")
     async def test_error_reason_is_described_through_every_service(self) -> None:
-        """Problem 7: grpcurl describes assay.v1.ErrorReason (and google.rpc.ErrorInfo,
+        """Grpcurl describes assay.v1.ErrorReason (and google.rpc.ErrorInfo,
         which carries it) through the resolver's and the planner's reflection."""
         from assay.services.planner.service import build_spec
         from assay.services.registry import ServeOptions
