@@ -14,7 +14,6 @@ TLS server; and an mTLS server takes a client certificate's CN as the principal.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import datetime as dt
 import hashlib
@@ -57,6 +56,7 @@ from assay.runtime.status import DecodedError, decode_rpc_error
 from assay.runtime.tls import ServerTls
 from assay.transport import MAX_BEARER_TOKEN_CHARS
 from assay.v1 import resolver_service_pb2
+from tests.support.eventually import eventually_async
 
 SERVICE = resolver_service_pb2.DESCRIPTOR.services_by_name["ResolverService"]
 WHOAMI = "/assay.v1.ResolverService/GetResolverPolicy"
@@ -420,16 +420,6 @@ class TestTokensAccepted:
         assert gate.verifier.verify(creds.token("reader"))["sub"] == "reader"
 
 
-async def _eventually(
-    check: Callable[[], Any], what: str, deadline: float = ROTATION_DEADLINE_SECONDS
-) -> None:
-    """Wait until ``await check()`` is true; fail naming ``what`` after ``deadline`` seconds."""
-    give_up = time.monotonic() + deadline
-    while not await check():
-        assert time.monotonic() < give_up, f"{what} within {deadline}s"
-        await asyncio.sleep(0.05)
-
-
 def padded_token(keys: Keys, size: int) -> str:
     """A good ES256 token for ``reader``, the longest not over ``size`` characters (a
     padding claim takes the room; base64url grows in steps, so it may be up to 3 short)."""
@@ -499,11 +489,19 @@ class TestKeyRotation:
         old_jwk = public_jwk(keys.es, DEV_KEY_ID)
         new_jwk = public_jwk(new_key, "assay-dev-2")
         server.write_jwks([old_jwk, new_jwk])
-        await _eventually(lambda: accepted(new_token), "the new key was not picked up")
+        await eventually_async(
+            lambda: accepted(new_token),
+            message="the new key to be picked up",
+            timeout=ROTATION_DEADLINE_SECONDS,
+        )
         assert await accepted(old_token)
 
         server.write_jwks([new_jwk])
-        await _eventually(lambda: refused(old_token), "the old key was not dropped")
+        await eventually_async(
+            lambda: refused(old_token),
+            message="the old key to be dropped",
+            timeout=ROTATION_DEADLINE_SECONDS,
+        )
         assert await accepted(new_token)
 
 
