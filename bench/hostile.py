@@ -1,4 +1,4 @@
-"""Hostile-input and load probes (issue 11): replays them against real servers and prints figures.
+"""Hostile-input and load probes: replays them against real servers and prints figures.
 
 Not a test: a script (``python bench/hostile.py``, ``--quick`` for a short smoke run) that
 starts real ``assay serve`` processes on loopback (free ports, a temporary database) and,

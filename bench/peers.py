@@ -1,4 +1,4 @@
-"""Assay beside crowd-kit on the same claims: what a user would pick instead (issue 15).
+"""Assay beside crowd-kit on the same claims: what a user would pick instead.
 
 Not a test: a script (``python bench/peers.py [--claims N]``) that generates claims with
 ``bench/resolver.py``'s generator (100 claims per subject, 5 predicates, correlation

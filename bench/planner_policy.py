@@ -62,7 +62,7 @@ from assay.v1 import resolver_service_pb2 as rpb
 from assay.v1 import resolver_service_pb2_grpc as rgrpc
 from tests.service.planner_harness import both
 
-# The seed's authored penalties (before issue 14), for the fixed-order baseline.
+# The seed's authored penalties (the first release's), for the fixed-order baseline.
 SEED_COST = {1: 0, 2: 6, 3: 15}
 SEED_LATENCY = {1: 0, 2: 4, 3: 10}
 SEED_RISK = {1: 0, 2: 1, 3: 5, 4: 10}

@@ -12,7 +12,7 @@ Not a test: a script (``just bench`` / ``python bench/resolver.py``) that prints
    separate process on loopback, driven by concurrent asyncio clients; each counted both
    as calls per second of wall-clock time and as calls per second of the *server's* CPU
    time (user + system, all its threads, read from /proc before and after each phase), the
-   latter being what issue 15's target counts: ``ResolveSemantic`` at least 0.75x the
+   latter being what the target counts: ``ResolveSemantic`` at least 0.75x the
    no-op. The client shares the machine, so the wall-clock rate also measures the client;
    the server's CPU per call does not. ``--rpc`` runs only this part; ``--against SRC``
    serves a second copy from another source tree (e.g. ``git archive <rev> src``) with
@@ -508,7 +508,7 @@ def _report_server(server: Server, found: dict[str, list[Phase]]) -> None:
             )
             line += f" {best:>14.2f}x ({min(cpus):.2f}-{max(cpus):.2f}x)"
         print(line)
-    print("    (targets, issue 15: ResolveSemantic >= 0.75x the no-op per server-CPU second)")
+    print("    (target: ResolveSemantic >= 0.75x the no-op per server-CPU second)")
 
 
 _LABELS = {

@@ -72,7 +72,7 @@ class TestExecutorRun:
         assert step["acquisition"]["probe"] == "HUMAN_REVIEW"
         assert step["acquisition"]["outcome"] == "CASE_ENQUEUED"
         assert step["acquisition"]["declaredLatency"] == "HOURS"
-        # The safety conflict requires review, so HUMAN_REVIEW ranks first (issue 14): the
+        # The safety conflict requires review, so HUMAN_REVIEW ranks first: the
         # executor reaches it without skipping the probes that would need approval.
         assert step["skipped"] == []
         assert report["pendingCases"] == [step["acquisition"]["caseId"]]

@@ -1,6 +1,6 @@
 """No request makes a service build far more than it was sent, and every refusal says why.
 
-Issue 11: a 1 MiB ResolveHypotheses request (25,000 claims, 1,024 empty hypotheses)
+Once, a 1 MiB ResolveHypotheses request (25,000 claims, 1,024 empty hypotheses)
 made the resolver build gigabytes before gRPC refused to send them, and a PlanEvidence
 with a 4 MiB claim value came back INTERNAL (its ResolveHypotheses response was over
 the message limit). Through real servers: each amplifying request gets

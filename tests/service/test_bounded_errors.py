@@ -1,6 +1,6 @@
 """Bad input always gets a deliverable INVALID_ARGUMENT, and every timestamp is checked.
 
-Issue 11's probes, through real servers: 60 claims with a mistyped source kind,
+Hostile-input probes, through real servers: 60 claims with a mistyped source kind,
 one 6,000-character source string and 100 invalid ``missing_signals`` once
 pushed the status details past gRPC's metadata limit, so callers got
 ``RESOURCE_EXHAUSTED`` with no details (and ``INTERNAL`` through the planner).

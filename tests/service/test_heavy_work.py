@@ -1,6 +1,6 @@
 """Heavy resolution neither stalls the server nor outlives its caller.
 
-Issue 11: the resolver computed on the event loop, so during one large request 4 of
+The resolver once computed on the event loop, so during one large request 4 of
 10 health checks failed, and a caller that gave up after 1 s left the server busy for
 7.9 s more. Through a real resolver process: health checks sent every 100 ms while a
 heavy request is resolved are all answered SERVING; a heavy request whose deadline

@@ -1,6 +1,6 @@
 """Small requests answer with exactly the bytes they answered with before the per-call tuning.
 
-The 10-claim path was made cheaper (issue 15) by reading, fusing and emitting
+The 10-claim path was made cheaper by reading, fusing and emitting
 differently, never by answering differently. This pins that down: a few thousand
 generated small requests -- valid and invalid, every value kind, relations, reviews,
 stated reliabilities, correlation groups, staleness, both details -- go through
