@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -22,6 +21,7 @@ from assay.runtime.server import RunningService, serving
 from assay.services.planner.service import build_spec
 from assay.services.registry import ServeOptions
 from tests.service.planner_harness import FAST_STOP, resolver_spec
+from tests.support.eventually import eventually_async
 from tests.support.processes import free_port
 
 PLANNER = "assay.v1.PlannerService"
@@ -29,6 +29,7 @@ SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 # The probe retries a failing resolver within 2 s and checks a healthy one every second.
 WITHIN_SECONDS = 10.0
+SERVING_STATUS = health_pb2.HealthCheckResponse.ServingStatus
 
 
 @asynccontextmanager
@@ -54,14 +55,18 @@ async def status(health: health_pb2_grpc.HealthStub, name: str = PLANNER) -> int
     return int(reply.status)
 
 
-async def becomes(health: health_pb2_grpc.HealthStub, wanted: int) -> float:
-    """Poll the planner's status until it is ``wanted``; returns how long that took."""
-    started = time.monotonic()
-    while (now := await status(health)) != wanted:
-        if time.monotonic() - started > WITHIN_SECONDS:
-            raise AssertionError(f"planner health stayed {now}, wanted {wanted}")
-        await asyncio.sleep(0.05)
-    return time.monotonic() - started
+async def becomes(health: health_pb2_grpc.HealthStub, wanted: int) -> None:
+    """Poll the planner's status until it is ``wanted``."""
+
+    async def reached() -> bool:
+        return await status(health) == wanted
+
+    await eventually_async(
+        reached,
+        message=f"planner health to become {SERVING_STATUS.Name(wanted)}",
+        timeout=WITHIN_SECONDS,
+        interval=0.05,
+    )
 
 
 class TestPlannerHealth:
