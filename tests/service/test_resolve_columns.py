@@ -17,7 +17,7 @@ from assay.runtime.server import serving
 from assay.runtime.status import DecodedError, decode_rpc_error
 from assay.services.registry import ServeOptions
 from assay.services.resolver.adapters.servicer import ResolverServicer
-from assay.services.resolver.columnar.stream import codec_of
+from assay.services.resolver.columnar.input.stream import codec_of
 from assay.services.resolver.service import build_spec
 from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb

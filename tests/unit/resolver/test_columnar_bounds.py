@@ -8,8 +8,9 @@ import pyarrow as pa
 import pytest
 
 from assay.errors import InvalidArgument, Reason, ResourceExhausted
-from assay.services.resolver.columnar import bounds, resolve_stream
-from assay.services.resolver.columnar.ipc_headers import HeaderError, record_batch
+from assay.services.resolver.columnar import resolve_stream
+from assay.services.resolver.columnar.input import bounds
+from assay.services.resolver.columnar.input.ipc_headers import HeaderError, record_batch
 from assay.services.resolver.domain.budget import (
     MAX_COLUMNS_BYTES,
     MAX_COLUMNS_RATIO,

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from assay.errors import InvalidArgument, Reason, ResourceExhausted
 from assay.prototime import MAX_TIMESTAMP_SECONDS, MIN_TIMESTAMP_SECONDS
-from assay.services.resolver.columnar import decode, distinct, resolve_stream, stream
-from assay.services.resolver.columnar.engine import Resolved, resolve_table
+from assay.services.resolver.columnar import resolve_stream
+from assay.services.resolver.columnar.engine.vectorized import Resolved, resolve_table
+from assay.services.resolver.columnar.input import decode, distinct, stream
 from assay.services.resolver.domain.model import Flag, Status, WarningCode
 from assay.services.resolver.domain.policy import DEFAULT_POLICY
 from assay.services.resolver.domain.validation import raise_if_any

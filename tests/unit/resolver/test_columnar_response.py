@@ -6,9 +6,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.services.resolver.columnar.arrow_out import Encoded
-from assay.services.resolver.columnar.resolve import Answer
-from assay.services.resolver.columnar.response import response_bytes
+from assay.services.resolver.columnar.output.arrow_out import Encoded
+from assay.services.resolver.columnar.output.response import Answer, response_bytes
 from assay.v1 import resolver_service_pb2 as pb
 
 _STREAM = st.one_of(

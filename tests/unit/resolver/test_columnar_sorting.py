@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from assay.services.resolver.columnar.sorting import by_weight_descending, stable_order
+from assay.services.resolver.columnar.engine.sorting import by_weight_descending, stable_order
 
 
 def reference(outer: np.ndarray, weight: np.ndarray) -> np.ndarray:

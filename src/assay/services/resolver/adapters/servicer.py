@@ -10,7 +10,7 @@ the work ran and checked against their budget on the bytes that go out.
 
 ResolveColumns's work grows with the rows its stream declares, which a compressed
 stream does not show in its size: a small stream is measured on the loop
-(``columnar.bounds``: headers only, nothing decompressed), so a few kilobytes that
+(``columnar.input.bounds``: headers only, nothing decompressed), so a few kilobytes that
 declare a million rows are refused there or go to a worker like any large request; a
 larger stream goes to a worker, which measures it first. Memory such a call used is
 given back afterwards (``runtime.memory``), as for any large request.
@@ -29,7 +29,7 @@ from assay.runtime.budget import ResponseBudget
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.runtime.memory import LARGE_REQUEST_BYTES, trim_after
 from assay.services.resolver.adapters.offload import INLINE_MAX_UNITS, Offload
-from assay.services.resolver.columnar.bounds import survey
+from assay.services.resolver.columnar.input.bounds import survey
 from assay.services.resolver.domain.budget import ColumnsLimits
 from assay.services.resolver.domain.policy import Policy
 from assay.services.resolver.use_cases.calls import ResolverCalls

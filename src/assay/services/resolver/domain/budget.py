@@ -20,7 +20,7 @@ the message limit), which is what bounds a FULL-detail response well before this
 ResolveColumns multiplies differently: its Arrow stream may be compressed, and a few
 kilobytes of ZSTD can declare a million identical rows, whose resolution then costs as
 much as a million claims sent in full. So its stream is measured from its message
-headers before anything is decompressed (``columnar.bounds``) and held to
+headers before anything is decompressed (``columnar.input.bounds``) and held to
 ``ColumnsLimits``: at most ``max_rows`` rows, ``max_bytes`` bytes once decompressed, and
 ``max_ratio`` times its own size once decompressed (streams decompressing to at most
 ``RATIO_FLOOR_BYTES`` always pass that one). ``charge_columns`` refuses more with

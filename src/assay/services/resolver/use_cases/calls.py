@@ -26,8 +26,8 @@ from google.protobuf.message import Message
 from assay.errors import Reason
 from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
 from assay.services.resolver.columnar import resolve_stream
-from assay.services.resolver.columnar.bounds import Survey
-from assay.services.resolver.columnar.response import response_bytes
+from assay.services.resolver.columnar.input.bounds import Survey
+from assay.services.resolver.columnar.output.response import response_bytes
 from assay.services.resolver.domain import engine, reconcile
 from assay.services.resolver.domain.budget import ColumnsLimits, charge
 from assay.services.resolver.domain.model import Intake, Resolution, SemKey
@@ -270,10 +270,10 @@ class ResolverCalls:
         data: bytes | memoryview | None = None,
         surveyed: Survey | None = None,
     ) -> bytes:
-        """The response serialized (``columnar.response``): what the server sends. ``data``
+        """The response serialized (``columnar.output.response``): what the server sends. ``data``
         is the request's stream when the caller read it already: each read of a bytes field
         copies it (~30 ms at a million claims); ``surveyed`` its survey
-        (``columnar.bounds``), when the caller made it already."""
+        (``columnar.input.bounds``), when the caller made it already."""
         reader = self._reader(stop)
         full = _full_detail(reader, request.detail)
         as_of = stale_after = None

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 
 from assay.errors import Reason, excerpt
 from assay.prototime import timestamp_problem
-from assay.services.resolver.columnar.columns import ABSENT, Ints
-from assay.services.resolver.columnar.stream import FIELD
+from assay.services.resolver.columnar.input.columns import ABSENT, Ints
+from assay.services.resolver.columnar.input.stream import FIELD
 from assay.services.resolver.domain.model import RelationKind, ReviewStatus
 from assay.services.resolver.domain.validation import KNOWN_SOURCES_KEY, MAX_VIOLATIONS, Violation
 
 if TYPE_CHECKING:
-    from assay.services.resolver.columnar.decode import Raw
+    from assay.services.resolver.columnar.input.decode import Raw
 
 _BAD = Reason.INVALID_CLAIM
 

@@ -31,10 +31,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from assay.services.resolver.columnar import relations
-from assay.services.resolver.columnar.columns import Bools, Floats, Ints, dense
-from assay.services.resolver.columnar.decode import ClaimColumns
-from assay.services.resolver.columnar.sorting import by_weight_descending
+from assay.services.resolver.columnar.engine import relations
+from assay.services.resolver.columnar.engine.sorting import by_weight_descending
+from assay.services.resolver.columnar.input.columns import Bools, Floats, Ints, dense
+from assay.services.resolver.columnar.input.decode import ClaimColumns
 from assay.services.resolver.domain.model import Exclusion, Flag, Status, WarningCode
 from assay.services.resolver.domain.policy import DISCOUNTED_BELOW, Policy
 

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from assay.protovalues import json_to_value
-from assay.services.resolver.columnar.decode import Raw
+from assay.services.resolver.columnar.input.decode import Raw
 from assay.services.resolver.wire.convert import claim_ref
 from assay.v1 import claim_pb2
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from assay.services.resolver.columnar.columns import Ints
+from assay.services.resolver.columnar.input.columns import Ints
 from assay.services.resolver.domain import values as vk
 
 

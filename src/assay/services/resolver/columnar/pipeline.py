@@ -12,12 +12,12 @@ as plain fields.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from assay.services.resolver.columnar import bounds, decode, stream
-from assay.services.resolver.columnar.arrow_out import Encoded, encode
-from assay.services.resolver.columnar.engine import resolve_table
-from assay.services.resolver.columnar.refs import ContentRefs
+from assay.services.resolver.columnar.engine.refs import ContentRefs
+from assay.services.resolver.columnar.engine.vectorized import resolve_table
+from assay.services.resolver.columnar.input import bounds, decode, stream
+from assay.services.resolver.columnar.output.arrow_out import encode
+from assay.services.resolver.columnar.output.response import Answer
 from assay.services.resolver.domain.budget import ColumnsLimits
 from assay.services.resolver.domain.policy import Policy
 from assay.services.resolver.domain.validation import Violation, raise_if_any
@@ -25,15 +25,6 @@ from assay.services.resolver.domain.validation import Violation, raise_if_any
 
 def _carry_on() -> None:
     """The ``check`` of work nobody can stop half-way."""
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """A ResolveColumns response as plain values."""
-
-    tables: Encoded
-    coverage: float
-    conflicted_safety: list[tuple[str, str]]
 
 
 def resolve_stream(

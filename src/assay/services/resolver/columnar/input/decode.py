@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from assay.prototime import MAX_TIMESTAMP_SECONDS, MIN_TIMESTAMP_SECONDS
-from assay.services.resolver.columnar import checks, distinct
-from assay.services.resolver.columnar.columns import (
+from assay.services.resolver.columnar.input import checks, distinct
+from assay.services.resolver.columnar.input.columns import (
     ABSENT,
     Bools,
     Coded,
@@ -35,7 +35,7 @@ from assay.services.resolver.columnar.columns import (
     ranks,
     times,
 )
-from assay.services.resolver.columnar.texts import key_texts
+from assay.services.resolver.columnar.input.texts import key_texts
 from assay.services.resolver.domain.model import RelationKind, ReviewStatus
 from assay.services.resolver.domain.validation import Violation
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from assay.errors import Reason
-from assay.services.resolver.columnar import ipc_headers
+from assay.services.resolver.columnar.input import ipc_headers
 from assay.services.resolver.domain.budget import ColumnsLimits, charge_columns
 from assay.services.resolver.domain.validation import Violation
 

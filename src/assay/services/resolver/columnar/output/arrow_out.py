@@ -18,8 +18,8 @@ from typing import TypeAlias
 import numpy as np
 import pyarrow as pa
 
-from assay.services.resolver.columnar.columns import Ints
-from assay.services.resolver.columnar.engine import Resolved
+from assay.services.resolver.columnar.engine.vectorized import Resolved
+from assay.services.resolver.columnar.input.columns import Ints
 
 Stream: TypeAlias = pa.Buffer | bytes
 """An IPC stream: the writer's buffer, handed on without a copy, or empty bytes."""

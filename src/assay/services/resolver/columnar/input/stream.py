@@ -21,7 +21,7 @@ from typing import Final
 import pyarrow as pa
 
 from assay.errors import Reason
-from assay.services.resolver.columnar import ipc_headers
+from assay.services.resolver.columnar.input import ipc_headers
 from assay.services.resolver.domain.validation import Violation
 
 FIELD: Final = "claims_arrow"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from assay.services.resolver.columnar.columns import Floats, Ints
+from assay.services.resolver.columnar.input.columns import Floats, Ints
 
 _BITS = 63  # the packed key stays a non-negative int64 value, kept as uint64
 _FINEST = 30  # more fixed-point bits than this make no fewer fix-ups worth having

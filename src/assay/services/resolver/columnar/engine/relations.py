@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from assay.services.resolver.columnar.columns import Bools, Ints
-from assay.services.resolver.columnar.decode import ClaimColumns
+from assay.services.resolver.columnar.input.columns import Bools, Ints
+from assay.services.resolver.columnar.input.decode import ClaimColumns
 from assay.services.resolver.domain.active import resolve_relations
 from assay.services.resolver.domain.model import Relation, RelationKind, Row, WarningCode
 

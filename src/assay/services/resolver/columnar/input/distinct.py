@@ -26,7 +26,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from assay.services.resolver.columnar.columns import Bools
+from assay.services.resolver.columnar.input.columns import Bools
 
 _U64 = npt.NDArray[np.uint64]
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from assay.services.resolver.columnar.resolve import Answer
-from assay.services.resolver.columnar.wire import field_bytes, varint
+from assay.services.resolver.columnar.output.arrow_out import Encoded
+from assay.services.resolver.columnar.output.wire import field_bytes, varint
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer as Buffer
@@ -27,6 +28,15 @@ _TABLE_TAGS = (0x0A, 0x12, 0x1A, 0x22, 0x2A, 0x32)  # fields 1-6, *_arrow
 _COVERAGE_TAG = 0x39  # field 7, coverage_confidence
 _CONFLICTED_TAG = 0x42  # field 8, conflicted_safety_predicates (SemanticKey)
 _SUBJECT_TAG, _PREDICATE_TAG = 0x0A, 0x12  # SemanticKey's fields 1 and 2
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A ResolveColumns response as plain values."""
+
+    tables: Encoded
+    coverage: float
+    conflicted_safety: list[tuple[str, str]]
 
 
 def _delimited(tag: int, data: Buffer) -> Iterable[Buffer]:
