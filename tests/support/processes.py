@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
@@ -22,6 +21,8 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tests.support.eventually import eventually
 
 STARTUP_TIMEOUT_SECONDS = 20.0
 
@@ -59,7 +60,6 @@ def wait_serving(
     """Block until the server at ``target`` reports SERVING, or fail after ``timeout``
     (or as soon as ``process`` exits). With ``credentials`` the check connects over TLS with
     them (health needs no token); without, in plaintext."""
-    deadline = time.monotonic() + timeout
     over = " over TLS" if credentials is not None else ""
     channel = (
         grpc.insecure_channel(target)
@@ -68,18 +68,20 @@ def wait_serving(
     )
     with channel:
         stub = health_pb2_grpc.HealthStub(channel)
-        while True:
-            try:
-                reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.RpcError:
-                pass
+
+        def serving() -> bool:
             if process is not None and process.poll() is not None:
                 raise RuntimeError(f"server for {target} exited with {process.returncode}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{target} did not become SERVING{over} within {timeout}s")
-            time.sleep(0.1)
+            reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0)
+            return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+        eventually(
+            serving,
+            message=f"{target} to report SERVING{over}",
+            timeout=timeout,
+            interval=0.1,
+            ignoring=(grpc.RpcError,),
+        )
 
 
 @dataclass
@@ -152,7 +154,7 @@ def service_process(
     with ExitStack() as stack:
         try:
             running = stack.enter_context(assay_process(args, log_path, port, env, credentials))
-        except (RuntimeError, TimeoutError) as error:
+        except (RuntimeError, AssertionError) as error:
             text = log_path.read_text(encoding="utf-8", errors="replace")
             raise RuntimeError(
                 f"`assay {' '.join(args)}` did not start: {error}\n{text[-4000:]}"
