@@ -91,7 +91,7 @@ from assay.services.adjudication.domain.model import GoldLabelRevision as Gold
 from assay.services.adjudication.domain.resolution import ResolveRequest
 from assay.services.adjudication.domain.reviews import ReviewSubmission
 from assay.services.adjudication.storage import Store, WriteTx
-from assay.services.adjudication.storage.schema import PRAGMAS
+from assay.services.adjudication.storage.sqlite.schema import PRAGMAS
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.retries import RequestKey
 from assay.services.adjudication.use_cases.transparency import leaf_data

@@ -25,8 +25,8 @@ from collections.abc import Awaitable, Callable
 
 from assay.services.adjudication.domain.model import CaseInput, Lineage, Outcome, ReviewerKind
 from assay.services.adjudication.domain.reviews import ReviewSubmission
-from assay.services.adjudication.storage import queries
-from assay.services.adjudication.storage.store import Store
+from assay.services.adjudication.storage.sqlite import queries
+from assay.services.adjudication.storage.sqlite.store import Store
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.retries import RequestKey
 

@@ -16,7 +16,7 @@ import grpc
 import pytest
 
 from assay.services.adjudication.storage import SchemaTooNew, Store
-from assay.services.adjudication.storage.schema import SCHEMA_VERSION
+from assay.services.adjudication.storage.sqlite.schema import SCHEMA_VERSION
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import gold_pb2
 from tests.service.adjudication_support import (

@@ -30,7 +30,7 @@ from assay.services.adjudication.domain import cases, ledger, reviews
 from assay.services.adjudication.domain.canonical import digest
 from assay.services.adjudication.domain.model import AuditEventType, ChainHead
 from assay.services.adjudication.storage import Store, rows
-from assay.services.adjudication.storage.schema import MIGRATIONS, SCHEMA_VERSION
+from assay.services.adjudication.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
 from assay.v1 import gold_pb2

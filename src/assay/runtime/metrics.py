@@ -65,7 +65,7 @@ BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
 class BatchSource(Protocol):
-    """What the metrics need of a group-committing writer (``adjudication.storage.writer``)."""
+    """What the metrics need of a group-committing writer (``storage.group_commit``)."""
 
     on_batch: Callable[[int, float], None]
 

@@ -10,7 +10,7 @@ import pytest
 
 from assay.services.adjudication.domain.model import AuditEventType
 from assay.services.adjudication.storage import Store, rows
-from assay.services.adjudication.storage.ledger_checks import recorded_sql
+from assay.services.adjudication.storage.sqlite.ledger_checks import recorded_sql
 
 LOOKUPS = [
     (AuditEventType.REVIEW_SUBMITTED, "review_id", "audit_review_events"),

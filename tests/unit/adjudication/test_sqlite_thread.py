@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.services.adjudication.storage.sqlite_thread import SqliteConnection
+from assay.services.adjudication.storage.sqlite.sqlite_thread import SqliteConnection
 
 
 class TestRunOnConnectionThread:

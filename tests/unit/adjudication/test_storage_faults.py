@@ -33,7 +33,7 @@ from assay.services.adjudication.storage import faults
 from assay.services.adjudication.storage.postgres import PostgresStore
 from assay.services.adjudication.storage.postgres.faults import is_unreachable
 from assay.services.adjudication.storage.postgres.store import POOL_MAX
-from assay.services.adjudication.storage.store import Store as SqliteStore
+from assay.services.adjudication.storage.sqlite.store import Store as SqliteStore
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.retries import KeyedJob, RequestKey
 from tests.support.postgres import PostgresServer

@@ -27,9 +27,9 @@ from assay.services.adjudication.domain.permissions import RegistrationPolicy
 from assay.services.adjudication.storage.interface import Store
 from assay.services.adjudication.storage.postgres import PostgresStore
 from assay.services.adjudication.storage.postgres import SchemaTooNew as PostgresSchemaTooNew
-from assay.services.adjudication.storage.single_process import DatabaseInUse
-from assay.services.adjudication.storage.store import SchemaTooNew
-from assay.services.adjudication.storage.store import Store as SqliteStore
+from assay.services.adjudication.storage.sqlite.single_process import DatabaseInUse
+from assay.services.adjudication.storage.sqlite.store import SchemaTooNew
+from assay.services.adjudication.storage.sqlite.store import Store as SqliteStore
 from assay.services.adjudication.use_cases.lookups import Lookups
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.transparency import TransparencyLog, default_key_path

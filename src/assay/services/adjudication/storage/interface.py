@@ -1,7 +1,7 @@
 """The one storage interface of the adjudication service, which both engines implement.
 
 ``operations`` and ``lookups`` are written against these protocols only, so
-the service runs unchanged on SQLite (``storage.store.Store``, the embedded
+the service runs unchanged on SQLite (``storage.sqlite.store.Store``, the embedded
 default) and on PostgreSQL (``storage.postgres.PostgresStore``, for replicas).
 Two parts:
 

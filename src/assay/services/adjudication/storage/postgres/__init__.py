@@ -2,7 +2,7 @@
 
 The schema and its versioned migrations (``schema``), the read queries
 (``queries``), the job API (``tx``) whose synchronous methods run their SQL on
-the event loop (``bridge``), the group-committing writer that serializes the
+the event loop (``greenlet_bridge``), the group-committing writer that serializes the
 audit chain across replicas (``writer``), whole-database reads (``verify``),
 which asyncpg errors mean the server is unreachable (``faults``), and the
 ``PostgresStore`` facade, with the same methods as the SQLite store.

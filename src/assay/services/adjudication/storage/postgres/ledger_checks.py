@@ -1,6 +1,6 @@
 """Records checked against their ledger events as they are read, on PostgreSQL.
 
-The same checks as SQLite's (``storage.ledger_checks``: the rule, why it
+The same checks as SQLite's (``storage.sqlite.ledger_checks``: the rule, why it
 exists, which record each read checks), with the same rules
 (``storage.ledger_rules``: what is compared, what DATA_LOSS says); only the
 fetching is here. Each kind costs one query over its event type's partial

@@ -1,6 +1,6 @@
 """The read queries on PostgreSQL, as coroutines of an ``asyncpg`` connection.
 
-The same reads as ``storage.queries`` (same names, same domain values), in
+The same reads as ``storage.sqlite.queries`` (same names, same domain values), in
 PostgreSQL's dialect: ``$n`` parameters, ``= ANY($n::text[])`` where SQLite
 reads a JSON array with ``json_each``, and the reviews' ``position`` identity
 where SQLite orders by ``rowid``. Rows are selected by the column names

@@ -1,4 +1,4 @@
-"""The adjudication schema on PostgreSQL, versioned like the SQLite one (``storage.schema``).
+"""The adjudication schema on PostgreSQL, versioned like the SQLite one (``storage.sqlite.schema``).
 
 Version N here holds what SQLite's version N holds, so one number names the
 same schema on both engines. What SQLite spells as triggers raising ABORT is a

@@ -1,6 +1,6 @@
 """The adjudication store on PostgreSQL: one pool, one group-committing writer per replica.
 
-The same methods and results as ``storage.store.Store``. Opening creates the
+The same methods and results as ``storage.sqlite.store.Store``. Opening creates the
 pool, applies pending migrations (refusing a database newer than the code)
 and starts the writer. Reads take a pooled connection; a read of more than
 one statement runs in one read-only REPEATABLE READ transaction, so it sees

@@ -1,6 +1,6 @@
 """The PostgreSQL ``WriteTx``: what a writer job may do inside the writer's transaction.
 
-The same methods, arguments and results as ``storage.tx.WriteTx``, so the
+The same methods, arguments and results as ``storage.sqlite.tx.WriteTx``, so the
 service's jobs (``operations``, ``retries``) run unchanged on either engine.
 The job runs in the writer's greenlet; each method runs its SQL as one
 coroutine, awaited by the writer's task through the ``Bridge``.
@@ -64,7 +64,7 @@ from assay.services.adjudication.domain.model import (
 from assay.services.adjudication.storage import ledger_rules, rows
 from assay.services.adjudication.storage.interface import StoredResponse
 from assay.services.adjudication.storage.postgres import prefetch, queries
-from assay.services.adjudication.storage.postgres.bridge import Bridge
+from assay.services.adjudication.storage.postgres.greenlet_bridge import Bridge
 
 T = TypeVar("T")
 

@@ -79,7 +79,7 @@ async def worklist(
     limit: int,
     at: datetime,
 ) -> list[CaseSnapshot]:
-    """As ``storage.worklist.worklist``: candidates with their round's reviews, checked."""
+    """As ``storage.sqlite.worklist.worklist``: candidates with their round's reviews, checked."""
     now, tenants = to_micros(at), queries.tenants_param(scope)
     found = await db.fetch(_WORKLIST, now, after, tenants, adjudicator_id, limit)
     candidates = [(rows.case(queries.row(r)), int(r["current_round"])) for r in found]

@@ -34,7 +34,7 @@ The writer gives its broken connection back and takes a fresh one for the next
 batch, so it recovers by itself once the server is back.
 
 The jobs are synchronous functions of a ``WriteTx``; they run in a greenlet on
-the loop's thread and their SQL is awaited by the writer's task (``bridge``).
+the loop's thread and their SQL is awaited by the writer's task (``greenlet_bridge``).
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ from assay.services.adjudication.domain.model import Reviewer
 from assay.services.adjudication.storage import faults
 from assay.services.adjudication.storage.group_commit import GroupCommitWriter, Outcomes
 from assay.services.adjudication.storage.postgres import prefetch, queries
-from assay.services.adjudication.storage.postgres.bridge import Bridge, run_sync
 from assay.services.adjudication.storage.postgres.faults import is_unreachable, lost, usable
+from assay.services.adjudication.storage.postgres.greenlet_bridge import Bridge, run_sync
 from assay.services.adjudication.storage.postgres.tx import BatchState, PostgresWriteTx
 
 Job = Callable[[PostgresWriteTx], Any]

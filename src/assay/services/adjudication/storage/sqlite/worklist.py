@@ -22,14 +22,15 @@ from datetime import datetime
 
 from assay.services.adjudication.domain.canonical import to_micros
 from assay.services.adjudication.domain.model import CaseSnapshot, TenantScope
-from assay.services.adjudication.storage import ledger_checks, rows
+from assay.services.adjudication.storage import rows
 from assay.services.adjudication.storage.predicates import (
     CURRENT_ROUND,
     ROUND_RESOLVED,
     prefixed,
     snapshots,
 )
-from assay.services.adjudication.storage.queries import IN_SCOPE, tenants_param
+from assay.services.adjudication.storage.sqlite import ledger_checks
+from assay.services.adjudication.storage.sqlite.queries import IN_SCOPE, tenants_param
 
 _WORKLIST = f"""
 WITH k AS (

@@ -1,7 +1,7 @@
 """Running asyncpg work from a synchronous writer job, on the event loop's own thread.
 
 The service's write jobs are plain synchronous functions of a ``WriteTx``
-(see ``storage.tx``), and asyncpg is asyncio-only. The PostgreSQL writer runs
+(see ``storage.sqlite.tx``), and asyncpg is asyncio-only. The PostgreSQL writer runs
 a batch of jobs inside a greenlet on the loop's thread (``run_sync``); each
 ``WriteTx`` method hands its coroutine to ``Bridge.run``, which switches back
 to the writer's task, awaits the coroutine there — the loop serves everything

@@ -1,6 +1,6 @@
 """One process per SQLite file: an exclusive lock on ``<db>.lock`` for the store's life.
 
-The SQLite store keeps one writer and remembers what it wrote (``memory``):
+The SQLite store keeps one writer and remembers what it wrote (``case_cache``):
 a second process writing the same file would make that memory wrong, and
 its ``BEGIN IMMEDIATE`` would wait and then fail every write as INTERNAL. So
 opening takes an exclusive, non-blocking ``flock`` on a lock file beside the

@@ -1,4 +1,4 @@
-"""The writer's memory: bounded by bytes, never keeps an oversized case, counts exactly."""
+"""The writer's case cache: bounded by bytes, never keeps an oversized case, counts exactly."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from assay.services.adjudication.domain.model import CaseSnapshot, ReviewerKind
 from assay.services.adjudication.domain.reviewers import new_reviewer
-from assay.services.adjudication.storage import memory
-from assay.services.adjudication.storage.memory import Remembered
+from assay.services.adjudication.storage.sqlite import case_cache
+from assay.services.adjudication.storage.sqlite.case_cache import Remembered
 from tests.unit.adjudication.factories import NOW, make_case, review
 
 
@@ -26,8 +26,8 @@ def snap(case_id: str, reviews: int = 0, context: str = "") -> CaseSnapshot:
 
 def held(remembered: Remembered) -> int:
     """What the entries kept now add up to, recomputed from scratch."""
-    cases = {cid: memory.case_footprint(case) for cid, (case, _) in remembered._cases.items()}
-    rounds = {cid: memory.round_footprint(s) for cid, (s, _) in remembered._rounds.items()}
+    cases = {cid: case_cache.case_footprint(case) for cid, (case, _) in remembered._cases.items()}
+    rounds = {cid: case_cache.round_footprint(s) for cid, (s, _) in remembered._rounds.items()}
     return sum(cases.values()) + sum(rounds.values())
 
 
@@ -35,10 +35,10 @@ class TestFootprints:
     def test_a_bigger_case_weighs_more(self) -> None:
         small = make_case("c1")
         big = dataclasses.replace(small, context="x" * 4000, evidence_refs=("r" * 1000,) * 10)
-        assert memory.case_footprint(big) > memory.case_footprint(small) + 14_000
+        assert case_cache.case_footprint(big) > case_cache.case_footprint(small) + 14_000
 
     def test_a_round_weighs_its_reviews(self) -> None:
-        assert memory.round_footprint(snap("c1", 2)) > memory.round_footprint(snap("c1", 0))
+        assert case_cache.round_footprint(snap("c1", 2)) > case_cache.round_footprint(snap("c1", 0))
 
 
 class TestRemembered:
@@ -62,14 +62,14 @@ class TestRemembered:
         remembered = Remembered()
         small = snap("c1")
         case = dataclasses.replace(small.case, evidence_refs=("r" * 1024,) * 256)
-        assert memory.case_footprint(case) > memory.MAX_CASE_BYTES
+        assert case_cache.case_footprint(case) > case_cache.MAX_CASE_BYTES
         remembered.keep_snapshot(dataclasses.replace(small, case=case))
         assert remembered.snapshot("c1") is None
         assert remembered.case("c1") is None
         assert remembered.bytes == 0
 
     def test_passing_the_budget_forgets_everything_first(self) -> None:
-        one = memory.case_footprint(make_case("c0")) + memory.round_footprint(snap("c0"))
+        one = case_cache.case_footprint(make_case("c0")) + case_cache.round_footprint(snap("c0"))
         remembered = Remembered(max_bytes=3 * one)
         for i in range(3):
             remembered.keep_snapshot(snap(f"c{i}"))
@@ -86,7 +86,8 @@ class TestRemembered:
         first, other = snap("c0", 0, "x" * 10), snap("c1")
         later = snap("c0", 3, "x" * 11)  # same case id, a bigger round
         budget = sum(
-            memory.case_footprint(s.case) + memory.round_footprint(s) for s in (first, other)
+            case_cache.case_footprint(s.case) + case_cache.round_footprint(s)
+            for s in (first, other)
         )
         remembered = Remembered(max_bytes=budget + 10)
         for s in (first, other, later):
@@ -98,10 +99,10 @@ class TestRemembered:
     def test_reviewers_are_bounded_by_count(self) -> None:
         remembered = Remembered()
         kind = ReviewerKind.MECHANISM_TEST_FIXTURE
-        for i in range(memory.MAX_REVIEWERS + 1):
+        for i in range(case_cache.MAX_REVIEWERS + 1):
             remembered.keep_reviewer(new_reviewer(f"r{i}", kind, "", NOW))
         assert remembered.reviewer("r0") is None
-        assert remembered.reviewer(f"r{memory.MAX_REVIEWERS}") is not None
+        assert remembered.reviewer(f"r{case_cache.MAX_REVIEWERS}") is not None
 
     def test_forget_all_forgets_reviewers_too(self) -> None:
         remembered = Remembered()
@@ -134,7 +135,7 @@ class TestRemembered:
             if kind == "keep":
                 s = snap(f"c{index}", reviews, "x" * context)
                 remembered.keep_snapshot(s)
-                if memory.case_footprint(s.case) + memory.round_footprint(s) <= budget:
+                if case_cache.case_footprint(s.case) + case_cache.round_footprint(s) <= budget:
                     assert remembered.snapshot(f"c{index}") is s
             elif kind == "drop":
                 remembered.drop_snapshot(f"c{index}")

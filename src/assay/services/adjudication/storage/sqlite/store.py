@@ -36,21 +36,14 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
     TenantScope,
 )
-from assay.services.adjudication.storage import (
-    faults,
-    files,
-    ledger_checks,
-    queries,
-    rows,
-    verify_walk,
-    worklist,
-)
+from assay.services.adjudication.storage import faults, rows, verify_walk
 from assay.services.adjudication.storage.interface import ExportBatch
-from assay.services.adjudication.storage.schema import MIGRATIONS, PRAGMAS, SCHEMA_VERSION
-from assay.services.adjudication.storage.single_process import ProcessLock
-from assay.services.adjudication.storage.sqlite_thread import SqliteConnection
-from assay.services.adjudication.storage.tx import WriteTx
-from assay.services.adjudication.storage.writer import Writer
+from assay.services.adjudication.storage.sqlite import files, ledger_checks, queries, worklist
+from assay.services.adjudication.storage.sqlite.schema import MIGRATIONS, PRAGMAS, SCHEMA_VERSION
+from assay.services.adjudication.storage.sqlite.single_process import ProcessLock
+from assay.services.adjudication.storage.sqlite.sqlite_thread import SqliteConnection
+from assay.services.adjudication.storage.sqlite.tx import WriteTx
+from assay.services.adjudication.storage.sqlite.writer import Writer
 
 __all__ = ["ExportBatch", "SchemaTooNew", "Store"]
 

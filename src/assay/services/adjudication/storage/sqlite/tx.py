@@ -33,10 +33,11 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
     TenantScope,
 )
-from assay.services.adjudication.storage import ledger_rules, queries, rows
+from assay.services.adjudication.storage import ledger_rules, rows
 from assay.services.adjudication.storage.interface import StoredResponse
-from assay.services.adjudication.storage.ledger_checks import recorded_sql
-from assay.services.adjudication.storage.memory import Remembered
+from assay.services.adjudication.storage.sqlite import queries
+from assay.services.adjudication.storage.sqlite.case_cache import Remembered
+from assay.services.adjudication.storage.sqlite.ledger_checks import recorded_sql
 
 __all__ = ["StoredResponse", "WriteTx", "WriterState"]
 
@@ -44,7 +45,7 @@ __all__ = ["StoredResponse", "WriteTx", "WriterState"]
 @dataclass
 class WriterState:
     """What the single writer keeps between jobs and a job may move on: the chain head and
-    the rows it remembers (``memory``)."""
+    the rows it remembers (``case_cache``)."""
 
     head: ChainHead
     memory: Remembered = field(default_factory=Remembered)
@@ -133,7 +134,7 @@ class WriteTx:
         # written through the methods below, which drop the case's remembered round), so the
         # round a job left is current until then: a case's second review reads none of its
         # rows. Case rows are never updated (only deleted, which forgets every case:
-        # ``_delete``), so a case read once is remembered too. See ``memory``.
+        # ``_delete``), so a case read once is remembered too. See ``case_cache``.
         memory = self._writer.memory
         found = memory.snapshot(case_id)
         if found is None:

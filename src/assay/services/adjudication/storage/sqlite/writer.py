@@ -31,7 +31,7 @@ savepoint per job cost every review two statements more (~7 us of CPU, against
 ~20-25 us for each of its three INSERTs) and had SQLite copy each page a job
 touched into the statement journal again, though a batch's jobs touch the same pages.
 
-Being the only writer, it remembers what it has read or written (``memory``):
+Being the only writer, it remembers what it has read or written (``case_cache``):
 reviewers and case rows (never updated), and each case's current round, which
 every write of a review, resolution or gold label drops and the job that wrote
 it puts back as it left it. Any rollback, failed commit or deletion forgets
@@ -47,11 +47,12 @@ from collections.abc import Callable
 from typing import Any
 
 from assay.services.adjudication.domain.model import ChainHead
-from assay.services.adjudication.storage import faults, queries
+from assay.services.adjudication.storage import faults
 from assay.services.adjudication.storage.group_commit import GroupCommitWriter, Outcomes
-from assay.services.adjudication.storage.memory import Remembered
-from assay.services.adjudication.storage.sqlite_thread import SqliteConnection
-from assay.services.adjudication.storage.tx import WriterState, WriteTx
+from assay.services.adjudication.storage.sqlite import queries
+from assay.services.adjudication.storage.sqlite.case_cache import Remembered
+from assay.services.adjudication.storage.sqlite.sqlite_thread import SqliteConnection
+from assay.services.adjudication.storage.sqlite.tx import WriterState, WriteTx
 
 Job = Callable[[WriteTx], Any]
 
@@ -62,7 +63,7 @@ class Writer(GroupCommitWriter[WriteTx]):
     def __init__(self, db: SqliteConnection, head: ChainHead) -> None:
         super().__init__()
         self.db = db
-        # The chain head, and the reviewers, cases and current rounds seen by jobs (``memory``).
+        # The chain head, and the reviewers, cases and current rounds seen by jobs (``case_cache``).
         self.state = WriterState(head)
 
     @property

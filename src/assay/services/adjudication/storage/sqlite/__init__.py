@@ -1,0 +1,10 @@
+"""Adjudication storage on SQLite, the embedded default (``--db <file>``).
+
+The schema and its migrations (``schema``), read queries (``queries``) and the
+worklist's (``worklist``), checks of records against the ledger
+(``ledger_checks``), the job API (``tx``), the writer (``writer``: how a
+group-committed batch runs) on a connection with a thread of its own
+(``sqlite_thread``) and the rows it keeps between jobs (``case_cache``),
+owner-only files (``files``), one process per file (``single_process``), and
+the ``Store`` facade.
+"""
