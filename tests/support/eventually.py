@@ -5,7 +5,8 @@ case to expire) polls a condition with :func:`eventually` (or :func:`eventually_
 inside a coroutine) instead of sleeping a fixed time: it moves on as soon as the state
 is there, and on a slow machine it waits longer instead of failing or passing by luck.
 
-The condition's truthy result is returned, so a wait can also fetch what it waited for.
+The condition's truthy result is returned, so a wait can also fetch what it waited for
+(a condition returning ``X | None`` gives back an ``X``).
 At the deadline the wait fails with an ``AssertionError`` that names what was awaited
 and the last value (or ignored exception) the condition gave. Exceptions the caller
 lists in ``ignoring`` count as "not yet"; any other exception ends the wait at once.
@@ -31,7 +32,7 @@ def _timed_out(message: str, timeout: float, last: object, error: BaseException 
 
 
 def eventually(
-    condition: Callable[[], T],
+    condition: Callable[[], T | None],
     *,
     message: str,
     timeout: float = DEFAULT_TIMEOUT,
@@ -63,7 +64,7 @@ def eventually(
 
 @overload
 async def eventually_async(
-    condition: Callable[[], Awaitable[T]],
+    condition: Callable[[], Awaitable[T | None]],
     *,
     message: str,
     timeout: float = ...,  # noqa: ASYNC109 - a polling deadline, failing with the last value seen
@@ -74,7 +75,7 @@ async def eventually_async(
 
 @overload
 async def eventually_async(
-    condition: Callable[[], T],
+    condition: Callable[[], T | None],
     *,
     message: str,
     timeout: float = ...,  # noqa: ASYNC109 - a polling deadline, failing with the last value seen

@@ -102,6 +102,14 @@ class AssayProcess:
                 continue
         return lines
 
+    def log_line(self, **fields: object) -> dict[str, Any] | None:
+        """The first JSON log line carrying every one of ``fields``, or None (yet): a
+        condition for ``eventually``."""
+        for line in self.log_lines():
+            if all(line.get(name) == value for name, value in fields.items()):
+                return line
+        return None
+
     def terminate(self, timeout: float = 15.0) -> int:
         """SIGTERM and wait; returns the exit code (SIGKILL if it will not stop)."""
         if self.process.poll() is None:
