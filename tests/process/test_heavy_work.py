@@ -6,6 +6,8 @@ The resolver once computed on the event loop, so during one large request 4 of
 heavy request is resolved are all answered SERVING; a heavy request whose deadline
 passes is stopped soon after, which the server logs (``resolver_work_stopped``, with
 how long the work lingered); and, in process, small requests never leave the loop.
+Only ``TestHeavyWork`` starts a process (and is marked so); ``TestInProcess`` serves in
+the test's own event loop.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import asyncio
 import gc
 import time
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import grpc
 import pytest
@@ -27,6 +28,7 @@ from assay.services.resolver.adapters.servicer import ResolverServicer
 from assay.services.resolver.service import build_spec
 from assay.v1 import claim_pb2
 from assay.v1 import resolver_service_pb2 as rpb
+from tests.support.eventually import eventually_async
 from tests.support.processes import AssayProcess, free_port, service_process
 
 BIG = 256 * 1024 * 1024
@@ -66,17 +68,6 @@ def resolver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AssayProcess]
         yield running
 
 
-async def wait_for_stop_line(resolver: AssayProcess, method: str) -> dict[str, Any]:
-    """The server's ``resolver_work_stopped`` line for ``method``, waiting up to LOG_WAIT."""
-    deadline = time.monotonic() + LOG_WAIT
-    while True:
-        for line in resolver.log_lines():
-            if line.get("event") == "resolver_work_stopped" and line.get("method") == method:
-                return line
-        assert time.monotonic() < deadline, "the server never said it stopped the work"
-        await asyncio.sleep(0.05)
-
-
 @pytest.mark.process
 class TestHeavyWork:
     async def test_health_answers_throughout_a_heavy_resolve(self, resolver: AssayProcess) -> None:
@@ -95,7 +86,10 @@ class TestHeavyWork:
                     answers.append(reply.status)
                 except grpc.aio.AioRpcError as error:
                     answers.append(error.code().name)
-                await asyncio.sleep(max(0.0, CHECK_EVERY - (time.monotonic() - sent)))
+                # The next check is due CHECK_EVERY after this one, or none once the call ends.
+                await asyncio.wait(
+                    [heavy], timeout=max(0.0, CHECK_EVERY - (time.monotonic() - sent))
+                )
             response = rpb.ResolveSemanticResponse.FromString(await heavy)
         assert response.resolution.subject == "s"
         assert len(answers) >= 5, "the heavy call ended too soon to check much"
@@ -110,7 +104,12 @@ class TestHeavyWork:
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await call(raw, timeout=0.5)
             assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-            stopped = await wait_for_stop_line(resolver, "ResolveSemantic")
+            stopped = await eventually_async(
+                lambda: resolver.log_line(event="resolver_work_stopped", method="ResolveSemantic"),
+                message="the server to log that it stopped the work",
+                timeout=LOG_WAIT,
+                interval=0.05,
+            )
             assert stopped["why"] in ("deadline", "cancelled")
             assert stopped["lingered_ms"] < LINGER_BOUND_MS, stopped
             small = await call(semantic_request(1_000), timeout=30)
@@ -147,14 +146,15 @@ class TestInProcess:
         """Cancelling a heavy call stops its work, counted by the servicer."""
         servicer, channel = in_process
         heavy = channel.unary_unary(RESOLVE_SEMANTIC)(semantic_request(1_000_000), timeout=60)
-        deadline = time.monotonic() + LOG_WAIT
-        while servicer.offload.started == 0:  # the work is under way
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.01)
+        await eventually_async(
+            lambda: servicer.offload.started > 0,
+            message="the heavy work under way on a worker",
+            timeout=LOG_WAIT,
+        )
         heavy.cancel()
-        while servicer.offload.stopped == 0:
-            assert time.monotonic() < deadline, "the work was never stopped"
-            await asyncio.sleep(0.01)
+        await eventually_async(
+            lambda: servicer.offload.stopped > 0, message="the work to stop", timeout=LOG_WAIT
+        )
         assert servicer.offload.lingered[-1] * 1000 < LINGER_BOUND_MS
 
     async def test_a_heavy_rejection_leaves_no_cycle(
