@@ -17,7 +17,6 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pyarrow as pa
@@ -33,6 +32,7 @@ from assay.services.resolver.adapters.servicer import COLUMNS_BYTES_PER_UNIT, Re
 from assay.services.resolver.service import build_spec
 from assay.v1 import resolver_service_pb2 as rpb
 from tests.support.arrow_bombs import identical, ipc, varied
+from tests.support.eventually import eventually_async
 from tests.support.processes import AssayProcess, assay_command, free_port, service_process
 
 BIG = 256 * 1024 * 1024
@@ -185,17 +185,6 @@ class TestConfiguredLimits:
         assert response.semantics_arrow
 
 
-async def wait_for_stop_line(resolver: AssayProcess, method: str) -> dict[str, Any]:
-    """The server's ``resolver_work_stopped`` line for ``method``, waiting up to LOG_WAIT."""
-    deadline = time.monotonic() + LOG_WAIT
-    while True:
-        for line in resolver.log_lines():
-            if line.get("event") == "resolver_work_stopped" and line.get("method") == method:
-                return line
-        assert time.monotonic() < deadline, "the server never said it stopped the work"
-        await asyncio.sleep(0.05)
-
-
 @pytest.mark.process
 class TestLargeAllowedRequests:
     async def test_health_answers_throughout(self, resolver: AssayProcess) -> None:
@@ -215,7 +204,10 @@ class TestLargeAllowedRequests:
                     answers.append(reply.status)
                 except grpc.aio.AioRpcError as error:
                     answers.append(error.code().name)
-                await asyncio.sleep(max(0.0, CHECK_EVERY - (time.monotonic() - sent)))
+                # The next check is due CHECK_EVERY after this one, or none once the call ends.
+                await asyncio.wait(
+                    [heavy], timeout=max(0.0, CHECK_EVERY - (time.monotonic() - sent))
+                )
             response = await heavy
         assert response.semantics_arrow
         assert len(answers) >= 5, "the large call ended too soon to check much"
@@ -230,15 +222,22 @@ class TestLargeAllowedRequests:
             for _ in range(2):
                 await resolves(channel, ipc(identical(HEAVY_ROWS)))
             peak = resident_mib(pid)
-            deadline = time.monotonic() + SETTLE_SECONDS
-            settled = resident_mib(pid)
-            while settled > baseline * SETTLED_RATIO and time.monotonic() < deadline:
-                await asyncio.sleep(0.1)
-                settled = resident_mib(pid)
-        assert settled <= baseline * SETTLED_RATIO, (
-            f"resident memory {baseline:.0f} MiB before, {peak:.0f} MiB after two "
-            f"{HEAVY_ROWS:,}-row streams, {settled:.0f} MiB {SETTLE_SECONDS:.0f}s later"
-        )
+
+            def settled() -> bool:
+                now = resident_mib(pid)
+                assert now <= baseline * SETTLED_RATIO, (
+                    f"resident memory {baseline:.0f} MiB before, {peak:.0f} MiB after two "
+                    f"{HEAVY_ROWS:,}-row streams, {now:.0f} MiB now"
+                )
+                return True
+
+            await eventually_async(
+                settled,
+                message="resident memory to settle near its baseline",
+                timeout=SETTLE_SECONDS,
+                interval=0.1,
+                ignoring=(AssertionError,),
+            )
 
     async def test_work_stops_at_the_callers_deadline(self, resolver: AssayProcess) -> None:
         """A large allowed stream with a 0.5 s deadline: DEADLINE_EXCEEDED, the server logs
@@ -248,7 +247,12 @@ class TestLargeAllowedRequests:
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await channel.unary_unary(RESOLVE_COLUMNS)(raw, timeout=0.5)
             assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-            stopped = await wait_for_stop_line(resolver, "ResolveColumns")
+            stopped = await eventually_async(
+                lambda: resolver.log_line(event="resolver_work_stopped", method="ResolveColumns"),
+                message="the server to log that it stopped the work",
+                timeout=LOG_WAIT,
+                interval=0.05,
+            )
             assert stopped["why"] in ("deadline", "cancelled")
             assert stopped["lingered_ms"] < LINGER_BOUND_MS, stopped
             response = await resolves(channel, ipc(varied(1_000), "zstd"))
