@@ -35,6 +35,7 @@ from assay.v1 import resolver_service_pb2 as rpb
 from assay.v1 import resolver_service_pb2_grpc as rgrpc
 from tests.service.adjudication_support import register
 from tests.service.planner_harness import WatchingResolver, both, example, resolver_spec
+from tests.support.eventually import eventually_async
 
 RESOLVER = "assay.v1.ResolverService"
 PLANNER = "assay.v1.PlannerService"
@@ -84,14 +85,20 @@ def listening_ports() -> set[int]:
 
 async def in_flight_becomes(port: int, expected: int, seconds: float = 10.0) -> None:
     """Scrape until the resolver's in-flight gauge shows ``expected``, failing after
-    ``seconds``."""
-    shown = None
-    for _ in range(int(seconds / 0.02)):
+    ``seconds`` with the last value shown."""
+
+    async def shows() -> bool:
         shown = sample(await scrape(port), "assay_rpc_in_flight", grpc_service=RESOLVER)
-        if shown == expected:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"in flight: {shown}, expected {expected}")
+        assert shown == expected, f"in flight: {shown}"
+        return True
+
+    await eventually_async(
+        shows,
+        message=f"the in-flight gauge to show {expected}",
+        timeout=seconds,
+        interval=0.02,
+        ignoring=(AssertionError,),
+    )
 
 
 @pytest.fixture
