@@ -4,8 +4,10 @@ a worklist page takes.
 What makes a case's round current (one more than its gold labels), what makes it
 resolved, and columns qualified by a table alias are plain SQL with no
 parameters, so SQLite's queries (``storage.sqlite``) and PostgreSQL's
-(``storage.postgres``) build their statements from the same text; each engine
-adds its own parameters and tenant filter. ``snapshots`` turns a page's
+(``storage.postgres``) build their statements from the same text. An
+adjudicator's worklist is written here once (``worklist_page``,
+``deciding_range`` and the deciding rows' statements), each engine passing its
+own parameter markers and tenant filter; ``snapshots`` turns a page's
 candidates and reviews into the snapshots both engines return.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from assay.services.adjudication.domain.model import Case, CaseSnapshot, Review
+from assay.services.adjudication.storage import rows
 
 
 def prefixed(alias: str, columns: str) -> str:
@@ -26,6 +29,74 @@ CURRENT_ROUND = "(SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = c.case_id
 ROUND_RESOLVED = (
     "EXISTS (SELECT 1 FROM resolutions x WHERE x.case_id = k.case_id AND x.round = k.current_round)"
 )
+
+
+def worklist_page(*, now: str, after: str, in_scope: str, adjudicator: str, limit: str) -> str:
+    """The candidate cases of a worklist page: not expired, in scope (``in_scope``: the
+    engine's tenant filter on ``c.tenant``), current round unresolved and not reviewed by the
+    adjudicator, two of its reviews with different answers. Arguments are parameter markers.
+
+    It compares stored label keys, so it keeps a superset of the disagreed rounds (two keys
+    of one value, stored before and after JCS, differ as text)."""
+    return f"""
+WITH k AS (
+    SELECT {prefixed("c", rows.CASE_COLUMNS)}, {CURRENT_ROUND} AS current_round
+    FROM cases c
+    WHERE c.expire_time > {now} AND c.case_id > {after} AND {in_scope}
+)
+SELECT * FROM k
+WHERE NOT {ROUND_RESOLVED}
+  AND NOT EXISTS (SELECT 1 FROM reviews r WHERE r.case_id = k.case_id
+                     AND r.round = k.current_round AND r.reviewer_id = {adjudicator})
+  AND EXISTS (SELECT 1 FROM reviews a JOIN reviews b
+                ON b.case_id = a.case_id AND b.round = a.round
+               WHERE a.case_id = k.case_id AND a.round = k.current_round
+                 AND (a.outcome <> b.outcome OR a.label_key <> b.label_key))
+ORDER BY case_id
+LIMIT {limit}
+"""
+
+
+def deciding_range(*, now: str, after: str, upto_unset: str, upto: str, in_scope: str) -> str:
+    """The cases a page covers (after ``after``, to ``upto`` unless ``upto_unset``) with
+    their current round, as the table ``k`` the deciding rows' statements join."""
+    return f"""
+WITH k AS (
+    SELECT c.case_id, {CURRENT_ROUND} AS current_round
+    FROM cases c
+    WHERE c.expire_time > {now} AND c.case_id > {after} AND ({upto_unset} OR c.case_id <= {upto})
+      AND {in_scope}
+)
+"""
+
+
+def deciding_reviews(cases: str, *, adjudicator: str, insertion_order: str) -> str:
+    """The reviews that decide whether a case of ``cases`` is listed: the adjudicator's own,
+    and every review of an unresolved round with two or more, each case's in the order they
+    were stored (``insertion_order``: the engine's column for it on ``r``)."""
+    return (
+        cases
+        + f"""
+SELECT {prefixed("r", rows.REVIEW_COLUMNS)}
+FROM k JOIN reviews r ON r.case_id = k.case_id AND r.round = k.current_round
+WHERE r.reviewer_id = {adjudicator}
+   OR (NOT {ROUND_RESOLVED}
+       AND (SELECT COUNT(*) FROM reviews n
+             WHERE n.case_id = k.case_id AND n.round = k.current_round) >= 2)
+ORDER BY r.case_id, {insertion_order}
+"""
+    )
+
+
+def deciding_resolutions(cases: str) -> str:
+    """The resolutions of the current rounds of ``cases`` (a forged one must not hide a case)."""
+    return (
+        cases
+        + f"""
+SELECT {prefixed("x", rows.RESOLUTION_COLUMNS)}
+FROM k JOIN resolutions x ON x.case_id = k.case_id AND x.round = k.current_round
+"""
+    )
 
 
 def snapshots(candidates: list[tuple[Case, int]], reviews: list[Review]) -> list[CaseSnapshot]:

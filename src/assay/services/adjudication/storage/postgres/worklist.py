@@ -13,62 +13,26 @@ from datetime import datetime
 
 from assay.services.adjudication.domain.canonical import to_micros
 from assay.services.adjudication.domain.model import CaseSnapshot, TenantScope
-from assay.services.adjudication.storage import rows
+from assay.services.adjudication.storage import predicates, rows
 from assay.services.adjudication.storage.postgres import ledger_checks, queries
-from assay.services.adjudication.storage.predicates import (
-    CURRENT_ROUND,
-    ROUND_RESOLVED,
-    prefixed,
-    snapshots,
-)
+from assay.services.adjudication.storage.predicates import snapshots
 
 # $1 now, $2 after, $3 tenants, $4 adjudicator, $5 limit.
-_WORKLIST = f"""
-WITH k AS (
-    SELECT {prefixed("c", rows.CASE_COLUMNS)}, {CURRENT_ROUND} AS current_round
-    FROM cases c
-    WHERE c.expire_time > $1 AND c.case_id > $2 AND {queries.in_scope("c.tenant", 3)}
+_WORKLIST = predicates.worklist_page(
+    now="$1", after="$2", in_scope=queries.in_scope("c.tenant", 3), adjudicator="$4", limit="$5"
 )
-SELECT * FROM k
-WHERE NOT {ROUND_RESOLVED}
-  AND NOT EXISTS (SELECT 1 FROM reviews r WHERE r.case_id = k.case_id
-                     AND r.round = k.current_round AND r.reviewer_id = $4)
-  AND EXISTS (SELECT 1 FROM reviews a JOIN reviews b
-                ON b.case_id = a.case_id AND b.round = a.round
-               WHERE a.case_id = k.case_id AND a.round = k.current_round
-                 AND (a.outcome <> b.outcome OR a.label_key <> b.label_key))
-ORDER BY case_id
-LIMIT $5
-"""
-
 # $1 now, $2 after, $3 upto (NULL: to the end), $4 tenants; reviews add $5 adjudicator.
-_RANGE = f"""
-WITH k AS (
-    SELECT c.case_id, {CURRENT_ROUND} AS current_round
-    FROM cases c
-    WHERE c.expire_time > $1 AND c.case_id > $2 AND ($3::text IS NULL OR c.case_id <= $3)
-      AND {queries.in_scope("c.tenant", 4)}
+_RANGE = predicates.deciding_range(
+    now="$1",
+    after="$2",
+    upto_unset="$3::text IS NULL",
+    upto="$3",
+    in_scope=queries.in_scope("c.tenant", 4),
 )
-"""
-_DECIDING_REVIEWS = (
-    _RANGE
-    + f"""
-SELECT {prefixed("r", rows.REVIEW_COLUMNS)}
-FROM k JOIN reviews r ON r.case_id = k.case_id AND r.round = k.current_round
-WHERE r.reviewer_id = $5
-   OR (NOT {ROUND_RESOLVED}
-       AND (SELECT COUNT(*) FROM reviews n
-             WHERE n.case_id = k.case_id AND n.round = k.current_round) >= 2)
-ORDER BY r.case_id, r.position
-"""
+_DECIDING_REVIEWS = predicates.deciding_reviews(
+    _RANGE, adjudicator="$5", insertion_order="r.position"
 )
-_DECIDING_RESOLUTIONS = (
-    _RANGE
-    + f"""
-SELECT {prefixed("x", rows.RESOLUTION_COLUMNS)}
-FROM k JOIN resolutions x ON x.case_id = k.case_id AND x.round = k.current_round
-"""
-)
+_DECIDING_RESOLUTIONS = predicates.deciding_resolutions(_RANGE)
 
 
 async def worklist(

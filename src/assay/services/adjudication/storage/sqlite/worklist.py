@@ -22,61 +22,22 @@ from datetime import datetime
 
 from assay.services.adjudication.domain.canonical import to_micros
 from assay.services.adjudication.domain.model import CaseSnapshot, TenantScope
-from assay.services.adjudication.storage import rows
-from assay.services.adjudication.storage.predicates import (
-    CURRENT_ROUND,
-    ROUND_RESOLVED,
-    prefixed,
-    snapshots,
-)
+from assay.services.adjudication.storage import predicates, rows
+from assay.services.adjudication.storage.predicates import snapshots
 from assay.services.adjudication.storage.sqlite import ledger_checks
 from assay.services.adjudication.storage.sqlite.queries import IN_SCOPE, tenants_param
 
-_WORKLIST = f"""
-WITH k AS (
-    SELECT {prefixed("c", rows.CASE_COLUMNS)}, {CURRENT_ROUND} AS current_round
-    FROM cases c
-    WHERE c.expire_time > :now AND c.case_id > :after AND {IN_SCOPE.format(column="c.tenant")}
+_IN_SCOPE = IN_SCOPE.format(column="c.tenant")
+_WORKLIST = predicates.worklist_page(
+    now=":now", after=":after", in_scope=_IN_SCOPE, adjudicator=":adjudicator", limit=":limit"
 )
-SELECT * FROM k
-WHERE NOT {ROUND_RESOLVED}
-  AND NOT EXISTS (SELECT 1 FROM reviews r WHERE r.case_id = k.case_id
-                     AND r.round = k.current_round AND r.reviewer_id = :adjudicator)
-  AND EXISTS (SELECT 1 FROM reviews a JOIN reviews b
-                ON b.case_id = a.case_id AND b.round = a.round
-               WHERE a.case_id = k.case_id AND a.round = k.current_round
-                 AND (a.outcome <> b.outcome OR a.label_key <> b.label_key))
-ORDER BY case_id
-LIMIT :limit
-"""
-
-_RANGE = f"""
-WITH k AS (
-    SELECT c.case_id, {CURRENT_ROUND} AS current_round
-    FROM cases c
-    WHERE c.expire_time > :now AND c.case_id > :after AND (:upto IS NULL OR c.case_id <= :upto)
-      AND {IN_SCOPE.format(column="c.tenant")}
+_RANGE = predicates.deciding_range(
+    now=":now", after=":after", upto_unset=":upto IS NULL", upto=":upto", in_scope=_IN_SCOPE
 )
-"""
-_DECIDING_REVIEWS = (
-    _RANGE
-    + f"""
-SELECT {prefixed("r", rows.REVIEW_COLUMNS)}
-FROM k JOIN reviews r ON r.case_id = k.case_id AND r.round = k.current_round
-WHERE r.reviewer_id = :adjudicator
-   OR (NOT {ROUND_RESOLVED}
-       AND (SELECT COUNT(*) FROM reviews n
-             WHERE n.case_id = k.case_id AND n.round = k.current_round) >= 2)
-ORDER BY r.case_id, r.rowid
-"""
+_DECIDING_REVIEWS = predicates.deciding_reviews(
+    _RANGE, adjudicator=":adjudicator", insertion_order="r.rowid"
 )
-_DECIDING_RESOLUTIONS = (
-    _RANGE
-    + f"""
-SELECT {prefixed("x", rows.RESOLUTION_COLUMNS)}
-FROM k JOIN resolutions x ON x.case_id = k.case_id AND x.round = k.current_round
-"""
-)
+_DECIDING_RESOLUTIONS = predicates.deciding_resolutions(_RANGE)
 
 
 def worklist(
