@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from assay.runtime.memory import Trimmer, fix_allocator_thresholds, release_free_memory
+from tests.support.eventually import eventually_async
 
 
 class Recorder:
@@ -27,11 +28,13 @@ class Recorder:
 
 async def settled(trimmer: Trimmer) -> None:
     """Let scheduled callbacks and the worker thread run until nothing is pending."""
-    for _ in range(500):
-        await asyncio.sleep(0.01)
-        if not trimmer.pending:
-            return
-    raise AssertionError("trim still pending")
+    await eventually_async(lambda: not trimmer.pending, message="the trim to finish")
+
+
+async def turns(count: int = 5) -> None:
+    """Let the loop run ``count`` iterations: a callback scheduled for now would have run."""
+    for _ in range(count):
+        await asyncio.sleep(0)
 
 
 class TestTrimmer:
@@ -53,11 +56,7 @@ class TestTrimmer:
         release.hold.clear()
         trimmer = Trimmer(release)
         trimmer.request()
-        for _ in range(500):  # until the trim is running on its thread
-            if release.threads:
-                break
-            await asyncio.sleep(0.01)
-        assert release.threads, "the trim never started"
+        await eventually_async(lambda: release.threads, message="the trim running on its thread")
         for _ in range(10):
             trimmer.request()
         release.hold.set()
@@ -76,8 +75,8 @@ class TestTrimmer:
         trimmer.request()
         await settled(trimmer)
         trimmer.request()
-        for _ in range(5):
-            await asyncio.sleep(0.01)
+        await turns()  # a trim scheduled without waiting would have started by now
+        assert trimmer.pending, "the second request is waiting"
         assert trimmer.trims == 1  # the second waits an hour
         assert firsts == [1]
 
@@ -85,7 +84,8 @@ class TestTrimmer:
         """Without ``malloc_trim`` (not glibc) a request schedules nothing."""
         trimmer = Trimmer(None)
         trimmer.request()
-        await asyncio.sleep(0.01)
+        assert not trimmer.pending, "nothing was scheduled"
+        await turns()
         assert trimmer.trims == 0
 
 
