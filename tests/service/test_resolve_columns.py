@@ -22,6 +22,7 @@ from assay.services.resolver.service import build_spec
 from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb
 from assay.v1 import resolver_service_pb2_grpc as pb_grpc
+from tests.support.eventually import eventually_async
 from tests.unit.resolver.columnar_support import read, stream, to_claim, to_table
 
 TIMEOUT = 30.0
@@ -323,11 +324,15 @@ class TestHeavyWork:
             await call(big_request(20_000), timeout=TIMEOUT)
             assert servicer.offload.started == 1
             heavy = call(big_request(600_000), timeout=120)
-            deadline = asyncio.get_running_loop().time() + TIMEOUT
-            while servicer.offload.started == 1:  # the work is under way
-                assert asyncio.get_running_loop().time() < deadline
-                await asyncio.sleep(0.005)
+            await eventually_async(
+                lambda: servicer.offload.started == 2,
+                message="the heavy work under way on a worker",
+                timeout=TIMEOUT,
+                interval=0.005,
+            )
             heavy.cancel()
-            while servicer.offload.stopped == 0:
-                assert asyncio.get_running_loop().time() < deadline, "never stopped"
-                await asyncio.sleep(0.01)
+            await eventually_async(
+                lambda: servicer.offload.stopped > 0,
+                message="the cancelled work to stop",
+                timeout=TIMEOUT,
+            )

@@ -36,6 +36,7 @@ from assay.services.adjudication.storage.postgres.store import POOL_MAX
 from assay.services.adjudication.storage.sqlite.store import Store as SqliteStore
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.retries import KeyedJob, RequestKey
+from tests.support.eventually import eventually_async
 from tests.support.postgres import PostgresServer
 
 T = TypeVar("T")
@@ -223,17 +224,16 @@ async def cut_during_commit(dsn: str) -> None:
     """Wait until a session of the database runs COMMIT, then terminate it."""
     admin = await asyncpg.connect(dsn)
     try:
-        deadline = asyncio.get_running_loop().time() + 20
-        while True:
-            pid = await admin.fetchval(
+
+        async def committing() -> int | None:
+            pid: int | None = await admin.fetchval(
                 "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
                 "AND state = 'active' AND query = 'COMMIT' AND pid <> pg_backend_pid()"
             )
-            if pid is not None:
-                await admin.execute("SELECT pg_terminate_backend($1)", pid)
-                return
-            assert asyncio.get_running_loop().time() < deadline, "no COMMIT under way"
-            await asyncio.sleep(0.01)
+            return pid
+
+        pid = await eventually_async(committing, message="a COMMIT under way", timeout=20)
+        await admin.execute("SELECT pg_terminate_backend($1)", pid)
     finally:
         await admin.close()
 
