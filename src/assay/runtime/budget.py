@@ -1,21 +1,17 @@
 """How large a response may be: a bounded multiple of its request, within the message limit.
 
-A service whose response grows faster than its request lets one caller make it build
-far more than it was sent: the resolver once built gigabytes for a 1 MiB request, then
-failed to send them. Every response an RPC builds from its request is therefore held to
-
-- at most ``RESPONSE_RATIO`` times the request's serialized size (responses up to
-  ``RESPONSE_FLOOR_BYTES`` always are: a plan or a policy has a fixed part), and
-- at most the server's maximum message size, which gRPC would otherwise refuse to send
-  with a bare RESOURCE_EXHAUSTED and no details.
+A service whose response grows faster than its request lets one caller make it build far
+more than it was sent (the resolver once built responses it could never send). Every
+response an RPC builds from its request is therefore held to at most ``RESPONSE_RATIO``
+times the request's serialized size (responses up to ``RESPONSE_FLOOR_BYTES`` always are: a
+plan or a policy has a fixed part), and to the server's maximum message size, which gRPC
+would otherwise refuse to send with a bare RESOURCE_EXHAUSTED.
 
 Past it, ``ResponseBudget`` raises INVALID_ARGUMENT with ERROR_REASON_RESPONSE_TOO_LARGE,
-naming the request field that drives the size and what the caller can do about it.
-A servicer counts what it adds to a response as it goes (``element``: one message of a
-repeated field, from its ``ByteSize``), so a response over budget is refused as soon as
-it passes the budget, not after all of it is built. The request's exact size is only
-computed when a response outgrows what a cheap lower bound of it already allows, which
-ordinary responses never do.
+naming the request field that drives the size. A servicer counts what it adds as it goes
+(``element``), so a response over budget is refused as soon as it passes the budget, not
+after all of it is built; the request's exact size is computed only when a cheap lower
+bound no longer allows the response.
 """
 
 from __future__ import annotations

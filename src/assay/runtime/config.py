@@ -1,17 +1,13 @@
 """Server settings, read from flags first, then ``ASSAY_*`` environment variables, then defaults.
 
-The maximum message size is deliberately large: a 100,000-claim evidence
-serializes to 12-20 MB, and the default of 64 MiB leaves headroom for
-responses that echo claims back (``excluded``) while still bounding memory.
-It bounds responses as well as requests: no response is built past it, nor
-past 100 times its request (``budget``), so a request can no longer make a
-service build more than it may send. 64 MiB was kept when those caps came
-in: ResolveEvidence answers with 1 to 2.5 times its request, so a smaller
-limit would refuse the answers to evidence it accepts; what the largest
-request costs (about 1.2 GB of resident memory and 8 s of CPU for a 55 MiB,
-million-claim ResolveEvidence, measured) is bounded per call by the caller's
-deadline and in total by the admission limit, and ``--max-message-bytes``
-lowers both limits together.
+The maximum message size is deliberately large: 100,000-claim evidence must fit, with room
+for responses that echo claims back (``excluded``), while memory stays bounded. It bounds
+responses as well as requests: no response is built past it, nor past ``budget``'s multiple
+of its request. A smaller default would refuse the answers to evidence it accepts
+(``ResolveEvidence`` answers with a multiple of its request); what the largest request costs
+is bounded per call by the caller's deadline and in total by the admission limit, and
+``--max-message-bytes`` lowers both limits together. The sizes and costs behind this are in
+docs/performance.md.
 """
 
 from __future__ import annotations

@@ -1,32 +1,18 @@
 """structlog set up for one JSON object per line on stderr.
 
-Every RPC produces exactly one line (see ``handlers``); start-up and shutdown
-produce a few more. JSON keeps the lines machine-readable for whatever ships them.
-With tracing on (``tracing``), a line written inside a span carries its ``trace_id`` and
-``span_id``.
+Every RPC produces exactly one line (``handlers``); start-up and shutdown a few more. With
+tracing on (``tracing``), a line written inside a span carries its ``trace_id`` and ``span_id``.
 
-The per-RPC line is written on every call, so its path is kept short (measured
-on the 2-core benchmark machine: about 6 us per line through a pre-bound
-logger, 9 us through a lazy proxy with the stock ``TimeStamper`` and
-``json.dumps``, 4 us as below): the timestamp's date and time of day are
-formatted once per second, one JSON encoder is built once, ``WriteLogger``
-writes, and ``RpcLog`` renders RPC lines without the ``BoundLogger`` dispatch.
-``configure_logging`` rebuilds ``RpcLog``, so a later call (tests make one per
-test) redirects RPC lines too.
+The per-RPC line is on every call's path, so it is kept short: the timestamp's date and time
+of day are formatted once per second, one JSON encoder is built once, and ``RpcLog`` renders
+RPC lines without the ``BoundLogger`` dispatch. ``configure_logging`` rebuilds ``RpcLog``, so
+a later call (tests make one per test) redirects RPC lines too.
 
-No line grows with the input. Every string in a line -- an error message that
-quotes a value, a caller's subject, a nested list's items -- is cut to
-``MAX_FIELD_CHARS`` (a traceback to ``MAX_TRACEBACK_CHARS``), keeping its start
-and end around a marker that says how much was cut; a list or dict keeps
-``MAX_FIELD_ITEMS`` entries. The cut happens once, at rendering, for every line
-(``_render``): a rendered line no longer than ``MAX_FIELD_CHARS`` holds no field
-to cut, so the common line pays one ``len``, and only a longer one is rendered
-again from bounded fields.
-
-No line carries a raw control, bidi or format character (an escape sequence or U+202E in a
-caller's subject or in an error that quotes a stored value): the encoder's ``ensure_ascii``
-and ``RpcLog.ok``'s ``_json_str`` write every character outside printable ASCII as a ``\\u``
-escape, a superset of what ``assay.safe_text`` escapes on a terminal. Keep them so.
+No line grows with the input: every string is cut to ``MAX_FIELD_CHARS`` (a traceback to
+``MAX_TRACEBACK_CHARS``) around a marker saying how much was cut, once, at rendering
+(``_render``). No line carries a raw control, bidi or format character: ``ensure_ascii`` and
+``RpcLog.ok``'s ``_json_str`` write everything outside printable ASCII as a ``\\u`` escape, a
+superset of what ``assay.safe_text`` escapes on a terminal. Keep them so.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """Which asyncio event loop a server process runs on.
 
-``uvloop`` (libuv under asyncio's API) cuts the per-call overhead of the loop
-itself -- futures, callbacks, the hops to the SQLite writer thread -- which for a
-Python gRPC server is a large part of every small call: measured here, about
-+10% adjudication ``SubmitReview`` throughput. grpc.aio runs on any asyncio
-loop. ``auto`` (the default) takes uvloop when it is installed (it is a
-dependency wherever it has wheels: not on Windows) and the standard loop
-otherwise; ``asyncio`` forces the standard loop, ``uvloop`` insists on uvloop.
+``uvloop`` (libuv under asyncio's API) cuts the per-call overhead of the loop itself --
+futures, callbacks, the hops to the SQLite writer thread -- which for a Python gRPC server is
+a large part of every small call (docs/performance.md). grpc.aio runs on any asyncio loop.
+``auto`` (the default) takes uvloop when it is installed (a dependency wherever it has
+wheels: not on Windows) and the standard loop otherwise; ``asyncio`` forces the standard
+loop, ``uvloop`` insists on uvloop.
 """
 
 from __future__ import annotations

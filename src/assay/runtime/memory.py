@@ -1,25 +1,18 @@
 """Gives the memory a large request used back to the operating system.
 
-Freeing a Python object returns its memory to the C allocator, not to the OS,
-and glibc's ``malloc`` keeps much of what it was given. Its threshold for
-serving a block straight from the OS (mmap) starts at 128 KiB but rises to the
-size of every such block freed, up to 32 MiB, so after one large request the
-next ones are carved from heaps instead: grpc's threads each have their own, a
-thread's heap gives memory back only from its top, and only once the free top
-passes a threshold that rose along. A server that parsed a few 20 MiB requests,
-accepted or rejected, stayed 70-80 MiB above its 56 MiB start though nothing
-still referred to them (``malloc_trim`` alone did not help).
+Freeing a Python object returns its memory to the C allocator, not to the OS, and glibc's
+``malloc`` keeps much of it: its threshold for serving a block straight from the OS (mmap)
+rises to the size of every such block freed, so after one large request the next ones are
+carved from per-thread heaps, which give memory back only from their top. A server that
+parsed a few large requests stayed far above its start-up size though nothing referred to
+them any more (``malloc_trim`` alone did not help).
 
-So once the first call whose request held at least ``LARGE_REQUEST_BYTES`` has
-ended, the thresholds are fixed (``mallopt``): a block of ``MMAP_THRESHOLD_BYTES``
-or more comes from the OS and goes back when freed, and a heap's free top is
-returned past ``TRIM_THRESHOLD_BYTES``; the same server then settled at 57 MiB.
-Small blocks, which is all a small call allocates, are untouched. And after each
-such call a ``malloc_trim(0)`` returns the free pages left inside the heaps. Trims
-are coalesced, at most one starts per ``MIN_TRIM_INTERVAL`` seconds, and each runs
-on a worker thread (``ctypes`` lets go of the GIL for it), so the event loop never
-waits on one. The handler asks for all this (``trim_after``) only for large
-requests. Where the C library is not glibc (musl, macOS, Windows) nothing changes.
+So once the first call whose request held at least ``LARGE_REQUEST_BYTES`` has ended, the
+thresholds are fixed (``mallopt``: ``MMAP_THRESHOLD_BYTES``, ``TRIM_THRESHOLD_BYTES``), and
+after each such call a ``malloc_trim(0)`` returns the free pages inside the heaps. Trims are
+coalesced (at most one per ``MIN_TRIM_INTERVAL`` seconds) and run on a worker thread, so the
+event loop never waits on one. Small calls are untouched; off glibc nothing changes. The
+before and after: docs/performance.md.
 """
 
 from __future__ import annotations

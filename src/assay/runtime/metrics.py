@@ -1,33 +1,18 @@
 """Prometheus metrics: what every service counts, and the HTTP endpoint that serves them.
 
-Off unless ``--metrics-port`` (``ASSAY_METRICS_PORT``) is given: then each ``start`` (one
-``assay serve`` or ``assay up`` process) builds one ``Metrics`` -- its own
-``CollectorRegistry``, never the library's global one -- and serves it on
-``host:metrics_port``, the services' own ``--host`` (loopback by default), from the event
-loop with a bounded number of connections (``metrics_http``), not a thread per connection
-as prometheus_client's own server does. Every series
-carries the service it is about (``grpc_service``), so ``assay up``'s three services share
-the process's one endpoint, and a process's own figures (CPU, memory, GC) appear once.
+Off unless ``--metrics-port`` is given: then each ``start`` (one ``assay serve`` or ``assay
+up`` process) builds one ``Metrics`` with its own ``CollectorRegistry`` and serves it on the
+services' own ``--host``, from the event loop with a bounded number of connections
+(``metrics_http``). Every series carries the service it is about (``grpc_service``), so
+``assay up``'s three services share the process's one endpoint.
 
-The RPC series follow go-grpc-prometheus's names, which existing dashboards read:
-
-- ``grpc_server_handled_total{grpc_service, grpc_method, grpc_code}``: calls ended, by code
-  (refused calls included: they are answered, with RESOURCE_EXHAUSTED or UNAVAILABLE);
-- ``grpc_server_handling_seconds{grpc_service, grpc_method}``: a histogram of the time from
-  the call reaching the handler to its status;
-- ``assay_rpc_in_flight{grpc_service}``: calls admitted and not yet ended (read from the
-  service's ``Admission`` when scraped, so counting costs the calls nothing).
-
-Adjudication adds its writer's group commit (``Writer.on_batch`` and ``queue_depth``):
-
-- ``assay_adjudication_writer_batch_size``: jobs per committed transaction;
-- ``assay_adjudication_writer_commit_seconds``: one batch's transaction, BEGIN IMMEDIATE to
-  COMMIT returned (the fsync included), which every job of the batch waits for;
-- ``assay_adjudication_writer_queue_depth``: jobs waiting for the next batch.
-
-Recording is on every call's path, so each method's label children are bound once, at start
-(``RpcMeter``); a call pays a dict lookup, one counter increment and one histogram
-observation (about 1.3 us measured), and nothing at all when metrics are off.
+The RPC series follow go-grpc-prometheus's names, which existing dashboards read
+(``grpc_server_handled_total``, ``grpc_server_handling_seconds``), plus
+``assay_rpc_in_flight`` and adjudication's group-commit series
+(``assay_adjudication_writer_*``); docs/observability.md lists them. Recording is on every
+call's path, so each method's label children are bound once, at start (``RpcMeter``): a call
+pays a dict lookup, one counter increment and one histogram observation, and nothing at all
+when metrics are off.
 """
 
 from __future__ import annotations
