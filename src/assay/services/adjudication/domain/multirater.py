@@ -1,29 +1,18 @@
 """Fleiss' kappa and Krippendorff's alpha: agreement of every review of a case round, not two.
 
-The pooled kappa compares the first two reviews of each round; these two use them all.
-Both are computed by the reference libraries (statsmodels' ``fleiss_kappa``, the
-``krippendorff`` package) from one table of counts, case rounds by categories, and both
-are held to the pooled kappa's honesty rules: INSUFFICIENT below ``MIN_KAPPA_CASES`` case
-rounds, UNDEFINED when every answer falls in one category (DEGENERATE_MARGINALS) or when
-the library answers NaN (ZERO_DENOMINATOR: a chance agreement of 1 is the only way either
-formula divides zero by zero), and fixture reviewers flagged.
+The pooled kappa compares the first two reviews of each round; these use them all, computed
+by the reference libraries (statsmodels' ``fleiss_kappa``, the ``krippendorff`` package)
+from one table of counts, and held to the pooled kappa's honesty rules: INSUFFICIENT below
+``MIN_KAPPA_CASES`` rounds, UNDEFINED when every answer is in one category or the library
+answers NaN, and fixture reviewers flagged. Fleiss' kappa takes the rounds with the most
+common number of reviews; alpha every round with two or more.
 
-Fleiss' kappa assumes the same number of ratings per unit, so it takes the case rounds
-with the most common number of reviews (on a tie, the larger number). Krippendorff's alpha
-takes any number of two or more, so it takes every case round that has two or more.
-
-Alpha's 95% interval is a percentile bootstrap over case rounds. A bootstrap needs
-thousands of alphas, so it evaluates the closed form of nominal alpha,
-``1 - (n - 1)(n - A) / (n² - Σ n_c²)`` (n pairable values, n_c of them in category c, A the
-coincidences within a category), on every resample at once with NumPy; a differential
-test holds it equal to the library. The generator is seeded from the counts, so the same
-corpus gives the same interval on either engine and every replica.
-
-statsmodels is imported at the first kappa, not with this module: it brings pandas and
-SciPy, several times the resident memory of the whole server otherwise, and seconds of
-start-up, which every adjudication server would carry whether or not it is ever asked for
-agreement. The report is computed on a worker thread, so that first import does not hold
-the event loop.
+Alpha's 95% interval is a percentile bootstrap over rounds, on the closed form of nominal
+alpha evaluated for every resample at once with NumPy (a differential test holds it equal
+to the library), seeded from the counts so every engine and replica gives the same interval.
+statsmodels is imported at the first kappa, on the report's worker thread, not with this
+module: it brings pandas and SciPy, memory and start-up time every adjudication server would
+otherwise carry.
 """
 
 from __future__ import annotations

@@ -1,29 +1,19 @@
 """Runs heavy resolution where it cannot stall the server, and stops it once the caller is gone.
 
-Resolving is pure computation, and it used to run on the event loop: while a large
-request was resolved nothing else was served, not even health checks (4 of 10 failed
-during one), and the work ran on 7.9 s after its caller had given up.
+Resolving is pure computation. On the event loop, one large request stalled everything
+else, health checks included, and its work ran on long after its caller had given up.
 
-Work of more than ``INLINE_MAX_UNITS`` (claims, or claim resolutions: the servicer
-counts) runs on a small pool of worker threads, which also serialize its response;
-anything smaller, which is nearly every call, stays on the loop, where the hop to a
-thread would cost more than the work. A worker gives the GIL up at the interpreter's
-switch interval (5 ms), so the loop keeps answering other calls and health checks
-meanwhile (measured on two cores while 700,000 claims were resolved: every check
-answered, the slowest in 0.15 s). The pool has ``WORKERS`` threads: with the GIL more
-would not resolve any faster, only hold more large requests in memory at once; further
-heavy calls wait for a worker (still cancellable while they wait).
+Work of more than ``INLINE_MAX_UNITS`` (claims, or claim resolutions: the servicer counts)
+runs on a small pool of ``WORKERS`` threads, which also serialize its response; smaller
+work, nearly every call, stays on the loop, where the hop would cost more than the work. A
+worker gives the GIL up at the interpreter's switch interval, so the loop keeps answering
+meanwhile; more workers would not resolve faster under the GIL, only hold more large
+requests in memory, so further heavy calls wait (still cancellable).
 
-Each piece of work gets a ``Stop`` (``use_cases.stop``) and calls ``stop.check()``
-between chunks of the claims it reads, groups, hypotheses and proposals; it raises
-``Abandoned`` once the caller has cancelled (grpc cancels the handler's task, which sets
-the stop) or its deadline has passed (read on the stop's own clock, should the loop be
-too busy to notice), and the work unwinds from there: measured, a few milliseconds after the
-deadline. Each stop is logged (``resolver_work_stopped``: why, and how long the work
-lingered after the stop took effect) and counted in ``Offload.stopped``.
-
-The cyclic garbage collector stays on for this work: pausing it is process-wide, and the
-loop keeps serving meanwhile (the servicer pauses it only for work it runs on the loop).
+Each piece of work gets a ``Stop`` (``use_cases.stop``) and checks it between chunks; it
+raises ``Abandoned`` once the caller has cancelled or its deadline has passed (read on the
+stop's own clock), is logged (``resolver_work_stopped``) and counted in ``Offload.stopped``.
+The cyclic collector stays on here: pausing it is process-wide. (Measured: docs/performance.md.)
 """
 
 from __future__ import annotations

@@ -1,32 +1,19 @@
 """What one request may cost the resolver: a cap on the claim resolutions it asks for.
 
-Most of the resolver's work grows with the request: each claim is read once and weighed
-in one resolution, and the response echoes it a bounded number of times (ResolveEvidence
-and ResolveSemantic answer with about twice their request for typical claims). Two RPCs
-multiply instead. ResolveHypotheses resolves the target once per hypothesis, and
-Reconcile a semantic before and after each proposal, each time with every claim about
-it: a 1 MiB request of 25,000 claims and 1,024 empty hypotheses asked for 25 million
-claim resolutions and a 4 GB response, and the process peaked at 15.7 GB before gRPC
-refused to send it.
+Most of the resolver's work grows with the request. Two RPCs multiply instead:
+ResolveHypotheses resolves the target once per hypothesis, and Reconcile a semantic before
+and after each proposal, each time with every claim about it, so a small request could ask
+for a response of gigabytes. So a request may ask for at most ``MAX_CLAIM_RESOLUTIONS``
+claim resolutions (ResolveHypotheses: (hypotheses + 1) x the claims about the target, plus
+the hypotheses' own; Reconcile: per proposal, one plus the claims about every semantic it is
+judged on); ``charge`` refuses more with REQUEST_TOO_EXPENSIVE before any work starts.
+Every response is also held to ``assay.runtime.budget``.
 
-So a request may ask for at most ``MAX_CLAIM_RESOLUTIONS`` claim resolutions (one claim
-weighed in one resolution): ResolveHypotheses is charged (hypotheses + 1) x the claims
-about the target, plus the hypotheses' own claims; Reconcile, for each proposal, one
-plus the claims about every semantic it is judged on. ``charge`` refuses more with
-INVALID_ARGUMENT, ERROR_REASON_REQUEST_TOO_EXPENSIVE, before any of that work starts.
-Every response is also held to ``assay.runtime.budget`` (100 times its request, within
-the message limit), which is what bounds a FULL-detail response well before this cap.
-
-ResolveColumns multiplies differently: its Arrow stream may be compressed, and a few
-kilobytes of ZSTD can declare a million identical rows, whose resolution then costs as
-much as a million claims sent in full. So its stream is measured from its message
-headers before anything is decompressed (``columnar.input.bounds``) and held to
-``ColumnsLimits``: at most ``max_rows`` rows, ``max_bytes`` bytes once decompressed, and
-``max_ratio`` times its own size once decompressed (streams decompressing to at most
-``RATIO_FLOOR_BYTES`` always pass that one). ``charge_columns`` refuses more with
-RESOURCE_EXHAUSTED, ERROR_REASON_REQUEST_TOO_EXPENSIVE, naming the limit, its flag and
-the numbers. The limits are the server's (``assay serve --columns-max-*``); an
-uncompressed stream is held by the message limit already, so only its rows can pass.
+ResolveColumns multiplies differently: a few kilobytes of ZSTD can declare a million rows.
+Its stream is measured from its message headers before anything is decompressed
+(``columnar.input.bounds``) and held to the server's ``ColumnsLimits`` (rows, decompressed
+bytes, decompression ratio; ``assay serve --columns-max-*``); ``charge_columns`` refuses
+more with RESOURCE_EXHAUSTED, REQUEST_TOO_EXPENSIVE, naming the limit and its flag.
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
 """ResolveColumns's request read without copying its Arrow stream.
 
 A ``ResolveColumnsRequest`` is a few small fields and one large one, the stream
-(``claims_arrow``, field 1). Parsed as a message, the stream is copied into the
-message, then copied again when the field is read: at a million claims that is
-~50 MB twice, ~60 ms with the page faults. Here the request's top-level fields are
-walked (tags and lengths only), the stream is taken as a view of the bytes received,
-and only the remaining fields are parsed as the message. Bytes that are not a
-well-formed message are parsed whole as usual, so they are refused exactly as any
-other request is (``parse_request``).
+(``claims_arrow``, field 1). Parsed as a message, the stream is copied into the message and
+again when the field is read, which at a million claims costs more than much of the work
+(docs/performance.md). Here the request's top-level fields are walked (tags and lengths
+only), the stream is taken as a view of the bytes received, and only the remaining fields
+are parsed as the message. Bytes that are not a well-formed message are parsed whole as
+usual, so they are refused exactly as any other request is (``parse_request``).
 """
 
 from __future__ import annotations
