@@ -16,12 +16,13 @@ a database newer than the code is refused.
 
 from __future__ import annotations
 
+from assay.services.adjudication.storage import ddl
 from assay.services.adjudication.storage.postgres import queries
 
 # The key of the advisory lock held while migrating (any constant unique to Assay).
 MIGRATION_LOCK = 0x4153534159000001  # "ASSAY" + 1
 
-_V1 = """
+_V1 = f"""
 CREATE FUNCTION assay_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     RAISE EXCEPTION '%', TG_ARGV[0] USING ERRCODE = 'integrity_constraint_violation';
@@ -37,23 +38,7 @@ CREATE TABLE reviewers (
 CREATE TRIGGER reviewers_no_delete BEFORE DELETE ON reviewers
     FOR EACH ROW EXECUTE FUNCTION assay_refuse('reviewers are never deleted');
 
-CREATE TABLE cases (
-    case_id          TEXT PRIMARY KEY,
-    tenant           TEXT NOT NULL CHECK (length(tenant) > 0),
-    subject          TEXT NOT NULL,
-    predicate        TEXT NOT NULL,
-    candidate_values TEXT NOT NULL,
-    evidence_refs    TEXT NOT NULL,
-    context          TEXT NOT NULL,
-    local_verdict    TEXT NOT NULL,
-    lineage_origin   TEXT NOT NULL,
-    lineage_ref      TEXT NOT NULL,
-    create_time      BIGINT NOT NULL,
-    expire_time      BIGINT NOT NULL,
-    content_digest   TEXT NOT NULL
-);
-CREATE INDEX cases_by_tenant ON cases (tenant, case_id);
-CREATE INDEX cases_by_expiry ON cases (expire_time);
+{ddl.cases("BIGINT")}
 
 CREATE TABLE reviews (
     review_id   TEXT PRIMARY KEY,
@@ -70,36 +55,9 @@ CREATE TABLE reviews (
 );
 CREATE INDEX reviews_by_case ON reviews (case_id, round, position);
 
-CREATE TABLE resolutions (
-    case_id                 TEXT NOT NULL REFERENCES cases (case_id) ON DELETE CASCADE,
-    round                   INTEGER NOT NULL CHECK (round >= 1),
-    basis                   TEXT NOT NULL CHECK (basis IN
-        ('UNANIMOUS_AGREEMENT', 'ADJUDICATOR_DECISION', 'UNRESOLVED', 'NOT_EVALUABLE')),
-    label_key               TEXT NOT NULL,
-    adjudicator_reviewer_id TEXT NOT NULL,
-    review_ids              TEXT NOT NULL CHECK (review_ids <> '[]'),
-    resolve_time            BIGINT NOT NULL,
-    PRIMARY KEY (case_id, round)
-);
+{ddl.resolutions("BIGINT")}
 
--- No foreign key to cases: a gold label outlives its case (tenant deletion).
-CREATE TABLE gold_labels (
-    case_id                   TEXT NOT NULL,
-    revision                  INTEGER NOT NULL CHECK (revision >= 1),
-    previous_revision         INTEGER NOT NULL CHECK (previous_revision = revision - 1),
-    round                     INTEGER NOT NULL,
-    tenant                    TEXT NOT NULL,
-    basis                     TEXT NOT NULL,
-    label_key                 TEXT NOT NULL,
-    contributing_review_ids   TEXT NOT NULL CHECK (contributing_review_ids <> '[]'),
-    contributing_reviewer_ids TEXT NOT NULL,
-    adjudicator_reviewer_id   TEXT NOT NULL,
-    provenance                TEXT NOT NULL
-        CHECK (provenance IN ('HUMAN_ADJUDICATED', 'SYNTHETIC_MECHANISM_TEST')),
-    freeze_time               TEXT NOT NULL,
-    digest                    TEXT NOT NULL,
-    PRIMARY KEY (case_id, revision)
-);
+{ddl.GOLD_LABELS}
 CREATE TRIGGER gold_labels_insert_only BEFORE UPDATE OR DELETE ON gold_labels
     FOR EACH ROW EXECUTE FUNCTION assay_refuse('gold labels are insert-only');
 CREATE TRIGGER gold_labels_no_truncate BEFORE TRUNCATE ON gold_labels
@@ -127,11 +85,10 @@ CREATE TABLE idempotency (
     case_id        TEXT NOT NULL,
     create_time    BIGINT NOT NULL
 );
-CREATE INDEX idempotency_by_tenant ON idempotency (tenant);
-CREATE INDEX idempotency_by_case ON idempotency (case_id);
+{ddl.IDEMPOTENCY_INDEXES}
 """
 
-_V2 = """
+_V2 = f"""
 ALTER TABLE reviewers ADD COLUMN identity_issuer TEXT NOT NULL DEFAULT '';
 ALTER TABLE reviewers ADD COLUMN identity_subject TEXT NOT NULL DEFAULT '';
 CREATE TRIGGER reviewers_no_update BEFORE UPDATE ON reviewers
@@ -147,20 +104,8 @@ ALTER TABLE audit_events ADD COLUMN actor_subject TEXT;
 CREATE INDEX audit_events_by_tenant ON audit_events (tenant, sequence);
 
 DROP TABLE idempotency;
-CREATE TABLE idempotency (
-    caller_issuer  TEXT NOT NULL,
-    caller_subject TEXT NOT NULL,
-    request_id     TEXT NOT NULL,
-    method         TEXT NOT NULL,
-    request_digest TEXT NOT NULL,
-    response       BYTEA NOT NULL,
-    tenant         TEXT NOT NULL,
-    case_id        TEXT NOT NULL,
-    create_time    BIGINT NOT NULL,
-    PRIMARY KEY (caller_issuer, caller_subject, request_id)
-);
-CREATE INDEX idempotency_by_tenant ON idempotency (tenant);
-CREATE INDEX idempotency_by_case ON idempotency (case_id);
+{ddl.idempotency("idempotency", "BIGINT", "BYTEA")}
+{ddl.IDEMPOTENCY_INDEXES}
 """
 
 _V3 = """
@@ -180,10 +125,7 @@ CREATE INDEX audit_case_events ON audit_events ((payload ->> 'case_id'))
 """
 
 # V5: which canonical form each stored digest was computed with (rows before it: v1).
-_V5 = """
-ALTER TABLE cases ADD COLUMN digest_version TEXT NOT NULL DEFAULT 'assay.case.v1';
-ALTER TABLE gold_labels ADD COLUMN digest_version TEXT NOT NULL DEFAULT 'assay.gold.v1';
-"""
+_V5 = ddl.DIGEST_VERSIONS
 
 MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -10,7 +10,9 @@ append-only: version N is ``MIGRATIONS[N-1]``.
 
 from __future__ import annotations
 
-_V1 = """
+from assay.services.adjudication.storage import ddl
+
+_V1 = f"""
 CREATE TABLE reviewers (
     reviewer_id   TEXT PRIMARY KEY,
     kind          TEXT NOT NULL CHECK (kind IN ('HUMAN', 'MECHANISM_TEST_FIXTURE')),
@@ -21,23 +23,7 @@ CREATE TABLE reviewers (
 CREATE TRIGGER reviewers_no_delete BEFORE DELETE ON reviewers
 BEGIN SELECT RAISE(ABORT, 'reviewers are never deleted'); END;
 
-CREATE TABLE cases (
-    case_id          TEXT PRIMARY KEY,
-    tenant           TEXT NOT NULL CHECK (length(tenant) > 0),
-    subject          TEXT NOT NULL,
-    predicate        TEXT NOT NULL,
-    candidate_values TEXT NOT NULL,
-    evidence_refs    TEXT NOT NULL,
-    context          TEXT NOT NULL,
-    local_verdict    TEXT NOT NULL,
-    lineage_origin   TEXT NOT NULL,
-    lineage_ref      TEXT NOT NULL,
-    create_time      INTEGER NOT NULL,
-    expire_time      INTEGER NOT NULL,
-    content_digest   TEXT NOT NULL
-);
-CREATE INDEX cases_by_tenant ON cases (tenant, case_id);
-CREATE INDEX cases_by_expiry ON cases (expire_time);
+{ddl.cases("INTEGER")}
 
 CREATE TABLE reviews (
     review_id   TEXT PRIMARY KEY,
@@ -52,36 +38,9 @@ CREATE TABLE reviews (
     CHECK ((outcome = 'LABEL') = (label_key <> ''))
 );
 
-CREATE TABLE resolutions (
-    case_id                 TEXT NOT NULL REFERENCES cases (case_id) ON DELETE CASCADE,
-    round                   INTEGER NOT NULL CHECK (round >= 1),
-    basis                   TEXT NOT NULL CHECK (basis IN
-        ('UNANIMOUS_AGREEMENT', 'ADJUDICATOR_DECISION', 'UNRESOLVED', 'NOT_EVALUABLE')),
-    label_key               TEXT NOT NULL,
-    adjudicator_reviewer_id TEXT NOT NULL,
-    review_ids              TEXT NOT NULL CHECK (review_ids <> '[]'),
-    resolve_time            INTEGER NOT NULL,
-    PRIMARY KEY (case_id, round)
-);
+{ddl.resolutions("INTEGER")}
 
--- No foreign key to cases: a gold label outlives its case (tenant deletion).
-CREATE TABLE gold_labels (
-    case_id                   TEXT NOT NULL,
-    revision                  INTEGER NOT NULL CHECK (revision >= 1),
-    previous_revision         INTEGER NOT NULL CHECK (previous_revision = revision - 1),
-    round                     INTEGER NOT NULL,
-    tenant                    TEXT NOT NULL,
-    basis                     TEXT NOT NULL,
-    label_key                 TEXT NOT NULL,
-    contributing_review_ids   TEXT NOT NULL CHECK (contributing_review_ids <> '[]'),
-    contributing_reviewer_ids TEXT NOT NULL,
-    adjudicator_reviewer_id   TEXT NOT NULL,
-    provenance                TEXT NOT NULL
-        CHECK (provenance IN ('HUMAN_ADJUDICATED', 'SYNTHETIC_MECHANISM_TEST')),
-    freeze_time               TEXT NOT NULL,
-    digest                    TEXT NOT NULL,
-    PRIMARY KEY (case_id, revision)
-);
+{ddl.GOLD_LABELS}
 CREATE TRIGGER gold_labels_no_update BEFORE UPDATE ON gold_labels
 BEGIN SELECT RAISE(ABORT, 'gold labels are insert-only'); END;
 CREATE TRIGGER gold_labels_no_delete BEFORE DELETE ON gold_labels
@@ -111,8 +70,7 @@ CREATE TABLE idempotency (
     case_id        TEXT NOT NULL,
     create_time    INTEGER NOT NULL
 );
-CREATE INDEX idempotency_by_tenant ON idempotency (tenant);
-CREATE INDEX idempotency_by_case ON idempotency (case_id);
+{ddl.IDEMPOTENCY_INDEXES}
 """
 
 # V2, the trust boundary: reviewers bound to an authenticated identity; a per-review salt for
@@ -120,7 +78,7 @@ CREATE INDEX idempotency_by_case ON idempotency (case_id);
 # on; not hashed: the payload it is derived from is) and actor (hashed when set); request ids
 # keyed per caller. Events written before V2 get their tenant from their payload, or from
 # their case's CASE_ENQUEUED event (which names it even after the case is deleted).
-_V2 = """
+_V2 = f"""
 ALTER TABLE reviewers ADD COLUMN identity_issuer TEXT NOT NULL DEFAULT '';
 ALTER TABLE reviewers ADD COLUMN identity_subject TEXT NOT NULL DEFAULT '';
 CREATE TRIGGER reviewers_no_update BEFORE UPDATE ON reviewers
@@ -148,25 +106,13 @@ BEGIN SELECT RAISE(ABORT, 'the audit ledger is append-only'); END;
 DROP TABLE temp.enqueued;
 CREATE INDEX audit_events_by_tenant ON audit_events (tenant, sequence);
 
-CREATE TABLE idempotency_v2 (
-    caller_issuer  TEXT NOT NULL,
-    caller_subject TEXT NOT NULL,
-    request_id     TEXT NOT NULL,
-    method         TEXT NOT NULL,
-    request_digest TEXT NOT NULL,
-    response       BLOB NOT NULL,
-    tenant         TEXT NOT NULL,
-    case_id        TEXT NOT NULL,
-    create_time    INTEGER NOT NULL,
-    PRIMARY KEY (caller_issuer, caller_subject, request_id)
-);
+{ddl.idempotency("idempotency_v2", "INTEGER", "BLOB")}
 INSERT INTO idempotency_v2
     SELECT '', '', request_id, method, request_digest, response, tenant, case_id, create_time
     FROM idempotency;
 DROP TABLE idempotency;
 ALTER TABLE idempotency_v2 RENAME TO idempotency;
-CREATE INDEX idempotency_by_tenant ON idempotency (tenant);
-CREATE INDEX idempotency_by_case ON idempotency (case_id);
+{ddl.IDEMPOTENCY_INDEXES}
 """
 
 # What a freeze looks up in the ledger (``WriteTx.recorded``): the events of the round's
@@ -192,10 +138,7 @@ CREATE INDEX audit_case_events ON audit_events (json_extract(payload, '$.case_id
 
 # V5, RFC 8785: each case and gold label names the canonical form of its digest. Rows written
 # before are the legacy form (v1); new rows are written as v2 (JCS). See canonical.py.
-_V5 = """
-ALTER TABLE cases ADD COLUMN digest_version TEXT NOT NULL DEFAULT 'assay.case.v1';
-ALTER TABLE gold_labels ADD COLUMN digest_version TEXT NOT NULL DEFAULT 'assay.gold.v1';
-"""
+_V5 = ddl.DIGEST_VERSIONS
 
 MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,100 @@
+"""Table definitions both engines' schemas declare alike, written once.
+
+SQLite (``storage.sqlite.schema``) and PostgreSQL (``storage.postgres.schema``)
+hold the same tables at the same schema version; where a definition differs
+only in the name of a type, it is here with that type as an argument:
+``micros``, the column type of a timestamp stored as microseconds since the
+epoch (SQLite ``INTEGER``, PostgreSQL ``BIGINT``), and ``blob``, of raw bytes
+(``BLOB``, ``BYTEA``). What differs in kind (triggers, SQLite's ``rowid``
+against PostgreSQL's identity column, JSON indexes) stays with each engine.
+
+These texts are part of migrations already applied to databases: a change here
+would change what an old version means. A new version adds statements of its
+own instead.
+"""
+
+from __future__ import annotations
+
+
+def cases(micros: str) -> str:
+    """Version 1's ``cases`` table and its indexes."""
+    return f"""CREATE TABLE cases (
+    case_id          TEXT PRIMARY KEY,
+    tenant           TEXT NOT NULL CHECK (length(tenant) > 0),
+    subject          TEXT NOT NULL,
+    predicate        TEXT NOT NULL,
+    candidate_values TEXT NOT NULL,
+    evidence_refs    TEXT NOT NULL,
+    context          TEXT NOT NULL,
+    local_verdict    TEXT NOT NULL,
+    lineage_origin   TEXT NOT NULL,
+    lineage_ref      TEXT NOT NULL,
+    create_time      {micros} NOT NULL,
+    expire_time      {micros} NOT NULL,
+    content_digest   TEXT NOT NULL
+);
+CREATE INDEX cases_by_tenant ON cases (tenant, case_id);
+CREATE INDEX cases_by_expiry ON cases (expire_time);"""
+
+
+def resolutions(micros: str) -> str:
+    """Version 1's ``resolutions`` table."""
+    return f"""CREATE TABLE resolutions (
+    case_id                 TEXT NOT NULL REFERENCES cases (case_id) ON DELETE CASCADE,
+    round                   INTEGER NOT NULL CHECK (round >= 1),
+    basis                   TEXT NOT NULL CHECK (basis IN
+        ('UNANIMOUS_AGREEMENT', 'ADJUDICATOR_DECISION', 'UNRESOLVED', 'NOT_EVALUABLE')),
+    label_key               TEXT NOT NULL,
+    adjudicator_reviewer_id TEXT NOT NULL,
+    review_ids              TEXT NOT NULL CHECK (review_ids <> '[]'),
+    resolve_time            {micros} NOT NULL,
+    PRIMARY KEY (case_id, round)
+);"""
+
+
+# Version 1's ``gold_labels`` table (its SQL comment is part of the migration's text).
+GOLD_LABELS = """-- No foreign key to cases: a gold label outlives its case (tenant deletion).
+CREATE TABLE gold_labels (
+    case_id                   TEXT NOT NULL,
+    revision                  INTEGER NOT NULL CHECK (revision >= 1),
+    previous_revision         INTEGER NOT NULL CHECK (previous_revision = revision - 1),
+    round                     INTEGER NOT NULL,
+    tenant                    TEXT NOT NULL,
+    basis                     TEXT NOT NULL,
+    label_key                 TEXT NOT NULL,
+    contributing_review_ids   TEXT NOT NULL CHECK (contributing_review_ids <> '[]'),
+    contributing_reviewer_ids TEXT NOT NULL,
+    adjudicator_reviewer_id   TEXT NOT NULL,
+    provenance                TEXT NOT NULL
+        CHECK (provenance IN ('HUMAN_ADJUDICATED', 'SYNTHETIC_MECHANISM_TEST')),
+    freeze_time               TEXT NOT NULL,
+    digest                    TEXT NOT NULL,
+    PRIMARY KEY (case_id, revision)
+);"""
+
+
+def idempotency(table: str, micros: str, blob: str) -> str:
+    """Version 2's ``idempotency`` table, keyed per caller, created as ``table``."""
+    return f"""CREATE TABLE {table} (
+    caller_issuer  TEXT NOT NULL,
+    caller_subject TEXT NOT NULL,
+    request_id     TEXT NOT NULL,
+    method         TEXT NOT NULL,
+    request_digest TEXT NOT NULL,
+    response       {blob} NOT NULL,
+    tenant         TEXT NOT NULL,
+    case_id        TEXT NOT NULL,
+    create_time    {micros} NOT NULL,
+    PRIMARY KEY (caller_issuer, caller_subject, request_id)
+);"""
+
+
+# Version 2's indexes of the retry records, by what tenant deletion and sweeps remove.
+IDEMPOTENCY_INDEXES = """CREATE INDEX idempotency_by_tenant ON idempotency (tenant);
+CREATE INDEX idempotency_by_case ON idempotency (case_id);"""
+
+# Version 5: which canonical form each stored digest was computed with (rows before it: v1).
+DIGEST_VERSIONS = """
+ALTER TABLE cases ADD COLUMN digest_version TEXT NOT NULL DEFAULT 'assay.case.v1';
+ALTER TABLE gold_labels ADD COLUMN digest_version TEXT NOT NULL DEFAULT 'assay.gold.v1';
+"""
