@@ -825,7 +825,7 @@ def _timestamp(moment: datetime) -> timestamp_pb2.Timestamp:
 
 async def _expired(caller: As, case_id: str) -> bool:
     """Whether the server says the case has expired."""
-    return (await caller.GetCaseState(pb.GetCaseStateRequest(case_id=case_id))).expired
+    return bool((await caller.GetCaseState(pb.GetCaseStateRequest(case_id=case_id))).expired)
 
 
 def _mode(path: Path) -> int:

@@ -146,7 +146,7 @@ class TestWhatIsListed:
             state = pb.GetCaseStateRequest(case_id=case_id)
 
             async def expired() -> bool:
-                return (await stub.GetCaseState(state, timeout=TIMEOUT)).expired
+                return bool((await stub.GetCaseState(state, timeout=TIMEOUT)).expired)
 
             await eventually_async(expired, message="the case to read expired", timeout=15)
             assert not (await worklist(stub, "cy")).items

@@ -248,7 +248,7 @@ class TestHealthReflectionAndDrain:
 
                 async def not_serving() -> bool:
                     health = await running[0].health.Check(health_pb2.HealthCheckRequest(), None)
-                    return health.status == health_pb2.HealthCheckResponse.NOT_SERVING
+                    return bool(health.status == health_pb2.HealthCheckResponse.NOT_SERVING)
 
                 await eventually_async(not_serving, message="health to say NOT_SERVING")
                 assert not in_flight.done(), "the call ended before it was released"
