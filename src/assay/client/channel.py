@@ -1,30 +1,19 @@
 """Channels to Assay services, configured the way a careful client wants them.
 
-Retries are declared in the channel's gRPC service config, so grpc-core
-retries transparently and with backoff, not a Python loop. Only calls that
-are safe to repeat are retried, and only on ``UNAVAILABLE``: read-only RPCs
-(``idempotency_level`` NO_SIDE_EFFECTS or IDEMPOTENT) and mutating RPCs whose
-request carries a ``request_id`` (the clients fill one in, so a retry is
-recognised by the server and returns the first result). A server's
-``grpc-retry-pushback-ms`` trailer (sent with every refusal of a call it did
-not start: shutting down, overloaded) replaces the backoff before the next try.
+Retries are declared in the channel's gRPC service config, so grpc-core retries with
+backoff, not a Python loop, and only calls safe to repeat, only on ``UNAVAILABLE``: read-only
+RPCs and mutating RPCs whose request carries a ``request_id`` (the clients fill one in, so
+the server returns the first result to a retry). A server's ``grpc-retry-pushback-ms``
+replaces the backoff before the next try.
 
-A call a busy server refused (``RESOURCE_EXHAUSTED``, reason
-``ERROR_REASON_OVERLOADED``) is retried by an interceptor instead, after the
-server's ``RetryInfo`` delay: the service config could only retry every
-``RESOURCE_EXHAUSTED``, including messages too large to ever pass
-(``assay.client.overload``). The same interceptor goes on retrying a call whose
-server could not reach its database (``UNAVAILABLE``, reason
-``ERROR_REASON_STORAGE_UNAVAILABLE``) once the policy's few attempts are spent,
-backing off from the server's delay, since a database restart outlasts them.
-
-The target may name several replicas (``dns:///adjudication:50053``, an
-``ipv4:``/``ipv6:`` address list): the service config balances calls over
-them ``round_robin``, so a retried call goes to the next ready replica.
-
-TLS and the bearer token come from ``assay.client.credentials.Credentials``:
-both live in the channel (gRPC channel and call credentials), so every stub
-made on it, the typed clients' or a caller's own, carries them.
+Refusals that say when to come back are retried by an interceptor instead
+(``assay.client.overload``): ``RESOURCE_EXHAUSTED`` / ``OVERLOADED`` after the server's
+``RetryInfo`` delay (the service config could only retry every ``RESOURCE_EXHAUSTED``,
+including messages too large ever to pass), and ``UNAVAILABLE`` / ``STORAGE_UNAVAILABLE``
+beyond the policy's few attempts, since a database restart outlasts them. A target may name
+several replicas (``dns:///…``, an address list), balanced ``round_robin``. TLS and the
+bearer token (``credentials.Credentials``) live in the channel, so every stub made on it
+carries them.
 """
 
 from __future__ import annotations

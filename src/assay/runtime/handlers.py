@@ -1,35 +1,18 @@
 """Turns a servicer object into gRPC method handlers that behave the same for every service.
 
-Each handler receives the raw request bytes and parses them itself, so that
-malformed bytes become ``INVALID_ARGUMENT`` (``ERROR_REASON_MALFORMED_REQUEST``)
-instead of grpc's ``UNKNOWN``/``INTERNAL``. Around the servicer call it:
+Each handler parses the raw request bytes itself, so malformed bytes are
+``INVALID_ARGUMENT`` / ``MALFORMED_REQUEST`` rather than grpc's ``UNKNOWN``. Around the
+servicer call it takes or makes the ``x-request-id`` (the servicer's ``current_request_id()``,
+sent on by a service calling another); refuses the call at once, with a retry delay, past
+the admission limit or while shutting down (``admission``); admits the caller through the
+server's ``Gate`` before the request is parsed (the servicer's ``current_principal()``); maps
+``AssayError`` to rich statuses (``status.to_status``) and anything else to a generic
+``INTERNAL`` with the traceback logged; and writes one log line and, when exported, the
+call's metrics, in one place.
 
-- takes ``x-request-id`` from the metadata (or makes one) and echoes it back;
-- refuses the call at once, with a retry delay, when the service already runs its limit of
-  calls or the server is shutting down (``admission``);
-- admits the caller through the server's ``Gate`` (credential, then the roles
-  the method's ``(assay.v1.access)`` option names) before the request is even
-  parsed, and makes the ``Principal`` the servicer's ``current_principal()``;
-- maps ``AssayError`` subclasses to rich statuses through ``status.to_status``;
-- turns anything unexpected into a generic ``INTERNAL`` and logs the traceback;
-- writes exactly one structlog line per RPC: method, code, duration, request id;
-- counts the call, by its final code, and its duration in the server's metrics, when the
-  server exports them (``metrics``), at the same single place as the line;
-- makes the request id the servicer's ``current_request_id()``, so a service calling another
-  sends the same id on (the planner to the resolver), whether or not its caller sent one.
-
-Responses are serialized deterministically, so the same request gives the
-same bytes. Servicer methods are plain ``async def Method(self, request,
-context)`` (unary) or async generators (server streaming). A unary method may
-return the response's bytes instead of the message when it already holds them
-serialized deterministically (a stored response replayed for a retry): they are
-sent as they are, rather than parsed only to be serialized again.
-
-A servicer may parse a method's request bytes its own way: ``REQUEST_PARSERS`` maps the
-method's name to a function from the bytes to what the method takes, which raises
-``InvalidArgument`` for bytes it cannot read (``parse_request`` words it as the runtime
-does). The resolver reads ``ResolveColumns``'s Arrow stream as a view of the bytes
-received, instead of copying tens of megabytes twice.
+Responses are serialized deterministically. A unary method may return bytes it already
+holds serialized (a replayed response). ``REQUEST_PARSERS`` lets a servicer parse a method's
+request its own way (the resolver reads ``ResolveColumns``'s stream without copying it).
 """
 
 from __future__ import annotations

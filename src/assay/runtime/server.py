@@ -1,29 +1,16 @@
 """Start-up and graceful shutdown of one or more Assay services.
 
 A ``ServiceSpec`` is everything the runtime needs to host a service: its descriptor, its
-servicer, an optional ``close`` hook (a database to close) and an optional ``dependency``
-(what the service calls, probed in the background for its health). ``start`` binds one
-``grpc.aio`` server per spec, each with health, reflection and admission control (at most
-``max_concurrent_rpcs`` calls at once, see ``admission``); a start that fails closes
-everything it opened, started or not, and re-raises.
+servicer, an optional ``close`` hook and an optional ``dependency`` probed for its health.
+``start`` binds one ``grpc.aio`` server per spec, with health, reflection, admission
+control, metrics and tracing when configured; a start that fails closes what it opened.
 
-``stop`` drains, bounded by the grace period:
-
-1. health turns NOT_SERVING for every name: ``Check`` answers it, open ``Watch`` streams are
-   sent it and ended (see ``health``);
-2. calls that arrive from now on are refused with UNAVAILABLE / SHUTTING_DOWN and a retry
-   delay; the server keeps taking them off grpc's queue so none waits there to be dropped;
-3. in-flight calls get until the end of the grace period to finish, and the drain goes on
-   until no call has arrived for ``QUIET_SECONDS`` (so none is left in grpc's queue, which
-   the grpc server drops with a bare CANCELLED when it stops), at most as long;
-4. those still running then get UNAVAILABLE / SHUTTING_DOWN and their tasks are cancelled,
-   and for at most ``FLUSH_SECONDS`` more the calls still queued are refused the same way;
-5. the grpc servers stop and the close hooks run; the metrics endpoint, if any, last.
-
-With ``ServerConfig.metrics_port`` set, ``start`` serves one ``metrics.Metrics`` for all its
-services on that port (a spec's ``instrument`` hook adds its own series); with tracing
-installed (``tracing``), each server gets the tracing interceptor.
-
+``stop`` drains within the grace period: health turns NOT_SERVING (open ``Watch`` streams
+are told and ended); new calls are refused with UNAVAILABLE / SHUTTING_DOWN and a retry
+delay, still taken off grpc's queue so none is dropped there with a bare CANCELLED;
+in-flight calls get the grace period, and the drain lasts until no call has arrived for
+``QUIET_SECONDS``; calls still running then get SHUTTING_DOWN and are cancelled, those still
+queued refused for at most ``FLUSH_SECONDS``; then the servers stop and the close hooks run.
 ``run_until_signalled`` serves until SIGTERM/SIGINT, then stops that way.
 """
 

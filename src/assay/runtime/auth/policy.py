@@ -1,33 +1,14 @@
 """The auth policy file: which identities hold which roles, for which tenants.
 
-TOML or JSON, one structure::
+TOML or JSON: a ``[tokens]`` table (the JWKS, accepted issuers, the audience, the leeway,
+the issuer a ``HUMAN`` reviewer is bound under; omitted to accept client certificates
+only) and ``[[principals]]`` entries, each matching an identity (issuer and subject), every
+token carrying a claim value, or a verified client certificate (issuer ``x509``, its CN),
+and granting roles and tenants (``"*"`` for all). The format, with an example, is in
+docs/security.md ("The auth policy file").
 
-    [tokens]                      # bearer JWTs (omit to accept client certificates only)
-    jwks = "jwks.json"            # relative to this file; --jwks overrides it
-    issuers = ["https://idp.example.com/"]
-    audience = "assay"
-    leeway_seconds = 30           # optional, default 30
-    reviewer_issuer = "https://idp.example.com/"  # optional when there is one issuer
-
-    [[principals]]                # an identity: issuer (optional) + subject
-    subject = "alice"
-    roles = ["reviewer", "reader"]
-    tenants = ["acme"]
-
-    [[principals]]                # or everyone whose token carries a claim value
-    claim = "groups"
-    value = "assay-operators"
-    roles = ["operator", "auditor", "reader"]
-    tenants = ["*"]
-
-    [[principals]]                # a verified client certificate (issuer "x509", its CN)
-    issuer = "x509"
-    subject = "planner"
-    roles = ["service"]
-
-A caller's roles and tenants are the union over every entry it matches; an
-authenticated caller that matches none holds no role, so every RPC refuses it
-with PERMISSION_DENIED.
+A caller's roles and tenants are the union over every entry it matches; an authenticated
+caller that matches none holds no role, so every RPC refuses it with PERMISSION_DENIED.
 """
 
 from __future__ import annotations

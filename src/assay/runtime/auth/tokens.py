@@ -1,29 +1,17 @@
 """Bearer JWTs verified against a JWKS file, with PyJWT (no hand-written crypto).
 
-What a token must be to pass:
+A token passes when it is signed with a key of the JWKS chosen by its ``kid``, with that
+key's own algorithm (so ``alg: none``, HMAC with a public key and other algorithm confusion
+are refused before a signature is checked); issued by an accepted issuer for the configured
+audience, with a subject, inside ``nbf``..``exp`` give or take the leeway; and with times
+that are NumericDates, checked here once the signature holds, since PyJWT reads ``"123"`` or
+``true`` as a time and lets ``10**400`` through to a float conversion that raises: anything
+else is CREDENTIALS_INVALID, never INTERNAL.
 
-- signed with a key of the JWKS, chosen by the header's ``kid`` (a set with one
-  key may omit it); the algorithm is the key's own (RSA: RS256, EC P-256:
-  ES256, Ed25519: EdDSA), so ``alg: none``, HMAC with a public key, or any other
-  algorithm confusion is refused before a signature is checked;
-- issued by an accepted issuer (``iss``) for the configured audience (``aud``),
-  with a subject (``sub``), inside ``nbf``..``exp`` give or take a small leeway;
-- with times (``exp``, ``nbf``, ``iat``) that are NumericDates: JSON numbers,
-  integer or not, from 0 to the end of the year 9999. PyJWT would read the
-  string ``"123"`` or ``true`` as a time and let ``10**400`` through to a float
-  conversion that raises, so the times are checked here, once the signature
-  holds, and anything else is CREDENTIALS_INVALID, never INTERNAL.
-
-The JWKS file is read again when it changes on disk (checked at most once a
-second), so keys rotate without a restart: publish the new key beside the old
-one, move the issuer to it, then drop the old key.
-
-A verified token is remembered (by its SHA-256, at most ``VERIFIED_CACHE_SIZE``
-of them, least recently used first out) until it expires, so a client sending
-the same token on every call pays for one signature check, not one per call
-(an ES256 check costs more than the rest of a small RPC). A change of the JWKS
-forgets them all, so a key dropped from the file stops its tokens within the
-reload interval.
+The JWKS file is re-read when it changes (checked at most once a second), so keys rotate
+without a restart. A verified token is remembered by its SHA-256 (at most
+``VERIFIED_CACHE_SIZE``, least recently used out) until it expires, so a client pays for one
+signature check, not one per call; a change of the JWKS forgets them all.
 """
 
 from __future__ import annotations

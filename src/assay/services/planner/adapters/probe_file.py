@@ -1,29 +1,16 @@
 """Operator probe definitions (``assay serve planner --probes FILE``): read and check at start.
 
 The file is TOML (``[[probe]]`` tables) or JSON (``{"probe": [...]}``), chosen by its
-suffix (``.toml``, else JSON). Each entry defines one of the closed ``PROBE_KIND_*``
-kinds as this site runs it, and replaces the built-in definition of that kind: the
-contract names a candidate ``<probe>/<signal class>``, so one definition per kind keeps
-every candidate id unique. Fields (every one required unless marked)::
+suffix. Each entry defines one of the closed ``PROBE_KIND_*`` kinds as this site runs it and
+replaces the built-in definition of that kind (candidate ids are ``<probe>/<signal class>``,
+so one definition per kind keeps them unique). Its fields are ``REQUIRED`` and ``OPTIONAL``
+below, described in docs/planner.md ("Operator probe definitions").
 
-    kind              "PROBE_KIND_RERUN_TEST"                (not HUMAN_REVIEW, see below)
-    targets           ["SIGNAL_CLASS_PROCESS_RESULT", ...]   (runtime classes, at least one)
-    side_effects      ["SIDE_EFFECT_CLASS_PROCESS_SPAWN", ...] (may be empty)
-    gaps              ["GAP_KIND_UNRESOLVED_CONFLICT", ...]  (the resolution gaps it can close)
-    expected_source   "test_result"                          (a key of the resolver's table)
-    cost              "COST_BAND_MEDIUM"
-    latency           "LATENCY_BAND_MINUTES"
-    privacy           "PRIVACY_EXPOSURE_LOCAL_ONLY"
-    recency           "RECENCY_FRESH_OBSERVATION"            (optional, this by default)
-    needs_egress      false                                  (optional)
-    needs_cloud_sync  false                                  (optional)
-    description       "..."                                  (optional)
-
-HUMAN_REVIEW cannot be redefined: it is the candidate every gap can reach, because it
-needs no side effect. A definition that declares FILESYSTEM_WRITE_OUTSIDE_WORKTREE is
-accepted, and every candidate of it is FORBIDDEN. Every problem is reported at once,
-each naming the entry and the field; ``ProbeFileError`` is a ``ValueError``, which the
-``serve`` command turns into one line and exit code 2 before anything listens.
+HUMAN_REVIEW cannot be redefined: it is the candidate every gap can reach, because it needs
+no side effect. A definition that declares FILESYSTEM_WRITE_OUTSIDE_WORKTREE is accepted,
+and every candidate of it is FORBIDDEN. Every problem is reported at once, each naming the
+entry and the field; ``ProbeFileError`` is a ``ValueError``, which the ``serve`` command
+turns into one line and exit code 2 before anything listens.
 """
 
 from __future__ import annotations

@@ -1,32 +1,18 @@
 """The planner's only way to fusion: calls to ResolverService, bounded by the caller's deadline.
 
-Python gRPC does not propagate deadlines, so each call gets the time the
-planner's own caller has left, minus ``DEADLINE_MARGIN`` to leave room to
-answer. ``UNAVAILABLE`` is retried with a short backoff, but only while both
-the caller's deadline and ``RETRY_BUDGET_SECONDS`` allow: a resolver that is
-down makes the planner fail fast with ``RESOLVER_UNAVAILABLE`` rather than
-hang until the caller gives up. Calls do not use ``wait_for_ready``, and the
-channel's reconnect backoff is capped low, so a resolver that comes back is
-used again within about a second.
+Python gRPC does not propagate deadlines, so each call gets the time the planner's own
+caller has left, minus ``DEADLINE_MARGIN``. ``UNAVAILABLE`` is retried with a short backoff
+only while the deadline and ``RETRY_BUDGET_SECONDS`` allow, so a resolver that is down makes
+the planner fail fast with RESOLVER_UNAVAILABLE; with no ``wait_for_ready`` and a low
+reconnect backoff, a resolver that comes back is used again within about a second. A target
+may name several replicas, balanced ``round_robin``; both resolver RPCs are pure reads, so a
+retry on the next replica is always safe, and TLS to an address list verifies
+``ClientTls.server_name`` on each.
 
-The target may name several resolver replicas (``dns:///resolver-headless:50051``,
-``ipv4:10.0.0.5:50051,10.0.0.6:50051``): the channel balances calls over them
-``round_robin``, and a call that finds one dead (``UNAVAILABLE``: refused, reset
-mid-call) is retried by the loop above, which the picker sends to the next ready
-replica. Both resolver RPCs are pure reads, so repeating one is always safe. TLS
-to an address list verifies ``ClientTls.server_name`` (``--resolver-server-name``)
-on every replica's certificate (``assay.transport.authority_options``).
-
-The resolver's errors are translated, not wrapped: bad evidence keeps its
-reason and field paths (the planner's request names the same fields), a
-deadline is a deadline, and only the truly unexpected becomes RESOLVER_FAILED.
-A call the resolver finds too expensive (a response over its cap, too many claim
-resolutions), or one over the channel's message limit in either direction, is the
-caller's evidence being too large to plan over: ERROR_REASON_REQUEST_TOO_EXPENSIVE
-on ``evidence``, never INTERNAL.
+The resolver's errors are translated, not wrapped: bad evidence keeps its reason and field
+paths, a deadline is a deadline, a call too expensive or too large in either direction is
+REQUEST_TOO_EXPENSIVE on ``evidence``, and only the truly unexpected is RESOLVER_FAILED.
 One channel lives as long as the servicer; ``close`` is the ServiceSpec hook.
-``Deadline`` (``domain.deadline``) and ``summary_of`` (``wire.scope``) are named here
-as well: every call takes the one, and a scoped call is checked with the other.
 """
 
 from __future__ import annotations

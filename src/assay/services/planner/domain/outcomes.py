@@ -1,32 +1,18 @@
 """Every plausible outcome of a probe, and how likely each is: the planner's likelihood model.
 
-A probe does not have one outcome. It may report the current leader, any competitor,
-or (when it observes the system afresh) a value nobody has claimed yet. Each outcome is
-a hypothetical claim the resolver weighs (``ResolveHypotheses``); its likelihood comes
-from two things the planner already has, and nothing authored per probe:
+A probe may report the current leader, any competitor, or (a fresh observation) a value
+nobody has claimed yet. Each outcome is a hypothetical claim the resolver weighs
+(``ResolveHypotheses``); its likelihood comes from what the planner already has, nothing
+authored per probe: the belief about the truth, from the support (each claimed value ``v``
+weighs ``s_v``, "none of them" ``prod(1 - s_v)``, normalised; only the
+``MAX_VALUE_OUTCOMES`` strongest are enumerated), and the probe's accuracy, its source's
+reliability ``r`` (it reports the truth with probability ``r``, else another outcome
+evenly). So ``P(report o) = sum_t P(true = t) * P(o | t)``.
 
-- **belief about the truth**, from the current support. Each claimed value ``v`` with
-  support ``s_v`` (the resolver's noisy-OR) gets weight ``s_v``, and "none of them" gets
-  ``prod(1 - s_v)``, the chance that no counted group is right about anything; normalised,
-  that is ``P(true = v)`` and ``P(true = unclaimed)``. With no value at all, the truth is
-  unclaimed for certain. Only the ``MAX_VALUE_OUTCOMES`` strongest values are enumerated;
-  the rest of the belief counts as a truth the probe cannot report (below).
-- **the probe's accuracy**, the reliability ``r`` of the source kind it yields, from the
-  resolver's own table: it reports the truth with probability ``r`` and otherwise one of
-  its other outcomes, evenly. When the truth is not among its outcomes (a review of
-  recorded evidence cannot name a value nobody claimed), it reports one of them evenly.
-
-So ``P(report o) = sum_t P(true = t) * P(o | t)``. Only probes with a fresh observation
-(``Recency.FRESH_OBSERVATION``) have the "unclaimed value" outcome; a review judges what
-was recorded. With no claimed value, a review still has the one outcome "it names a value".
-
-The hypothetical claim of an outcome comes from the probe's source kind at
-``OUTCOME_CONFIDENCE``. It joins the correlation group that source was already counted
-in, if any, so correlated evidence does not compound in a hypothesis either; and a fresh
-observation **supersedes** the stale claims of that same source and group (a re-run
-replaces the old run), which is what gives stale support a discriminating remedy. Claims
-without an ``id`` cannot be the target of a supersession: the new claim then only joins
-their group.
+The hypothetical claim comes from the probe's source at ``OUTCOME_CONFIDENCE``, in the
+correlation group that source was already counted in (correlated evidence never compounds),
+and a fresh observation supersedes the stale claims of that source and group (a re-run
+replaces the old run). The full model is in docs/planner.md ("Outcomes and their likelihoods").
 """
 
 from __future__ import annotations

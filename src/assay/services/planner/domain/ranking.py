@@ -1,35 +1,18 @@
 """The ranking: expected value of sample information per unit of expected cost.
 
-Each candidate has a value and a cost in the same units, points, where a right
-resolution gained for sure is worth ``EVSI_POINTS`` (100):
+Each candidate has a value and a cost in points: ``value = round(EVSI_POINTS × EVSI)`` (the
+expected change in the decision over every plausible outcome, ``value``), and ``cost`` from
+its cost, latency, risk and privacy bands plus ``APPROVAL_PENALTY`` per approval still needed.
+Independence is already in the value (a probe joins the group its source was counted in, so
+a claim that repeats its group adds nothing), so it is a tie-break here, not a multiplier.
 
-    value = round(EVSI_POINTS × EVSI)
-    cost  = UNIT_POINTS × COST_UNITS[cost band] + latency + action risk + privacy
-            + APPROVAL_PENALTY per approval still needed
-
-The value is the probe's expected change in the decision (``value``), from every
-plausible outcome and the resolver's answer to each. It already accounts for
-independence: a probe whose source was counted in a declared group joins that group in
-its hypotheses, and a claim that only repeats its group adds nothing, so its value is
-what it can really add. Independence is therefore not a multiplier here (that would
-count correlation twice) but a tie-break.
-
-Candidates whose value exceeds their cost are worth acquiring now and come first,
-ordered by value per unit of cost (the greedy rule for buying information on a budget:
-of two probes that would each settle the semantic, the one that does it for less).
-The rest, whose expected gain does not pay for them (stopping would be better if
-they were all there was), follow, ordered by a score that separates what EVSI cannot
-(for example a RESOLVED semantic no plausible outcome would change):
-
-    score = value + discrimination + recency + extra gaps − min(PENALTY_CAP, cost)
-
-One rule overrides both: when the resolver says a person must decide (a conflicted
-safety predicate), HUMAN_REVIEW is first, whatever the policy grants, since no other
-acquisition can settle the semantic without one.
-
-Nothing here crosses the wire. Ties break, in order, by independence,
-discrimination, availability (AVAILABLE first), cost, latency, then probe kind and
-signal class numbers, which makes the order total and reproducible.
+Candidates whose value exceeds their cost come first, by value per unit of cost (the greedy
+rule for buying information on a budget); the rest follow by a score that separates what
+EVSI cannot (``value + discrimination + recency + extra gaps − min(PENALTY_CAP, cost)``).
+When the resolver says a person must decide, HUMAN_REVIEW is first whatever the policy
+grants. Nothing here crosses the wire; ties break by independence, discrimination,
+availability, cost, latency, then probe kind and signal class, so the order is total and
+reproducible. The formulas are in docs/planner.md ("Ranking").
 """
 
 from __future__ import annotations
