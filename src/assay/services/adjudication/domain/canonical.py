@@ -1,29 +1,18 @@
 """Canonical JSON and digests: the two definitions every hash in adjudication uses.
 
-Gold-label digests, audit-event hashes and case content digests must be
-reproducible by anyone holding the rows (an auditor with ``sqlite3`` and a
-SHA-256 tool), so they are computed over a documented canonical form. There are
-two, and each record says which one its digest used:
+Gold-label digests, audit-event hashes and case content digests must be reproducible by
+anyone holding the rows (an auditor with ``sqlite3`` and a SHA-256 tool), so they are
+computed over a documented canonical form, and every digest is spelled by ``text_digest``.
+Each record says which form its digest used:
 
-- **v2, RFC 8785 (JCS)** (``jcs``, ``jcs_digest``), the ``rfc8785`` package's
-  bytes (json's C encoder where it spells them identically): what every record
-  written since uses (label keys, case content digests ``assay.case.v2``,
-  gold-label digests ``assay.gold.v2``), so an auditor with any standard JCS
-  library gets the same bytes.
-- **v1, Assay's legacy form** (``canonical_json``, ``digest``): JSON with keys
-  sorted by code point, no spaces, UTF-8, integral floats below 2**53 written as
-  integers, other floats as Python's ``repr`` (``1e-07``, ``1e+22``). Kept only so
-  rows written before JCS (``assay.case.v1``, ``assay.gold.v1``, label keys like
-  ``1e-07``) still verify. It differs from JCS in number spelling and in the order
-  of keys outside the BMP (JCS sorts by UTF-16 code unit).
-
-Audit-event hashes, answer and resolution commitments and the idempotency
-digests keep calling ``digest``: they only ever digest strings, safe integers
-and objects with ASCII keys, where v1 and JCS are byte for byte the same (a
-property test against ``rfc8785`` holds them equal), so those hashes are already
-JCS and need no version.
-
-Times are RFC 3339 UTC with microseconds in both.
+- **v2, RFC 8785 (JCS)** (``jcs``, ``jcs_digest``): what every record written since uses
+  (label keys, ``assay.case.v2``, ``assay.gold.v2``), the ``rfc8785`` package's bytes (json's
+  C encoder where it provably spells them identically), so any JCS library agrees;
+- **v1, Assay's legacy form** (``canonical_json``, ``digest``): sorted keys, no spaces,
+  integral floats below 2**53 as integers, other floats as ``repr``; kept so rows written
+  before JCS still verify. Audit-event hashes, commitments and idempotency digests call
+  ``digest`` on strings, safe integers and ASCII-keyed objects, where v1 and JCS are the same
+  bytes (property-tested against ``rfc8785``). Times are RFC 3339 UTC with microseconds.
 """
 
 from __future__ import annotations
@@ -197,10 +186,9 @@ def jcs(value: Any) -> str:
     """RFC 8785 canonical JSON of ``value`` (every number a double, as ``google.protobuf.Value``
     carries it). ValueError for NaN, infinities and anything that is not JSON.
 
-    ``rfc8785`` is pure Python (measured ~29 us for a small case's content, ~12 us this
-    way), so what json's C encoder spells identically (``_plain``; a differential property
-    test against ``rfc8785`` holds the two equal) goes through that; the rest through
-    ``rfc8785`` (``rfc8785_jcs``)."""
+    ``rfc8785`` is pure Python, so what json's C encoder spells identically (``_plain``; a
+    differential property test against ``rfc8785`` holds the two equal) goes through that;
+    the rest through ``rfc8785`` (``rfc8785_jcs``)."""
     if type(value) is str and _plain_text(value):
         return _STRING(value)  # a JSON string is spelled alike in both forms (property-tested)
     try:

@@ -94,7 +94,7 @@ def guess_outcomes(
     named: dict[tuple[str, str], list[str]] = {}
     # Per declared group and value, every source with a claim there (any source).
     members: dict[str, dict[str | bytes, set[str]]] = {}
-    # The loop reads each field once: at 1,000 claims every attribute read costs ~0.07 ms.
+    # The loop reads each field once: at 1,000 claims every extra attribute read shows.
     for claim in request.evidence.claims:
         if claim.subject != subject or claim.predicate != predicate:
             return None
