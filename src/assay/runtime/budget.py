@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from assay.errors import FieldViolation, InvalidArgument, Reason
+from assay.protowire import element_size
 
 RESPONSE_RATIO = 100
 RESPONSE_FLOOR_BYTES = 64 * 1024
@@ -31,11 +32,6 @@ MIN_CLAIM_WIRE_BYTES = 13
 def response_limit(request_bytes: int, max_message_bytes: int) -> int:
     """The largest response a request of ``request_bytes`` may get (module docstring)."""
     return min(max_message_bytes, max(RESPONSE_FLOOR_BYTES, RESPONSE_RATIO * request_bytes))
-
-
-def _varint_bytes(value: int) -> int:
-    """How many bytes ``value`` takes as a protobuf varint."""
-    return max(1, (value.bit_length() + 6) // 7)
 
 
 class ResponseBudget:
@@ -60,10 +56,10 @@ class ResponseBudget:
         self.advice = advice
         self.used = 0
 
-    def element(self, size: int) -> None:
-        """Count one element of a message field numbered below 16, ``size`` bytes serialized
-        (plus its one-byte key and its length); raise RESPONSE_TOO_LARGE past the budget."""
-        self.add(size + 1 + _varint_bytes(size))
+    def element(self, tag: bytes, size: int) -> None:
+        """Count one message field keyed ``tag`` (``protowire.tag_of``), ``size`` bytes
+        serialized (plus its key and its length); raise RESPONSE_TOO_LARGE past the budget."""
+        self.add(element_size(tag, size))
 
     def add(self, size: int) -> None:
         """Count ``size`` more bytes of the response; raise RESPONSE_TOO_LARGE past the budget."""

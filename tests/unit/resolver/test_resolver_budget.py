@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from assay.errors import InvalidArgument, Reason
+from assay.protowire import tag_of
 from assay.runtime.budget import (
     RESPONSE_FLOOR_BYTES,
     RESPONSE_RATIO,
@@ -45,9 +46,9 @@ class TestResponseBudget:
         budget = ResponseBudget(64 * MIB, 0, lambda: 0, "hypotheses", "")
         for size in (0, 10, 200, 20_000):
             out = response.hypotheses.add(label="x" * size)
-            budget.element(out.ByteSize())
+            budget.element(tag_of(pb.ResolveHypothesesResponse, "hypotheses"), out.ByteSize())
         response.base.CopyFrom(resolution_pb2.SemanticResolution(subject="s"))
-        budget.element(response.base.ByteSize())
+        budget.element(tag_of(pb.ResolveHypothesesResponse, "base"), response.base.ByteSize())
         assert budget.used == response.ByteSize()
 
     def test_measures_the_request_only_when_the_lower_bound_is_not_enough(self) -> None:

@@ -16,6 +16,7 @@ from google.protobuf import json_format, struct_pb2
 
 from assay.errors import Violations
 from assay.prototime import duration_problem, timestamp_problem
+from assay.protowire import LEN, delimited, key_of, read_varint, split_key, tag_of
 from assay.services.planner.domain import model as m
 from assay.services.planner.domain.probes import action_risk
 from assay.v1 import claim_pb2, plan_pb2, planner_service_pb2, resolution_pb2
@@ -198,28 +199,19 @@ def hypotheses_request(
 # no copy of the evidence into any request message, no second serialization.
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-# ``evidence`` is field 1 (length-delimited) of both ResolveSemanticRequest and
-# ResolveHypothesesRequest; ``resolution`` is field 1 of ResolveSemanticResponse, as
-# ``base`` is of ResolveHypothesesResponse, and field 2 of PlanEvidenceResponse (pinned
-# by a unit test).
-_EVIDENCE_TAG = _varint(1 << 3 | 2)
-_RESOLVER_RESOLUTION_TAG = 1 << 3 | 2
-_PLAN_RESOLUTION_TAG = bytes([2 << 3 | 2])
+# ``evidence`` starts both ResolveSemanticRequest and ResolveHypothesesRequest with the same
+# key; ``resolution`` of ResolveSemanticResponse shares its key with ``base`` of
+# ResolveHypothesesResponse, and is re-keyed as PlanEvidenceResponse's ``resolution``
+# (the keys come from the descriptors; a unit test pins that each pair agrees).
+_EVIDENCE_TAG = tag_of(rpb.ResolveSemanticRequest, "evidence")
+_RESOLVER_RESOLUTION_KEY = key_of(rpb.ResolveSemanticResponse, "resolution")
+_PLAN_RESOLUTION_TAG = tag_of(planner_service_pb2.PlanEvidenceResponse, "resolution")
 
 
 def evidence_field(evidence: claim_pb2.Evidence) -> bytes:
     """``evidence`` serialized as field 1 of a resolver request."""
     payload = evidence.SerializeToString()
-    return _EVIDENCE_TAG + _varint(len(payload)) + payload
+    return delimited(_EVIDENCE_TAG, payload)
 
 
 def semantic_request_bytes(
@@ -254,46 +246,33 @@ def plan_response_bytes(plan_message: plan_pb2.EvidencePlan, resolver_answer: by
     in number order; the resolver serializes deterministically too). Raises ValueError
     when the answer does not start with the resolution field, or holds it more than
     once (the caller then builds the message)."""
-    tag, at = _read_varint(resolver_answer, 0)
-    length, at = _read_varint(resolver_answer, at)
-    end = at + length
-    if tag != _RESOLVER_RESOLUTION_TAG or end > len(resolver_answer):
+    key, at = read_varint(resolver_answer, 0)
+    length, body = read_varint(resolver_answer, at)
+    end = body + length
+    if key != _RESOLVER_RESOLUTION_KEY or end > len(resolver_answer):
         raise ValueError("the resolver's answer does not start with one resolution field")
-    if end < len(resolver_answer) and _tags_after(resolver_answer, end, _RESOLVER_RESOLUTION_TAG):
+    if end < len(resolver_answer) and _tags_after(resolver_answer, end, _RESOLVER_RESOLUTION_KEY):
         raise ValueError("the resolver's answer holds the resolution field more than once")
     head = planner_service_pb2.PlanEvidenceResponse(plan=plan_message).SerializeToString(
         deterministic=True
     )
-    return b"".join((head, _PLAN_RESOLUTION_TAG, memoryview(resolver_answer)[1:end]))
+    return b"".join((head, _PLAN_RESOLUTION_TAG, memoryview(resolver_answer)[at:end]))
 
 
 def _tags_after(data: bytes, at: int, wanted: int) -> bool:
     """Whether a length-delimited field tagged ``wanted`` follows ``at`` (top level only:
     a ResolveHypothesesResponse's hypotheses are skipped over, not read)."""
     while at < len(data):
-        tag, at = _read_varint(data, at)
-        if tag & 7 != 2:
+        key, at = read_varint(data, at)
+        if split_key(key)[1] != LEN:
             raise ValueError("unexpected wire type in the resolver's answer")
-        length, at = _read_varint(data, at)
-        if tag == wanted:
+        length, at = read_varint(data, at)
+        if key == wanted:
             return True
         at += length
     if at != len(data):
         raise ValueError("truncated field in the resolver's answer")
     return False
-
-
-def _read_varint(data: bytes, at: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        if at >= len(data) or shift > 63:
-            raise ValueError("truncated or overlong varint")
-        byte = data[at]
-        value |= (byte & 0x7F) << shift
-        at += 1
-        if not byte & 0x80:
-            return value, at
-        shift += 7
 
 
 def _hypotheses_without_evidence(

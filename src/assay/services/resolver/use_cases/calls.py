@@ -24,6 +24,7 @@ from functools import partial
 from google.protobuf.message import Message
 
 from assay.errors import Reason
+from assay.protowire import tag_of
 from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
 from assay.services.resolver.columnar import resolve_stream
 from assay.services.resolver.columnar.input.bounds import Survey
@@ -40,6 +41,10 @@ from assay.services.resolver.wire.reader import Reader, WireTime
 from assay.v1 import resolver_service_pb2 as pb
 
 _HasEvidence = pb.ResolveSemanticRequest | pb.ResolveEvidenceRequest
+# The response fields a budget counts element by element as they are filled in.
+_BASE_TAG = tag_of(pb.ResolveHypothesesResponse, "base")
+_HYPOTHESIS_TAG = tag_of(pb.ResolveHypothesesResponse, "hypotheses")
+_OUTCOME_TAG = tag_of(pb.ReconcileResponse, "outcomes")
 
 
 class ResolverCalls:
@@ -167,13 +172,13 @@ class ResolverCalls:
         response = pb.ResolveHypothesesResponse()
         emitter = Emitter(reader.index)
         emitter.resolution(layered.resolve(sem), response.base, base_full)
-        budget.element(response.base.ByteSize())
+        budget.element(_BASE_TAG, response.base.ByteSize())
         for hypothesis, extra in zip(request.hypotheses, extras, strict=True):
             assert extra is not None
             stop.check()
             out = response.hypotheses.add(label=hypothesis.label)
             emitter.resolution(layered.resolve_with(extra, sem), out.resolution, full)
-            budget.element(out.ByteSize())
+            budget.element(_HYPOTHESIS_TAG, out.ByteSize())
         return response
 
     def _Reconcile(self, request: pb.ReconcileRequest, stop: Stop = NEVER) -> pb.ReconcileResponse:
@@ -228,7 +233,7 @@ class ResolverCalls:
             )
             emitter.resolution(old, out.before)
             emitter.resolution(new, out.after)
-            budget.element(out.ByteSize())
+            budget.element(_OUTCOME_TAG, out.ByteSize())
         return response
 
     def _policy_message(self) -> pb.GetResolverPolicyResponse:

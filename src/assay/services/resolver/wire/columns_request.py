@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from assay.protowire import I32, I64, LEN, VARINT, key_of, read_varint, split_key
 from assay.runtime.requests import parse_request
 from assay.v1 import resolver_service_pb2 as pb
 
-_STREAM_FIELD = 1  # claims_arrow
-_LENGTH_DELIMITED = 2
+_STREAM_KEY = key_of(pb.ResolveColumnsRequest, "claims_arrow")
+_FIXED_SIZE = {I64: 8, I32: 4}
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,47 +51,29 @@ def _split(raw: bytes) -> tuple[bytes, memoryview] | None:
     kept: list[memoryview] = []
     stream = view[0:0]
     pos, end = 0, len(raw)
-    while pos < end:
-        field_start = pos
-        tag, pos = _varint(raw, pos)
-        if tag is None:
-            return None
-        number, wire_type = tag >> 3, tag & 7
-        if number == 0:
-            return None
-        if wire_type == 0:
-            number_value, pos = _varint(raw, pos)
-            if number_value is None:
+    try:
+        while pos < end:
+            field_start = pos
+            key, pos = read_varint(raw, pos)
+            number, wire_type = split_key(key)
+            if number == 0:
                 return None
-        elif wire_type == 1:
-            pos += 8
-        elif wire_type == 5:
-            pos += 4
-        elif wire_type == _LENGTH_DELIMITED:
-            size, pos = _varint(raw, pos)
-            if size is None:
-                return None
-            if number == _STREAM_FIELD and pos + size <= end:
-                stream = view[pos : pos + size]  # a repeated singular field: the last wins
+            if wire_type == VARINT:
+                _, pos = read_varint(raw, pos)
+            elif wire_type in _FIXED_SIZE:
+                pos += _FIXED_SIZE[wire_type]
+            elif wire_type == LEN:
+                size, pos = read_varint(raw, pos)
+                if key == _STREAM_KEY and pos + size <= end:
+                    stream = view[pos : pos + size]  # a repeated singular field: the last wins
+                    pos += size
+                    continue
                 pos += size
-                continue
-            pos += size
-        else:  # groups (3, 4) and invalid wire types: left to the parser
-            return None
-        if pos > end:
-            return None
-        kept.append(view[field_start:pos])
+            else:  # groups and invalid wire types: left to the parser
+                return None
+            if pos > end:
+                return None
+            kept.append(view[field_start:pos])
+    except ValueError:  # a varint cut off or too long: left to the parser
+        return None
     return b"".join(kept), stream
-
-
-def _varint(raw: bytes, pos: int) -> tuple[int | None, int]:
-    """The varint at ``pos`` and the position after it; None when it is cut off or longer
-    than ten bytes."""
-    value = shift = 0
-    for i in range(pos, min(pos + 10, len(raw))):
-        byte = raw[i]
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, i + 1
-        shift += 7
-    return None, pos

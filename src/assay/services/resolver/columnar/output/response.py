@@ -13,21 +13,22 @@ equal to ``SerializeToString(deterministic=True)``.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from assay.protowire import delimited, delimited_parts, length_prefix, tag_of
 from assay.services.resolver.columnar.output.arrow_out import Encoded
-from assay.services.resolver.columnar.output.wire import field_bytes, varint
+from assay.v1 import resolution_pb2
+from assay.v1 import resolver_service_pb2 as pb
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer as Buffer
 
-# (field number << 3) | wire type: 2 for length-delimited, 1 for a 64-bit double.
-_TABLE_TAGS = (0x0A, 0x12, 0x1A, 0x22, 0x2A, 0x32)  # fields 1-6, *_arrow
-_COVERAGE_TAG = 0x39  # field 7, coverage_confidence
-_CONFLICTED_TAG = 0x42  # field 8, conflicted_safety_predicates (SemanticKey)
-_SUBJECT_TAG, _PREDICATE_TAG = 0x0A, 0x12  # SemanticKey's fields 1 and 2
+_RESPONSE = pb.ResolveColumnsResponse
+_TABLE_FIELDS = (
+    *("semantics_arrow", "values_arrow", "excluded_arrow"),
+    *("claims_arrow", "groups_arrow", "warnings_arrow"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,30 +40,26 @@ class Answer:
     conflicted_safety: list[tuple[str, str]]
 
 
-def _delimited(tag: int, data: Buffer) -> Iterable[Buffer]:
-    size = memoryview(data).nbytes
-    return (bytes((tag,)) + varint(size), data) if size else ()
-
-
-def _text(tag: int, text: str) -> bytes:
-    """A string field, left out when empty (proto3's default)."""
-    return field_bytes(tag, text.encode()) if text else b""
+def _text(name: str, text: str) -> bytes:
+    """A SemanticKey string field, left out when empty (proto3's default)."""
+    return delimited(tag_of(resolution_pb2.SemanticKey, name), text.encode()) if text else b""
 
 
 def response_bytes(answer: Answer) -> bytes:
     """``answer`` as a serialized ResolveColumnsResponse."""
     t = answer.tables
     parts: list[Buffer] = []
-    for tag, table in zip(
-        _TABLE_TAGS,
+    for name, table in zip(
+        _TABLE_FIELDS,
         (t.semantics, t.values, t.excluded, t.claims, t.groups, t.warnings),
         strict=True,
     ):
-        parts.extend(_delimited(tag, table))
+        parts.extend(delimited_parts(tag_of(_RESPONSE, name), table))
     coverage = struct.pack("<d", answer.coverage)
     if coverage != bytes(8):  # proto3 leaves out 0.0 (not -0.0: its bits are not zero)
-        parts.append(bytes((_COVERAGE_TAG,)) + coverage)
+        parts.append(tag_of(_RESPONSE, "coverage_confidence") + coverage)
+    conflicted = tag_of(_RESPONSE, "conflicted_safety_predicates")
     for subject, predicate in answer.conflicted_safety:
-        key = _text(_SUBJECT_TAG, subject) + _text(_PREDICATE_TAG, predicate)
-        parts.append(bytes((_CONFLICTED_TAG,)) + varint(len(key)) + key)
+        key = _text("subject", subject) + _text("predicate", predicate)
+        parts.append(length_prefix(conflicted, len(key)) + key)
     return b"".join(parts)
