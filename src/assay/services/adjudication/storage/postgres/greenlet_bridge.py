@@ -1,19 +1,16 @@
 """Running asyncpg work from a synchronous writer job, on the event loop's own thread.
 
-The service's write jobs are plain synchronous functions of a ``WriteTx``
-(see ``storage.sqlite.tx``), and asyncpg is asyncio-only. The PostgreSQL writer runs
-a batch of jobs inside a greenlet on the loop's thread (``run_sync``); each
-``WriteTx`` method hands its coroutine to ``Bridge.run``, which switches back
-to the writer's task, awaits the coroutine there — the loop serves everything
-else meanwhile — and switches into the job again with the result or the
-exception. This is the technique SQLAlchemy's asyncio extension uses.
+The service's write jobs are plain synchronous functions of a ``WriteTx`` (see
+``storage.sqlite.tx``), and asyncpg is asyncio-only. The PostgreSQL writer runs a batch of
+jobs inside a greenlet on the loop's thread (``run_sync``); each ``WriteTx`` method hands its
+coroutine to ``Bridge.run``, which switches back to the writer's task, awaits the coroutine
+there (the loop serves everything else meanwhile) and switches into the job again with the
+result or the exception. This is the technique SQLAlchemy's asyncio extension uses.
 
-A worker thread with ``run_coroutine_threadsafe`` was measured first: each
-statement then had to win the GIL back from a busy loop, which holds it for up
-to the interpreter's switch interval (5 ms), so a job of six statements took
-~9 ms under load and one replica committed ~110 jobs/s against ~1,600 raw
-insert+commit/s on the same server. A greenlet switch costs microseconds and
-involves no other thread.
+A worker thread with ``run_coroutine_threadsafe`` was tried first: each statement then had
+to win the GIL back from a busy loop, which cut a replica's commit rate to a small fraction
+of raw inserts (docs/performance.md). A greenlet switch costs microseconds and involves no
+other thread.
 """
 
 from __future__ import annotations

@@ -1,29 +1,18 @@
 """The PostgreSQL ``WriteTx``: what a writer job may do inside the writer's transaction.
 
-The same methods, arguments and results as ``storage.sqlite.tx.WriteTx``, so the
-service's jobs (``operations``, ``retries``) run unchanged on either engine.
-The job runs in the writer's greenlet; each method runs its SQL as one
-coroutine, awaited by the writer's task through the ``Bridge``.
+The same methods, arguments and results as ``storage.sqlite.tx.WriteTx``, so the service's
+jobs run unchanged on either engine; each method's SQL is one coroutine, awaited by the
+writer's task through the ``Bridge``.
 
-Round trips, not Python, are what a write costs here (a review's job spent
-most of its ~1 ms waiting on four of them), so rows are not sent as they are
-written: they wait in the batch's ``pending`` list and travel inside the next
-read's statement as data-modifying WITH clauses — unless one of them touches
-what that read reads (the same case, reviewer or request id), which would not
-see rows written in its own statement; those go first, on their own. On the
-first attempt of a batch (``carry``) rows may wait for the next job's read, so
-a review costs two round trips; a failure then is the batch's (``failed``),
-and the writer runs it again with each job's rows sent before it returns.
-
-Unlike SQLite's single writer, cases are not remembered between batches:
-another replica may change one once this batch commits. Within a batch (under
-the chain lock) they are read ahead for all its jobs (``prefetch``), and a
-job's ``remember_snapshot`` stands in for the case until the batch ends.
-Reviewers are: a committed reviewer is never changed nor deleted (triggers
-refuse both), so the writer keeps those its committed batches read (``known``).
-The transaction holds the chain lock (``writer``) from its first statement, so
-every replica's earlier commits are visible to those reads and nothing else
-writes until this transaction ends: what a job reads is what it writes on.
+Round trips, not Python, are what a write costs here, so rows are not sent as they are
+written: they wait in the batch's ``pending`` list and travel inside the next read's
+statement as data-modifying WITH clauses, unless one touches what that read reads (those go
+first, alone). On a batch's first attempt (``carry``) rows may wait for the next job's read;
+a failure then is the batch's, and the writer runs it again with each job's rows sent before
+it returns. Cases are not remembered between batches (another replica may change one):
+within a batch they are read ahead (``prefetch``), and a job's ``remember_snapshot`` stands
+in until it ends; committed reviewers, never changed, are kept (``known``). The transaction
+holds the chain lock from its first statement, so what a job reads is what it writes on.
 """
 
 from __future__ import annotations

@@ -1,40 +1,20 @@
 """The PostgreSQL writer: group commit, with the chain serialized across replicas.
 
-The loop shared with SQLite (``storage.group_commit``) takes every job waiting
-in the queue and hands them here; they run in order inside one transaction,
-which commits once, so the commit's WAL flush is shared by the batch; no caller
-is answered before the commit returned. A job that fails is undone alone: the batch is
-rolled back and run again with each job in its own SAVEPOINT (see
-``_run_jobs``). A batch of more than one job first reads every request id and
-case its jobs will read, in one statement per kind (``prefetch``); its jobs
-then run without waiting on the database, and their rows go at the end in one
-pipelined statement per table. A batch thus costs about eight round trips
-whatever its size: BEGIN with the chain lock (one simple query), the chain
-head, the two reads ahead, the inserts, and COMMIT. A lone job's rows travel
-inside its next read's statement (``tx``). The writer keeps one pooled
-connection for itself, rather than taking one per batch: giving a connection
-back to the pool costs a reset round trip.
+The loop shared with SQLite (``storage.group_commit``) hands over every waiting job; they run
+in order inside one transaction that commits once, sharing its WAL flush, and no caller is
+answered before it returns. A failing job is undone alone (the batch runs again with a
+SAVEPOINT per job, ``_run_jobs``). A batch reads ahead every request id and case its jobs
+will read (``prefetch``) and sends their rows at the end in one pipelined statement per
+table, so it costs a fixed handful of round trips whatever its size; the writer keeps one
+pooled connection for itself.
 
-Several replicas may write to one database. Each batch's transaction first
-takes a transaction-scoped advisory lock (``CHAIN_LOCK``), then reads the
-chain head: appends are serialized across every replica inside the same
-transaction as the rows they record, so the audit ledger stays one gap-free
-total order (the sequence primary key backs it). The lock is held to the end
-of the transaction and PostgreSQL makes a commit visible before it releases
-its locks, so under READ COMMITTED every statement of the next batch, on any
-replica, sees this one's rows: a retried request id finds its first response,
-a second review finds the first, and derived state is computed from committed
-rows. Writes are thus serialized as SQLite's are; replicas add availability,
-and reads scale with them.
-
-A lost or restarting server fails the batch's callers with UNAVAILABLE
-(``storage.faults``): before COMMIT nothing is stored; a connection lost during
-COMMIT leaves the outcome unknown, which only a request id makes safe to retry.
-The writer gives its broken connection back and takes a fresh one for the next
-batch, so it recovers by itself once the server is back.
-
-The jobs are synchronous functions of a ``WriteTx``; they run in a greenlet on
-the loop's thread and their SQL is awaited by the writer's task (``greenlet_bridge``).
+Replicas share one database: each batch first takes a transaction-scoped advisory lock
+(``CHAIN_LOCK``) and then reads the chain head, so appends are one gap-free total order, and
+since a commit is visible before its locks are released, the next batch on any replica sees
+this one's rows. A lost server fails the batch with UNAVAILABLE (``storage.faults``; a
+connection lost during COMMIT leaves the outcome unknown, which a request id makes safe to
+retry), and the writer takes a fresh connection for the next batch. Jobs run in a greenlet
+on the loop's thread (``greenlet_bridge``).
 """
 
 from __future__ import annotations

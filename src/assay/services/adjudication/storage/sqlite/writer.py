@@ -1,42 +1,19 @@
 """SQLite's single writer: how a group-committed batch runs, and where each part runs.
 
-The loop shared with PostgreSQL (``storage.group_commit``) takes every job
-waiting and hands them here; they run, in order, inside one ``BEGIN IMMEDIATE``
-transaction, which commits once: with ``synchronous=FULL`` the fsync — the
-price of durability — is shared by the whole batch (group commit). No caller is
-answered before that commit has returned, so an acknowledged write is on disk.
+The loop shared with PostgreSQL (``storage.group_commit``) hands over every waiting job; they
+run in order inside one ``BEGIN IMMEDIATE`` transaction that commits once, so with
+``synchronous=FULL`` the batch shares one fsync, and no caller is answered before it returns.
+``BEGIN`` and ``COMMIT`` run on the connection's thread (``sqlite_thread``); the jobs between
+run on the loop's thread when all are small (their statements only touch the page cache under
+the write lock, and on another thread each statement had to win the GIL back), else whole on
+the connection's thread, so the loop never stalls on a tenant deletion or a sweep.
 
-Where each step runs is chosen by what it waits for. ``BEGIN IMMEDIATE`` (may
-wait for the write lock) and ``COMMIT`` (the fsync) run on the connection's own
-thread (``sqlite_thread``). The jobs between them run on the event loop's thread when every job of
-the batch is *small* (one case, a few rows: reviews, cases, resolutions, gold
-labels): with the write lock held in WAL mode their statements only touch the
-page cache, and on the connection's thread a job had to win the GIL back from
-the loop after every statement — under the server's load about 160 us of CPU
-per review plus the waiting, against about 100 us on the loop (a batch of 20
-holds the loop ~2 ms). A batch holding a job that may touch many rows (tenant
-deletion, sweeps, bulk imports) runs whole on the connection's thread, so the
-loop never stalls on it.
-
-A job that raises vanishes while the jobs before and after it in the batch
-commit normally. Jobs rarely fail, and most that do fail before they write
-(a rule refuses the request), so a batch runs first inside one SAVEPOINT for
-all its jobs: a job that raises before its first write is just answered with
-its error, nothing being there to undo. One that raises after writing rolls the
-batch back to that savepoint (the in-memory chain head is put back and the
-remembered rows forgotten), and the batch runs again with each job inside its
-own SAVEPOINT, so the failing job's writes and audit event vanish alone. Jobs are
-functions of their transaction, so nothing of the first run remains. A
-savepoint per job cost every review two statements more (~7 us of CPU, against
-~20-25 us for each of its three INSERTs) and had SQLite copy each page a job
-touched into the statement journal again, though a batch's jobs touch the same pages.
-
-Being the only writer, it remembers what it has read or written (``case_cache``):
-reviewers and case rows (never updated), and each case's current round, which
-every write of a review, resolution or gold label drops and the job that wrote
-it puts back as it left it. Any rollback, failed commit or deletion forgets
-them all, so what a job sees is what the file holds; a property test drives
-random batches against it.
+A job that raises vanishes alone. The batch runs first in one SAVEPOINT (most failures come
+before any write, leaving nothing to undo); one that raises after writing rolls the batch
+back and it runs again with a SAVEPOINT per job, which would cost every review more if done
+always. Being the only writer, it remembers reviewers, case rows and each case's current
+round (``case_cache``); any rollback, failed commit or deletion forgets them all. (The
+costs behind these choices: docs/performance.md.)
 """
 
 from __future__ import annotations
