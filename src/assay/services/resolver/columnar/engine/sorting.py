@@ -1,11 +1,10 @@
 """Sorting orders by sorting numbers: the row index packed into the key's low bits.
 
-NumPy sorts integers with a SIMD sort but has no SIMD ``argsort`` on most CPUs: at a
-million int32 keys ``np.argsort`` takes about 23 ms and ``np.sort`` of uint64 about
-7 ms. So an order is found by sorting ``key << b | index`` (``b`` bits hold every index)
-and reading the indices back from the low bits; equal keys then come out in index
-order, so the order is also stable. Keys too wide to share 63 bits with an index fall
-back to ``np.argsort``.
+NumPy sorts integers with a SIMD sort but has no SIMD ``argsort`` on most CPUs, so sorting
+the numbers is several times faster than finding their order (docs/performance.md). So an
+order is found by sorting ``key << b | index`` (``b`` bits hold every index) and reading the
+indices back from the low bits; equal keys then come out in index order, so the order is
+also stable. Keys too wide to share 63 bits with an index fall back to ``np.argsort``.
 
 Orders "by an integer, then by a weight descending" pack a fixed-point copy of the
 weight between the two. Weights in [0, 1] that are different but share a fixed-point

@@ -1,20 +1,18 @@
 """Whether a column of ids repeats one, without a hash table of a million strings.
 
-Ids must be unique, and nearly always are, so the question "is any id repeated?" is
-asked of every request and almost always answered no. Arrow's hash kernels answer it
-by inserting every string into a hash table, which at a million distinct ids is
-cache-bound (about 130 ms). Here each id is instead summarised by a 64-bit fingerprint
-read straight from the column's buffers (its length and its eight-byte words, up to
-64 bytes, then its last word, mixed), the fingerprints are sorted (a SIMD sort of
-integers, about 10 ms for a million), and neighbours compared: 40-60 ms in all for
-short ids, about 120 ms for a million UUIDs (on a shared, loaded machine).
+Ids must be unique, and nearly always are, so "is any id repeated?" is asked of every
+request and almost always answered no. Arrow's hash kernels insert every string into a hash
+table, which at a million distinct ids is cache-bound. Here each id is instead summarised
+by a 64-bit fingerprint read straight from the column's buffers (its length and its
+eight-byte words, up to 64 bytes, then its last word, mixed), the fingerprints are sorted (a
+SIMD sort of integers), and neighbours compared: a fraction of the hash table's time
+(docs/performance.md).
 
 Equal ids have equal fingerprints, so distinct fingerprints prove distinct ids. Equal
-fingerprints prove nothing, so only the rows whose fingerprint is shared are then
-compared exactly, by Arrow: the answer is exact either way. Ids of up to 64 bytes are
-read in full, so they share a fingerprint only through the mixing (rarely); longer ids
-that differ only between their 64th byte and their last eight always share one, and
-cost about what comparing them all exactly would.
+fingerprints prove nothing, so only the rows whose fingerprint is shared are then compared
+exactly, by Arrow: the answer is exact either way. Longer ids that differ only between their
+64th byte and their last eight always share one, and cost about what comparing them all
+exactly would.
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
 """A ResolveColumnsResponse written straight in protobuf's wire form.
 
-The response is six byte strings (the Arrow tables), a double and a few small
-messages. Building the message and serializing it copies each table twice more (into
-the message, then into the output), and at a million claims the tables hold ~50 MB
-uncompressed: the copies and the page faults of their fresh memory took ~90 ms, more
-than the engine's largest stage. Here every field is framed as the deterministic
-serializer frames it (field-number order, defaults left out) and the tables are joined
-into the output once, from the buffers the Arrow writer filled. A test holds the bytes
-equal to ``SerializeToString(deterministic=True)``.
+The response is six byte strings (the Arrow tables), a double and a few small messages.
+Building the message and serializing it copies each table twice more (into the message,
+then into the output), which at a million claims cost more than the engine's largest stage
+(docs/performance.md). Here every field is framed as the deterministic serializer frames it
+(field-number order, defaults left out) and the tables are joined into the output once,
+from the buffers the Arrow writer filled. A test holds the bytes equal to
+``SerializeToString(deterministic=True)``.
 """
 
 from __future__ import annotations
