@@ -4,7 +4,7 @@ Not a test: a script (``python bench/hostile.py``, ``--quick`` for a short smoke
 starts real ``assay serve`` processes on loopback (free ports, a temporary database) and,
 per service where the probe applies, prints:
 
-1. **oversized errors** -- the worst bad input the issue found (60 claims with the mistyped
+1. **oversized errors** -- the worst bad input found by a black-box run (60 claims with the mistyped
    source kind ``runtime-trace``, one 6,000-character source, 100 invalid ``missing_signals``,
    huge ``EnqueueCase`` fields): the code a default client receives and the size of
    ``grpc-status-details-bin``, and the same through a client that accepts any trailer size
@@ -482,7 +482,7 @@ async def probe_memory(server: Server, count: int, mib: int, settle: float) -> N
 def hypotheses(base: int, count: int) -> bytes:
     """``ResolveHypotheses`` at FULL detail: ``count`` one-claim hypotheses over ``base``
     claims about one semantic, each answered with every base claim's detail -- a small
-    request that costs the server a lot of work (the issue's amplification case, scaled)."""
+    request that costs the server a lot of work (the amplification case, scaled)."""
     request = resolver_service_pb2.ResolveHypothesesRequest(
         subject=SUBJECT, predicate=PREDICATE, detail=resolver_service_pb2.RESOLUTION_DETAIL_FULL
     )

@@ -35,7 +35,7 @@ MIB = 1 << 20
 # would keep such blocks in its heaps after the first (see assay.runtime.memory).
 LARGE = 20 * MIB
 REJECTED_CALLS = 8
-SETTLED_RATIO = 1.5  # of the baseline: the target
+SETTLED_RATIO = 1.5  # of the baseline: the target
 SETTLE_SECONDS = 15.0
 MAX_LOG_LINE = 4096
 

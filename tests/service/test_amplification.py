@@ -95,7 +95,7 @@ class TestResolveHypotheses:
         assert error.metadata["requested"] == str(1_001 * 2_000)
 
     async def test_the_one_mib_probe(self, resolver: rpb_grpc.ResolverServiceStub) -> None:
-        """The issue's shape (1 MiB of claims about the target, 1,024 empty hypotheses)."""
+        """The reported shape (1 MiB of claims about the target, 1,024 empty hypotheses)."""
         claims = [claim(source_ref=str(i)) for i in range(25_000)]
         request = hypotheses_request(claims, 1_024)
         assert request.ByteSize() < 1 << 20
@@ -214,7 +214,7 @@ class TestPlanEvidence:
     async def test_a_four_mib_value_is_too_expensive_not_internal(
         self, planner: Callable[[ppb.PlanEvidenceRequest], Awaitable[Any]]
     ) -> None:
-        """The issue's probe: the plan would repeat the value per outcome past the resolver's
+        """The reported probe: the plan would repeat the value per outcome past the resolver's
         caps; the caller hears REQUEST_TOO_EXPENSIVE on `evidence`, not INTERNAL."""
         request = ppb.PlanEvidenceRequest(subject=SUBJECT, predicate=PREDICATE)
         request.evidence.claims.append(claim("v" * (4 << 20)))

@@ -40,7 +40,7 @@ OPTIONS = [("grpc.max_send_message_length", BIG), ("grpc.max_receive_message_len
 RESOLVE_COLUMNS = "/assay.v1.ResolverService/ResolveColumns"
 SERVING = health_pb2.HealthCheckResponse.SERVING
 CHECK_EVERY = 0.1
-CHECK_TIMEOUT = 1.0  # a health check's deadline: the issue's "answered within 1 s"
+CHECK_TIMEOUT = 1.0  # a health check's deadline: "answered within 1 s"
 TIMEOUT = 120.0
 # Generous bounds, for two shared cores: how long stopped work may linger after its
 # caller's deadline, and how long to wait for the server to say so or for memory to settle.

@@ -2,7 +2,7 @@
 
 The serving process runs full collections rarely (``gc_tuning``), so anything a failed
 call leaves in a reference cycle -- its frames, and through them the request -- stays
-until one comes: the issue measured ten rejected 40 MiB requests holding 1.3 GB. Here the
+until one comes (ten rejected 40 MiB requests once held 1.3 GB). Here the
 collector is off; a servicer keeps a weak reference to an object in its own frame, and
 the test waits for it to die with the call.
 """
