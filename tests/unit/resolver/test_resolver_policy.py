@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from assay.errors import Reason
-from assay.services.resolver.domain import model, values
+from assay.services.resolver.domain import model, value_keys
 from assay.services.resolver.domain.policy import (
     BUILTIN_ORIGIN,
     CONFLICT_MARGIN,
@@ -139,24 +139,24 @@ class TestValueKeys:
             ([], "[]"),
         ],
     )
-    def test_canonical_key(self, value: values.JsonValue, key: str) -> None:
+    def test_canonical_key(self, value: value_keys.JsonValue, key: str) -> None:
         """Sorted keys, no spaces, integral numbers as integers."""
-        assert values.top_level_key(value) == key
+        assert value_keys.top_level_key(value) == key
 
     @pytest.mark.parametrize(
         ("value", "path"),
         [(None, ""), (math.nan, ""), ({"a": [math.inf]}, "a[0]"), ([{"b": -math.inf}], "[0].b")],
     )
-    def test_unkeyable_values(self, value: values.JsonValue, path: str) -> None:
+    def test_unkeyable_values(self, value: value_keys.JsonValue, path: str) -> None:
         """Top-level null and non-finite numbers are rejected with their sub-path."""
-        with pytest.raises(values.UnkeyableValue) as caught:
-            values.top_level_key(value)
+        with pytest.raises(value_keys.UnkeyableValue) as caught:
+            value_keys.top_level_key(value)
         assert caught.value.path == path
 
     def test_round_trip(self) -> None:
         """A key decodes to a value with the same key."""
         key = '{"a":[1,"x",true],"b":{"c":0.25}}'
-        assert values.canonical_key(values.from_key(key)) == key
+        assert value_keys.canonical_key(value_keys.from_key(key)) == key
 
 
 class TestEnumsMatchTheContract:

@@ -20,7 +20,7 @@ need are ignored, which costs the resolver a little (each re-resolves the target
 
 Outcomes are matched to the draft's by ``match_key``, the hypothetical claim's content
 with the value by its key: a guessed value is keyed by the resolver's own rule
-(``resolver.domain.values``), so its key is the one the resolver reports for that value
+(``resolver.domain.value_keys``), so its key is the one the resolver reports for that value
 and the draft's outcomes (which carry the resolver's keys) match it byte for byte.
 """
 
@@ -38,7 +38,7 @@ from assay.services.planner.domain.outcomes import (
     UNCLAIMED_VALUE,
 )
 from assay.services.planner.domain.probes import Catalogue
-from assay.services.resolver.domain.values import UnkeyableValue, canonical_key
+from assay.services.resolver.domain.value_keys import UnkeyableValue, canonical_key
 from assay.v1 import claim_pb2, planner_service_pb2
 
 # More distinct values than this, and guessing every one costs more than it saves (each

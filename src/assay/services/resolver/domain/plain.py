@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from assay.services.resolver.domain import values as vk
+from assay.services.resolver.domain import value_keys as vk
 from assay.services.resolver.domain.engine import Layered, resolve_evidence
 from assay.services.resolver.domain.model import (
     VALUE_KEY,

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from google.protobuf import duration_pb2, struct_pb2, timestamp_pb2
 
 from assay.protovalues import json_to_value, value_to_json
-from assay.services.resolver.domain import values as vk
+from assay.services.resolver.domain import value_keys as vk
 from assay.services.resolver.domain.model import (
     INDEX,
     REF,

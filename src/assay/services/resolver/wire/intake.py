@@ -26,7 +26,7 @@ from google.protobuf import struct_pb2
 
 from assay.prototime import MAX_NANOS, MAX_TIMESTAMP_SECONDS, MIN_TIMESTAMP_SECONDS
 from assay.protovalues import value_to_json
-from assay.services.resolver.domain import values as vk
+from assay.services.resolver.domain import value_keys as vk
 from assay.services.resolver.domain.model import REF, Intake, Relation, RelationKind, Row, SemKey
 from assay.services.resolver.wire.convert import ClaimList
 from assay.v1 import claim_pb2

@@ -4,7 +4,7 @@ A semantic has few values, so the column is (or is made) dictionary-encoded and 
 its distinct texts are parsed. A text is read as ``Claim.value`` would hold it: JSON has
 one number type and ``google.protobuf.Value`` one double, so integers are read as
 doubles (``parse_int=float``), and the key is the reference's canonical key
-(``values.top_level_key``), so ``1``, ``1.0`` and ``1e0`` are one value, as are two
+(``value_keys.top_level_key``), so ``1``, ``1.0`` and ``1e0`` are one value, as are two
 objects whose keys are written in different orders. What the reference refuses (a
 top-level null, NaN or an infinity anywhere) is refused with the same description.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from assay.services.resolver.columnar.input.columns import Ints
-from assay.services.resolver.domain import values as vk
+from assay.services.resolver.domain import value_keys as vk
 
 
 @dataclass(frozen=True, slots=True)

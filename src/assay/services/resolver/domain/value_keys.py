@@ -8,7 +8,9 @@ JSON cannot carry (NaN, infinities) are not values, and a top-level null asserts
 nothing; both are rejected by the caller with the path this module reports.
 
 Scalars dominate real evidence, so they have their own cheap entry points; the
-general ``canonical_key`` is only needed for objects and lists.
+general ``canonical_key`` is only needed for objects and lists. This is the one rule:
+the per-claim path, the columnar path (``columnar.input.texts``) and the planner's
+guessed outcomes (``planner.wire.superset``) all key values here.
 """
 
 from __future__ import annotations
