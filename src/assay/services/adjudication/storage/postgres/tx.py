@@ -33,7 +33,6 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from assay.errors import AlreadyExists, Reason
 from assay.services.adjudication.domain import ledger
 from assay.services.adjudication.domain.canonical import now, to_micros
 from assay.services.adjudication.domain.model import (
@@ -50,7 +49,7 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
     TenantScope,
 )
-from assay.services.adjudication.storage import ledger_rules, rows
+from assay.services.adjudication.storage import conflicts, ledger_rules, rows
 from assay.services.adjudication.storage.interface import StoredResponse
 from assay.services.adjudication.storage.postgres import prefetch, queries
 from assay.services.adjudication.storage.postgres.greenlet_bridge import Bridge
@@ -394,9 +393,7 @@ class PostgresWriteTx:
             "reviewers",
             rows.REVIEWER_COLUMNS,
             rows.reviewer_params(value),
-            lambda: AlreadyExists(
-                Reason.REVIEWER_ALREADY_EXISTS, f"reviewer {value.reviewer_id} exists already"
-            ),
+            lambda: conflicts.reviewer_exists(value),
         )
 
     def insert_case(self, value: Case) -> None:
@@ -411,10 +408,7 @@ class PostgresWriteTx:
             "reviews",
             rows.REVIEW_COLUMNS,
             rows.review_params(value),
-            lambda: AlreadyExists(
-                Reason.REVIEW_ALREADY_SUBMITTED,
-                f"{value.reviewer_id} already reviewed case {value.case_id} in round {value.round}",
-            ),
+            lambda: conflicts.review_submitted(value),
         )
 
     def insert_resolution(self, value: Resolution) -> None:
@@ -431,11 +425,7 @@ class PostgresWriteTx:
             "gold_labels",
             rows.GOLD_COLUMNS,
             rows.gold_params(value),
-            lambda: AlreadyExists(
-                Reason.GOLD_LABEL_REVISION_EXISTS,
-                f"gold label {value.case_id} revision {value.revision} exists already",
-                metadata={"case_id": value.case_id, "revision": str(value.revision)},
-            ),
+            lambda: conflicts.gold_revision_exists(value),
         )
 
     def bulk_insert(self, cases: Iterable[Case], gold_labels: Iterable[GoldLabelRevision]) -> None:

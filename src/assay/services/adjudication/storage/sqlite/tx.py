@@ -16,7 +16,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from assay.errors import AlreadyExists, Reason
 from assay.services.adjudication.domain import ledger
 from assay.services.adjudication.domain.canonical import now, to_micros
 from assay.services.adjudication.domain.model import (
@@ -33,7 +32,7 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
     TenantScope,
 )
-from assay.services.adjudication.storage import ledger_rules, rows
+from assay.services.adjudication.storage import conflicts, ledger_rules, rows
 from assay.services.adjudication.storage.interface import StoredResponse
 from assay.services.adjudication.storage.sqlite import queries
 from assay.services.adjudication.storage.sqlite.case_cache import Remembered
@@ -156,9 +155,7 @@ class WriteTx:
                 rows.reviewer_params(value),
             )
         except sqlite3.IntegrityError:
-            raise AlreadyExists(
-                Reason.REVIEWER_ALREADY_EXISTS, f"reviewer {value.reviewer_id} exists already"
-            ) from None
+            raise conflicts.reviewer_exists(value) from None
 
     def insert_case(self, value: Case) -> None:
         self.wrote = True
@@ -178,10 +175,7 @@ class WriteTx:
         except sqlite3.IntegrityError as error:
             if "UNIQUE" not in str(error):
                 raise
-            raise AlreadyExists(
-                Reason.REVIEW_ALREADY_SUBMITTED,
-                f"{value.reviewer_id} already reviewed case {value.case_id} in round {value.round}",
-            ) from None
+            raise conflicts.review_submitted(value) from None
 
     def insert_resolution(self, value: Resolution) -> None:
         self.wrote = True
@@ -203,11 +197,7 @@ class WriteTx:
         except sqlite3.IntegrityError as error:
             if "UNIQUE" not in str(error) and "PRIMARY KEY" not in str(error):
                 raise
-            raise AlreadyExists(
-                Reason.GOLD_LABEL_REVISION_EXISTS,
-                f"gold label {value.case_id} revision {value.revision} exists already",
-                metadata={"case_id": value.case_id, "revision": str(value.revision)},
-            ) from None
+            raise conflicts.gold_revision_exists(value) from None
 
     def bulk_insert(self, cases: Iterable[Case], gold_labels: Iterable[GoldLabelRevision]) -> None:
         """Seed many rows at once (benchmarks, imports), each with the ledger event its
