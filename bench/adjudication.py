@@ -75,7 +75,6 @@ from review_load import (
 
 from assay.runtime import loop
 from assay.services.adjudication.domain import cases, gold
-from assay.services.adjudication.domain.canonical import now
 from assay.services.adjudication.domain.model import (
     Basis,
     Case,
@@ -90,6 +89,7 @@ from assay.services.adjudication.domain.model import (
 from assay.services.adjudication.domain.model import GoldLabelRevision as Gold
 from assay.services.adjudication.domain.resolution import ResolveRequest
 from assay.services.adjudication.domain.reviews import ReviewSubmission
+from assay.services.adjudication.domain.times import now
 from assay.services.adjudication.storage import Store, WriteTx
 from assay.services.adjudication.storage.sqlite.schema import PRAGMAS
 from assay.services.adjudication.use_cases.operations import Adjudication

@@ -29,7 +29,7 @@ import grpc
 
 from assay.runtime.server import serving
 from assay.services.adjudication.domain import cases, ledger, records
-from assay.services.adjudication.domain.canonical import canonical_json
+from assay.services.adjudication.domain.digests import canonical_json
 from assay.services.adjudication.domain.model import AuditEventType, ChainHead, RecordKind
 from assay.services.adjudication.service import build_spec
 from assay.services.adjudication.storage import rows

@@ -27,7 +27,7 @@ from google.protobuf import timestamp_pb2
 from assay.runtime.auth.dev_credentials import DEV_ISSUER, EXAMPLE_PRINCIPALS, Grantee
 from assay.runtime.status import DecodedError, decode_rpc_error
 from assay.services.adjudication.domain import cases, ledger, reviews
-from assay.services.adjudication.domain.canonical import digest
+from assay.services.adjudication.domain.digests import digest
 from assay.services.adjudication.domain.model import AuditEventType, ChainHead
 from assay.services.adjudication.storage import Store, rows
 from assay.services.adjudication.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION

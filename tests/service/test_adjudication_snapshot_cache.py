@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 
 from assay.errors import AssayError
 from assay.services.adjudication.domain import reviews
-from assay.services.adjudication.domain.canonical import now
 from assay.services.adjudication.domain.model import (
     Basis,
     CaseInput,
@@ -32,6 +31,7 @@ from assay.services.adjudication.domain.model import (
 )
 from assay.services.adjudication.domain.resolution import ResolveRequest
 from assay.services.adjudication.domain.reviews import ReviewSubmission
+from assay.services.adjudication.domain.times import now
 from assay.services.adjudication.storage import Store, WriteTx
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.retries import RequestKey

@@ -30,7 +30,7 @@ import grpc
 import pytest
 
 from assay.services.adjudication.domain import ledger
-from assay.services.adjudication.domain.canonical import canonical_json
+from assay.services.adjudication.domain.digests import canonical_json
 from assay.services.adjudication.storage import rows as ledger_rows
 from assay.v1 import adjudication_service_pb2 as pb
 from tests.service.adjudication_support import TIMEOUT, rid

@@ -21,12 +21,8 @@ from typing import Any
 from assay.cli.export_events import BadRecord, enum_name
 from assay.protovalues import value_to_json
 from assay.services.adjudication.domain import openings
-from assay.services.adjudication.domain.canonical import (
-    jcs,
-    rfc3339,
-    same_label_key,
-    text_digest,
-)
+from assay.services.adjudication.domain.digests import jcs, same_label_key, text_digest
+from assay.services.adjudication.domain.times import rfc3339
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import gold_pb2
 

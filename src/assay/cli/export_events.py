@@ -22,7 +22,7 @@ from datetime import UTC
 from typing import Any
 
 from assay.services.adjudication.domain import ledger
-from assay.services.adjudication.domain.canonical import DIGEST_PREFIX
+from assay.services.adjudication.domain.digests import DIGEST_PREFIX
 from assay.services.adjudication.domain.model import Actor, AuditEventType
 from assay.tlog.checkpoint import Checkpoint
 from assay.tlog.merkle import verify_inclusion

@@ -42,7 +42,8 @@ from assay.cli.export_bindings import (
 from assay.cli.export_events import BadRecord, proven_payload
 from assay.errors import DataLoss
 from assay.services.adjudication.domain import gold, openings
-from assay.services.adjudication.domain.canonical import text_digest, to_micros
+from assay.services.adjudication.domain.digests import text_digest
+from assay.services.adjudication.domain.times import to_micros
 from assay.tlog.checkpoint import Checkpoint
 from assay.v1 import adjudication_service_pb2 as pb
 

@@ -46,7 +46,7 @@ def review(
     round_: int = 1,
     case_id: str = "case-1",
 ) -> Review:
-    from assay.services.adjudication.domain.canonical import canonical_json
+    from assay.services.adjudication.domain.digests import canonical_json
 
     is_label = outcome is Outcome.LABEL
     return Review(

@@ -14,8 +14,8 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.services.adjudication.domain import canonical, ledger
-from assay.services.adjudication.domain.canonical import (
+from assay.services.adjudication.domain import digests, ledger
+from assay.services.adjudication.domain.digests import (
     canonical_json,
     encode_json,
     jcs,
@@ -58,7 +58,7 @@ class TestFlatObjects:
     def test_anything_else_takes_the_general_path(self, value: dict[Any, Any]) -> None:
         """A value or key that is not a string is normalized as before (2.0 spelled 2)."""
         assert string_object_json(value) is None
-        assert canonical_json(value) == canonical._ENCODE(canonical._normalized(value))
+        assert canonical_json(value) == digests._ENCODE(digests._normalized(value))
 
 
 class TestFlatLists:

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.services.adjudication.domain import agreement, ledger, reviews, state
-from assay.services.adjudication.domain.canonical import (
+from assay.services.adjudication.domain.digests import (
     canonical_json,
     digest,
     jcs,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from assay import errors
 from assay.runtime import paging
-from assay.services.adjudication.domain import canonical, gold, ledger
+from assay.services.adjudication.domain import digests, gold, ledger, times
 from assay.services.adjudication.domain.model import (
     AuditEventType,
     AuditProblem,
@@ -75,7 +75,7 @@ class TestGoldRevisions:
             ("provenance", "HUMAN_ADJUDICATED"),
             ("tenant", "tenant-b"),
             ("contributing_review_ids", ["rev-a-1"]),
-            ("freeze_time", canonical.rfc3339(NOW + timedelta(seconds=1))),
+            ("freeze_time", times.rfc3339(NOW + timedelta(seconds=1))),
         ],
     )
     def test_any_edit_is_data_loss(self, field: str, value: object) -> None:
@@ -136,7 +136,7 @@ class TestLedger:
         ("mutate", "problem"),
         [
             (lambda e: dataclasses.replace(e, payload={"case_id": "other"}), "HASH_MISMATCH"),
-            (lambda e: dataclasses.replace(e, previous_hash=canonical.GENESIS_HASH), "BROKEN_LINK"),
+            (lambda e: dataclasses.replace(e, previous_hash=digests.GENESIS_HASH), "BROKEN_LINK"),
             (lambda e: dataclasses.replace(e, sequence=9), "SEQUENCE_GAP"),
         ],
     )
@@ -206,16 +206,16 @@ class TestCanonical:
                 return [floats(x) for x in v]
             return {k: floats(x) for k, x in v.items()}
 
-        assert canonical.digest(value) == canonical.digest(floats(value))
+        assert digests.digest(value) == digests.digest(floats(value))
 
     def test_times_round_trip_through_micros(self) -> None:
         """Stored microseconds give back the same instant."""
-        assert canonical.from_micros(canonical.to_micros(NOW)) == NOW
+        assert times.from_micros(times.to_micros(NOW)) == NOW
 
     def test_non_finite_numbers_are_refused(self) -> None:
         """NaN has no canonical JSON form."""
         with pytest.raises(ValueError, match="non-finite"):
-            canonical.canonical_json(float("nan"))
+            digests.canonical_json(float("nan"))
 
 
 class TestPaging:
@@ -259,17 +259,17 @@ def test_event_hash_is_the_digest_of_the_documented_fields(
     """The hand-spelled canonical JSON of an event equals ``digest`` of its field dict (what an
     auditor recomputes with any JSON library), whatever the strings hold: quotes, escapes,
     non-ASCII, control characters."""
-    moment = canonical.from_micros(micros)
+    moment = times.from_micros(micros)
     fields = {
         "sequence": sequence,
         "event_type": event_type.value,
-        "occur_time": canonical.rfc3339(moment),
+        "occur_time": times.rfc3339(moment),
         "payload": payload,
         "previous_hash": previous_hash,
     }
     assert ledger.event_hash(
         sequence, event_type, moment, payload, previous_hash
-    ) == canonical.digest(fields)
+    ) == digests.digest(fields)
 
 
 @given(
@@ -284,8 +284,8 @@ def test_rfc3339_spells_every_instant_as_strftime_does(moment: datetime) -> None
     """The fast spelling of times (isoformat) is the documented one, digit for digit, so hashes
     over stored times never change: any zone becomes UTC, years below 1000 included."""
     expected = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    assert canonical.rfc3339.__wrapped__(moment) == expected
-    assert canonical.rfc3339(moment) == expected
+    assert times.rfc3339.__wrapped__(moment) == expected
+    assert times.rfc3339(moment) == expected
 
 
 def test_an_audit_event_stores_the_payload_it_hashed() -> None:
@@ -296,11 +296,9 @@ def test_an_audit_event_stores_the_payload_it_hashed() -> None:
         ledger.EMPTY_HEAD, AuditEventType.CASE_ENQUEUED, payload, NOW
     )
     assert (
-        payload_json
-        == canonical.canonical_json(payload)
-        == '{"a":"1","case_id":"c1","z":"é\\"\\n"}'
+        payload_json == digests.canonical_json(payload) == '{"a":"1","case_id":"c1","z":"é\\"\\n"}'
     )
     assert event == ledger.next_event(ledger.EMPTY_HEAD, AuditEventType.CASE_ENQUEUED, payload, NOW)
     assert event.hash == ledger.event_hash(
-        1, AuditEventType.CASE_ENQUEUED, NOW, payload, canonical.GENESIS_HASH
+        1, AuditEventType.CASE_ENQUEUED, NOW, payload, digests.GENESIS_HASH
     )

@@ -9,7 +9,6 @@ from datetime import timedelta
 import pytest
 
 from assay.services.adjudication.domain import ledger, records
-from assay.services.adjudication.domain.canonical import to_micros
 from assay.services.adjudication.domain.model import (
     AuditEventType,
     AuditProblem,
@@ -17,6 +16,7 @@ from assay.services.adjudication.domain.model import (
     ChainVerdict,
     RecordKind,
 )
+from assay.services.adjudication.domain.times import to_micros
 from tests.unit.adjudication.factories import NOW
 
 E = AuditEventType

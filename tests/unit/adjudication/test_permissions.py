@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from assay import errors
 from assay.runtime.auth.principal import DEV_PRINCIPAL, Principal, Role
-from assay.services.adjudication.domain import canonical, ledger, permissions, reviews, state
-from assay.services.adjudication.domain.canonical import digest
+from assay.services.adjudication.domain import digests, ledger, permissions, reviews, state, times
+from assay.services.adjudication.domain.digests import digest
 from assay.services.adjudication.domain.model import (
     DEV_CALLER,
     EVERY_TENANT,
@@ -330,11 +330,11 @@ def test_the_actor_is_hashed_as_documented(
     fields = {
         "sequence": 7,
         "event_type": AuditEventType.REVIEW_SUBMITTED.value,
-        "occur_time": canonical.rfc3339(NOW),
+        "occur_time": times.rfc3339(NOW),
         "payload": payload,
-        "previous_hash": canonical.GENESIS_HASH,
+        "previous_hash": digests.GENESIS_HASH,
     }
-    args = (7, AuditEventType.REVIEW_SUBMITTED, NOW, payload, canonical.GENESIS_HASH)
+    args = (7, AuditEventType.REVIEW_SUBMITTED, NOW, payload, digests.GENESIS_HASH)
     actor = Actor(issuer, subject)
     assert ledger.event_hash(*args) == digest(fields)
     assert ledger.event_hash(*args, actor) == digest(

@@ -19,8 +19,8 @@ import grpc
 
 from assay.runtime import paging
 from assay.runtime.auth.principal import current_principal
-from assay.services.adjudication.domain.canonical import now
 from assay.services.adjudication.domain.model import Caller, ChainHead, ExportTally
+from assay.services.adjudication.domain.times import now
 from assay.services.adjudication.storage.interface import ExportBatch
 from assay.services.adjudication.use_cases.lookups import Lookups
 from assay.services.adjudication.use_cases.operations import Adjudication

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from assay.services.adjudication.domain.canonical import same_label_key
+from assay.services.adjudication.domain.digests import same_label_key
 from assay.services.adjudication.domain.model import Outcome, Review
 
 MIN_KAPPA_CASES = 20

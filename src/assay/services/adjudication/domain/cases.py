@@ -26,7 +26,7 @@ from assay.errors import (
     Violations,
     invalid_field,
 )
-from assay.services.adjudication.domain.canonical import digest, jcs, jcs_digest, rfc3339
+from assay.services.adjudication.domain.digests import digest, jcs, jcs_digest
 from assay.services.adjudication.domain.fields import (
     bad,
     bounded_text,
@@ -34,6 +34,7 @@ from assay.services.adjudication.domain.fields import (
     require_text,
 )
 from assay.services.adjudication.domain.model import Case, CaseInput, JsonValue
+from assay.services.adjudication.domain.times import rfc3339
 
 DEFAULT_TTL = timedelta(days=90)
 MAX_TTL = timedelta(days=3660)

@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from assay.errors import DataLoss, Reason
-from assay.services.adjudication.domain.canonical import digest, jcs_digest, rfc3339, same_label_key
+from assay.services.adjudication.domain.digests import digest, jcs_digest, same_label_key
 from assay.services.adjudication.domain.model import (
     Basis,
     CaseSnapshot,
@@ -34,6 +34,7 @@ from assay.services.adjudication.domain.model import (
     ReviewerKind,
 )
 from assay.services.adjudication.domain.reviewers import provenance_for
+from assay.services.adjudication.domain.times import rfc3339
 
 DIGEST_V1 = "assay.gold.v1"
 DIGEST_V2 = "assay.gold.v2"

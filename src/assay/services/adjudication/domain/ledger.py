@@ -29,11 +29,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from assay.services.adjudication.domain import records
-from assay.services.adjudication.domain.canonical import (
+from assay.services.adjudication.domain.digests import (
     GENESIS_HASH,
     canonical_json,
     encode_json,
-    rfc3339,
     string_object_json,
     text_digest,
 )
@@ -46,6 +45,7 @@ from assay.services.adjudication.domain.model import (
     ChainVerdict,
     RecordKind,
 )
+from assay.services.adjudication.domain.times import rfc3339
 
 EMPTY_HEAD = ChainHead(0, GENESIS_HASH)
 

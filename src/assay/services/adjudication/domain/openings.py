@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.services.adjudication.domain import gold
-from assay.services.adjudication.domain.canonical import canonical_json, digest, jcs, jcs_digest
+from assay.services.adjudication.domain.digests import canonical_json, digest, jcs, jcs_digest
 from assay.services.adjudication.domain.model import BlindedCase, Case, GoldLabelRevision
 
 SHOWN_VERSION = "assay.case.shown.v1"

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 from assay.errors import DataLoss, Reason
 from assay.services.adjudication.domain import cases, openings, reviews
-from assay.services.adjudication.domain.canonical import digest, to_micros
+from assay.services.adjudication.domain.digests import digest
 from assay.services.adjudication.domain.model import (
     Case,
     GoldLabelRevision,
@@ -34,6 +34,7 @@ from assay.services.adjudication.domain.model import (
     Review,
     Reviewer,
 )
+from assay.services.adjudication.domain.times import to_micros
 
 Commitment = dict[str, str]
 

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from assay.errors import FailedPrecondition, Reason, Violations
 from assay.services.adjudication.domain import cases
-from assay.services.adjudication.domain.canonical import same_label_key
+from assay.services.adjudication.domain.digests import same_label_key
 from assay.services.adjudication.domain.fields import require_id
 from assay.services.adjudication.domain.model import (
     Basis,

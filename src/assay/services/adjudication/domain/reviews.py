@@ -25,7 +25,7 @@ from datetime import datetime
 
 from assay.errors import AlreadyExists, FailedPrecondition, Reason, Violations
 from assay.services.adjudication.domain import cases
-from assay.services.adjudication.domain.canonical import canonical_json, digest
+from assay.services.adjudication.domain.digests import canonical_json, digest
 from assay.services.adjudication.domain.fields import bounded_text, require_id
 from assay.services.adjudication.domain.model import (
     CaseSnapshot,

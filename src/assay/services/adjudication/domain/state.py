@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from assay.services.adjudication.domain.canonical import same_label_key
+from assay.services.adjudication.domain.digests import same_label_key
 from assay.services.adjudication.domain.model import Basis, CaseSnapshot, CaseState, Outcome, Review
 
 # Reviews a round takes: with this many it waits for a resolution and refuses more (a

@@ -15,12 +15,7 @@ from typing import Any, Protocol
 
 from assay.errors import DataLoss, Reason
 from assay.services.adjudication.domain import cases, gold
-from assay.services.adjudication.domain.canonical import (
-    canonical_json,
-    from_micros,
-    rfc3339,
-    to_micros,
-)
+from assay.services.adjudication.domain.digests import canonical_json
 from assay.services.adjudication.domain.model import (
     Actor,
     AuditEvent,
@@ -35,6 +30,7 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
     ReviewerKind,
 )
+from assay.services.adjudication.domain.times import from_micros, rfc3339, to_micros
 
 
 class Row(Protocol):

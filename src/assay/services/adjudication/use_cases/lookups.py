@@ -28,7 +28,6 @@ from assay.services.adjudication.domain.agreement_report import (
     resample_count,
 )
 from assay.services.adjudication.domain.blinding import blind
-from assay.services.adjudication.domain.canonical import now
 from assay.services.adjudication.domain.cases import case_not_found
 from assay.services.adjudication.domain.fields import optional_id, optional_tenant, require_id
 from assay.services.adjudication.domain.model import (
@@ -44,6 +43,7 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
 )
 from assay.services.adjudication.domain.reviewers import check_reviewer_id, reviewer_not_found
+from assay.services.adjudication.domain.times import now
 from assay.services.adjudication.storage.interface import ExportBatch, Store
 from assay.transport import DEFAULT_MAX_MESSAGE_BYTES
 

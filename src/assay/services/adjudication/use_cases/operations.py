@@ -30,7 +30,6 @@ from assay.services.adjudication.domain import (
     resolution,
     reviews,
 )
-from assay.services.adjudication.domain.canonical import now, to_micros
 from assay.services.adjudication.domain.fields import check_request_id, require_id, require_tenant
 from assay.services.adjudication.domain.model import (
     DEV_CALLER,
@@ -55,6 +54,7 @@ from assay.services.adjudication.domain.reviewers import (
     reviewer_not_found,
 )
 from assay.services.adjudication.domain.state import derive_state
+from assay.services.adjudication.domain.times import now, to_micros
 from assay.services.adjudication.storage.interface import Store, WriteTx
 from assay.services.adjudication.use_cases.retries import RequestKey, retryable
 

@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from assay.errors import Reason, invalid_field
 from assay.runtime.logging import get_logger
-from assay.services.adjudication.domain.canonical import DIGEST_PREFIX
+from assay.services.adjudication.domain.digests import DIGEST_PREFIX
 from assay.tlog.checkpoint import (
     Checkpoint,
     NoteSigner,

@@ -17,7 +17,7 @@ from google.protobuf import timestamp_pb2
 from google.protobuf.message import Message
 
 from assay.prototime import timestamp_problem
-from assay.services.adjudication.domain.canonical import from_micros, to_micros
+from assay.services.adjudication.domain.times import from_micros, to_micros
 
 E = TypeVar("E", bound=Enum)
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from assay.services.adjudication.domain import model
-from assay.services.adjudication.domain.canonical import to_micros
+from assay.services.adjudication.domain.times import to_micros
 from assay.services.adjudication.storage import ledger_rules, rows
 from assay.services.adjudication.storage.ledger_rules import Rule
 from assay.services.adjudication.storage.postgres import queries

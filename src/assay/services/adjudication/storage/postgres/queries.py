@@ -22,7 +22,6 @@ import asyncpg
 
 from assay.services.adjudication.domain import ledger
 from assay.services.adjudication.domain.agreement import RatedRound, Rating, category_of
-from assay.services.adjudication.domain.canonical import to_micros
 from assay.services.adjudication.domain.model import (
     EVERY_TENANT,
     AuditEvent,
@@ -37,6 +36,7 @@ from assay.services.adjudication.domain.model import (
     ReviewerKind,
     TenantScope,
 )
+from assay.services.adjudication.domain.times import to_micros
 from assay.services.adjudication.storage import rows
 
 if TYPE_CHECKING:

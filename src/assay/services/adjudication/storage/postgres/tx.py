@@ -34,7 +34,6 @@ from typing import Any, TypeVar
 import asyncpg
 
 from assay.services.adjudication.domain import ledger
-from assay.services.adjudication.domain.canonical import now, to_micros
 from assay.services.adjudication.domain.model import (
     Actor,
     AuditEvent,
@@ -49,6 +48,7 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
     TenantScope,
 )
+from assay.services.adjudication.domain.times import now, to_micros
 from assay.services.adjudication.storage import conflicts, ledger_rules, rows
 from assay.services.adjudication.storage.interface import StoredResponse
 from assay.services.adjudication.storage.postgres import prefetch, queries

@@ -17,7 +17,7 @@ forgotten at once and refilled by the jobs that follow.
 
 from __future__ import annotations
 
-from assay.services.adjudication.domain.canonical import canonical_json
+from assay.services.adjudication.domain.digests import canonical_json
 from assay.services.adjudication.domain.model import Case, CaseSnapshot, Resolution, Reviewer
 
 MAX_BYTES = 32 * 1024 * 1024

@@ -18,7 +18,6 @@ from typing import Any
 
 from assay.services.adjudication.domain import ledger
 from assay.services.adjudication.domain.agreement import RatedRound, Rating, category_of
-from assay.services.adjudication.domain.canonical import to_micros
 from assay.services.adjudication.domain.model import (
     EVERY_TENANT,
     AuditEvent,
@@ -33,6 +32,7 @@ from assay.services.adjudication.domain.model import (
     ReviewerKind,
     TenantScope,
 )
+from assay.services.adjudication.domain.times import to_micros
 from assay.services.adjudication.storage import rows
 from assay.services.adjudication.storage.predicates import prefixed
 

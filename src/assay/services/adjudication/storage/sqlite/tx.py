@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from assay.services.adjudication.domain import ledger
-from assay.services.adjudication.domain.canonical import now, to_micros
 from assay.services.adjudication.domain.model import (
     Actor,
     AuditEvent,
@@ -32,6 +31,7 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
     TenantScope,
 )
+from assay.services.adjudication.domain.times import now, to_micros
 from assay.services.adjudication.storage import conflicts, ledger_rules, rows
 from assay.services.adjudication.storage.interface import StoredResponse
 from assay.services.adjudication.storage.sqlite import queries

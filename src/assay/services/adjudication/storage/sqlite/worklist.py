@@ -20,8 +20,8 @@ from __future__ import annotations
 import sqlite3
 from datetime import datetime
 
-from assay.services.adjudication.domain.canonical import to_micros
 from assay.services.adjudication.domain.model import CaseSnapshot, TenantScope
+from assay.services.adjudication.domain.times import to_micros
 from assay.services.adjudication.storage import predicates, rows
 from assay.services.adjudication.storage.predicates import snapshots
 from assay.services.adjudication.storage.sqlite import ledger_checks

@@ -1,4 +1,4 @@
-"""Canonical JSON and digests: the two definitions every hash in adjudication uses.
+"""Canonical JSON for digests: the two definitions every hash in adjudication uses.
 
 Gold-label digests, audit-event hashes and case content digests must be reproducible by
 anyone holding the rows (an auditor with ``sqlite3`` and a SHA-256 tool), so they are
@@ -12,7 +12,7 @@ Each record says which form its digest used:
   integral floats below 2**53 as integers, other floats as ``repr``; kept so rows written
   before JCS still verify. Audit-event hashes, commitments and idempotency digests call
   ``digest`` on strings, safe integers and ASCII-keyed objects, where v1 and JCS are the same
-  bytes (property-tested against ``rfc8785``). Times are RFC 3339 UTC with microseconds.
+  bytes (property-tested against ``rfc8785``). Times are spelled by ``times.rfc3339``.
 """
 
 from __future__ import annotations
@@ -24,14 +24,12 @@ import json.encoder
 import math
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import rfc8785
 
 DIGEST_PREFIX = "sha256:"
 GENESIS_HASH = DIGEST_PREFIX + "0" * 64
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 _ENCODE = json.JSONEncoder(
@@ -222,29 +220,3 @@ def same_label_key(key: str) -> str:
     if not key or key[0] == '"':
         return key  # no label, or a JSON string: both forms spell it alike
     return jcs(json.loads(key))
-
-
-@functools.lru_cache(maxsize=1024)  # a job stamps its rows with one instant, spelled twice
-def rfc3339(moment: datetime) -> str:
-    """UTC, microsecond precision, ``Z`` suffix: one spelling per instant."""
-    utc = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
-    if utc.year < 1000:  # strftime's %Y does not pad years below 1000 (isoformat would)
-        return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    # isoformat is several times faster than strftime and spells the same digits.
-    return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
-
-
-def to_micros(moment: datetime) -> int:
-    """Microseconds since the epoch (how times are stored)."""
-    delta = (moment if moment.tzinfo is UTC else moment.astimezone(UTC)) - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def from_micros(micros: int) -> datetime:
-    seconds, rest = divmod(micros, 1_000_000)
-    return datetime.fromtimestamp(seconds, tz=UTC).replace(microsecond=rest)
-
-
-def now() -> datetime:
-    """The current time, at what storage keeps: microseconds (``datetime``'s own resolution)."""
-    return datetime.now(tz=UTC)
