@@ -35,7 +35,9 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import grpc
@@ -188,8 +190,8 @@ def bench_in_process(sizes: tuple[int, ...], quick: bool) -> None:
 
 def stage_breakdown(servicer: ResolverServicer, raw: bytes, repeats: int, floor: float) -> None:
     """Where the end-to-end time goes, stage by stage (best of ``repeats``, GC paused as served)."""
-    from assay.services.resolver.domain import engine
-    from assay.services.resolver.wire.convert import Emitter
+    from assay.services.resolver.domain import resolve
+    from assay.services.resolver.wire.convert import ResolutionWriter
 
     request = resolver_service_pb2.ResolveEvidenceRequest.FromString(raw)
     claims = request.evidence.claims
@@ -199,21 +201,23 @@ def stage_breakdown(servicer: ResolverServicer, raw: bytes, repeats: int, floor:
         return reader, reader.base(claims, "evidence.claims")
 
     reader, base = read()
-    resolutions = engine.resolve_evidence(base, servicer.policy)
+    resolutions = resolve.resolve_evidence(base, servicer.policy)
 
     def emit(full: bool = True) -> resolver_service_pb2.ResolveEvidenceResponse:
         response = resolver_service_pb2.ResolveEvidenceResponse()
-        emitter = Emitter(reader.index)
+        writer = ResolutionWriter(reader.index)
         for resolution in resolutions:
-            emitter.resolution(resolution, response.resolutions.add(), full)
+            writer.resolution(resolution, response.resolutions.add(), full)
         return response
 
     response = emit()
     summary = emit(full=False)
-    stages = {
+    stages: dict[str, Callable[[], object]] = {
         "parse request bytes": lambda: resolver_service_pb2.ResolveEvidenceRequest.FromString(raw),
         "intake (read + validate + group)": read,
-        "fusion (groups, noisy-OR, status)": lambda: engine.resolve_evidence(base, servicer.policy),
+        "fusion (groups, noisy-OR, status)": partial(
+            resolve.resolve_evidence, base, servicer.policy
+        ),
         "emit response messages": emit,
         "serialize response": lambda: response.SerializeToString(deterministic=True),
         "emit at SUMMARY detail": lambda: emit(full=False),

@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 
 from assay import errors
 from assay.protovalues import value_to_json
-from assay.services.resolver.domain import plain
-from assay.services.resolver.domain.engine import resolve_evidence
+from assay.services.resolver.domain import plain_claims as plain
 from assay.services.resolver.domain.model import Exclusion, Flag, ReviewStatus, Status
-from assay.services.resolver.domain.plain import PlainClaim
+from assay.services.resolver.domain.plain_claims import PlainClaim
 from assay.services.resolver.domain.policy import DEFAULT_POLICY
+from assay.services.resolver.domain.resolve import resolve_evidence
 from assay.services.resolver.domain.validation import MAX_VIOLATIONS
 from assay.services.resolver.wire.convert import claim_ref
 from assay.services.resolver.wire.intake import intake, source_table

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assay.services.resolver.domain import engine
+from assay.services.resolver.domain import resolve as per_claim
 from assay.services.resolver.domain.model import Staleness
 from assay.services.resolver.domain.policy import DEFAULT_POLICY
 from assay.services.resolver.wire.convert import violations
@@ -164,8 +164,8 @@ class TestLayering:
             else None
         )
         sem = ("s1", predicate)
-        layered = engine.Layered(base, DEFAULT_POLICY, staleness)
-        expected_base = engine.resolve_one((base,), sem, DEFAULT_POLICY, staleness)
+        layered = per_claim.Layered(base, DEFAULT_POLICY, staleness)
+        expected_base = per_claim.resolve_one((base,), sem, DEFAULT_POLICY, staleness)
         if base_first:
             assert layered.resolve(sem) == expected_base
         start = len(base_claims)
@@ -176,7 +176,7 @@ class TestLayering:
             extra = intake(extra_claims, TABLE, start, base.ids)
             assert extra is not None
             start += len(extra_claims)
-            assert layered.resolve_with(extra, sem) == engine.resolve_one(
+            assert layered.resolve_with(extra, sem) == per_claim.resolve_one(
                 (base, extra), sem, DEFAULT_POLICY, staleness
             )
         assert layered.resolve(sem) == expected_base

@@ -29,13 +29,13 @@ from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
 from assay.services.resolver.columnar import resolve_stream
 from assay.services.resolver.columnar.input.bounds import Survey
 from assay.services.resolver.columnar.output.response import response_bytes
-from assay.services.resolver.domain import engine, reconcile
+from assay.services.resolver.domain import reconcile, resolve
 from assay.services.resolver.domain.budget import ColumnsLimits, charge
 from assay.services.resolver.domain.model import Intake, Resolution, SemKey
 from assay.services.resolver.domain.policy import Policy
 from assay.services.resolver.domain.validation import MAX_HYPOTHESES, Violation
 from assay.services.resolver.use_cases.stop import NEVER, Stop
-from assay.services.resolver.wire.convert import Emitter, claim_ref
+from assay.services.resolver.wire.convert import ResolutionWriter, claim_ref
 from assay.services.resolver.wire.intake import source_table
 from assay.services.resolver.wire.reader import Reader, WireTime
 from assay.v1 import resolver_service_pb2 as pb
@@ -94,10 +94,10 @@ class ResolverCalls:
         stop.check()
         sem = (request.subject, request.predicate)
         # One semantic, resolved once: nothing to prepare for layering (``Layered``).
-        resolution = engine.resolve_one((base,), sem, self.policy, staleness)
+        resolution = resolve.resolve_one((base,), sem, self.policy, staleness)
         stop.check()
         response = pb.ResolveSemanticResponse()
-        Emitter(reader.index).resolution(resolution, response.resolution, full)
+        ResolutionWriter(reader.index).resolution(resolution, response.resolution, full)
         return response
 
     def _ResolveEvidence(
@@ -110,21 +110,21 @@ class ResolverCalls:
         reader.done()
         assert base is not None
         stop.check()
-        resolutions = engine.resolve_evidence(base, self.policy, staleness, stop.check)
+        resolutions = resolve.resolve_evidence(base, self.policy, staleness, stop.check)
         response = pb.ResolveEvidenceResponse()
-        emitter = Emitter(reader.index)
+        writer = ResolutionWriter(reader.index)
         add = response.resolutions.add
         for i, resolution in enumerate(resolutions):
-            if not i % engine.CHECK_EVERY:
+            if not i % resolve.CHECK_EVERY:
                 stop.check()
-            emitter.resolution(resolution, add(), full)
-        for subject, predicate in engine.conflicted_safety(resolutions):
+            writer.resolution(resolution, add(), full)
+        for subject, predicate in resolve.conflicted_safety(resolutions):
             response.conflicted_safety_predicates.add(subject=subject, predicate=predicate)
-        response.coverage_confidence = engine.coverage(resolutions)
+        response.coverage_confidence = resolve.coverage(resolutions)
         if full:  # SUMMARY leaves the response's warnings out too, as each resolution's
             for resolution in resolutions:
                 for warning in resolution.warnings:
-                    emitter.warning(warning, response.warnings.add())
+                    writer.warning(warning, response.warnings.add())
         return response
 
     def _ResolveHypotheses(
@@ -153,7 +153,7 @@ class ResolverCalls:
         assert base is not None
         stop.check()
         sem = (request.subject, request.predicate)
-        layered = engine.Layered(base, self.policy, staleness)
+        layered = resolve.Layered(base, self.policy, staleness)
         about = layered.claims_about(sem)
         extra_claims = sum(extra.count for extra in extras if extra is not None)
         charge(
@@ -170,14 +170,14 @@ class ResolverCalls:
             + (", or ask for RESOLUTION_DETAIL_SUMMARY" if full else " per call"),
         )
         response = pb.ResolveHypothesesResponse()
-        emitter = Emitter(reader.index)
-        emitter.resolution(layered.resolve(sem), response.base, base_full)
+        writer = ResolutionWriter(reader.index)
+        writer.resolution(layered.resolve(sem), response.base, base_full)
         budget.element(_BASE_TAG, response.base.ByteSize())
         for hypothesis, extra in zip(request.hypotheses, extras, strict=True):
             assert extra is not None
             stop.check()
             out = response.hypotheses.add(label=hypothesis.label)
-            emitter.resolution(layered.resolve_with(extra, sem), out.resolution, full)
+            writer.resolution(layered.resolve_with(extra, sem), out.resolution, full)
             budget.element(_HYPOTHESIS_TAG, out.ByteSize())
         return response
 
@@ -196,7 +196,7 @@ class ResolverCalls:
         reader.done()
         assert base is not None
         stop.check()
-        layered = engine.Layered(base, self.policy)
+        layered = resolve.Layered(base, self.policy)
         judged_on = [
             reconcile.affected((proposal.subject, proposal.predicate), extra, base)
             for proposal, extra in zip(request.proposals, extras, strict=True)
@@ -221,7 +221,7 @@ class ResolverCalls:
             return before[sem]
 
         response = pb.ReconcileResponse()
-        emitter = Emitter(reader.index)
+        writer = ResolutionWriter(reader.index)
         for proposal, extra, sems in zip(request.proposals, extras, judged_on, strict=True):
             assert extra is not None
             stop.check()
@@ -231,8 +231,8 @@ class ResolverCalls:
             out = response.outcomes.add(
                 claim_ref=claim_ref(proposal), decision=decision.value, reason=reason.value
             )
-            emitter.resolution(old, out.before)
-            emitter.resolution(new, out.after)
+            writer.resolution(old, out.before)
+            writer.resolution(new, out.after)
             budget.element(_OUTCOME_TAG, out.ByteSize())
         return response
 
@@ -281,12 +281,7 @@ class ResolverCalls:
         (``columnar.input.bounds``), when the caller made it already."""
         reader = self._reader(stop)
         full = _full_detail(reader, request.detail)
-        as_of = stale_after = None
-        if request.HasField("as_of"):
-            as_of = (request.as_of.seconds, request.as_of.nanos)
-        if request.HasField("stale_after"):
-            stale_after = (request.stale_after.seconds, request.stale_after.nanos)
-        staleness = reader.staleness(as_of, stale_after)
+        staleness = reader.staleness(*_staleness_fields(request))
         answer = resolve_stream(
             request.claims_arrow if data is None else data,
             self.policy,
@@ -301,7 +296,7 @@ class ResolverCalls:
         return response_bytes(answer)
 
 
-def _after(layered: engine.Layered, extra: Intake, sem: SemKey) -> Resolution:
+def _after(layered: resolve.Layered, extra: Intake, sem: SemKey) -> Resolution:
     return layered.resolve_with(extra, sem)
 
 
@@ -318,7 +313,10 @@ def _full_detail(reader: Reader, detail: int, field: str = "detail") -> bool:
 
 
 def _staleness_fields(
-    request: pb.ResolveSemanticRequest | pb.ResolveEvidenceRequest | pb.ResolveHypothesesRequest,
+    request: pb.ResolveSemanticRequest
+    | pb.ResolveEvidenceRequest
+    | pb.ResolveHypothesesRequest
+    | pb.ResolveColumnsRequest,
 ) -> tuple[WireTime | None, WireTime | None]:
     """``as_of`` and ``stale_after`` as (seconds, nanos), for the reader to check and use."""
     as_of = stale_after = None

@@ -30,7 +30,7 @@ from assay.v1 import claim_pb2, resolution_pb2
 # Canonical Value messages by key, so equal values are emitted from one representative.
 _VALUES: dict[str, struct_pb2.Value] = {}
 _CACHE_LIMIT = 65536
-# Longer keys are cached per request only (``Emitter``): this cache is bounded in entries,
+# Longer keys are cached per request only (``ResolutionWriter``): this cache is bounded in entries,
 # and a few large values (one request's 4 MiB string) would otherwise stay in memory until
 # 65,536 others came.
 MAX_CACHED_KEY_CHARS = 256
@@ -126,7 +126,7 @@ def seconds_of(message: timestamp_pb2.Timestamp | duration_pb2.Duration) -> floa
     return message.seconds + message.nanos / 1e9
 
 
-class Emitter:
+class ResolutionWriter:
     """Builds response messages from domain resolutions, reusing one Value per value key."""
 
     def __init__(self, claims: ClaimIndex) -> None:

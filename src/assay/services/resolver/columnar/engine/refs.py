@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from assay.protovalues import json_to_value
-from assay.services.resolver.columnar.input.decode import Raw
+from assay.services.resolver.columnar.input.decode import RawColumns
 from assay.services.resolver.wire.convert import claim_ref
 from assay.v1 import claim_pb2
 
@@ -33,7 +33,9 @@ def _carry_on() -> None:
 class ContentRefs:
     """``refs`` for the engine: ids where rows have them, content references otherwise."""
 
-    def __init__(self, table: pa.Table, raw: Raw, check: Callable[[], None] = _carry_on) -> None:
+    def __init__(
+        self, table: pa.Table, raw: RawColumns, check: Callable[[], None] = _carry_on
+    ) -> None:
         """``check`` may raise to abandon the work (``use_cases.stop``)."""
         self._table = table
         self._raw = raw

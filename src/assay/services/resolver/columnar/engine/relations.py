@@ -169,7 +169,7 @@ def capped(
     claims: ClaimColumns, rows: Ints, reliability: np.ndarray
 ) -> list[tuple[int, WarningCode, str]]:
     """One RELIABILITY_CAPPED warning per row whose stated reliability the table lowered,
-    worded as ``engine.capped_warnings`` words it."""
+    worded as ``domain.resolve.capped_warnings`` words it."""
     out = []
     for index in rows.tolist():
         source = claims.sources[int(claims.source[index])]

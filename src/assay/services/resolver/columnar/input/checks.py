@@ -19,7 +19,7 @@ from assay.services.resolver.domain.model import RelationKind, ReviewStatus
 from assay.services.resolver.domain.validation import KNOWN_SOURCES_KEY, MAX_VIOLATIONS, Violation
 
 if TYPE_CHECKING:
-    from assay.services.resolver.columnar.input.decode import Raw
+    from assay.services.resolver.columnar.input.decode import RawColumns
 
 _BAD = Reason.INVALID_CLAIM
 
@@ -29,7 +29,7 @@ def path(column: str, row: int) -> str:
     return f"{FIELD}.{column}[{row}]"
 
 
-def explain(raw: Raw, rows: Ints, reliability: dict[str, float]) -> list[Violation]:
+def explain(raw: RawColumns, rows: Ints, reliability: dict[str, float]) -> list[Violation]:
     """The violations of ``rows`` (ascending), capped like ``check_claims``."""
     out: list[Violation] = []
     for row in rows.tolist():
@@ -39,7 +39,7 @@ def explain(raw: Raw, rows: Ints, reliability: dict[str, float]) -> list[Violati
     return out
 
 
-def _row(raw: Raw, row: int, reliability: dict[str, float]) -> list[Violation]:
+def _row(raw: RawColumns, row: int, reliability: dict[str, float]) -> list[Violation]:
     out: list[Violation] = []
     if not raw.subject.present[row]:
         out.append(Violation(_BAD, path("subject", row), "required: the subject must not be empty"))

@@ -68,7 +68,7 @@ class ClaimColumns:
 
 
 @dataclass(frozen=True, slots=True)
-class Raw:
+class RawColumns:
     """Every column as read, before anything is rejected (what ``checks`` explains)."""
 
     count: int
@@ -97,7 +97,7 @@ class Raw:
     kind_null: Bools
 
 
-def read_raw(table: pa.Table, reliability: dict[str, float]) -> Raw:
+def read_raw(table: pa.Table, reliability: dict[str, float]) -> RawColumns:
     """Decode every column of a schema-checked table."""
     n = table.num_rows
     names = set(table.column_names)
@@ -143,7 +143,7 @@ def read_raw(table: pa.Table, reliability: dict[str, float]) -> Raw:
         kind, kind_null = ints(kind_column, 0)
     else:
         kind, kind_null = np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.bool_)
-    return Raw(
+    return RawColumns(
         count=n,
         subject=strings("subject"),
         predicate=strings("predicate"),
@@ -213,7 +213,7 @@ def _repeats(ids: Coded, n: int) -> Ints:
     return duplicate_of
 
 
-def violations(raw: Raw, reliability: dict[str, float]) -> list[Violation]:
+def violations(raw: RawColumns, reliability: dict[str, float]) -> list[Violation]:
     """Every violation, row by row, as ``validation.check_claims`` lists them."""
     confidence = raw.confidence
     stated = raw.reliability
@@ -257,7 +257,7 @@ def _rows_of(column: Coded, rejected: Bools) -> Bools:
     return out
 
 
-def columns(raw: Raw, reliability: dict[str, float], *, stale: bool = True) -> ClaimColumns:
+def columns(raw: RawColumns, reliability: dict[str, float], *, stale: bool = True) -> ClaimColumns:
     """The engine's view of valid claims (``violations`` found nothing); observe times in
     seconds only when staleness is asked for (``stale``)."""
     n = raw.count
@@ -304,7 +304,7 @@ def columns(raw: Raw, reliability: dict[str, float], *, stale: bool = True) -> C
     )
 
 
-def _groups(raw: Raw, source: Ints, n: int) -> tuple[Ints, pa.Array, Bools]:
+def _groups(raw: RawColumns, source: Ints, n: int) -> tuple[Ints, pa.Array, Bools]:
     """Each row's correlation group: declared, else ``source + "|" + source_ref``.
 
     Groups are named strings: a declared group spelled like a defaulted one is that

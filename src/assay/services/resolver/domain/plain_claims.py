@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from assay.services.resolver.domain import value_keys as vk
-from assay.services.resolver.domain.engine import Layered, resolve_evidence
 from assay.services.resolver.domain.model import (
     VALUE_KEY,
     Intake,
@@ -31,6 +30,7 @@ from assay.services.resolver.domain.model import (
     Staleness,
 )
 from assay.services.resolver.domain.policy import DEFAULT_POLICY, Policy
+from assay.services.resolver.domain.resolve import Layered, resolve_evidence
 from assay.services.resolver.domain.validation import ClaimFacts, check_claims, raise_if_any
 
 # A Timestamp or Duration as (seconds, nanos), as on the wire.
