@@ -137,7 +137,7 @@ CREATE INDEX audit_case_events ON audit_events (json_extract(payload, '$.case_id
 """
 
 # V5, RFC 8785: each case and gold label names the canonical form of its digest. Rows written
-# before are the legacy form (v1); new rows are written as v2 (JCS). See canonical.py.
+# before are the legacy form (v1); new rows are written as v2 (JCS). See domain/digests.py.
 _V5 = ddl.DIGEST_VERSIONS
 
 MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
