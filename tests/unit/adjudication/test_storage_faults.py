@@ -33,6 +33,7 @@ from assay.services.adjudication.storage import faults
 from assay.services.adjudication.storage.postgres import PostgresStore
 from assay.services.adjudication.storage.postgres.faults import is_unreachable
 from assay.services.adjudication.storage.postgres.store import POOL_MAX
+from assay.services.adjudication.storage.sqlite import faults as sqlite_faults
 from assay.services.adjudication.storage.sqlite.store import Store as SqliteStore
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.retries import KeyedJob, RequestKey
@@ -353,8 +354,8 @@ class TestClassification:
         finally:
             holder.close()
             other.close()
-        assert faults.sqlite_unreachable(locked.value)
-        assert not faults.sqlite_unreachable(syntax.value)
+        assert sqlite_faults.is_unreachable(locked.value)
+        assert not sqlite_faults.is_unreachable(syntax.value)
 
 
 class TestStatus:

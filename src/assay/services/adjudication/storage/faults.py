@@ -6,7 +6,7 @@ statement reconnects). So it must not reach the caller as INTERNAL with a traceb
 in the log: it becomes ``UNAVAILABLE`` with reason ``STORAGE_UNAVAILABLE`` and,
 when repeating the call is safe, a ``RetryInfo`` delay; the call's log line is the
 one warning line every refused call gets. Each engine says which of its driver's
-errors mean "unreachable" (``postgres.faults``; SQLite's here); anything else stays
+errors mean "unreachable" (``sqlite.faults``, ``postgres.faults``); anything else stays
 what it was, an unexpected failure.
 
 Whether a repeat is safe depends on where the connection was lost. Before COMMIT
@@ -19,7 +19,6 @@ time); a write without one is answered without RetryInfo, with metadata
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from typing import Any
 
@@ -28,10 +27,6 @@ from assay.errors import Unavailable, storage_unavailable
 # What RetryInfo asks callers to wait before repeating. A database restart takes about a
 # second; clients back off further on each attempt (``assay.client.overload``).
 RETRY_DELAY_SECONDS = 0.25
-
-# SQLite's primary result codes meaning "another connection holds the lock": busy, not broken.
-_SQLITE_BUSY = 5
-_SQLITE_LOCKED = 6
 
 
 def unreachable(cause: BaseException) -> Unavailable:
@@ -58,11 +53,3 @@ def commit_unknown(cause: BaseException, job: Callable[..., Any]) -> Unavailable
         "been stored, and without a request_id repeating it could act twice",
         None,
     )
-
-
-def sqlite_unreachable(error: BaseException) -> bool:
-    """Whether a SQLite error means the file is locked by another connection (busy)."""
-    if not isinstance(error, sqlite3.OperationalError):
-        return False
-    code = getattr(error, "sqlite_errorcode", None)
-    return isinstance(code, int) and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)

@@ -38,6 +38,7 @@ from assay.services.adjudication.domain.model import (
 )
 from assay.services.adjudication.storage import faults, rows, verify_walk
 from assay.services.adjudication.storage.interface import ExportBatch
+from assay.services.adjudication.storage.sqlite import faults as sqlite_faults
 from assay.services.adjudication.storage.sqlite import files, ledger_checks, queries, worklist
 from assay.services.adjudication.storage.sqlite.schema import MIGRATIONS, PRAGMAS, SCHEMA_VERSION
 from assay.services.adjudication.storage.sqlite.single_process import ProcessLock
@@ -148,7 +149,7 @@ class Store:
             try:
                 return await db.run(transaction)
             except sqlite3.OperationalError as error:
-                if faults.sqlite_unreachable(error):  # locked by another connection
+                if sqlite_faults.is_unreachable(error):  # locked by another connection
                     raise faults.unreachable(error) from None
                 raise
 

@@ -26,6 +26,7 @@ from typing import Any
 from assay.services.adjudication.domain.model import ChainHead
 from assay.services.adjudication.storage import faults
 from assay.services.adjudication.storage.group_commit import GroupCommitWriter, Outcomes
+from assay.services.adjudication.storage.sqlite import faults as sqlite_faults
 from assay.services.adjudication.storage.sqlite import queries
 from assay.services.adjudication.storage.sqlite.case_cache import Remembered
 from assay.services.adjudication.storage.sqlite.sqlite_thread import SqliteConnection
@@ -63,7 +64,7 @@ class Writer(GroupCommitWriter[WriteTx]):
                 self.state.head = await self.db.run(queries.chain_head)
             # A file locked by another connection is busy, not broken: the caller may retry
             # (the batch was rolled back, so nothing of it is stored).
-            failed = faults.unreachable(error) if faults.sqlite_unreachable(error) else error
+            failed = faults.unreachable(error) if sqlite_faults.is_unreachable(error) else error
             return [(False, failed)] * len(jobs)
 
     async def _on_loop(self, jobs: list[Job]) -> Outcomes:
