@@ -2,7 +2,8 @@
 
 Rules are exercised on the same path the service uses (the intake that turns
 wire claims into rows, then the domain), so a rule is tested as served. The
-servicer's synchronous ``_Method`` bodies are called directly: no grpc, no loop.
+use cases (``use_cases.calls.ResolverCalls``) are called directly: no servicer, no grpc,
+no loop.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from google.protobuf import struct_pb2
 
 from assay import errors
 from assay.protovalues import json_to_value
-from assay.services.resolver.adapters.servicer import ResolverServicer
 from assay.services.resolver.domain.policy import DEFAULT_POLICY, Policy
+from assay.services.resolver.use_cases.calls import ResolverCalls
 from assay.v1 import claim_pb2, resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb
 
@@ -89,14 +90,15 @@ def evidence(claims: Iterable[claim_pb2.Claim]) -> claim_pb2.Evidence:
     return claim_pb2.Evidence(claims=list(claims))
 
 
-def servicer(policy: Policy = DEFAULT_POLICY) -> ResolverServicer:
-    return ResolverServicer(policy)
+def calls(policy: Policy = DEFAULT_POLICY) -> ResolverCalls:
+    """The resolver's use cases over ``policy``, with the runtime's message limit."""
+    return ResolverCalls(policy)
 
 
 def resolve_evidence(
     claims: Iterable[claim_pb2.Claim], policy: Policy = DEFAULT_POLICY, **request: Any
 ) -> pb.ResolveEvidenceResponse:
-    return servicer(policy)._ResolveEvidence(
+    return calls(policy).resolve_evidence(
         pb.ResolveEvidenceRequest(evidence=evidence(claims), **request)
     )
 
@@ -109,7 +111,7 @@ def resolve(
     **request: Any,
 ) -> resolution_pb2.SemanticResolution:
     """ResolveSemantic's resolution of (subject, predicate)."""
-    response = servicer(policy)._ResolveSemantic(
+    response = calls(policy).resolve_semantic(
         pb.ResolveSemanticRequest(
             evidence=evidence(claims), subject=subject, predicate=predicate, **request
         )

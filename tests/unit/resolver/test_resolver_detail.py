@@ -14,11 +14,11 @@ from assay.v1 import resolver_service_pb2 as pb
 from tests.unit.resolver.resolver_factories import (
     SUBJECT,
     UNSAFE,
+    calls,
     claim,
     evidence,
     fields,
     invalid,
-    servicer,
 )
 from tests.unit.resolver.test_resolver_properties import PROFILE, claims
 
@@ -45,7 +45,7 @@ def hypotheses(
     )
     for n, extra in enumerate(extras):
         message.hypotheses.add(label=f"h{n}", claims=extra)
-    return servicer()._ResolveHypotheses(message)
+    return calls().resolve_hypotheses(message)
 
 
 def judged(resolution: resolution_pb2.SemanticResolution) -> tuple[Any, ...]:

@@ -12,10 +12,10 @@ from tests.unit.resolver.resolver_factories import (
     SAFE,
     SUBJECT,
     UNSAFE,
+    calls,
     claim,
     evidence,
     resolve,
-    servicer,
     support_of,
 )
 
@@ -24,7 +24,7 @@ REVIEW = pb.RECONCILE_DECISION_REQUIRES_REVIEW
 
 
 def reconcile(base: list[claim_pb2.Claim], *proposals: claim_pb2.Claim) -> pb.ReconcileResponse:
-    return servicer()._Reconcile(pb.ReconcileRequest(evidence=evidence(base), proposals=proposals))
+    return calls().reconcile(pb.ReconcileRequest(evidence=evidence(base), proposals=proposals))
 
 
 def decision(base: list[claim_pb2.Claim], proposal: claim_pb2.Claim) -> tuple[int, int]:
@@ -128,7 +128,7 @@ def hypotheses(
     )
     for i, claims in enumerate(extra):
         request.hypotheses.add(label=f"h{i}", claims=claims)
-    return servicer()._ResolveHypotheses(request)
+    return calls().resolve_hypotheses(request)
 
 
 class TestHypotheses:
@@ -190,7 +190,7 @@ class TestHypothesisStaleness:
         request.stale_after.seconds = 100
         request.hypotheses.add(claims=[claim("a", id="new", source_ref="n", observed=990)])
         request.hypotheses.add(claims=[claim("a", id="older", source_ref="o", observed=5)])
-        response = servicer()._ResolveHypotheses(request)
+        response = calls().resolve_hypotheses(request)
         stale = 4  # RATIONALE_FLAG_STALE_SUPPORT
         assert stale in response.base.rationale
         assert stale not in response.hypotheses[0].resolution.rationale

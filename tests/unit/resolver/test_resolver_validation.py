@@ -16,13 +16,13 @@ from assay.v1 import claim_pb2
 from assay.v1 import resolver_service_pb2 as pb
 from tests.unit.resolver.resolver_factories import (
     SUBJECT,
+    calls,
     claim,
     evidence,
     fields,
     invalid,
     resolve,
     resolve_evidence,
-    servicer,
 )
 
 SOURCES = source_table(DEFAULT_POLICY.reliability)
@@ -221,7 +221,7 @@ class TestRequestFields:
         request.hypotheses.add(claims=[claim()])
         request.hypotheses.add(claims=[claim(), claim(source="oracle")])
         request.hypotheses.add(claims=[claim(id="x")])
-        error = invalid(servicer()._ResolveHypotheses, request)
+        error = invalid(calls().resolve_hypotheses, request)
         assert error.reason == Reason.UNKNOWN_SOURCE
         assert fields(error) == ["hypotheses[1].claims[1].source", "hypotheses[2].claims[0].id"]
         assert "evidence.claims[0]" in error.violations[1].description
@@ -231,14 +231,14 @@ class TestRequestFields:
         request = pb.ResolveHypothesesRequest(evidence=evidence([]), subject=SUBJECT, predicate="p")
         request.hypotheses.add(claims=[claim(id="x")])
         request.hypotheses.add(claims=[claim(id="x")])
-        assert len(servicer()._ResolveHypotheses(request).hypotheses) == 2
+        assert len(calls().resolve_hypotheses(request).hypotheses) == 2
 
     def test_too_many_hypotheses(self) -> None:
         """At most 1024 hypotheses per call."""
         request = pb.ResolveHypothesesRequest(subject=SUBJECT, predicate="p")
         for _ in range(1025):
             request.hypotheses.add()
-        error = invalid(servicer()._ResolveHypotheses, request)
+        error = invalid(calls().resolve_hypotheses, request)
         assert fields(error) == ["hypotheses"]
 
     def test_proposal_paths(self) -> None:
@@ -251,13 +251,13 @@ class TestRequestFields:
                 claim(id="p", relation=(claim_pb2.RELATION_KIND_SUPERSEDES, "")),
             ]
         )
-        error = invalid(servicer()._Reconcile, request)
+        error = invalid(calls().reconcile, request)
         assert error.reason == Reason.DUPLICATE_CLAIM_ID
         assert fields(error) == ["proposals[1].id", "proposals[2].relation.target_claim_id"]
 
     def test_reconcile_needs_a_proposal(self) -> None:
         """An empty proposal list is an error, not an empty answer."""
-        error = invalid(servicer()._Reconcile, pb.ReconcileRequest())
+        error = invalid(calls().reconcile, pb.ReconcileRequest())
         assert error.reason == Reason.INVALID_FIELD
         assert fields(error) == ["proposals"]
 

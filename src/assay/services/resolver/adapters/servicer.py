@@ -1,5 +1,5 @@
-"""The gRPC face of the resolver: each RPC is a use case (``use_cases.calls``) behind a
-transport that decides where it runs and checks what it sends.
+"""The gRPC face of the resolver: it holds the use cases (``use_cases.calls.ResolverCalls``)
+and puts each behind a transport that decides where it runs and checks what it sends.
 
 Work above ``offload.INLINE_MAX_UNITS`` runs on a worker thread and stops at its next
 check once the caller is gone; smaller work runs on the loop with the cyclic collector
@@ -50,7 +50,7 @@ COLUMNS_BYTES_PER_UNIT = 8
 SURVEY_ON_LOOP_BYTES = 16 * 1024
 
 
-class ResolverServicer(ResolverCalls):
+class ResolverServicer:
     """Implements ``assay.v1.ResolverService`` over one policy."""
 
     # The runtime hands ResolveColumns its request with the stream uncopied.
@@ -66,7 +66,7 @@ class ResolverServicer(ResolverCalls):
     ) -> None:
         """``max_message_bytes``: the server's message limit, which no response may pass;
         ``columns_limits``: what one ResolveColumns stream may hold (the defaults when None)."""
-        super().__init__(policy, max_message_bytes, columns_limits)
+        self.calls = ResolverCalls(policy, max_message_bytes, columns_limits)
         self.offload = Offload()
 
     async def close(self) -> None:
@@ -104,18 +104,18 @@ class ResolverServicer(ResolverCalls):
         self, request: pb.ResolveSemanticRequest, context: grpc.aio.ServicerContext
     ) -> pb.ResolveSemanticResponse | bytes:
         units = len(request.evidence.claims)
-        budget = self._evidence_budget("send fewer or smaller claims about the target")
+        budget = self.calls.evidence_budget("send fewer or smaller claims about the target")
         return await self._serve(
-            "ResolveSemantic", self._ResolveSemantic, request, context, units, budget
+            "ResolveSemantic", self.calls.resolve_semantic, request, context, units, budget
         )
 
     async def ResolveEvidence(
         self, request: pb.ResolveEvidenceRequest, context: grpc.aio.ServicerContext
     ) -> pb.ResolveEvidenceResponse | bytes:
         units = len(request.evidence.claims)
-        budget = self._evidence_budget("split the evidence across calls")
+        budget = self.calls.evidence_budget("split the evidence across calls")
         return await self._serve(
-            "ResolveEvidence", self._ResolveEvidence, request, context, units, budget
+            "ResolveEvidence", self.calls.resolve_evidence, request, context, units, budget
         )
 
     async def ResolveHypotheses(
@@ -126,7 +126,7 @@ class ResolverServicer(ResolverCalls):
             len(h.claims) for h in request.hypotheses
         )
         return await self._serve(
-            "ResolveHypotheses", self._ResolveHypotheses, request, context, units
+            "ResolveHypotheses", self.calls.resolve_hypotheses, request, context, units
         )
 
     async def Reconcile(
@@ -134,7 +134,7 @@ class ResolverServicer(ResolverCalls):
     ) -> pb.ReconcileResponse | bytes:
         # At most this many claim resolutions (and each claim read once).
         units = (len(request.evidence.claims) + 1) * (len(request.proposals) + 1)
-        return await self._serve("Reconcile", self._Reconcile, request, context, units)
+        return await self._serve("Reconcile", self.calls.reconcile, request, context, units)
 
     async def GetResolverPolicy(
         self, request: pb.GetResolverPolicyRequest, context: grpc.aio.ServicerContext | None
@@ -143,12 +143,12 @@ class ResolverServicer(ResolverCalls):
         and serialized once (``_policy_response``) and sent as those bytes; an in-process
         call (no context) gets the message."""
         if context is None:
-            return self._policy_message()
+            return self.calls.policy_message()
         return self._policy_response
 
     @cached_property
     def _policy_response(self) -> bytes:
-        data: bytes = self._policy_message().SerializeToString(deterministic=True)
+        data: bytes = self.calls.policy_message().SerializeToString(deterministic=True)
         return data
 
     async def ResolveColumns(
@@ -171,17 +171,17 @@ class ResolverServicer(ResolverCalls):
         units = len(data) // COLUMNS_BYTES_PER_UNIT
         surveyed = None
         if len(data) <= SURVEY_ON_LOOP_BYTES:
-            surveyed = survey(data, self.columns_limits)
+            surveyed = survey(data, self.calls.columns_limits)
             units = max(units, surveyed.rows, surveyed.decompressed // COLUMNS_BYTES_PER_UNIT)
         try:
             return await self._serve(
                 "ResolveColumns",
-                self._ResolveColumns,
+                self.calls.resolve_columns,
                 message,
                 context,
                 units,
-                partial(self._columns_budget, size=len(data)),
-                partial(self._resolve_columns_wire, data=data, surveyed=surveyed),
+                partial(self.calls.columns_budget, size=len(data)),
+                partial(self.calls.resolve_columns_wire, data=data, surveyed=surveyed),
             )
         finally:
             if context is not None and units > INLINE_MAX_UNITS and len(data) < LARGE_REQUEST_BYTES:

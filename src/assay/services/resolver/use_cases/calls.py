@@ -13,7 +13,9 @@ held to the server's ``ColumnsLimits`` before any of it is decompressed.
 
 Nothing here knows gRPC: a call is handed its request and a ``Stop`` and returns its
 response; where it runs (on the loop or on a worker) and what sets the stop is the
-servicer's business (``adapters.servicer``), which is these calls behind an RPC each.
+servicer's business (``adapters.servicer``), which holds one ``ResolverCalls`` and puts
+each call behind its RPC. Tests and benchmarks call these directly: a use case needs no
+servicer.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from google.protobuf.message import Message
 from assay.errors import Reason
 from assay.protowire import tag_of
 from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
+from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.services.resolver.columnar import resolve_stream
 from assay.services.resolver.columnar.input.bounds import Survey
 from assay.services.resolver.columnar.output.response import response_bytes
@@ -53,18 +56,19 @@ class ResolverCalls:
     def __init__(
         self,
         policy: Policy,
-        max_message_bytes: int,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         columns_limits: ColumnsLimits | None = None,
     ) -> None:
         """``max_message_bytes``: the server's message limit, which no response may pass
-        (the servicer's default is the runtime's); ``columns_limits``: what one
-        ResolveColumns stream may hold (the defaults when None)."""
+        (the runtime's by default); ``columns_limits``: what one ResolveColumns stream
+        may hold (the defaults when None)."""
         self.policy = policy
         self.max_message_bytes = max_message_bytes
         self.columns_limits = columns_limits or ColumnsLimits()
         self._sources = source_table(policy.reliability)
 
-    def _reader(self, stop: Stop = NEVER) -> Reader:
+    def reader(self, stop: Stop = NEVER) -> Reader:
+        """A reader of this policy's claims, checking ``stop`` as it reads."""
         if stop is NEVER:  # nothing to check: the reader skips the checks altogether
             return Reader(self.policy, self._sources)
         return Reader(self.policy, self._sources, stop.check)
@@ -72,7 +76,7 @@ class ResolverCalls:
     def _budget(self, request: Message, at_least: int, field: str, advice: str) -> ResponseBudget:
         return ResponseBudget(self.max_message_bytes, at_least, request.ByteSize, field, advice)
 
-    def _evidence_budget(self, advice: str) -> Callable[[_HasEvidence], ResponseBudget]:
+    def evidence_budget(self, advice: str) -> Callable[[_HasEvidence], ResponseBudget]:
         """The budget of an RPC whose response grows with its evidence, checked once sent."""
 
         def budget(request: _HasEvidence) -> ResponseBudget:
@@ -81,10 +85,10 @@ class ResolverCalls:
 
         return budget
 
-    def _ResolveSemantic(
+    def resolve_semantic(
         self, request: pb.ResolveSemanticRequest, stop: Stop = NEVER
     ) -> pb.ResolveSemanticResponse:
-        reader = self._reader(stop)
+        reader = self.reader(stop)
         reader.semantic(request.subject, request.predicate)
         full = _full_detail(reader, request.detail)
         staleness = reader.staleness(*_staleness_fields(request))
@@ -100,10 +104,10 @@ class ResolverCalls:
         ResolutionWriter(reader.index).resolution(resolution, response.resolution, full)
         return response
 
-    def _ResolveEvidence(
+    def resolve_evidence(
         self, request: pb.ResolveEvidenceRequest, stop: Stop = NEVER
     ) -> pb.ResolveEvidenceResponse:
-        reader = self._reader(stop)
+        reader = self.reader(stop)
         full = _full_detail(reader, request.detail)
         staleness = reader.staleness(*_staleness_fields(request))
         base = reader.base(request.evidence.claims, "evidence.claims")
@@ -127,10 +131,10 @@ class ResolverCalls:
                     writer.warning(warning, response.warnings.add())
         return response
 
-    def _ResolveHypotheses(
+    def resolve_hypotheses(
         self, request: pb.ResolveHypothesesRequest, stop: Stop = NEVER
     ) -> pb.ResolveHypothesesResponse:
-        reader = self._reader(stop)
+        reader = self.reader(stop)
         reader.semantic(request.subject, request.predicate)
         if len(request.hypotheses) > MAX_HYPOTHESES:
             reader.problems.append(
@@ -181,8 +185,8 @@ class ResolverCalls:
             budget.element(_HYPOTHESIS_TAG, out.ByteSize())
         return response
 
-    def _Reconcile(self, request: pb.ReconcileRequest, stop: Stop = NEVER) -> pb.ReconcileResponse:
-        reader = self._reader(stop)
+    def reconcile(self, request: pb.ReconcileRequest, stop: Stop = NEVER) -> pb.ReconcileResponse:
+        reader = self.reader(stop)
         if not request.proposals:
             reader.problems.append(
                 Violation(Reason.INVALID_FIELD, "proposals", "required: at least one proposal")
@@ -236,7 +240,7 @@ class ResolverCalls:
             budget.element(_OUTCOME_TAG, out.ByteSize())
         return response
 
-    def _policy_message(self) -> pb.GetResolverPolicyResponse:
+    def policy_message(self) -> pb.GetResolverPolicyResponse:
         policy = self.policy
         response = pb.GetResolverPolicyResponse(
             conflict_margin=policy.conflict_margin,
@@ -248,7 +252,7 @@ class ResolverCalls:
             response.reliability_table.add(source=source, reliability=reliability)
         return response
 
-    def _columns_budget(
+    def columns_budget(
         self, request: pb.ResolveColumnsRequest, size: int | None = None
     ) -> ResponseBudget:
         """The response grows with the claims (one row each at FULL), so it is held to the
@@ -261,13 +265,13 @@ class ResolverCalls:
             "split the claims across calls, or ask for RESOLUTION_DETAIL_SUMMARY",
         )
 
-    def _ResolveColumns(
+    def resolve_columns(
         self, request: pb.ResolveColumnsRequest, stop: Stop = NEVER
     ) -> pb.ResolveColumnsResponse:
         """The response as a message, for in-process callers."""
-        return pb.ResolveColumnsResponse.FromString(self._resolve_columns_wire(request, stop))
+        return pb.ResolveColumnsResponse.FromString(self.resolve_columns_wire(request, stop))
 
-    def _resolve_columns_wire(
+    def resolve_columns_wire(
         self,
         request: pb.ResolveColumnsRequest,
         stop: Stop = NEVER,
@@ -279,7 +283,7 @@ class ResolverCalls:
         is the request's stream when the caller read it already: each read of a bytes field
         copies it (~30 ms at a million claims); ``surveyed`` its survey
         (``columnar.input.bounds``), when the caller made it already."""
-        reader = self._reader(stop)
+        reader = self.reader(stop)
         full = _full_detail(reader, request.detail)
         staleness = reader.staleness(*_staleness_fields(request))
         answer = resolve_stream(
