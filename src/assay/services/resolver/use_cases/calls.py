@@ -28,7 +28,6 @@ from google.protobuf.message import Message
 from assay.errors import Reason
 from assay.protowire import tag_of
 from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
-from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.services.resolver.columnar import resolve_stream
 from assay.services.resolver.columnar.input.bounds import Survey
 from assay.services.resolver.columnar.output.response import response_bytes
@@ -41,6 +40,7 @@ from assay.services.resolver.use_cases.stop import NEVER, Stop
 from assay.services.resolver.wire.convert import ResolutionWriter, claim_ref
 from assay.services.resolver.wire.intake import source_table
 from assay.services.resolver.wire.reader import Reader, WireTime
+from assay.transport import DEFAULT_MAX_MESSAGE_BYTES
 from assay.v1 import resolver_service_pb2 as pb
 
 _HasEvidence = pb.ResolveSemanticRequest | pb.ResolveEvidenceRequest
