@@ -15,7 +15,7 @@ import grpc
 import pytest
 
 from assay.runtime.status import decode_rpc_error
-from assay.services.planner import plan_evidence as planner_servicer
+from assay.services.planner.use_cases import plan_evidence as planner_servicer
 from assay.services.resolver import service as resolver_service
 from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY, Policy
 from assay.v1 import claim_pb2, plan_pb2

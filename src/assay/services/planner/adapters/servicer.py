@@ -1,8 +1,9 @@
 """The gRPC face of the planner: translate the request, run the use case, translate back.
 
 ``PlanEvidence`` reads the caller's remaining deadline and request id off the call and
-hands them, with the request, to ``plan_evidence.PlanEvidence``, which makes the resolver
-calls and plans. The plan is serialized here, as the handler sends bytes as they are.
+hands them, with the request, to the use case it holds
+(``use_cases.plan_evidence.PlanEvidence``), which makes the resolver calls and plans.
+The plan is serialized here, as the handler sends bytes as they are.
 
 A plan repeats values of the target: the hypotheses carry the value each outcome
 asserts, the resolver answers with every value of the target once per hypothesis, and
@@ -24,7 +25,7 @@ from assay.services.planner.adapters.reliability import ReliabilityTable
 from assay.services.planner.adapters.resolver_client import ResolverClient
 from assay.services.planner.domain.deadline import Deadline
 from assay.services.planner.domain.probes import CATALOGUE, Catalogue
-from assay.services.planner.plan_evidence import PlanEvidence
+from assay.services.planner.use_cases.plan_evidence import PlanEvidence
 from assay.services.planner.wire import convert
 from assay.v1 import planner_service_pb2 as pb
 
