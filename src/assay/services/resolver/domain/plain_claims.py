@@ -63,9 +63,7 @@ class PlainClaim:
 def facts_of(claim: PlainClaim) -> ClaimFacts:
     """What validation reads of a claim."""
     problem: tuple[str, str] | None = None
-    if claim.value is None:
-        problem = ("", "required: the claim must assert a value")
-    else:
+    if claim.value is not None:
         try:
             vk.top_level_key(claim.value)
         except vk.UnkeyableValue as error:
@@ -78,6 +76,7 @@ def facts_of(claim: PlainClaim) -> ClaimFacts:
         confidence=claim.confidence,
         reliability=claim.reliability,
         value_problem=problem,
+        value_absent=claim.value is None,
         review_status=claim.review_status,
         relation=claim.relation,
         observed=claim.observe_time,

@@ -4,22 +4,24 @@ The intake pass only detects that *something* is wrong (cheaply, while it
 builds rows); this module then explains everything that is wrong, so one
 ``InvalidArgument`` carries every violation (up to ``MAX_VIOLATIONS``; the
 runtime lists fewer and says how many more) and the error reason is the first
-violation's. It is the single statement of what a valid claim is; the intake's
-fast checks are tested against it. A description quotes at most a short prefix
+violation's. Its per-claim rules are ``claim_rules.CLAIM_RULES``, the one statement of what a
+valid claim is, which the intake's fast checks and the columnar masks are tested
+against. A description quotes at most a short prefix
 of a request value (``excerpt``), and the list of known source kinds goes once
 into the error's metadata (``known_sources``), never into every violation.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from assay import errors
 from assay.errors import FieldViolation, InvalidArgument, Reason, excerpt
 from assay.prototime import duration_problem, timestamp_problem
-from assay.services.resolver.domain.model import RelationKind, ReviewStatus
+from assay.services.resolver.domain.claim_rules import ID_UNIQUE, claim_violations
+from assay.services.resolver.domain.claim_rules import KNOWN_SOURCES_KEY as KNOWN_SOURCES_KEY
+from assay.services.resolver.domain.claim_rules import ClaimFacts as ClaimFacts
+from assay.services.resolver.domain.claim_rules import Violation as Violation
 
 # Validation stops explaining after this many violations: the work stays bounded, and
 # the error then says "at least" (the runtime lists fewer still).
@@ -27,103 +29,11 @@ from assay.services.resolver.domain.model import RelationKind, ReviewStatus
 # carries each violation's own reason, and its intake stops early once the cap is reached.
 MAX_VIOLATIONS = errors.MAX_VIOLATIONS
 MAX_HYPOTHESES = 1024
-# ErrorInfo metadata key of the known source kinds (comma-separated), sent once per error.
-KNOWN_SOURCES_KEY = "known_sources"
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimFacts:
-    """What validation needs to know about one claim, extracted from the wire form."""
-
-    id: str
-    subject: str
-    predicate: str
-    source: str
-    confidence: float
-    reliability: float | None
-    # (sub-path below ``value``, description) when the value cannot be keyed, else None.
-    value_problem: tuple[str, str] | None
-    review_status: int
-    relation: tuple[int, str] | None  # (kind number, target id) when present
-    observed: tuple[int, int] | None = None  # observe_time as (seconds, nanos) when present
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """One problem: the reason it maps to and the field it concerns."""
-
-    reason: Reason
-    field: str
-    description: str
-
-
-def _unit_interval(x: float) -> bool:
-    return math.isfinite(x) and 0.0 <= x <= 1.0
 
 
 def check_claim(facts: ClaimFacts, path: str, table: Mapping[str, float]) -> list[Violation]:
     """Everything wrong with one claim on its own (ids are checked across claims separately)."""
-    out: list[Violation] = []
-    bad = Reason.INVALID_CLAIM
-    if not facts.subject:
-        out.append(Violation(bad, f"{path}.subject", "required: the subject must not be empty"))
-    if not facts.predicate:
-        out.append(Violation(bad, f"{path}.predicate", "required: the predicate must not be empty"))
-    if facts.value_problem is not None:
-        sub, description = facts.value_problem
-        out.append(Violation(bad, f"{path}.value{'.' + sub if sub else ''}", description))
-    if not facts.source:
-        out.append(Violation(bad, f"{path}.source", "required: the source kind must not be empty"))
-    elif facts.source not in table:
-        out.append(
-            Violation(
-                Reason.UNKNOWN_SOURCE,
-                f"{path}.source",
-                f"unknown source kind {excerpt(facts.source)} (the known kinds are in "
-                f"the error's metadata, {KNOWN_SOURCES_KEY})",
-            )
-        )
-    if not _unit_interval(facts.confidence):
-        out.append(
-            Violation(bad, f"{path}.confidence", f"{facts.confidence!r} is not a number in [0, 1]")
-        )
-    if facts.reliability is not None and not _unit_interval(facts.reliability):
-        out.append(
-            Violation(
-                bad, f"{path}.reliability", f"{facts.reliability!r} is not a number in [0, 1]"
-            )
-        )
-    if facts.observed is not None:
-        problem = timestamp_problem(*facts.observed)
-        if problem is not None:
-            out.append(Violation(bad, f"{path}.observe_time", problem))
-    if facts.review_status not in ReviewStatus._value2member_map_:
-        out.append(
-            Violation(bad, f"{path}.review_status", f"unknown review status {facts.review_status}")
-        )
-    if facts.relation is not None:
-        kind, target = facts.relation
-        if not facts.id:
-            out.append(
-                Violation(
-                    Reason.RELATION_WITHOUT_ID,
-                    f"{path}.id",
-                    "a claim with a relation must have an id",
-                )
-            )
-        if kind not in RelationKind._value2member_map_ or kind == RelationKind.UNSPECIFIED:
-            out.append(
-                Violation(
-                    bad, f"{path}.relation.kind", "required: SUPPORTS, CONTRADICTS or SUPERSEDES"
-                )
-            )
-        if not target:
-            out.append(
-                Violation(
-                    bad, f"{path}.relation.target_claim_id", "required: the target claim's id"
-                )
-            )
-    return out
+    return claim_violations(facts, table, lambda rule: f"{path}.{rule.field}")
 
 
 def check_claims(
@@ -139,10 +49,8 @@ def check_claims(
             first = seen.get(facts.id)
             if first is not None:
                 out.append(
-                    Violation(
-                        Reason.DUPLICATE_CLAIM_ID,
-                        f"{path}.id",
-                        f"id {excerpt(facts.id)} is already used by {first}",
+                    ID_UNIQUE.violation(
+                        f"{path}.{ID_UNIQUE.field}", id=excerpt(facts.id), first=first
                     )
                 )
             else:

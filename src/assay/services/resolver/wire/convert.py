@@ -50,9 +50,7 @@ def facts_of(claim: claim_pb2.Claim) -> ClaimFacts:
     """The slow, complete reading of one claim for validation."""
     problem: tuple[str, str] | None = None
     kind = claim.value.WhichOneof("kind") if claim.HasField("value") else None
-    if kind is None:
-        problem = ("", "required: the claim must assert a value")
-    else:
+    if kind is not None:
         try:
             vk.top_level_key(value_to_json(claim.value))
         except vk.UnkeyableValue as error:
@@ -68,6 +66,7 @@ def facts_of(claim: claim_pb2.Claim) -> ClaimFacts:
         confidence=claim.confidence,
         reliability=claim.reliability if claim.HasField("reliability") else None,
         value_problem=problem,
+        value_absent=kind is None,
         review_status=int(claim.review_status),
         relation=relation,
         observed=(

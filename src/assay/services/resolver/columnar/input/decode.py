@@ -1,16 +1,17 @@
 """From the checked Arrow table to ``ClaimColumns``: factorized, validated, weighed.
 
 The decoding is column by column (Arrow and NumPy), and so is validation: each rule of
-``validation.check_claim`` is one mask over the rows. Only the rows some mask flags are
-then explained, one by one, by ``checks`` (the same descriptions and reasons as the
-reference's, with ``claims_arrow.<column>[<row>]`` paths). Ids are checked for
-duplicates by sorting fingerprints (``distinct``) and relation targets looked up by
-probing the ids against the few distinct targets, with no Python-level loop over the
-rows.
+``claim_rules.CLAIM_RULES`` is one mask over the rows (``MASKS``). Only the rows some mask
+flags are then explained, one by one, by ``checks`` (walking the same table, so the
+descriptions and reasons are the reference's, with ``claims_arrow.<column>[<row>]`` paths).
+Ids are checked for duplicates by sorting fingerprints (``distinct``) and relation
+targets looked up by probing the ids against the few distinct targets, with no
+Python-level loop over the rows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,8 +37,9 @@ from assay.services.resolver.columnar.input.columns import (
     times,
 )
 from assay.services.resolver.columnar.input.texts import key_texts
+from assay.services.resolver.domain import claim_rules as rules
+from assay.services.resolver.domain.claim_rules import Violation
 from assay.services.resolver.domain.model import RelationKind, ReviewStatus
-from assay.services.resolver.domain.validation import Violation
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,48 +215,60 @@ def _repeats(ids: Coded, n: int) -> Ints:
     return duplicate_of
 
 
-def violations(raw: RawColumns, reliability: dict[str, float]) -> list[Violation]:
-    """Every violation, row by row, as ``validation.check_claims`` lists them."""
-    confidence = raw.confidence
-    stated = raw.reliability
-    has_relation = ~raw.kind_null | raw.targets.present
-    bad = (
-        ~raw.subject.present
-        | ~raw.predicate.present
-        | _rows_of(raw.value, raw.value_of_text == ABSENT)
-        | _rows_of(raw.source, raw.known == ABSENT)
-        | raw.confidence_null
-        | ~((confidence >= 0.0) & (confidence <= 1.0))
-        | (~raw.reliability_null & ~((stated >= 0.0) & (stated <= 1.0)))
-        | raw.observe.outside(MIN_TIMESTAMP_SECONDS, MAX_TIMESTAMP_SECONDS)
-        | (raw.review < _REVIEW_LOW)
-        | (raw.review > _REVIEW_HIGH)
-        | (
-            has_relation
-            & (
-                ~raw.ids.present
-                | (raw.kind < 1)
-                | (raw.kind > max(RelationKind))
-                | ~raw.targets.present
-            )
-        )
-        | (raw.duplicate_of != ABSENT)
-    )
-    return checks.explain(raw, np.flatnonzero(bad), reliability) if bad.any() else []
+Mask = Callable[["RawColumns"], Bools]
+
+
+def _has_relation(raw: RawColumns) -> Bools:
+    return ~raw.kind_null | raw.targets.present
+
+
+def _unit(values: Floats) -> Bools:
+    return (values >= 0.0) & (values <= 1.0)  # NaN compares False: outside
 
 
 # Review statuses are numbered without gaps, so a range check is a membership check.
 _REVIEW_LOW, _REVIEW_HIGH = min(ReviewStatus), max(ReviewStatus)
 assert len(ReviewStatus) == _REVIEW_HIGH - _REVIEW_LOW + 1
 
+# Each rule of ``claim_rules`` as one mask over the rows: the rows that break it. A test
+# holds every rule of the table to a mask here, and each mask to its rule's scalar check.
+MASKS: dict[rules.ClaimRule, Mask] = {
+    rules.SUBJECT_REQUIRED: lambda raw: ~raw.subject.present,
+    rules.PREDICATE_REQUIRED: lambda raw: ~raw.predicate.present,
+    rules.VALUE_REQUIRED: lambda raw: ~raw.value.present,
+    rules.VALUE_KEYABLE: lambda raw: _marked(raw.value, raw.value_of_text == ABSENT),
+    rules.SOURCE_REQUIRED: lambda raw: ~raw.source.present,
+    rules.SOURCE_KNOWN: lambda raw: _marked(raw.source, raw.known == ABSENT),
+    rules.CONFIDENCE_REQUIRED: lambda raw: raw.confidence_null,
+    rules.CONFIDENCE_UNIT: lambda raw: ~raw.confidence_null & ~_unit(raw.confidence),
+    rules.RELIABILITY_UNIT: lambda raw: ~raw.reliability_null & ~_unit(raw.reliability),
+    rules.OBSERVE_TIME_VALID: lambda raw: raw.observe.outside(
+        MIN_TIMESTAMP_SECONDS, MAX_TIMESTAMP_SECONDS
+    ),
+    rules.REVIEW_STATUS_KNOWN: lambda raw: (raw.review < _REVIEW_LOW) | (raw.review > _REVIEW_HIGH),
+    rules.RELATION_NEEDS_ID: lambda raw: _has_relation(raw) & ~raw.ids.present,
+    rules.RELATION_KIND_REQUIRED: lambda raw: (
+        _has_relation(raw) & ((raw.kind < 1) | (raw.kind > max(RelationKind)))
+    ),
+    rules.RELATION_TARGET_REQUIRED: lambda raw: _has_relation(raw) & ~raw.targets.present,
+    rules.ID_UNIQUE: lambda raw: raw.duplicate_of != ABSENT,
+}
 
-def _rows_of(column: Coded, rejected: Bools) -> Bools:
-    """The rows whose string is absent, or one of the distinct strings ``rejected`` marks:
-    the strings are few, so the rows are looked up only when some string is rejected."""
-    out = ~column.present
-    if rejected.any():
-        out |= np.append(rejected, False)[column.codes]  # code -1 reads the False
-    return out
+
+def violations(raw: RawColumns, reliability: dict[str, float]) -> list[Violation]:
+    """Every violation, row by row, as ``validation.check_claims`` lists them."""
+    bad = np.zeros(raw.count, dtype=np.bool_)
+    for mask in MASKS.values():
+        bad |= mask(raw)
+    return checks.explain(raw, np.flatnonzero(bad), reliability) if bad.any() else []
+
+
+def _marked(column: Coded, rejected: Bools) -> Bools:
+    """The rows whose string is one of the distinct strings ``rejected`` marks: the
+    strings are few, so the rows are looked up only when some string is rejected."""
+    if not rejected.any():
+        return np.zeros(len(column.codes), dtype=np.bool_)
+    return np.append(rejected, False)[column.codes]  # code -1 (absent) reads the False
 
 
 def columns(raw: RawColumns, reliability: dict[str, float], *, stale: bool = True) -> ClaimColumns:
