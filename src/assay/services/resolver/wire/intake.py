@@ -8,8 +8,9 @@ keep (claims usually come grouped by semantic, and a defaulted correlation group
 is one string per request). ``observe_time`` is only checked to be a well-formed
 Timestamp here (about an eighth of the loop; staleness reads it later). It only
 *detects* invalid claims (returning None); ``convert.violations`` then re-reads
-the request slowly and ``validation`` explains every problem. The two are kept
-in agreement by a property test.
+the request slowly and ``validation`` explains every problem from the rule table
+(``claim_rules``). The two are kept in agreement by a property test, and a claim
+breaking each rule of the table is held to be refused here.
 """
 
 from __future__ import annotations
@@ -27,13 +28,25 @@ from google.protobuf import struct_pb2
 from assay.prototime import MAX_NANOS, MAX_TIMESTAMP_SECONDS, MIN_TIMESTAMP_SECONDS
 from assay.protovalues import value_to_json
 from assay.services.resolver.domain import value_keys as vk
-from assay.services.resolver.domain.model import REF, Intake, Relation, RelationKind, Row, SemKey
+from assay.services.resolver.domain.model import (
+    REF,
+    Intake,
+    Relation,
+    RelationKind,
+    ReviewStatus,
+    Row,
+    SemKey,
+)
 from assay.services.resolver.wire.convert import ClaimList
 from assay.v1 import claim_pb2
 
-_REJECTED = 3
-_MAX_STATUS = 3
-_MAX_KIND = 3
+# The rules of ``claim_rules`` this loop checks inline, as plain ints read once (an enum
+# member compares slower than an int): statuses and kinds are numbered without gaps.
+_REJECTED = int(ReviewStatus.REJECTED)
+_MAX_STATUS = int(max(ReviewStatus))
+_MAX_KIND = int(max(RelationKind))
+assert len(ReviewStatus) == _MAX_STATUS + 1
+assert len(RelationKind) == _MAX_KIND + 1
 
 # Value keys of scalars seen before. Bounded: cleared when it grows past the limit, since
 # a long-running server sees an unbounded variety of strings.
