@@ -1,8 +1,9 @@
 """The import-layer contracts hold: ``lint-imports`` over ``[tool.importlinter]``.
 
 The contracts in ``pyproject.toml`` say which way imports may point: each service's
-rules know no gRPC, protobuf or database driver, the planner's layers run one way
-(wiring, adapters, use case, messages, domain), and the client library imports nothing
+rules know no gRPC, protobuf or database driver, every service's layers run one way
+(wiring, adapters, use cases, bulk path or storage, messages, domain), the runtime and
+the CLI reach a service only through the registry, and the client library imports nothing
 from the server side. A file tree can show layers; only a check keeps them.
 """
 
@@ -10,10 +11,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+REGISTRY_CONTRACT = "The runtime and the CLI reach a service only through the registry"
 
 
 def lint_imports(*args: str) -> subprocess.CompletedProcess[str]:
@@ -53,3 +56,25 @@ class TestLayers:
         result = lint_imports("--config", str(config))
         assert result.returncode != 0
         assert "servicer without grpc BROKEN" in result.stdout
+
+    def test_the_registry_contract_sees_the_cli_import_services(self, tmp_path: Path) -> None:
+        """The registry contract is not vacuous: without its named exceptions it finds the
+        CLI's real imports of a service (the export commands' adjudication rules)."""
+        config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+        [contract] = [c for c in config["contracts"] if c["name"] == REGISTRY_CONTRACT]
+        forbidden = ", ".join(f'"{m}"' for m in contract["forbidden_modules"])
+        sources = ", ".join(f'"{m}"' for m in contract["source_modules"])
+        path = tmp_path / "no_exceptions.toml"
+        path.write_text(
+            "[tool.importlinter]\n"
+            'root_packages = ["assay"]\n\n'
+            "[[tool.importlinter.contracts]]\n"
+            f'name = "{REGISTRY_CONTRACT}"\n'
+            'type = "forbidden"\n'
+            f"source_modules = [{sources}]\n"
+            f"forbidden_modules = [{forbidden}]\n"
+        )
+        result = lint_imports("--config", str(path))
+        assert result.returncode != 0
+        assert f"{REGISTRY_CONTRACT} BROKEN" in result.stdout
+        assert "assay.cli.export_events -> assay.services.adjudication.domain" in result.stdout

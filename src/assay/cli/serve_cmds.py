@@ -50,11 +50,12 @@ from assay.runtime.server import (
     run_until_signalled,
 )
 from assay.runtime.tls import dial_host
-from assay.services.registry import SERVICES, ServeOptions
-from assay.services.resolver.domain.budget import (
+from assay.services.registry import (
     MAX_COLUMNS_BYTES,
     MAX_COLUMNS_RATIO,
     MAX_COLUMNS_ROWS,
+    SERVICES,
+    ServeOptions,
 )
 
 DEFAULT_DB = "assay.db"

@@ -15,6 +15,13 @@ from pathlib import Path
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.runtime.server import ServiceSpec
 from assay.runtime.tls import ClientTls
+from assay.services.resolver.domain import budget as resolver_budget
+
+# What one ResolveColumns stream may hold unless ``assay serve`` is told otherwise (its
+# flags' defaults): the command reaches the services only through this module.
+MAX_COLUMNS_ROWS = resolver_budget.MAX_COLUMNS_ROWS
+MAX_COLUMNS_BYTES = resolver_budget.MAX_COLUMNS_BYTES
+MAX_COLUMNS_RATIO = resolver_budget.MAX_COLUMNS_RATIO
 
 
 @dataclass(frozen=True)
