@@ -2,8 +2,9 @@
 
 ``PlanEvidence`` reads the caller's remaining deadline and request id off the call and
 hands them, with the request, to the use case it holds
-(``use_cases.plan_evidence.PlanEvidence``), which makes the resolver calls and plans.
-The plan is serialized here, as the handler sends bytes as they are.
+(``use_cases.plan_evidence.PlanEvidence``), which makes the resolver calls and returns
+the plan as a domain value. The plan is translated (``wire.convert.plan``) and
+serialized here, as the handler sends bytes as they are.
 
 A plan repeats values of the target: the hypotheses carry the value each outcome
 asserts, the resolver answers with every value of the target once per hypothesis, and
@@ -46,7 +47,8 @@ class PlannerServicer:
         ``resolution`` is the resolver's own bytes, re-tagged (``convert.plan_response_bytes``)."""
         deadline = Deadline.after(context.time_remaining())
         metadata = ((REQUEST_ID_KEY, current_request_id()),)
-        plan, raw, base = await self.plan_evidence(request, deadline, metadata)
+        planned, raw, base = await self.plan_evidence(request, deadline, metadata)
+        plan = convert.plan(planned)
         try:
             response = convert.plan_response_bytes(plan, raw)
         except ValueError:  # not the resolution field first: build the message instead

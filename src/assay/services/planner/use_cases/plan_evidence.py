@@ -32,6 +32,7 @@ from assay.runtime.logging import get_logger
 from assay.services.planner.domain.deadline import Deadline
 from assay.services.planner.domain.model import (
     AcquisitionPolicy,
+    EvidencePlan,
     MissingSignalNote,
     Outcome,
     PlanInput,
@@ -45,8 +46,8 @@ from assay.services.planner.wire import convert
 from assay.services.planner.wire.field_paths import PathMap, no_paths
 from assay.services.planner.wire.scope import all_about_target, summary_of, target_scope
 from assay.services.planner.wire.superset import MatchKey, guess_outcomes, match_key
-from assay.v1 import plan_pb2, resolution_pb2
 from assay.v1 import planner_service_pb2 as pb
+from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as rpb
 
 _log = get_logger("assay.planner")
@@ -93,11 +94,12 @@ class Reliabilities(Protocol):
 
 
 class Planned(NamedTuple):
-    """A plan and the resolution it echoes: ``raw`` is the resolver's serialized answer
-    whose base is ``base``, so the response can re-tag its bytes
-    (``convert.plan_response_bytes``)."""
+    """A plan (a domain value: the servicer translates it, ``convert.plan``) and the
+    resolution it echoes: ``raw`` is the resolver's serialized answer whose base is
+    ``base``, so the response can re-tag its bytes (``convert.plan_response_bytes``)
+    instead of serializing the resolution again."""
 
-    plan: plan_pb2.EvidencePlan
+    plan: EvidencePlan
     raw: bytes
     base: resolution_pb2.SemanticResolution
 
@@ -207,7 +209,7 @@ class PlanEvidence:
         hypothetical = [
             convert.resolution(weighed[match_key(o)], with_counted=False) for o in draft.outcomes
         ]
-        return Planned(convert.plan(finish_plan(draft, hypothetical)), raw, answer.base)
+        return Planned(finish_plan(draft, hypothetical), raw, answer.base)
 
     async def _two_calls(
         self,
@@ -232,7 +234,7 @@ class PlanEvidence:
             hypothetical = [
                 convert.resolution(h.resolution, with_counted=False) for h in answer.hypotheses
             ]
-        return Planned(convert.plan(finish_plan(draft, hypothetical)), raw, base.resolution)
+        return Planned(finish_plan(draft, hypothetical), raw, base.resolution)
 
     async def _hypotheses(
         self,
