@@ -82,6 +82,25 @@ def canonical_fields(
     }
 
 
+def revision_fields(value: GoldLabelRevision) -> dict[str, Any]:
+    """The digested form of a revision already built (stored, exported or re-checked)."""
+    return canonical_fields(
+        case_id=value.case_id,
+        revision=value.revision,
+        previous_revision=value.previous_revision,
+        round_=value.round,
+        tenant=value.tenant,
+        basis=value.basis,
+        label_key=value.label_key,
+        contributing_review_ids=value.contributing_review_ids,
+        contributing_reviewer_ids=value.contributing_reviewer_ids,
+        adjudicator_reviewer_id=value.adjudicator_reviewer_id,
+        provenance=value.provenance,
+        freeze_time=value.freeze_time,
+        version=value.digest_version,
+    )
+
+
 def new_revision(
     snapshot: CaseSnapshot,
     resolution: Resolution,

@@ -68,19 +68,5 @@ def shown_digest(field_digests: Mapping[str, str]) -> str:
 
 def gold_digested(value: GoldLabelRevision) -> str:
     """The text ``value.digest`` is the SHA-256 of (KeyError for an unknown version)."""
-    fields = gold.canonical_fields(
-        case_id=value.case_id,
-        revision=value.revision,
-        previous_revision=value.previous_revision,
-        round_=value.round,
-        tenant=value.tenant,
-        basis=value.basis,
-        label_key=value.label_key,
-        contributing_review_ids=value.contributing_review_ids,
-        contributing_reviewer_ids=value.contributing_reviewer_ids,
-        adjudicator_reviewer_id=value.adjudicator_reviewer_id,
-        provenance=value.provenance,
-        freeze_time=value.freeze_time,
-        version=value.digest_version,
-    )
+    fields = gold.revision_fields(value)
     return _GOLD_TEXT[value.digest_version](fields)

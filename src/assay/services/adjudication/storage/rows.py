@@ -258,21 +258,7 @@ def gold_label(row: Row) -> GoldLabelRevision:
 
 
 def gold_params(value: GoldLabelRevision) -> tuple[Any, ...]:
-    fields = gold.canonical_fields(
-        case_id=value.case_id,
-        revision=value.revision,
-        previous_revision=value.previous_revision,
-        round_=value.round,
-        tenant=value.tenant,
-        basis=value.basis,
-        label_key=value.label_key,
-        contributing_review_ids=value.contributing_review_ids,
-        contributing_reviewer_ids=value.contributing_reviewer_ids,
-        adjudicator_reviewer_id=value.adjudicator_reviewer_id,
-        provenance=value.provenance,
-        freeze_time=value.freeze_time,
-        version=value.digest_version,
-    )
+    fields = gold.revision_fields(value)
     return (
         fields["case_id"],
         fields["revision"],
