@@ -21,18 +21,14 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from assay.runtime.server import serving
-from assay.services.registry import ServeOptions
 from assay.services.resolver.adapters.offload import INLINE_MAX_UNITS
 from assay.services.resolver.adapters.servicer import ResolverServicer
-from assay.services.resolver.service import build_spec
 from assay.v1 import claim_pb2
 from assay.v1 import resolver_service_pb2 as rpb
 from tests.support.eventually import eventually_async
 from tests.support.processes import AssayProcess, free_port, service_process
+from tests.support.resolver_in_process import OPTIONS, resolver_in_process
 
-BIG = 256 * 1024 * 1024
-OPTIONS = [("grpc.max_send_message_length", BIG), ("grpc.max_receive_message_length", BIG)]
 RESOLVE_SEMANTIC = "/assay.v1.ResolverService/ResolveSemantic"
 SERVING = health_pb2.HealthCheckResponse.SERVING
 CHECK_EVERY = 0.1
@@ -118,13 +114,8 @@ class TestHeavyWork:
 
 @pytest.fixture
 async def in_process() -> AsyncIterator[tuple[ResolverServicer, grpc.aio.Channel]]:
-    spec = await build_spec(ServeOptions(port=0))
-    assert isinstance(spec.servicer, ResolverServicer)
-    async with (
-        serving([spec]) as running,
-        grpc.aio.insecure_channel(running[0].address, options=OPTIONS) as channel,
-    ):
-        yield spec.servicer, channel
+    async with resolver_in_process() as pair:
+        yield pair
 
 
 class TestInProcess:
