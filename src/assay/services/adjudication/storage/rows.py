@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from assay.errors import DataLoss, Reason
 from assay.services.adjudication.domain import cases, gold
@@ -31,6 +31,11 @@ from assay.services.adjudication.domain.model import (
     ReviewerKind,
 )
 from assay.services.adjudication.domain.times import from_micros, rfc3339, to_micros
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from assay.services.adjudication.storage.interface import StoredResponse
 
 
 class Row(Protocol):
@@ -66,6 +71,10 @@ AUDIT_COLUMNS = (
 )
 # Written with each event, not read back into it: which tenant may see the event.
 AUDIT_INSERT_COLUMNS = f"{AUDIT_COLUMNS}, tenant"
+IDEMPOTENCY_COLUMNS = (
+    "caller_issuer, caller_subject, request_id, method, request_digest, response, "
+    "tenant, case_id, create_time"
+)
 
 
 def names(columns: str) -> tuple[str, ...]:
@@ -317,4 +326,26 @@ def audit_params(value: AuditEvent, payload_json: str, tenant: str) -> tuple[Any
         actor.issuer if actor is not None else None,
         actor.subject if actor is not None else None,
         tenant,
+    )
+
+
+def idempotency_params(
+    owner: tuple[str, str],
+    request_id: str,
+    stored: StoredResponse,
+    tenant: str,
+    case_id: str,
+    at: datetime,
+) -> tuple[Any, ...]:
+    """An ``idempotency`` row in ``IDEMPOTENCY_COLUMNS`` order: a caller's (issuer, subject)
+    and request id, the response stored for it, and when (``at``) it was stored."""
+    return (
+        *owner,
+        request_id,
+        stored.method,
+        stored.request_digest,
+        stored.response,
+        tenant,
+        case_id,
+        to_micros(at),
     )

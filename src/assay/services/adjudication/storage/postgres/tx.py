@@ -308,18 +308,8 @@ class PostgresWriteTx:
         self._insert_row(
             ("request", *owner, request_id),
             "idempotency",
-            "caller_issuer, caller_subject, request_id, method, request_digest, response, "
-            "tenant, case_id, create_time",
-            (
-                *owner,
-                request_id,
-                stored.method,
-                stored.request_digest,
-                stored.response,
-                tenant,
-                case_id,
-                to_micros(self._now()),
-            ),
+            rows.IDEMPOTENCY_COLUMNS,
+            rows.idempotency_params(owner, request_id, stored, tenant, case_id, self._now()),
         )
 
     def _known(self, reviewer_id: str) -> Reviewer | None:

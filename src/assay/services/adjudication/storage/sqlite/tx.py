@@ -88,19 +88,8 @@ class WriteTx:
     ) -> None:
         self.wrote = True
         self._db.execute(
-            "INSERT INTO idempotency (caller_issuer, caller_subject, request_id, method, "
-            "request_digest, response, tenant, case_id, create_time) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                *owner,
-                request_id,
-                stored.method,
-                stored.request_digest,
-                stored.response,
-                tenant,
-                case_id,
-                to_micros(self._now()),
-            ),
+            f"INSERT INTO idempotency ({rows.IDEMPOTENCY_COLUMNS}) VALUES ({', '.join('?' * 9)})",
+            rows.idempotency_params(owner, request_id, stored, tenant, case_id, self._now()),
         )
 
     def reviewer(self, reviewer_id: str) -> Reviewer | None:
