@@ -316,17 +316,28 @@ def _reviewer_add(args: argparse.Namespace) -> int:
     return _emit(args, reply, lambda r: render.reviewers([r.reviewer]))
 
 
-def _reviewer_list(args: argparse.Namespace) -> int:
+def _every_page(
+    args: argparse.Namespace, name: str, request: Callable[[str], Any], field: str
+) -> list[Any]:
+    """Every item of a listing: ``name`` called page by page (``request`` builds a page's
+    request from its page token) until a page has no next token; ``field`` holds the items."""
     found: list[Any] = []
     token = ""
     while True:
-        page = _rpc(
-            args, "ListReviewers", pb.ListReviewersRequest(page_size=1000, page_token=token)
-        )
-        found.extend(page.reviewers)
+        page = _rpc(args, name, request(token))
+        found.extend(getattr(page, field))
         token = page.next_page_token
         if not token:
-            break
+            return found
+
+
+def _reviewer_list(args: argparse.Namespace) -> int:
+    found = _every_page(
+        args,
+        "ListReviewers",
+        lambda token: pb.ListReviewersRequest(page_size=1000, page_token=token),
+        "reviewers",
+    )
     reply = pb.ListReviewersResponse(reviewers=found)
     return _emit(args, reply, lambda r: render.reviewers(found), found)
 
@@ -406,17 +417,14 @@ def _freeze(args: argparse.Namespace) -> int:
 
 
 def _revisions(args: argparse.Namespace) -> int:
-    found: list[Any] = []
-    token = ""
-    while True:
-        request = pb.ListGoldLabelRevisionsRequest(
+    found = _every_page(
+        args,
+        "ListGoldLabelRevisions",
+        lambda token: pb.ListGoldLabelRevisionsRequest(
             case_id=args.case_id, page_size=1000, page_token=token
-        )
-        page = _rpc(args, "ListGoldLabelRevisions", request)
-        found.extend(page.revisions)
-        token = page.next_page_token
-        if not token:
-            break
+        ),
+        "revisions",
+    )
     reply = pb.ListGoldLabelRevisionsResponse(revisions=found)
     return _emit(args, reply, lambda r: render.revisions(found), found)
 
@@ -427,33 +435,27 @@ def _revisions(args: argparse.Namespace) -> int:
 def _queue(args: argparse.Namespace) -> int:
     if args.adjudicator:
         return _worklist(args)
-    found: list[Any] = []
-    token = ""
-    while True:
-        request = pb.ListQueueRequest(
+    found = _every_page(
+        args,
+        "ListQueue",
+        lambda token: pb.ListQueueRequest(
             reviewer_id=args.reviewer, tenant=args.tenant, page_size=1000, page_token=token
-        )
-        page = _rpc(args, "ListQueue", request)
-        found.extend(page.cases)
-        token = page.next_page_token
-        if not token:
-            break
+        ),
+        "cases",
+    )
     reply = pb.ListQueueResponse(cases=found)
     return _emit(args, reply, lambda r: render.queue(args.reviewer, found), found)
 
 
 def _worklist(args: argparse.Namespace) -> int:
-    items: list[Any] = []
-    token = ""
-    while True:
-        request = pb.ListAdjudicationQueueRequest(
+    items = _every_page(
+        args,
+        "ListAdjudicationQueue",
+        lambda token: pb.ListAdjudicationQueueRequest(
             adjudicator_id=args.adjudicator, tenant=args.tenant, page_size=1000, page_token=token
-        )
-        page = _rpc(args, "ListAdjudicationQueue", request)
-        items.extend(page.items)
-        token = page.next_page_token
-        if not token:
-            break
+        ),
+        "items",
+    )
     reply = pb.ListAdjudicationQueueResponse(items=items)
     return _emit(args, reply, lambda r: render.worklist(args.adjudicator, items), items)
 
