@@ -14,30 +14,23 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import time
 from collections.abc import AsyncIterator, Iterator
 
 import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 
 from assay.services.resolver.adapters.offload import INLINE_MAX_UNITS
 from assay.services.resolver.adapters.servicer import ResolverServicer
 from assay.v1 import claim_pb2
 from assay.v1 import resolver_service_pb2 as rpb
 from tests.support.eventually import eventually_async
+from tests.support.heavy_calls import LINGER_BOUND_MS, LOG_WAIT, health_while, work_stopped
 from tests.support.processes import AssayProcess, free_port, service_process
 from tests.support.resolver_in_process import OPTIONS, resolver_in_process
 
 RESOLVE_SEMANTIC = "/assay.v1.ResolverService/ResolveSemantic"
 SERVING = health_pb2.HealthCheckResponse.SERVING
-CHECK_EVERY = 0.1
-# A health check's deadline: "answered within 1 s" (docs/performance.md has what it takes).
-CHECK_TIMEOUT = 1.0
-# Generous bounds, for two shared cores: how long a stopped work may linger after its
-# caller's deadline (measured: under 10 ms), and how long to wait for the server to say so.
-LINGER_BOUND_MS = 2_000.0
-LOG_WAIT = 30.0
 
 
 def semantic_request(claims: int) -> bytes:
@@ -68,22 +61,8 @@ class TestHeavyWork:
         """Every health check sent while 700,000 claims are resolved answers SERVING."""
         raw = semantic_request(700_000)
         async with grpc.aio.insecure_channel(resolver.target, options=OPTIONS) as channel:
-            health = health_pb2_grpc.HealthStub(channel)
             heavy = asyncio.ensure_future(channel.unary_unary(RESOLVE_SEMANTIC)(raw, timeout=120))
-            answers: list[int | str] = []
-            while not heavy.done():
-                sent = time.monotonic()
-                try:
-                    reply = await health.Check(
-                        health_pb2.HealthCheckRequest(), timeout=CHECK_TIMEOUT
-                    )
-                    answers.append(reply.status)
-                except grpc.aio.AioRpcError as error:
-                    answers.append(error.code().name)
-                # The next check is due CHECK_EVERY after this one, or none once the call ends.
-                await asyncio.wait(
-                    [heavy], timeout=max(0.0, CHECK_EVERY - (time.monotonic() - sent))
-                )
+            answers = await health_while(channel, heavy)
             response = rpb.ResolveSemanticResponse.FromString(await heavy)
         assert response.resolution.subject == "s"
         assert len(answers) >= 5, "the heavy call ended too soon to check much"
@@ -100,14 +79,7 @@ class TestHeavyWork:
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await call(raw, timeout=1.5)
             assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-            stopped = await eventually_async(
-                lambda: resolver.log_line(event="resolver_work_stopped", method="ResolveSemantic"),
-                message="the server to log that it stopped the work",
-                timeout=LOG_WAIT,
-                interval=0.05,
-            )
-            assert stopped["why"] in ("deadline", "cancelled")
-            assert stopped["lingered_ms"] < LINGER_BOUND_MS, stopped
+            await work_stopped(resolver, "ResolveSemantic")
             small = await call(semantic_request(1_000), timeout=30)
         assert rpb.ResolveSemanticResponse.FromString(small).resolution.subject == "s"
 

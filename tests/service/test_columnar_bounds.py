@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -30,18 +29,14 @@ from assay.services.resolver.adapters.servicer import COLUMNS_BYTES_PER_UNIT, Re
 from assay.v1 import resolver_service_pb2 as rpb
 from tests.support.arrow_bombs import identical, ipc, varied
 from tests.support.eventually import eventually_async
+from tests.support.heavy_calls import health_while, work_stopped
 from tests.support.processes import AssayProcess, assay_command, free_port, service_process
 from tests.support.resolver_in_process import OPTIONS, resolver_in_process
 
 RESOLVE_COLUMNS = "/assay.v1.ResolverService/ResolveColumns"
 SERVING = health_pb2.HealthCheckResponse.SERVING
-CHECK_EVERY = 0.1
-CHECK_TIMEOUT = 1.0  # a health check's deadline: "answered within 1 s"
 TIMEOUT = 120.0
-# Generous bounds, for two shared cores: how long stopped work may linger after its
-# caller's deadline, and how long to wait for the server to say so or for memory to settle.
-LINGER_BOUND_MS = 2_000.0
-LOG_WAIT = 30.0
+# Generous bounds, for two shared cores: how long to wait for memory to settle.
 SETTLE_SECONDS = 15.0
 SETTLED_RATIO = 1.5
 # Identical id-less rows all tie, so each is given a content reference: ~25 us a row, the
@@ -190,20 +185,7 @@ class TestLargeAllowedRequests:
             health = health_pb2_grpc.HealthStub(channel)
             await health.Check(health_pb2.HealthCheckRequest(), timeout=5)
             heavy = asyncio.ensure_future(resolves(channel, data))
-            answers: list[int | str] = []
-            while not heavy.done():
-                sent = time.monotonic()
-                try:
-                    reply = await health.Check(
-                        health_pb2.HealthCheckRequest(), timeout=CHECK_TIMEOUT
-                    )
-                    answers.append(reply.status)
-                except grpc.aio.AioRpcError as error:
-                    answers.append(error.code().name)
-                # The next check is due CHECK_EVERY after this one, or none once the call ends.
-                await asyncio.wait(
-                    [heavy], timeout=max(0.0, CHECK_EVERY - (time.monotonic() - sent))
-                )
+            answers = await health_while(channel, heavy)
             response = await heavy
         assert response.semantics_arrow
         assert len(answers) >= 5, "the large call ended too soon to check much"
@@ -243,14 +225,7 @@ class TestLargeAllowedRequests:
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await channel.unary_unary(RESOLVE_COLUMNS)(raw, timeout=0.5)
             assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-            stopped = await eventually_async(
-                lambda: resolver.log_line(event="resolver_work_stopped", method="ResolveColumns"),
-                message="the server to log that it stopped the work",
-                timeout=LOG_WAIT,
-                interval=0.05,
-            )
-            assert stopped["why"] in ("deadline", "cancelled")
-            assert stopped["lingered_ms"] < LINGER_BOUND_MS, stopped
+            await work_stopped(resolver, "ResolveColumns")
             response = await resolves(channel, ipc(varied(1_000), "zstd"))
         assert response.semantics_arrow
 
