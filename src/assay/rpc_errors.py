@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import grpc
-from google.rpc import error_details_pb2
+from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from assay import errors
@@ -29,6 +29,7 @@ class DecodedError:
     domain: str = ""
     metadata: dict[str, str] = field(default_factory=dict)
     violations: tuple[errors.FieldViolation, ...] = ()
+    retry_delay: float | None = None  # RetryInfo's delay in seconds; None: no RetryInfo
 
 
 def decode_rpc_error(error: grpc.RpcError) -> DecodedError:
@@ -41,9 +42,18 @@ def decode_rpc_error(error: grpc.RpcError) -> DecodedError:
         proto = None
     if proto is None:
         return DecodedError(code=code, message=message)
+    return decode_status(code, proto, message)
+
+
+def decode_status(
+    code: grpc.StatusCode, proto: status_pb2.Status, message: str = ""
+) -> DecodedError:
+    """The details of a ``google.rpc.Status`` already read (from a call, or from the
+    ``grpc-status-details-bin`` trailer an interceptor sees)."""
     reason = domain = ""
     metadata: dict[str, str] = {}
     violations: list[errors.FieldViolation] = []
+    retry_delay: float | None = None
     for detail in proto.details:
         if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
             info = error_details_pb2.ErrorInfo()
@@ -55,6 +65,10 @@ def decode_rpc_error(error: grpc.RpcError) -> DecodedError:
             violations.extend(
                 errors.FieldViolation(v.field, v.description) for v in bad.field_violations
             )
+        elif detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            retry = error_details_pb2.RetryInfo()
+            detail.Unpack(retry)
+            retry_delay = retry.retry_delay.ToTimedelta().total_seconds()
     return DecodedError(
         code=code,
         message=proto.message or message,
@@ -62,7 +76,8 @@ def decode_rpc_error(error: grpc.RpcError) -> DecodedError:
         domain=domain,
         metadata=metadata,
         violations=tuple(violations),
+        retry_delay=retry_delay,
     )
 
 
-__all__ = ["DecodedError", "decode_rpc_error"]
+__all__ = ["DecodedError", "decode_rpc_error", "decode_status"]

@@ -30,11 +30,11 @@ from pathlib import Path
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2, status_pb2
 
 from assay.client import builders
 from assay.client.adjudication_async import AsyncAdjudicationClient
 from assay.client.errors import AssayCallError
+from assay.rpc_errors import decode_rpc_error
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
 from assay.v1 import gold_pb2
@@ -82,24 +82,6 @@ class Run:
         return self.restarted.is_set() and self.probes_after_restart >= AFTER_RESTART
 
 
-def refusal_details(error: grpc.aio.AioRpcError) -> tuple[str, float | None]:
-    """The ErrorInfo reason and the RetryInfo delay (None: none) of a refused call."""
-    trailers = error.trailing_metadata() or ()
-    raw = next((v for k, v in trailers if k == "grpc-status-details-bin"), b"")
-    assert isinstance(raw, bytes)
-    reason, delay = "", None
-    for detail in status_pb2.Status.FromString(raw).details:
-        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            detail.Unpack(info)
-            reason = info.reason
-        elif detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-            retry = error_details_pb2.RetryInfo()
-            detail.Unpack(retry)
-            delay = retry.retry_delay.ToTimedelta().total_seconds()
-    return reason, delay
-
-
 async def probe(target: str, run: Run, deadline: float) -> None:
     """Registrations back to back on a channel without retries; see the module docstring."""
     options = [("grpc.enable_retries", 0)]
@@ -118,7 +100,8 @@ async def probe(target: str, run: Run, deadline: float) -> None:
                     run.probe_codes[error.code().name] += 1
                     if error.code() != grpc.StatusCode.UNAVAILABLE:
                         return  # the assertions show it
-                    reason, delay = refusal_details(error)
+                    decoded = decode_rpc_error(error)
+                    reason, delay = decoded.reason, decoded.retry_delay
                     run.refusals.append((reason, delay))
                     await asyncio.sleep(delay or 0.25)  # as RetryInfo says
                     continue

@@ -20,12 +20,11 @@ from typing import Any
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_status import rpc_status
 
 from assay.client import AsyncResolverClient, ResolverClient
 from assay.client.errors import AssayCallError
+from assay.rpc_errors import decode_rpc_error
 from assay.runtime.admission import MAX_RETRY_SECONDS, PUSHBACK_KEY, retry_delay
 from assay.runtime.config import ServerConfig
 from assay.runtime.server import RunningService, ServiceSpec, serving
@@ -88,20 +87,9 @@ def rpc_lines(stream: io.StringIO) -> list[dict[str, Any]]:
 
 
 def details_of(error: grpc.aio.AioRpcError) -> tuple[str, float]:
-    """The ErrorInfo reason and the RetryInfo delay of a failed call."""
-    status = rpc_status.from_call(error)
-    assert status is not None
-    reason, delay = "", -1.0
-    for detail in status.details:
-        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            detail.Unpack(info)
-            reason = info.reason
-        elif detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-            retry = error_details_pb2.RetryInfo()
-            detail.Unpack(retry)
-            delay = retry.retry_delay.ToTimedelta().total_seconds()
-    return reason, delay
+    """The ErrorInfo reason and the RetryInfo delay (-1.0: none) of a failed call."""
+    decoded = decode_rpc_error(error)
+    return decoded.reason, -1.0 if decoded.retry_delay is None else decoded.retry_delay
 
 
 class TestRefusals:

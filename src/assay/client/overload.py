@@ -32,7 +32,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import grpc
-from google.rpc import error_details_pb2, status_pb2
+from google.rpc import status_pb2
+
+from assay.rpc_errors import decode_status
 
 OVERLOAD_ATTEMPTS = 4
 STORAGE_ATTEMPTS = 6
@@ -48,25 +50,18 @@ _RETRIED: dict[tuple[grpc.StatusCode, str], tuple[int, bool]] = {
     (grpc.StatusCode.RESOURCE_EXHAUSTED, OVERLOADED): (OVERLOAD_ATTEMPTS, False),
     (grpc.StatusCode.UNAVAILABLE, STORAGE_UNAVAILABLE): (STORAGE_ATTEMPTS, True),
 }
+_RETRIED_CODES = frozenset(code for code, _ in _RETRIED)
 
 
-def _reason_and_delay(trailers: Iterable[tuple[str, Any]]) -> tuple[str, float | None]:
+def _reason_and_delay(
+    code: grpc.StatusCode, trailers: Iterable[tuple[str, Any]]
+) -> tuple[str, float | None]:
     """The status details' ErrorInfo reason and RetryInfo delay (None: no RetryInfo)."""
     raw = next((value for key, value in trailers if key == _DETAILS_KEY), None)
     if not isinstance(raw, bytes):
         return "", None
-    status = status_pb2.Status.FromString(raw)
-    reason, delay = "", None
-    for detail in status.details:
-        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            detail.Unpack(info)
-            reason = info.reason
-        elif detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-            retry = error_details_pb2.RetryInfo()
-            detail.Unpack(retry)
-            delay = retry.retry_delay.ToTimedelta().total_seconds()
-    return reason, delay
+    decoded = decode_status(code, status_pb2.Status.FromString(raw))
+    return decoded.reason, decoded.retry_delay
 
 
 def refusal_delay(
@@ -77,9 +72,9 @@ def refusal_delay(
 ) -> tuple[float, int] | None:
     """For a refusal retried here (module docstring), after attempt number ``attempt`` (1 for
     the first call): the seconds to wait and the attempts allowed in all; else None."""
-    if code not in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE):
+    if code not in _RETRIED_CODES:
         return None
-    reason, delay = _reason_and_delay(trailers)
+    reason, delay = _reason_and_delay(code, trailers)
     rule = _RETRIED.get((code, reason))
     if rule is None:
         return None
