@@ -5,8 +5,10 @@ hold the same tables at the same schema version; where a definition differs
 only in the name of a type, it is here with that type as an argument:
 ``micros``, the column type of a timestamp stored as microseconds since the
 epoch (SQLite ``INTEGER``, PostgreSQL ``BIGINT``), and ``blob``, of raw bytes
-(``BLOB``, ``BYTEA``). What differs in kind (triggers, SQLite's ``rowid``
-against PostgreSQL's identity column, JSON indexes) stays with each engine.
+(``BLOB``, ``BYTEA``). The audit ledger's partial indexes are listed here once,
+each engine passing its own expression for a JSON payload key. What differs in
+kind (triggers, SQLite's ``rowid`` against PostgreSQL's identity column) stays
+with each engine.
 
 These texts are part of migrations already applied to databases: a change here
 would change what an old version means. A new version adds statements of its
@@ -14,6 +16,8 @@ own instead.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 
 def cases(micros: str) -> str:
@@ -73,6 +77,19 @@ CREATE TABLE gold_labels (
 );"""
 
 
+def idempotency_v1(micros: str, blob: str) -> str:
+    """Version 1's ``idempotency`` table, keyed by request id alone (replaced in version 2)."""
+    return f"""CREATE TABLE idempotency (
+    request_id     TEXT PRIMARY KEY,
+    method         TEXT NOT NULL,
+    request_digest TEXT NOT NULL,
+    response       {blob} NOT NULL,
+    tenant         TEXT NOT NULL,
+    case_id        TEXT NOT NULL,
+    create_time    {micros} NOT NULL
+);"""
+
+
 def idempotency(table: str, micros: str, blob: str) -> str:
     """Version 2's ``idempotency`` table, keyed per caller, created as ``table``."""
     return f"""CREATE TABLE {table} (
@@ -98,3 +115,25 @@ DIGEST_VERSIONS = """
 ALTER TABLE cases ADD COLUMN digest_version TEXT NOT NULL DEFAULT 'assay.case.v1';
 ALTER TABLE gold_labels ADD COLUMN digest_version TEXT NOT NULL DEFAULT 'assay.gold.v1';
 """
+
+# The partial indexes of audit events by a payload key: (index, key, event type). Version 3's
+# are what a freeze looks up, version 4's what a checked read of a gold label or case does.
+AUDIT_LOOKUPS_V3 = (
+    ("audit_review_events", "review_id", "REVIEW_SUBMITTED"),
+    ("audit_resolution_events", "case_id", "CASE_RESOLVED"),
+    ("audit_reviewer_events", "reviewer_id", "REVIEWER_REGISTERED"),
+)
+AUDIT_LOOKUPS_V4 = (
+    ("audit_gold_events", "case_id", "GOLD_LABEL_FROZEN"),
+    ("audit_case_events", "case_id", "CASE_ENQUEUED"),
+)
+
+
+def audit_lookups(lookups: tuple[tuple[str, str, str], ...], payload: Callable[[str], str]) -> str:
+    """The ``lookups`` as one migration; ``payload(key)``: the engine's expression for the
+    payload's text at ``key``."""
+    return "\n" + "".join(
+        f"CREATE INDEX {name} ON audit_events ({payload(key)})\n"
+        f"    WHERE event_type = '{event_type}';\n"
+        for name, key, event_type in lookups
+    )

@@ -19,6 +19,12 @@ from __future__ import annotations
 from assay.services.adjudication.storage import ddl
 from assay.services.adjudication.storage.postgres import queries
 
+
+def _payload(key: str) -> str:
+    """The audit payload's text at ``key`` (an index expression)."""
+    return f"(payload ->> '{key}')"
+
+
 # The key of the advisory lock held while migrating (any constant unique to Assay).
 MIGRATION_LOCK = 0x4153534159000001  # "ASSAY" + 1
 
@@ -76,15 +82,7 @@ CREATE TRIGGER audit_events_append_only BEFORE UPDATE OR DELETE ON audit_events
 CREATE TRIGGER audit_events_no_truncate BEFORE TRUNCATE ON audit_events
     FOR EACH STATEMENT EXECUTE FUNCTION assay_refuse('the audit ledger is append-only');
 
-CREATE TABLE idempotency (
-    request_id     TEXT PRIMARY KEY,
-    method         TEXT NOT NULL,
-    request_digest TEXT NOT NULL,
-    response       BYTEA NOT NULL,
-    tenant         TEXT NOT NULL,
-    case_id        TEXT NOT NULL,
-    create_time    BIGINT NOT NULL
-);
+{ddl.idempotency_v1("BIGINT", "BYTEA")}
 {ddl.IDEMPOTENCY_INDEXES}
 """
 
@@ -108,21 +106,9 @@ DROP TABLE idempotency;
 {ddl.IDEMPOTENCY_INDEXES}
 """
 
-_V3 = """
-CREATE INDEX audit_review_events ON audit_events ((payload ->> 'review_id'))
-    WHERE event_type = 'REVIEW_SUBMITTED';
-CREATE INDEX audit_resolution_events ON audit_events ((payload ->> 'case_id'))
-    WHERE event_type = 'CASE_RESOLVED';
-CREATE INDEX audit_reviewer_events ON audit_events ((payload ->> 'reviewer_id'))
-    WHERE event_type = 'REVIEWER_REGISTERED';
-"""
+_V3 = ddl.audit_lookups(ddl.AUDIT_LOOKUPS_V3, _payload)
 
-_V4 = """
-CREATE INDEX audit_gold_events ON audit_events ((payload ->> 'case_id'))
-    WHERE event_type = 'GOLD_LABEL_FROZEN';
-CREATE INDEX audit_case_events ON audit_events ((payload ->> 'case_id'))
-    WHERE event_type = 'CASE_ENQUEUED';
-"""
+_V4 = ddl.audit_lookups(ddl.AUDIT_LOOKUPS_V4, _payload)
 
 # V5: which canonical form each stored digest was computed with (rows before it: v1).
 _V5 = ddl.DIGEST_VERSIONS

@@ -12,6 +12,12 @@ from __future__ import annotations
 
 from assay.services.adjudication.storage import ddl
 
+
+def _payload(key: str) -> str:
+    """The audit payload's text at ``key`` (an index expression)."""
+    return f"json_extract(payload, '$.{key}')"
+
+
 _V1 = f"""
 CREATE TABLE reviewers (
     reviewer_id   TEXT PRIMARY KEY,
@@ -61,15 +67,7 @@ BEGIN SELECT RAISE(ABORT, 'the audit ledger is append-only'); END;
 
 -- The first response to each request_id, so a retry returns it unchanged.
 -- tenant / case_id let tenant deletion and sweeps remove responses holding case data.
-CREATE TABLE idempotency (
-    request_id     TEXT PRIMARY KEY,
-    method         TEXT NOT NULL,
-    request_digest TEXT NOT NULL,
-    response       BLOB NOT NULL,
-    tenant         TEXT NOT NULL,
-    case_id        TEXT NOT NULL,
-    create_time    INTEGER NOT NULL
-);
+{ddl.idempotency_v1("INTEGER", "BLOB")}
 {ddl.IDEMPOTENCY_INDEXES}
 """
 
@@ -118,23 +116,11 @@ ALTER TABLE idempotency_v2 RENAME TO idempotency;
 # What a freeze looks up in the ledger (``WriteTx.recorded``): the events of the round's
 # reviews, its resolution and its reviewers, by record id, so the check costs a few index
 # probes however long the ledger grows. Partial, so other events pay nothing to write.
-_V3 = """
-CREATE INDEX audit_review_events ON audit_events (json_extract(payload, '$.review_id'))
-    WHERE event_type = 'REVIEW_SUBMITTED';
-CREATE INDEX audit_resolution_events ON audit_events (json_extract(payload, '$.case_id'))
-    WHERE event_type = 'CASE_RESOLVED';
-CREATE INDEX audit_reviewer_events ON audit_events (json_extract(payload, '$.reviewer_id'))
-    WHERE event_type = 'REVIEWER_REGISTERED';
-"""
+_V3 = ddl.audit_lookups(ddl.AUDIT_LOOKUPS_V3, _payload)
 
 # V4, every record checked against the ledger on read: a gold label's GOLD_LABEL_FROZEN event
 # and a case's CASE_ENQUEUED event by case id (the other kinds are indexed by V3).
-_V4 = """
-CREATE INDEX audit_gold_events ON audit_events (json_extract(payload, '$.case_id'))
-    WHERE event_type = 'GOLD_LABEL_FROZEN';
-CREATE INDEX audit_case_events ON audit_events (json_extract(payload, '$.case_id'))
-    WHERE event_type = 'CASE_ENQUEUED';
-"""
+_V4 = ddl.audit_lookups(ddl.AUDIT_LOOKUPS_V4, _payload)
 
 # V5, RFC 8785: each case and gold label names the canonical form of its digest. Rows written
 # before are the legacy form (v1); new rows are written as v2 (JCS). See domain/digests.py.
