@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import descriptor_pb2 as google_dot_protobuf_dot_descriptor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61ssay/v1/access.proto\x12\x08\x61ssay.v1\x1a google/protobuf/descriptor.proto\"B\n\nAccessRule\x12\x1d\n\x05roles\x18\x01 \x03(\x0e\x32\x0e.assay.v1.Role\x12\x15\n\rtenant_scoped\x18\x02 \x01(\x08*\x8d\x01\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_READER\x10\x01\x12\x11\n\rROLE_REVIEWER\x10\x02\x12\x14\n\x10ROLE_ADJUDICATOR\x10\x03\x12\x11\n\rROLE_OPERATOR\x10\x04\x12\x10\n\x0cROLE_AUDITOR\x10\x05\x12\x10\n\x0cROLE_SERVICE\x10\x06:F\n\x06\x61\x63\x63\x65ss\x12\x1e.google.protobuf.MethodOptions\x18\x8e\x97\x03 \x01(\x0b\x32\x14.assay.v1.AccessRuleB@\n\x0c\x64\x65v.assay.v1P\x01Z.github.com/assay/assay/gen/go/assay/v1;assayv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61ssay/v1/access.proto\x12\x08\x61ssay.v1\x1a google/protobuf/descriptor.proto\"B\n\nAccessRule\x12\x1d\n\x05roles\x18\x01 \x03(\x0e\x32\x0e.assay.v1.Role\x12\x15\n\rtenant_scoped\x18\x02 \x01(\x08*\xa0\x01\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_READER\x10\x01\x12\x11\n\rROLE_REVIEWER\x10\x02\x12\x14\n\x10ROLE_ADJUDICATOR\x10\x03\x12\x11\n\rROLE_OPERATOR\x10\x04\x12\x10\n\x0cROLE_AUDITOR\x10\x05\x12\x10\n\x0cROLE_SERVICE\x10\x06\x12\x11\n\rROLE_APPROVER\x10\x07:F\n\x06\x61\x63\x63\x65ss\x12\x1e.google.protobuf.MethodOptions\x18\x8e\x97\x03 \x01(\x0b\x32\x14.assay.v1.AccessRuleB@\n\x0c\x64\x65v.assay.v1P\x01Z.github.com/assay/assay/gen/go/assay/v1;assayv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,7 +34,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\014dev.assay.v1P\001Z.github.com/assay/assay/gen/go/assay/v1;assayv1'
   _globals['_ROLE']._serialized_start=138
-  _globals['_ROLE']._serialized_end=279
+  _globals['_ROLE']._serialized_end=298
   _globals['_ACCESSRULE']._serialized_start=69
   _globals['_ACCESSRULE']._serialized_end=135
 # @@protoc_insertion_point(module_scope)

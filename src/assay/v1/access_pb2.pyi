@@ -43,6 +43,10 @@ class _RoleEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Role.ValueType],
     """Verify the ledger, list audit events, compute agreement, export."""
     ROLE_SERVICE: _Role.ValueType  # 6
     """Another Assay service (the planner calling the resolver)."""
+    ROLE_APPROVER: _Role.ValueType  # 7
+    """Approve or deny acquisitions the planner marked REQUIRES_APPROVAL, as
+    themselves, never their own requests.
+    """
 
 class Role(_Role, metaclass=_RoleEnumTypeWrapper):
     """Role is what an authenticated principal may do. A principal holds roles
@@ -66,6 +70,10 @@ ROLE_AUDITOR: Role.ValueType  # 5
 """Verify the ledger, list audit events, compute agreement, export."""
 ROLE_SERVICE: Role.ValueType  # 6
 """Another Assay service (the planner calling the resolver)."""
+ROLE_APPROVER: Role.ValueType  # 7
+"""Approve or deny acquisitions the planner marked REQUIRES_APPROVAL, as
+themselves, never their own requests.
+"""
 Global___Role: _TypeAlias = Role  # noqa: Y015
 
 @_typing.final

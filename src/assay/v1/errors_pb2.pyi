@@ -233,6 +233,44 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     where the RPC is safe to repeat (every mutating RPC they send carries a
     `request_id`). Code: UNAVAILABLE.
     """
+    ERROR_REASON_AUTHENTICATION_REQUIRED: _ErrorReason.ValueType  # 130
+    """Approvals need authenticated callers: the server was started without
+    authentication, so no requester can be told from an approver.
+    Code: FAILED_PRECONDITION.
+    """
+    ERROR_REASON_APPROVAL_NOT_FOUND: _ErrorReason.ValueType  # 131
+    """No approval with that id in the caller's tenants. Code: NOT_FOUND."""
+    ERROR_REASON_CANDIDATE_FORBIDDEN: _ErrorReason.ValueType  # 132
+    """The candidate needs a side effect that is never approved (writing
+    outside the worktree), or the plan marked it FORBIDDEN.
+    Code: FAILED_PRECONDITION.
+    """
+    ERROR_REASON_CANDIDATE_NOT_APPROVABLE: _ErrorReason.ValueType  # 133
+    """The candidate is not REQUIRES_APPROVAL, or a blocking reason no grant
+    removes stands in its way. Code: FAILED_PRECONDITION.
+    """
+    ERROR_REASON_APPROVER_IS_REQUESTER: _ErrorReason.ValueType  # 134
+    """The caller asked for this approval: a requester never decides on their
+    own request. Code: PERMISSION_DENIED.
+    """
+    ERROR_REASON_APPROVER_ALREADY_DECIDED: _ErrorReason.ValueType  # 135
+    """This approver has decided on this approval already; each approver
+    counts once. Code: ALREADY_EXISTS.
+    """
+    ERROR_REASON_APPROVAL_NOT_PENDING: _ErrorReason.ValueType  # 136
+    """The approval is no longer pending (or, for a revoke, no longer pending
+    or granted). Code: FAILED_PRECONDITION, with metadata `state`.
+    """
+    ERROR_REASON_APPROVAL_NOT_GRANTED: _ErrorReason.ValueType  # 137
+    """The approval is not granted (pending, denied, expired or revoked).
+    Code: FAILED_PRECONDITION, with metadata `state`.
+    """
+    ERROR_REASON_APPROVAL_ALREADY_CONSUMED: _ErrorReason.ValueType  # 138
+    """The grant was used already. Code: FAILED_PRECONDITION."""
+    ERROR_REASON_APPROVAL_CANDIDATE_MISMATCH: _ErrorReason.ValueType  # 139
+    """The consume names another candidate than the one granted.
+    Code: FAILED_PRECONDITION.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """ErrorReason is the vocabulary of `google.rpc.ErrorInfo.reason` for every
@@ -457,5 +495,43 @@ may or may not be stored (metadata `commit_outcome` is `unknown`), and
 repeating it could act twice. The Assay clients retry it by themselves
 where the RPC is safe to repeat (every mutating RPC they send carries a
 `request_id`). Code: UNAVAILABLE.
+"""
+ERROR_REASON_AUTHENTICATION_REQUIRED: ErrorReason.ValueType  # 130
+"""Approvals need authenticated callers: the server was started without
+authentication, so no requester can be told from an approver.
+Code: FAILED_PRECONDITION.
+"""
+ERROR_REASON_APPROVAL_NOT_FOUND: ErrorReason.ValueType  # 131
+"""No approval with that id in the caller's tenants. Code: NOT_FOUND."""
+ERROR_REASON_CANDIDATE_FORBIDDEN: ErrorReason.ValueType  # 132
+"""The candidate needs a side effect that is never approved (writing
+outside the worktree), or the plan marked it FORBIDDEN.
+Code: FAILED_PRECONDITION.
+"""
+ERROR_REASON_CANDIDATE_NOT_APPROVABLE: ErrorReason.ValueType  # 133
+"""The candidate is not REQUIRES_APPROVAL, or a blocking reason no grant
+removes stands in its way. Code: FAILED_PRECONDITION.
+"""
+ERROR_REASON_APPROVER_IS_REQUESTER: ErrorReason.ValueType  # 134
+"""The caller asked for this approval: a requester never decides on their
+own request. Code: PERMISSION_DENIED.
+"""
+ERROR_REASON_APPROVER_ALREADY_DECIDED: ErrorReason.ValueType  # 135
+"""This approver has decided on this approval already; each approver
+counts once. Code: ALREADY_EXISTS.
+"""
+ERROR_REASON_APPROVAL_NOT_PENDING: ErrorReason.ValueType  # 136
+"""The approval is no longer pending (or, for a revoke, no longer pending
+or granted). Code: FAILED_PRECONDITION, with metadata `state`.
+"""
+ERROR_REASON_APPROVAL_NOT_GRANTED: ErrorReason.ValueType  # 137
+"""The approval is not granted (pending, denied, expired or revoked).
+Code: FAILED_PRECONDITION, with metadata `state`.
+"""
+ERROR_REASON_APPROVAL_ALREADY_CONSUMED: ErrorReason.ValueType  # 138
+"""The grant was used already. Code: FAILED_PRECONDITION."""
+ERROR_REASON_APPROVAL_CANDIDATE_MISMATCH: ErrorReason.ValueType  # 139
+"""The consume names another candidate than the one granted.
+Code: FAILED_PRECONDITION.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

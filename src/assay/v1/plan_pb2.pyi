@@ -1040,6 +1040,7 @@ class AcquisitionCandidate(_message.Message):
     ACTION_RISK_FIELD_NUMBER: _builtins.int
     PRIVACY_FIELD_NUMBER: _builtins.int
     BLOCKING_REASONS_FIELD_NUMBER: _builtins.int
+    CANDIDATE_DIGEST_FIELD_NUMBER: _builtins.int
     candidate_id: _builtins.str
     """Stable identifier within the plan: "<probe>/<signal class>"."""
     probe: Global___ProbeKind.ValueType
@@ -1074,6 +1075,13 @@ class AcquisitionCandidate(_message.Message):
     """Worst effect of its side effects."""
     privacy: Global___PrivacyExposure.ValueType
     """Who would see the evidence."""
+    candidate_digest: _builtins.str
+    """Identifies the action: "sha256:" + the hex SHA-256 of the RFC 8785
+    canonical JSON of {"predicate", "probe", "required_side_effects",
+    "subject", "target_signal_class"} (enum values by name, side effects in
+    ascending order). The same action planned again has the same digest; an
+    approval is granted for, and consumed with, exactly this digest.
+    """
     @_builtins.property
     def addresses_gap_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The `gap_id`s it addresses, in gap order."""
@@ -1125,10 +1133,11 @@ class AcquisitionCandidate(_message.Message):
         action_risk: Global___ActionRisk.ValueType = ...,
         privacy: Global___PrivacyExposure.ValueType = ...,
         blocking_reasons: _abc.Iterable[Global___AvailabilityReason.ValueType] | None = ...,
+        candidate_digest: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_risk", b"action_risk", "addresses_gap_ids", b"addresses_gap_ids", "availability", b"availability", "availability_reason", b"availability_reason", "blocking_reasons", b"blocking_reasons", "candidate_id", b"candidate_id", "cost", b"cost", "discrimination", b"discrimination", "discrimination_basis", b"discrimination_basis", "expected_source_kind", b"expected_source_kind", "forbidden_side_effects", b"forbidden_side_effects", "independence", b"independence", "latency", b"latency", "missing_grants", b"missing_grants", "outcome_assumption", b"outcome_assumption", "outcome_value_key", b"outcome_value_key", "privacy", b"privacy", "probe", b"probe", "recency", b"recency", "required_side_effects", b"required_side_effects", "target_signal_availability", b"target_signal_availability", "target_signal_class", b"target_signal_class"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_risk", b"action_risk", "addresses_gap_ids", b"addresses_gap_ids", "availability", b"availability", "availability_reason", b"availability_reason", "blocking_reasons", b"blocking_reasons", "candidate_digest", b"candidate_digest", "candidate_id", b"candidate_id", "cost", b"cost", "discrimination", b"discrimination", "discrimination_basis", b"discrimination_basis", "expected_source_kind", b"expected_source_kind", "forbidden_side_effects", b"forbidden_side_effects", "independence", b"independence", "latency", b"latency", "missing_grants", b"missing_grants", "outcome_assumption", b"outcome_assumption", "outcome_value_key", b"outcome_value_key", "privacy", b"privacy", "probe", b"probe", "recency", b"recency", "required_side_effects", b"required_side_effects", "target_signal_availability", b"target_signal_availability", "target_signal_class", b"target_signal_class"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

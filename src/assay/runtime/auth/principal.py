@@ -20,6 +20,7 @@ class Role(StrEnum):
     OPERATOR = "operator"
     AUDITOR = "auditor"
     SERVICE = "service"
+    APPROVER = "approver"
 
     @property
     def proto_name(self) -> str:

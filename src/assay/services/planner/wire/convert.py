@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from google.protobuf import json_format, struct_pb2
 
+from assay.candidate_digest import candidate_digest
 from assay.errors import Violations
 from assay.prototime import duration_problem, timestamp_problem
 from assay.protowire import LEN, delimited, key_of, read_varint, split_key, tag_of
@@ -419,9 +420,9 @@ def _gap(gap: m.Gap) -> plan_pb2.EvidenceGap:
     )
 
 
-def _candidate(candidate: m.Candidate) -> plan_pb2.AcquisitionCandidate:
+def _candidate(plan: m.EvidencePlan, candidate: m.Candidate) -> plan_pb2.AcquisitionCandidate:
     probe, verdict = candidate.probe, candidate.verdict
-    return plan_pb2.AcquisitionCandidate(
+    message = plan_pb2.AcquisitionCandidate(
         candidate_id=candidate.candidate_id,
         probe=_n(probe.kind),
         target_signal_class=_n(candidate.target),
@@ -445,6 +446,8 @@ def _candidate(candidate: m.Candidate) -> plan_pb2.AcquisitionCandidate:
         privacy=_n(probe.privacy),
         blocking_reasons=[_n(r) for r in verdict.blocking_reasons],
     )
+    message.candidate_digest = candidate_digest(plan.subject, plan.predicate, message)
+    return message
 
 
 def plan(plan: m.EvidencePlan) -> plan_pb2.EvidencePlan:
@@ -457,6 +460,6 @@ def plan(plan: m.EvidencePlan) -> plan_pb2.EvidencePlan:
         leader_support_band=_n(plan.leader_band),
         requires_review=plan.requires_review,
         gaps=[_gap(g) for g in plan.gaps],
-        candidates=[_candidate(c) for c in plan.candidates],
-        unavailable=[_candidate(c) for c in plan.unavailable],
+        candidates=[_candidate(plan, c) for c in plan.candidates],
+        unavailable=[_candidate(plan, c) for c in plan.unavailable],
     )
