@@ -1,14 +1,8 @@
 """An adjudicator's worklist on SQLite: the disagreed rounds they may decide, checked.
 
-One page is read in one read transaction: the candidate cases (not expired,
-in scope, current round unresolved, not reviewed by the adjudicator, and two
-of the round's reviews with different answers), then every row that decided
-whether a case of the page's range is in it, checked against its ledger
-event, as the reviewer's queue does (``store.queue``): the adjudicator's own
-reviews and the resolutions of the current rounds (a forged one must not hide
-a case), and every review of a round that is unresolved with two or more
-reviews (an edited label must neither hide a disagreement nor invent one). The
-returned cases' reviews are among the latter, so they are read once.
+The steps of a page, and which rows decide whether a case is listed and why each is
+checked against its ledger event, are ``storage.worklist_steps``'; here are SQLite's
+statements for them and the run of the steps on one connection.
 
 The query compares stored label keys, so it keeps a superset of the DISAGREED
 rounds (two keys of one value, stored before and after JCS, differ as text);
@@ -18,26 +12,28 @@ rounds (two keys of one value, stored before and after JCS, differ as text);
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from datetime import datetime
 
 from assay.services.adjudication.domain.model import CaseSnapshot, TenantScope
-from assay.services.adjudication.domain.times import to_micros
-from assay.services.adjudication.storage import predicates, rows
-from assay.services.adjudication.storage.predicates import snapshots
+from assay.services.adjudication.storage import predicates, rows, worklist_steps
 from assay.services.adjudication.storage.sqlite import ledger_checks
 from assay.services.adjudication.storage.sqlite.queries import IN_SCOPE, tenants_param
+from assay.services.adjudication.storage.worklist_steps import Read, Statement, Step
 
 _IN_SCOPE = IN_SCOPE.format(column="c.tenant")
-_WORKLIST = predicates.worklist_page(
-    now=":now", after=":after", in_scope=_IN_SCOPE, adjudicator=":adjudicator", limit=":limit"
-)
 _RANGE = predicates.deciding_range(
     now=":now", after=":after", upto_unset=":upto IS NULL", upto=":upto", in_scope=_IN_SCOPE
 )
-_DECIDING_REVIEWS = predicates.deciding_reviews(
-    _RANGE, adjudicator=":adjudicator", insertion_order="r.rowid"
-)
-_DECIDING_RESOLUTIONS = predicates.deciding_resolutions(_RANGE)
+_STATEMENTS = {
+    Statement.PAGE: predicates.worklist_page(
+        now=":now", after=":after", in_scope=_IN_SCOPE, adjudicator=":adjudicator", limit=":limit"
+    ),
+    Statement.DECIDING_REVIEWS: predicates.deciding_reviews(
+        _RANGE, adjudicator=":adjudicator", insertion_order="r.rowid"
+    ),
+    Statement.DECIDING_RESOLUTIONS: predicates.deciding_resolutions(_RANGE),
+}
 
 
 def worklist(
@@ -51,19 +47,21 @@ def worklist(
     """Up to ``limit`` candidate cases after ``after``, each with its current round's
     reviews, every deciding row checked (DATA_LOSS naming the first that disagrees).
     Call inside one read transaction."""
-    params = {"now": to_micros(at), "after": after, "tenants": tenants_param(scope)}
-    found = db.execute(
-        _WORKLIST, {**params, "adjudicator": adjudicator_id, "limit": limit}
-    ).fetchall()
-    candidates = [(rows.case(r), int(r["current_round"])) for r in found]
-    ledger_checks.check_cases(db, [case for case, _ in candidates])
-    # The range the page covers: to its last case when full, else to the end.
-    ranged = {**params, "upto": candidates[-1][0].case_id if len(found) == limit else None}
-    reviews = [
-        rows.review(r)
-        for r in db.execute(_DECIDING_REVIEWS, {**ranged, "adjudicator": adjudicator_id})
-    ]
-    resolutions = [rows.resolution(r) for r in db.execute(_DECIDING_RESOLUTIONS, ranged)]
-    ledger_checks.check_reviews(db, reviews)
-    ledger_checks.check_resolutions(db, resolutions)
-    return snapshots(candidates, reviews)
+    steps = worklist_steps.page(adjudicator_id, scope, after, limit, at)
+    step = next(steps)
+    while True:
+        try:
+            step = steps.send(_run(db, step))
+        except StopIteration as done:
+            result: list[CaseSnapshot] = done.value
+            return result
+
+
+def _run(db: sqlite3.Connection, step: Step) -> Sequence[rows.Row]:
+    """One step of a page: a read's rows, or a check's none."""
+    if isinstance(step, Read):
+        params = {**step.params, "tenants": tenants_param(step.scope)}
+        found: list[rows.Row] = db.execute(_STATEMENTS[step.statement], params).fetchall()
+        return found
+    ledger_checks.check(db, step.rule, step.values)
+    return ()
