@@ -31,6 +31,38 @@ ROUND_RESOLVED = (
 )
 
 
+def queue_page(*, now: str, after: str, in_scope: str, reviewer: str, limit: str) -> str:
+    """The cases of a reviewer's queue page: not expired, in scope (``in_scope``: the
+    engine's tenant filter on ``c.tenant``), awaiting a first review, or a second after a
+    first, with no resolution of the current round and no review of it by ``reviewer`` (the
+    rule ``permissions.awaits_review_by`` states for one case). Arguments are parameter
+    markers."""
+    return f"""
+WITH candidates AS (
+    SELECT {prefixed("c", rows.CASE_COLUMNS)},
+           {CURRENT_ROUND} AS current_round
+    FROM cases c
+    WHERE c.expire_time > {now} AND c.case_id > {after} AND {in_scope}
+), counted AS (
+    SELECT candidates.*,
+           (SELECT COUNT(*) FROM reviews r
+             WHERE r.case_id = candidates.case_id AND r.round = candidates.current_round)
+             AS review_count
+    FROM candidates
+)
+SELECT * FROM counted
+WHERE review_count < 2
+  AND (current_round = 1 OR review_count >= 1)
+  AND NOT EXISTS (SELECT 1 FROM resolutions x
+                   WHERE x.case_id = counted.case_id AND x.round = counted.current_round)
+  AND NOT EXISTS (SELECT 1 FROM reviews r
+                   WHERE r.case_id = counted.case_id AND r.round = counted.current_round
+                     AND r.reviewer_id = {reviewer})
+ORDER BY case_id
+LIMIT {limit}
+"""
+
+
 def worklist_page(*, now: str, after: str, in_scope: str, adjudicator: str, limit: str) -> str:
     """The candidate cases of a worklist page: not expired, in scope (``in_scope``: the
     engine's tenant filter on ``c.tenant``), current round unresolved and not reviewed by the
@@ -97,6 +129,20 @@ SELECT {prefixed("x", rows.RESOLUTION_COLUMNS)}
 FROM k JOIN resolutions x ON x.case_id = k.case_id AND x.round = k.current_round
 """
     )
+
+
+def rated_reviews(*, in_scope: str, insertion_order: str) -> str:
+    """Every review of the cases in scope (``in_scope``: the engine's tenant filter on
+    ``c.tenant``) with its reviewer's kind, by case, round, then the order they were stored
+    (``insertion_order``: the engine's column for it on ``r``): ``rows.rated_rounds``' rows."""
+    return f"""
+SELECT r.case_id, r.round, r.reviewer_id, r.outcome, r.label_key, v.kind
+FROM reviews r
+JOIN reviewers v ON v.reviewer_id = r.reviewer_id
+JOIN cases c ON c.case_id = r.case_id
+WHERE {in_scope}
+ORDER BY r.case_id, r.round, {insertion_order}
+"""
 
 
 def snapshots(candidates: list[tuple[Case, int]], reviews: list[Review]) -> list[CaseSnapshot]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from assay.errors import DataLoss, Reason
 from assay.services.adjudication.domain import cases, gold
+from assay.services.adjudication.domain.agreement import RatedRound, Rating, category_of
 from assay.services.adjudication.domain.digests import canonical_json
 from assay.services.adjudication.domain.model import (
     Actor,
@@ -349,3 +350,22 @@ def idempotency_params(
         case_id,
         to_micros(at),
     )
+
+
+def rated_rounds(found: Iterable[Row]) -> list[RatedRound]:
+    """The rounds of ``found`` (``predicates.rated_reviews``' rows: reviews by case, round,
+    then submit order) that have at least two reviews, each as a unit of agreement."""
+    units: list[RatedRound] = []
+    key: tuple[str, int] | None = None
+    held: list[Rating] = []
+    for row in found:
+        if (row["case_id"], row["round"]) != key:
+            if len(held) >= 2:
+                units.append(RatedRound(tuple(held)))
+            key, held = (row["case_id"], row["round"]), []
+        category = category_of(Outcome(row["outcome"]), row["label_key"])
+        fixture = row["kind"] != ReviewerKind.HUMAN.value
+        held.append(Rating(row["reviewer_id"], category, fixture))
+    if len(held) >= 2:
+        units.append(RatedRound(tuple(held)))
+    return units

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast
 import asyncpg
 
 from assay.services.adjudication.domain import ledger
-from assay.services.adjudication.domain.agreement import RatedRound, Rating, category_of
+from assay.services.adjudication.domain.agreement import RatedRound
 from assay.services.adjudication.domain.model import (
     EVERY_TENANT,
     AuditEvent,
@@ -29,15 +29,13 @@ from assay.services.adjudication.domain.model import (
     CaseSnapshot,
     ChainHead,
     GoldLabelRevision,
-    Outcome,
     Resolution,
     Review,
     Reviewer,
-    ReviewerKind,
     TenantScope,
 )
 from assay.services.adjudication.domain.times import to_micros
-from assay.services.adjudication.storage import rows
+from assay.services.adjudication.storage import predicates, rows
 
 if TYPE_CHECKING:
     from asyncpg.pool import PoolConnectionProxy
@@ -198,33 +196,10 @@ async def case_history(db: Db, case_id: str) -> tuple[list[Review], list[Resolut
     return [rows.review(row(r)) for r in reviews], [rows.resolution(row(r)) for r in resolutions]
 
 
-_CASE_C = ", ".join(f"c.{column.strip()}" for column in rows.CASE_COLUMNS.split(","))
-
 # $1 now, $2 after, $3 tenants, $4 reviewer, $5 limit.
-_QUEUE = f"""
-WITH candidates AS (
-    SELECT {_CASE_C},
-           (SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = c.case_id) + 1 AS current_round
-    FROM cases c
-    WHERE c.expire_time > $1 AND c.case_id > $2 AND {in_scope("c.tenant", 3)}
-), counted AS (
-    SELECT candidates.*,
-           (SELECT COUNT(*) FROM reviews r
-             WHERE r.case_id = candidates.case_id AND r.round = candidates.current_round)
-             AS review_count
-    FROM candidates
+_QUEUE = predicates.queue_page(
+    now="$1", after="$2", in_scope=in_scope("c.tenant", 3), reviewer="$4", limit="$5"
 )
-SELECT * FROM counted
-WHERE review_count < 2
-  AND (current_round = 1 OR review_count >= 1)
-  AND NOT EXISTS (SELECT 1 FROM resolutions x
-                   WHERE x.case_id = counted.case_id AND x.round = counted.current_round)
-  AND NOT EXISTS (SELECT 1 FROM reviews r
-                   WHERE r.case_id = counted.case_id AND r.round = counted.current_round
-                     AND r.reviewer_id = $4)
-ORDER BY case_id
-LIMIT $5
-"""
 
 
 async def queue(
@@ -293,29 +268,9 @@ async def chain_hashes(db: Db, after: int) -> list[tuple[int, str]]:
     return [(int(r["sequence"]), str(r["hash"])) for r in found]
 
 
-_PAIRS = f"""
-SELECT r.case_id, r.round, r.reviewer_id, r.outcome, r.label_key, v.kind
-FROM reviews r
-JOIN reviewers v ON v.reviewer_id = r.reviewer_id
-JOIN cases c ON c.case_id = r.case_id
-WHERE {in_scope("c.tenant", 1)}
-ORDER BY r.case_id, r.round, r.position
-"""
+_PAIRS = predicates.rated_reviews(in_scope=in_scope("c.tenant", 1), insertion_order="r.position")
 
 
 async def rated_rounds(db: Db, scope: TenantScope) -> list[RatedRound]:
     """Every review of every case round that has at least two, in submit order."""
-    units: list[RatedRound] = []
-    key: tuple[str, int] | None = None
-    held: list[Rating] = []
-    for found in await db.fetch(_PAIRS, tenants_param(scope)):
-        if (found["case_id"], found["round"]) != key:
-            if len(held) >= 2:
-                units.append(RatedRound(tuple(held)))
-            key, held = (found["case_id"], found["round"]), []
-        category = category_of(Outcome(found["outcome"]), found["label_key"])
-        fixture = found["kind"] != ReviewerKind.HUMAN.value
-        held.append(Rating(found["reviewer_id"], category, fixture))
-    if len(held) >= 2:
-        units.append(RatedRound(tuple(held)))
-    return units
+    return rows.rated_rounds(await db.fetch(_PAIRS, tenants_param(scope)))

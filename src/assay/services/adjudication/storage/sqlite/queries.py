@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from assay.services.adjudication.domain import ledger
-from assay.services.adjudication.domain.agreement import RatedRound, Rating, category_of
+from assay.services.adjudication.domain.agreement import RatedRound
 from assay.services.adjudication.domain.model import (
     EVERY_TENANT,
     AuditEvent,
@@ -25,15 +25,13 @@ from assay.services.adjudication.domain.model import (
     CaseSnapshot,
     ChainHead,
     GoldLabelRevision,
-    Outcome,
     Resolution,
     Review,
     Reviewer,
-    ReviewerKind,
     TenantScope,
 )
 from assay.services.adjudication.domain.times import to_micros
-from assay.services.adjudication.storage import rows
+from assay.services.adjudication.storage import predicates, rows
 from assay.services.adjudication.storage.predicates import prefixed
 
 # ``:tenants`` is NULL (every tenant) or a JSON array of the tenants a read may see.
@@ -147,29 +145,13 @@ def case_history(db: sqlite3.Connection, case_id: str) -> tuple[list[Review], li
     return [rows.review(r) for r in reviews], [rows.resolution(r) for r in resolutions]
 
 
-_QUEUE = f"""
-WITH candidates AS (
-    SELECT {rows.CASE_COLUMNS},
-           (SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = c.case_id) + 1 AS current_round
-    FROM cases c
-    WHERE c.expire_time > :now AND c.case_id > :after AND {IN_SCOPE.format(column="c.tenant")}
-), counted AS (
-    SELECT candidates.*,
-           (SELECT COUNT(*) FROM reviews r
-             WHERE r.case_id = candidates.case_id AND r.round = current_round) AS review_count
-    FROM candidates
+_QUEUE = predicates.queue_page(
+    now=":now",
+    after=":after",
+    in_scope=IN_SCOPE.format(column="c.tenant"),
+    reviewer=":reviewer",
+    limit=":limit",
 )
-SELECT * FROM counted
-WHERE review_count < 2
-  AND (current_round = 1 OR review_count >= 1)
-  AND NOT EXISTS (SELECT 1 FROM resolutions x
-                   WHERE x.case_id = counted.case_id AND x.round = current_round)
-  AND NOT EXISTS (SELECT 1 FROM reviews r
-                   WHERE r.case_id = counted.case_id AND r.round = current_round
-                     AND r.reviewer_id = :reviewer)
-ORDER BY case_id
-LIMIT :limit
-"""
 
 
 def queue(
@@ -288,29 +270,11 @@ def audit_events(
     return [rows.audit_event(r) for r in found]
 
 
-_PAIRS = f"""
-SELECT r.case_id, r.round, r.reviewer_id, r.outcome, r.label_key, v.kind
-FROM reviews r
-JOIN reviewers v ON v.reviewer_id = r.reviewer_id
-JOIN cases c ON c.case_id = r.case_id
-WHERE {IN_SCOPE.format(column="c.tenant")}
-ORDER BY r.case_id, r.round, r.rowid
-"""
+_PAIRS = predicates.rated_reviews(
+    in_scope=IN_SCOPE.format(column="c.tenant"), insertion_order="r.rowid"
+)
 
 
 def rated_rounds(db: sqlite3.Connection, scope: TenantScope) -> list[RatedRound]:
     """Every review of every case round that has at least two, in submit order."""
-    units: list[RatedRound] = []
-    key: tuple[str, int] | None = None
-    held: list[Rating] = []
-    for row in db.execute(_PAIRS, {"tenants": tenants_param(scope)}):
-        if (row["case_id"], row["round"]) != key:
-            if len(held) >= 2:
-                units.append(RatedRound(tuple(held)))
-            key, held = (row["case_id"], row["round"]), []
-        category = category_of(Outcome(row["outcome"]), row["label_key"])
-        fixture = row["kind"] != ReviewerKind.HUMAN.value
-        held.append(Rating(row["reviewer_id"], category, fixture))
-    if len(held) >= 2:
-        units.append(RatedRound(tuple(held)))
-    return units
+    return rows.rated_rounds(db.execute(_PAIRS, {"tenants": tenants_param(scope)}))
