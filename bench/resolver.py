@@ -197,11 +197,11 @@ def stage_breakdown(servicer: ResolverServicer, raw: bytes, repeats: int, floor:
     claims = request.evidence.claims
 
     def read() -> tuple[Any, Any]:
-        reader = servicer.calls.reader()
+        reader = servicer.rpcs.reader()
         return reader, reader.base(claims, "evidence.claims")
 
     reader, base = read()
-    resolutions = resolve.resolve_evidence(base, servicer.calls.policy)
+    resolutions = resolve.resolve_evidence(base, servicer.resolver.policy)
 
     def emit(full: bool = True) -> resolver_service_pb2.ResolveEvidenceResponse:
         response = resolver_service_pb2.ResolveEvidenceResponse()
@@ -216,7 +216,7 @@ def stage_breakdown(servicer: ResolverServicer, raw: bytes, repeats: int, floor:
         "parse request bytes": lambda: resolver_service_pb2.ResolveEvidenceRequest.FromString(raw),
         "intake (read + validate + group)": read,
         "fusion (groups, noisy-OR, status)": partial(
-            resolve.resolve_evidence, base, servicer.calls.policy
+            resolve.resolve_evidence, base, servicer.resolver.policy
         ),
         "emit response messages": emit,
         "serialize response": lambda: response.SerializeToString(deterministic=True),

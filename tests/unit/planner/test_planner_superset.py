@@ -15,8 +15,9 @@ from assay.services.planner.domain.plan import draft_plan
 from assay.services.planner.domain.probes import CATALOGUE
 from assay.services.planner.wire import convert
 from assay.services.planner.wire.superset import MAX_GUESSED_VALUES, guess_outcomes, match_key
+from assay.services.resolver.adapters.rpcs import ResolverRpcs
 from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY, Policy
-from assay.services.resolver.use_cases.calls import ResolverCalls
+from assay.services.resolver.use_cases.resolve import Resolver
 from assay.v1 import claim_pb2
 from assay.v1 import planner_service_pb2 as pb
 
@@ -49,7 +50,7 @@ def request_of(seed: int) -> pb.PlanEvidenceRequest:
 
 def draft_of(request: pb.PlanEvidenceRequest) -> tuple[PlanInput, list[object]]:
     """The draft over the real resolver's base (in process, no server)."""
-    resolver = ResolverCalls(Policy())
+    resolver = ResolverRpcs(Resolver(Policy()))
     answer = resolver.resolve_semantic(convert.semantic_request(request))
     stale = convert.stale_refs(request)
     plan_input = PlanInput(
@@ -142,7 +143,7 @@ class TestGuessedValueKeys:
         json_format.ParseDict(value, claim.value)
         guessed = guess_outcomes(request, CATALOGUE, frozenset())
         assert guessed is not None
-        resolver = ResolverCalls(Policy())
+        resolver = ResolverRpcs(Resolver(Policy()))
         answer = resolver.resolve_semantic(convert.semantic_request(request))
         [reported] = [v.value_key for v in answer.resolution.values]
         keys = {o.value_key for o in guessed if o.value != "assay:unclaimed-value"}

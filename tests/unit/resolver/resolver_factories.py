@@ -1,9 +1,9 @@
 """Claims and requests for the resolver's unit tests, and ways to run them without a server.
 
 Rules are exercised on the same path the service uses (the intake that turns
-wire claims into rows, then the domain), so a rule is tested as served. The
-use cases (``use_cases.calls.ResolverCalls``) are called directly: no servicer, no grpc,
-no loop.
+wire claims into rows, then the domain), so a rule is tested as served: each RPC is
+called as the servicer runs it (``adapters.rpcs.ResolverRpcs``: the request read into its
+ask, the use case, the response written), with no grpc and no loop.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from google.protobuf import struct_pb2
 
 from assay import errors
 from assay.protovalues import json_to_value
+from assay.services.resolver.adapters.rpcs import ResolverRpcs
 from assay.services.resolver.domain.policy import DEFAULT_POLICY, Policy
-from assay.services.resolver.use_cases.calls import ResolverCalls
+from assay.services.resolver.use_cases.resolve import Resolver
 from assay.v1 import claim_pb2, resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb
 
@@ -90,9 +91,9 @@ def evidence(claims: Iterable[claim_pb2.Claim]) -> claim_pb2.Evidence:
     return claim_pb2.Evidence(claims=list(claims))
 
 
-def calls(policy: Policy = DEFAULT_POLICY) -> ResolverCalls:
-    """The resolver's use cases over ``policy``, with the runtime's message limit."""
-    return ResolverCalls(policy)
+def calls(policy: Policy = DEFAULT_POLICY) -> ResolverRpcs:
+    """The resolver's RPCs over ``policy``, with the runtime's message limit."""
+    return ResolverRpcs(Resolver(policy))
 
 
 def resolve_evidence(

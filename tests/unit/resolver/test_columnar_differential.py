@@ -20,9 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assay.errors import InvalidArgument
+from assay.services.resolver.adapters.rpcs import ResolverRpcs
 from assay.services.resolver.columnar import resolve_stream
 from assay.services.resolver.domain.policy import DEFAULT_POLICY
-from assay.services.resolver.use_cases.calls import ResolverCalls
+from assay.services.resolver.use_cases.resolve import Resolver
 from assay.services.resolver.wire.convert import claim_ref
 from assay.v1 import resolver_service_pb2 as pb
 from tests.unit.resolver.columnar_support import read, stream, to_claim, to_table
@@ -107,7 +108,7 @@ def _reference(rows: list[dict[str, Any]], as_of: int | None) -> pb.ResolveEvide
     if as_of is not None:
         request.as_of.seconds = as_of
         request.stale_after.seconds = 500
-    return ResolverCalls(DEFAULT_POLICY).resolve_evidence(request)
+    return ResolverRpcs(Resolver(DEFAULT_POLICY)).resolve_evidence(request)
 
 
 def _normal_reference(response: pb.ResolveEvidenceResponse) -> dict[str, Any]:

@@ -13,7 +13,9 @@ from assay.protovalues import json_to_value, value_to_json
 from assay.services.resolver.domain.policy import DEFAULT_POLICY
 from assay.services.resolver.wire.convert import ClaimIndex, claim_ref
 from assay.services.resolver.wire.intake import intake, source_table, without_gc
+from assay.services.resolver.wire.reader import Reader
 from assay.v1 import claim_pb2
+from assay.v1 import resolver_service_pb2 as pb
 from tests.unit.resolver.resolver_factories import claim, resolve, value
 
 SOURCES = source_table(DEFAULT_POLICY.reliability)
@@ -108,13 +110,20 @@ class TestClaimIndex:
             index[3]
 
     def test_observed(self) -> None:
-        """Observe time in seconds, None when absent."""
-        index = ClaimIndex()
+        """Observe times are read at intake, in seconds by request-wide index, None when absent."""
         stamped = claim(observed=100)
         stamped.observe_time.nanos = 500_000_000
-        index.add([stamped, claim()])
-        assert index.observed(0) == 100.5
-        assert index.observed(1) is None
+        request = pb.ResolveHypothesesRequest()
+        request.as_of.seconds = 1000
+        request.stale_after.seconds = 10
+        reader = Reader(DEFAULT_POLICY, source_table(DEFAULT_POLICY.reliability))
+        staleness = reader.staleness(request)
+        assert staleness is not None
+        assert staleness.horizon == 990.0
+        reader.base([stamped, claim()], "evidence.claims")
+        reader.extra([claim(observed=7)], "hypotheses[0].claims")
+        reader.done()
+        assert [staleness.observed(i) for i in range(3)] == [100.5, None, 7.0]
 
 
 class TestGcPause:

@@ -19,6 +19,7 @@ from assay.services.resolver.wire.convert import claim_ref
 from assay.services.resolver.wire.intake import intake, source_table
 from assay.services.resolver.wire.reader import Reader
 from assay.v1 import claim_pb2
+from assay.v1 import resolver_service_pb2 as pb
 from tests.unit.resolver.test_resolver_properties import PROFILE, claims
 
 SUBJECT = "api:payments.create"
@@ -141,9 +142,12 @@ class TestSameAsServed:
         assert (mine.id_rows, mine.relations) == (served.id_rows, served.relations)
         assert (mine.rejected, mine.capped) == (served.rejected, served.capped)
         times = ((1500, 0), (600, 0)) if stale else (None, None)
+        request = pb.ResolveEvidenceRequest()
+        if stale:
+            request.as_of.seconds, request.stale_after.seconds = 1500, 600
         reader = Reader(DEFAULT_POLICY, source_table(DEFAULT_POLICY.reliability))
-        reader.index.add(found)
-        staleness = reader.staleness(*times)
+        staleness = reader.staleness(request)
+        assert reader.base(found, "evidence.claims") is not None
         expected = resolve_evidence(served, DEFAULT_POLICY, staleness)
         assert plain.resolve_all([as_plain(c) for c in found], DEFAULT_POLICY, *times) == expected
 

@@ -1,5 +1,6 @@
-"""The gRPC face of the resolver: it holds the use cases (``use_cases.calls.ResolverCalls``)
-and puts each behind a transport that decides where it runs and checks what it sends.
+"""The gRPC face of the resolver: it holds the use cases (``use_cases.resolve.Resolver``)
+and their translation from and to messages (``adapters.rpcs.ResolverRpcs``), and puts
+each RPC behind a transport that decides where it runs and checks what it sends.
 
 Work above ``offload.INLINE_MAX_UNITS`` runs on a worker thread and stops at its next
 check once the caller is gone; smaller work runs on the loop with the cyclic collector
@@ -29,10 +30,11 @@ from assay.runtime.budget import ResponseBudget
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.runtime.memory import LARGE_REQUEST_BYTES, trim_after
 from assay.services.resolver.adapters.offload import INLINE_MAX_UNITS, Offload
+from assay.services.resolver.adapters.rpcs import ResolverRpcs
 from assay.services.resolver.columnar.input.bounds import survey
 from assay.services.resolver.domain.budget import ColumnsLimits
 from assay.services.resolver.domain.policy import Policy
-from assay.services.resolver.use_cases.calls import ResolverCalls
+from assay.services.resolver.use_cases.resolve import Resolver
 from assay.services.resolver.use_cases.stop import NEVER, Stop
 from assay.services.resolver.wire.columns_request import ColumnsCall, parse_columns_request
 from assay.services.resolver.wire.intake import without_gc
@@ -66,7 +68,8 @@ class ResolverServicer:
     ) -> None:
         """``max_message_bytes``: the server's message limit, which no response may pass;
         ``columns_limits``: what one ResolveColumns stream may hold (the defaults when None)."""
-        self.calls = ResolverCalls(policy, max_message_bytes, columns_limits)
+        self.resolver = Resolver(policy, columns_limits)
+        self.rpcs = ResolverRpcs(self.resolver, max_message_bytes)
         self.offload = Offload()
 
     async def close(self) -> None:
@@ -104,18 +107,18 @@ class ResolverServicer:
         self, request: pb.ResolveSemanticRequest, context: grpc.aio.ServicerContext
     ) -> pb.ResolveSemanticResponse | bytes:
         units = len(request.evidence.claims)
-        budget = self.calls.evidence_budget("send fewer or smaller claims about the target")
+        budget = self.rpcs.budgets.evidence("send fewer or smaller claims about the target")
         return await self._serve(
-            "ResolveSemantic", self.calls.resolve_semantic, request, context, units, budget
+            "ResolveSemantic", self.rpcs.resolve_semantic, request, context, units, budget
         )
 
     async def ResolveEvidence(
         self, request: pb.ResolveEvidenceRequest, context: grpc.aio.ServicerContext
     ) -> pb.ResolveEvidenceResponse | bytes:
         units = len(request.evidence.claims)
-        budget = self.calls.evidence_budget("split the evidence across calls")
+        budget = self.rpcs.budgets.evidence("split the evidence across calls")
         return await self._serve(
-            "ResolveEvidence", self.calls.resolve_evidence, request, context, units, budget
+            "ResolveEvidence", self.rpcs.resolve_evidence, request, context, units, budget
         )
 
     async def ResolveHypotheses(
@@ -126,7 +129,7 @@ class ResolverServicer:
             len(h.claims) for h in request.hypotheses
         )
         return await self._serve(
-            "ResolveHypotheses", self.calls.resolve_hypotheses, request, context, units
+            "ResolveHypotheses", self.rpcs.resolve_hypotheses, request, context, units
         )
 
     async def Reconcile(
@@ -134,7 +137,7 @@ class ResolverServicer:
     ) -> pb.ReconcileResponse | bytes:
         # At most this many claim resolutions (and each claim read once).
         units = (len(request.evidence.claims) + 1) * (len(request.proposals) + 1)
-        return await self._serve("Reconcile", self.calls.reconcile, request, context, units)
+        return await self._serve("Reconcile", self.rpcs.reconcile, request, context, units)
 
     async def GetResolverPolicy(
         self, request: pb.GetResolverPolicyRequest, context: grpc.aio.ServicerContext | None
@@ -143,12 +146,12 @@ class ResolverServicer:
         and serialized once (``_policy_response``) and sent as those bytes; an in-process
         call (no context) gets the message."""
         if context is None:
-            return self.calls.policy_message()
+            return self.rpcs.policy_message()
         return self._policy_response
 
     @cached_property
     def _policy_response(self) -> bytes:
-        data: bytes = self.calls.policy_message().SerializeToString(deterministic=True)
+        data: bytes = self.rpcs.policy_message().SerializeToString(deterministic=True)
         return data
 
     async def ResolveColumns(
@@ -171,17 +174,17 @@ class ResolverServicer:
         units = len(data) // COLUMNS_BYTES_PER_UNIT
         surveyed = None
         if len(data) <= SURVEY_ON_LOOP_BYTES:
-            surveyed = survey(data, self.calls.columns_limits)
+            surveyed = survey(data, self.resolver.columns_limits)
             units = max(units, surveyed.rows, surveyed.decompressed // COLUMNS_BYTES_PER_UNIT)
         try:
             return await self._serve(
                 "ResolveColumns",
-                self.calls.resolve_columns,
+                self.rpcs.resolve_columns,
                 message,
                 context,
                 units,
-                partial(self.calls.columns_budget, size=len(data)),
-                partial(self.calls.resolve_columns_wire, data=data, surveyed=surveyed),
+                partial(self.rpcs.budgets.columns, size=len(data)),
+                partial(self.rpcs.resolve_columns_wire, data=data, surveyed=surveyed),
             )
         finally:
             if context is not None and units > INLINE_MAX_UNITS and len(data) < LARGE_REQUEST_BYTES:

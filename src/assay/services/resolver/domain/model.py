@@ -26,7 +26,7 @@ SemKey: TypeAlias = tuple[str, str]
 # "strongest first, ties by claim_ref ascending", the order every list in a
 # resolution uses. ``index`` is the claim's position in the request
 # (hypothesis and proposal claims continue after the base), used to echo an
-# excluded claim back and to read its observe time lazily.
+# excluded claim back and to find its observe time (``Staleness.observed``).
 Row: TypeAlias = tuple[float, str, str, float, str, bool, int, SemKey, str]
 
 NEG_W: Final = 0
@@ -192,10 +192,11 @@ class Resolution:
 
 @dataclass(frozen=True, slots=True)
 class Staleness:
-    """``as_of - stale_after`` as seconds since the epoch, and how to read a claim's time."""
+    """``as_of - stale_after`` as seconds since the epoch, and each claim's observe time."""
 
     horizon: float
-    # Observe time (seconds since the epoch) of the claim at an index, None if absent.
+    # Observe time (seconds since the epoch) of the claim at an index, None if absent: a
+    # lookup in the times read at intake, never a read of the request.
     observed: Callable[[int], float | None]
 
 

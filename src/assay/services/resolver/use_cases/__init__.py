@@ -1,3 +1,3 @@
-"""What each resolver RPC does (``calls``), on request messages, without the transport;
-and the ``Stop`` its work checks (``stop``).
+"""What each resolver RPC does (``resolve``), on domain values, without the transport or
+the messages; and the ``Stop`` its work checks (``stop``).
 """

@@ -1,5 +1,5 @@
-"""The resolver's messages: claims read from protobuf into the domain's rows (``reader``,
-``intake``), and resolutions written back (``convert``).
+"""The resolver's messages: each request read into its ask (``asks``, through ``reader``
+and the hot ``intake`` loop), and each answer written back (``answers``, ``convert``).
 
 These modules know protobuf but not gRPC: they translate, they never call.
 """

@@ -113,12 +113,6 @@ class ClaimIndex:
                 return claims[index - start]
         raise IndexError(index)
 
-    def observed(self, index: int) -> float | None:
-        claim = self[index]
-        if not claim.HasField("observe_time"):
-            return None
-        return seconds_of(claim.observe_time)
-
 
 def seconds_of(message: timestamp_pb2.Timestamp | duration_pb2.Duration) -> float:
     """A Timestamp (since the epoch) or a Duration, in seconds."""

@@ -6,11 +6,11 @@ only where a plain read is ambiguous, ids are checked in bulk after the loop,
 and the only per-claim allocations are the row tuple and the strings it must
 keep (claims usually come grouped by semantic, and a defaulted correlation group
 is one string per request). ``observe_time`` is only checked to be a well-formed
-Timestamp here (about an eighth of the loop; staleness reads it later). It only
-*detects* invalid claims (returning None); ``convert.violations`` then re-reads
-the request slowly and ``validation`` explains every problem from the rule table
-(``claim_rules``). The two are kept in agreement by a property test, and a claim
-breaking each rule of the table is held to be refused here.
+Timestamp here (about an eighth of the loop), and kept only when staleness is asked
+for (``times``). It only *detects* invalid claims (returning None);
+``convert.violations`` then re-reads the request slowly and ``validation`` explains
+every problem from the rule table (``claim_rules``). The two are kept in agreement by
+a property test, and a claim breaking each rule of the table is held to be refused here.
 """
 
 from __future__ import annotations
@@ -130,11 +130,14 @@ def intake(
     table: SourceTable,
     start: int = 0,
     known_ids: Mapping[str, Row] | None = None,
+    times: list[float | None] | None = None,
 ) -> Intake | None:
     """Rows for every claim, grouped by semantic and value; None if any claim is invalid.
 
     ``table`` comes from ``source_table``; ``start`` numbers the claims (hypothesis claims
     continue after the base); ``known_ids`` are ids already taken by the base evidence.
+    ``times``, when staleness is asked for, gets each claim's observe time appended (seconds
+    since the epoch, None when absent): a row carries none, so it costs nothing otherwise.
     """
     out = Intake(count=len(claims))
     entries: dict[SemKey, tuple[SemKey, dict[str, list[Row]]]] = {}
@@ -231,6 +234,12 @@ def intake(
             and MIN_TIMESTAMP_SECONDS <= observed.seconds <= MAX_TIMESTAMP_SECONDS
         ):
             return None
+        if times is not None:
+            times.append(
+                observed.seconds + observed.nanos / 1e9
+                if has_field(claim, "observe_time")
+                else None
+            )
         status = claim.review_status
         if has_field(claim, "relation"):
             relation = claim.relation

@@ -30,12 +30,18 @@ from assay.services.resolver.domain.validation import (
     check_times,
     raise_if_any,
 )
-from assay.services.resolver.wire.convert import ClaimIndex, ClaimList, violations
+from assay.services.resolver.wire.convert import ClaimIndex, ClaimList, seconds_of, violations
 from assay.services.resolver.wire.intake import SourceTable, intake
 from assay.v1 import claim_pb2
+from assay.v1 import resolver_service_pb2 as pb
 
-# A Timestamp or Duration as read off the wire: (seconds, nanos).
-WireTime = tuple[int, int]
+# The requests that may ask for staleness (``as_of``, ``stale_after``).
+Timed = (
+    pb.ResolveSemanticRequest
+    | pb.ResolveEvidenceRequest
+    | pb.ResolveHypothesesRequest
+    | pb.ResolveColumnsRequest
+)
 
 # Claims the intake reads between two calls of the reader's ``check``.
 CHECK_EVERY_CLAIMS = 8192
@@ -90,31 +96,38 @@ class Reader:
         self._base_path = ""
         self._base_start = 0
         self._failed = False
+        # Observe times by request-wide index, recorded by the intake once staleness is asked.
+        self._times: list[float | None] | None = None
 
     def semantic(self, subject: str, predicate: str) -> None:
         self.problems.extend(check_semantic(subject, predicate))
 
-    def staleness(
-        self,
-        as_of: WireTime | None,
-        stale_after: WireTime | None,
-    ) -> Staleness | None:
-        """The staleness horizon (seconds since the epoch), when both fields are given."""
-        found = check_times(as_of, stale_after)
-        if not found:
-            after = None if stale_after is None else _seconds(stale_after)
-            found = check_staleness(as_of is not None, stale_after is not None, after or 0.0)
-        self.problems.extend(found)
-        if found or as_of is None or stale_after is None:
-            return None
-        return Staleness(
-            horizon=_seconds(as_of) - _seconds(stale_after), observed=self.index.observed
+    def staleness(self, request: Timed) -> Staleness | None:
+        """The staleness horizon (seconds since the epoch), when both fields are given.
+
+        Read before the claims: the intake then records each claim's observe time (seconds
+        since the epoch, None when absent) by its request-wide index, for ``Staleness``."""
+        assert not self.index.size, "staleness is read before the claims"
+        as_of = request.as_of if request.HasField("as_of") else None
+        after = request.stale_after if request.HasField("stale_after") else None
+        found = check_times(
+            None if as_of is None else (as_of.seconds, as_of.nanos),
+            None if after is None else (after.seconds, after.nanos),
         )
+        if not found:
+            found = check_staleness(
+                as_of is not None, after is not None, 0.0 if after is None else seconds_of(after)
+            )
+        self.problems.extend(found)
+        if found or as_of is None or after is None:
+            return None
+        times = self._times = []
+        return Staleness(seconds_of(as_of) - seconds_of(after), times.__getitem__)
 
     def base(self, claims: ClaimList, path: str) -> Intake | None:
         """The base evidence; None (with violations recorded) if it is invalid."""
         start = self.index.add(claims)
-        got = intake(self._checked(claims), self.sources, start)
+        got = intake(self._checked(claims), self.sources, start, times=self._times_from(start))
         self._base, self._base_path, self._base_start = got, path, start
         if got is None:
             seen: dict[str, str] = {}
@@ -130,7 +143,7 @@ class Reader:
         start = self.index.add(claims)
         base = self._base
         known = base.ids if base is not None else None
-        got = intake(self._checked(claims), self.sources, start, known)
+        got = intake(self._checked(claims), self.sources, start, known, self._times_from(start))
         if got is None or base is None:
             if len(self.problems) >= MAX_VIOLATIONS:
                 # Enough is explained already (the error's count then says "at least").
@@ -145,6 +158,15 @@ class Reader:
         if len(claims) <= CHECK_EVERY_CLAIMS or self.check is _carry_on:
             return claims
         return _Checked(claims, self.check)
+
+    def _times_from(self, start: int) -> list[float | None] | None:
+        """The list the intake appends observe times to, holding exactly the ``start`` before
+        (a list the intake gave up on part-way is invalid: its times are never read)."""
+        times = self._times
+        if times is not None and len(times) != start:
+            del times[start:]
+            times.extend([None] * (start - len(times)))
+        return times
 
     def done(self) -> None:
         """Raise one InvalidArgument for everything found so far, if anything was."""
@@ -165,8 +187,3 @@ class Reader:
                 for claim_id, row in base.ids.items()
             }
         return self._base_paths
-
-
-def _seconds(wire: WireTime) -> float:
-    seconds, nanos = wire
-    return seconds + nanos / 1e9
