@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from assay.client import builders
-from assay.client._async.base import AsyncClient
+from assay.client._async.base import AsyncClient, follow_pages, unary, unary_default_request
 from assay.client.export import ExportItem, ExportTracker
 from assay.v1 import adjudication_service_pb2 as adj
 from assay.v1 import gold_pb2
@@ -33,167 +33,25 @@ class AsyncAdjudicationClient(AsyncClient):
 
     SERVICE = SERVICE
 
-    async def register_reviewer(
-        self,
-        request: adj.RegisterReviewerRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.RegisterReviewerResponse:
-        return await self._unary(
-            "RegisterReviewer", request, adj.RegisterReviewerResponse, timeout, x_request_id
-        )
-
-    async def get_reviewer(
-        self,
-        request: adj.GetReviewerRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.GetReviewerResponse:
-        return await self._unary(
-            "GetReviewer", request, adj.GetReviewerResponse, timeout, x_request_id
-        )
-
-    async def list_reviewers(
-        self,
-        request: adj.ListReviewersRequest | None = None,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.ListReviewersResponse:
-        return await self._unary(
-            "ListReviewers",
-            request or adj.ListReviewersRequest(),
-            adj.ListReviewersResponse,
-            timeout,
-            x_request_id,
-        )
-
-    async def enqueue_case(
-        self,
-        request: adj.EnqueueCaseRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.EnqueueCaseResponse:
-        return await self._unary(
-            "EnqueueCase", request, adj.EnqueueCaseResponse, timeout, x_request_id
-        )
-
-    async def enqueue_cases(
-        self,
-        request: adj.EnqueueCasesRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.EnqueueCasesResponse:
-        return await self._unary(
-            "EnqueueCases", request, adj.EnqueueCasesResponse, timeout, x_request_id
-        )
-
-    async def get_case(
-        self,
-        request: adj.GetCaseRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.GetCaseResponse:
-        return await self._unary("GetCase", request, adj.GetCaseResponse, timeout, x_request_id)
-
-    async def get_blinded_case(
-        self,
-        request: adj.GetBlindedCaseRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.GetBlindedCaseResponse:
-        return await self._unary(
-            "GetBlindedCase", request, adj.GetBlindedCaseResponse, timeout, x_request_id
-        )
-
-    async def list_queue(
-        self,
-        request: adj.ListQueueRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.ListQueueResponse:
-        return await self._unary("ListQueue", request, adj.ListQueueResponse, timeout, x_request_id)
-
-    async def list_adjudication_queue(
-        self,
-        request: adj.ListAdjudicationQueueRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.ListAdjudicationQueueResponse:
-        return await self._unary(
-            "ListAdjudicationQueue",
-            request,
-            adj.ListAdjudicationQueueResponse,
-            timeout,
-            x_request_id,
-        )
-
-    async def submit_review(
-        self,
-        request: adj.SubmitReviewRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.SubmitReviewResponse:
-        return await self._unary(
-            "SubmitReview", request, adj.SubmitReviewResponse, timeout, x_request_id
-        )
-
-    async def get_case_state(
-        self,
-        request: adj.GetCaseStateRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.GetCaseStateResponse:
-        return await self._unary(
-            "GetCaseState", request, adj.GetCaseStateResponse, timeout, x_request_id
-        )
-
-    async def resolve_case(
-        self,
-        request: adj.ResolveCaseRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.ResolveCaseResponse:
-        return await self._unary(
-            "ResolveCase", request, adj.ResolveCaseResponse, timeout, x_request_id
-        )
-
-    async def freeze_gold_label(
-        self,
-        request: adj.FreezeGoldLabelRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.FreezeGoldLabelResponse:
-        return await self._unary(
-            "FreezeGoldLabel", request, adj.FreezeGoldLabelResponse, timeout, x_request_id
-        )
-
-    async def list_gold_label_revisions(
-        self,
-        request: adj.ListGoldLabelRevisionsRequest | None = None,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.ListGoldLabelRevisionsResponse:
-        return await self._unary(
-            "ListGoldLabelRevisions",
-            request or adj.ListGoldLabelRevisionsRequest(),
-            adj.ListGoldLabelRevisionsResponse,
-            timeout,
-            x_request_id,
-        )
+    # The RPCs, in the contract's order.
+    register_reviewer = unary(adj.RegisterReviewerRequest, adj.RegisterReviewerResponse)
+    get_reviewer = unary(adj.GetReviewerRequest, adj.GetReviewerResponse)
+    list_reviewers = unary_default_request(adj.ListReviewersRequest, adj.ListReviewersResponse)
+    enqueue_case = unary(adj.EnqueueCaseRequest, adj.EnqueueCaseResponse)
+    enqueue_cases = unary(adj.EnqueueCasesRequest, adj.EnqueueCasesResponse)
+    get_case = unary(adj.GetCaseRequest, adj.GetCaseResponse)
+    get_blinded_case = unary(adj.GetBlindedCaseRequest, adj.GetBlindedCaseResponse)
+    list_queue = unary(adj.ListQueueRequest, adj.ListQueueResponse)
+    list_adjudication_queue = unary(
+        adj.ListAdjudicationQueueRequest, adj.ListAdjudicationQueueResponse
+    )
+    submit_review = unary(adj.SubmitReviewRequest, adj.SubmitReviewResponse)
+    get_case_state = unary(adj.GetCaseStateRequest, adj.GetCaseStateResponse)
+    resolve_case = unary(adj.ResolveCaseRequest, adj.ResolveCaseResponse)
+    freeze_gold_label = unary(adj.FreezeGoldLabelRequest, adj.FreezeGoldLabelResponse)
+    list_gold_label_revisions = unary_default_request(
+        adj.ListGoldLabelRevisionsRequest, adj.ListGoldLabelRevisionsResponse
+    )
 
     def export_corpus(
         self,
@@ -210,121 +68,22 @@ class AsyncAdjudicationClient(AsyncClient):
             x_request_id,
         )
 
-    async def compute_agreement(
-        self,
-        request: adj.ComputeAgreementRequest | None = None,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.ComputeAgreementResponse:
-        return await self._unary(
-            "ComputeAgreement",
-            request or adj.ComputeAgreementRequest(),
-            adj.ComputeAgreementResponse,
-            timeout,
-            x_request_id,
-        )
-
-    async def verify_audit_chain(
-        self,
-        request: adj.VerifyAuditChainRequest | None = None,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.VerifyAuditChainResponse:
-        return await self._unary(
-            "VerifyAuditChain",
-            request or adj.VerifyAuditChainRequest(),
-            adj.VerifyAuditChainResponse,
-            timeout,
-            x_request_id,
-        )
-
-    async def list_audit_events(
-        self,
-        request: adj.ListAuditEventsRequest | None = None,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.ListAuditEventsResponse:
-        return await self._unary(
-            "ListAuditEvents",
-            request or adj.ListAuditEventsRequest(),
-            adj.ListAuditEventsResponse,
-            timeout,
-            x_request_id,
-        )
-
-    async def get_checkpoint(
-        self,
-        request: adj.GetCheckpointRequest | None = None,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.GetCheckpointResponse:
-        return await self._unary(
-            "GetCheckpoint",
-            request or adj.GetCheckpointRequest(),
-            adj.GetCheckpointResponse,
-            timeout,
-            x_request_id,
-        )
-
-    async def get_inclusion_proof(
-        self,
-        request: adj.GetInclusionProofRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.GetInclusionProofResponse:
-        return await self._unary(
-            "GetInclusionProof",
-            request,
-            adj.GetInclusionProofResponse,
-            timeout,
-            x_request_id,
-        )
-
-    async def get_consistency_proof(
-        self,
-        request: adj.GetConsistencyProofRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.GetConsistencyProofResponse:
-        return await self._unary(
-            "GetConsistencyProof",
-            request,
-            adj.GetConsistencyProofResponse,
-            timeout,
-            x_request_id,
-        )
-
-    async def delete_tenant_records(
-        self,
-        request: adj.DeleteTenantRecordsRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.DeleteTenantRecordsResponse:
-        return await self._unary(
-            "DeleteTenantRecords", request, adj.DeleteTenantRecordsResponse, timeout, x_request_id
-        )
-
-    async def sweep_expired_records(
-        self,
-        request: adj.SweepExpiredRecordsRequest | None = None,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.SweepExpiredRecordsResponse:
-        return await self._unary(
-            "SweepExpiredRecords",
-            request or adj.SweepExpiredRecordsRequest(),
-            adj.SweepExpiredRecordsResponse,
-            timeout,
-            x_request_id,
-        )
+    compute_agreement = unary_default_request(
+        adj.ComputeAgreementRequest, adj.ComputeAgreementResponse
+    )
+    verify_audit_chain = unary_default_request(
+        adj.VerifyAuditChainRequest, adj.VerifyAuditChainResponse
+    )
+    list_audit_events = unary_default_request(
+        adj.ListAuditEventsRequest, adj.ListAuditEventsResponse
+    )
+    get_checkpoint = unary_default_request(adj.GetCheckpointRequest, adj.GetCheckpointResponse)
+    get_inclusion_proof = unary(adj.GetInclusionProofRequest, adj.GetInclusionProofResponse)
+    get_consistency_proof = unary(adj.GetConsistencyProofRequest, adj.GetConsistencyProofResponse)
+    delete_tenant_records = unary(adj.DeleteTenantRecordsRequest, adj.DeleteTenantRecordsResponse)
+    sweep_expired_records = unary_default_request(
+        adj.SweepExpiredRecordsRequest, adj.SweepExpiredRecordsResponse
+    )
 
     # Workflow convenience.
 
@@ -429,15 +188,11 @@ class AsyncAdjudicationClient(AsyncClient):
         self, case_id: str = "", *, timeout: float | None = None
     ) -> AsyncIterator[gold_pb2.GoldLabelRevision]:
         """Every gold-label revision (of one case, or all), following pages."""
-        token = ""
-        while True:
-            request = adj.ListGoldLabelRevisionsRequest(case_id=case_id, page_token=token)
-            page = await self.list_gold_label_revisions(request, timeout=timeout)
-            for revision in page.revisions:
-                yield revision
-            token = page.next_page_token
-            if not token:
-                return
+        request = adj.ListGoldLabelRevisionsRequest(case_id=case_id)
+        async for revision in follow_pages(
+            self.list_gold_label_revisions, request, lambda page: page.revisions, timeout
+        ):
+            yield revision
 
     async def latest_gold_label(
         self, case_id: str, *, timeout: float | None = None
@@ -450,58 +205,38 @@ class AsyncAdjudicationClient(AsyncClient):
 
     async def reviewers(self, *, timeout: float | None = None) -> AsyncIterator[adj.Reviewer]:
         """Every registered reviewer, following pages."""
-        token = ""
-        while True:
-            request = adj.ListReviewersRequest(page_token=token)
-            page = await self.list_reviewers(request, timeout=timeout)
-            for reviewer in page.reviewers:
-                yield reviewer
-            token = page.next_page_token
-            if not token:
-                return
+        request = adj.ListReviewersRequest()
+        async for reviewer in follow_pages(
+            self.list_reviewers, request, lambda page: page.reviewers, timeout
+        ):
+            yield reviewer
 
     async def queue(
         self, reviewer_id: str, tenant: str = "", *, timeout: float | None = None
     ) -> AsyncIterator[adj.BlindedCase]:
         """The blinded cases ``reviewer_id`` still has to review, following pages."""
-        token = ""
-        while True:
-            request = adj.ListQueueRequest(reviewer_id=reviewer_id, tenant=tenant, page_token=token)
-            page = await self.list_queue(request, timeout=timeout)
-            for case in page.cases:
-                yield case
-            token = page.next_page_token
-            if not token:
-                return
+        request = adj.ListQueueRequest(reviewer_id=reviewer_id, tenant=tenant)
+        async for case in follow_pages(self.list_queue, request, lambda page: page.cases, timeout):
+            yield case
 
     async def worklist(
         self, adjudicator_id: str, tenant: str = "", *, timeout: float | None = None
     ) -> AsyncIterator[adj.AdjudicationItem]:
         """The disagreed cases ``adjudicator_id`` may decide (no verdict, with the round's
         reviews), following pages."""
-        token = ""
-        while True:
-            request = adj.ListAdjudicationQueueRequest(
-                adjudicator_id=adjudicator_id, tenant=tenant, page_token=token
-            )
-            page = await self.list_adjudication_queue(request, timeout=timeout)
-            for item in page.items:
-                yield item
-            token = page.next_page_token
-            if not token:
-                return
+        request = adj.ListAdjudicationQueueRequest(adjudicator_id=adjudicator_id, tenant=tenant)
+        async for item in follow_pages(
+            self.list_adjudication_queue, request, lambda page: page.items, timeout
+        ):
+            yield item
 
     async def audit_events(self, *, timeout: float | None = None) -> AsyncIterator[adj.AuditEvent]:
         """The whole audit ledger in sequence order, following pages."""
-        token = ""
-        while True:
-            request = adj.ListAuditEventsRequest(page_token=token)
-            page = await self.list_audit_events(request, timeout=timeout)
-            for event in page.events:
-                yield event
-            token = page.next_page_token
-            if not token:
-                return
+        request = adj.ListAuditEventsRequest()
+        async for event in follow_pages(
+            self.list_audit_events, request, lambda page: page.events, timeout
+        ):
+            yield event
 
     async def export(
         self,

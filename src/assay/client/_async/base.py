@@ -7,6 +7,9 @@ The clients take either a target (they then own a channel configured by
 transport, so credentials go to the channel helper that made it, not to the
 client: giving both is a ValueError rather than a token silently not sent.
 Every ``grpc.RpcError`` is re-raised as the matching ``AssayCallError`` subclass.
+A client class names each unary RPC once, ``get_case = unary(GetCaseRequest,
+GetCaseResponse)``: the method it becomes has the one shape every RPC shares.
+``follow_pages`` drains a list RPC, page after page, for the convenience methods.
 """
 
 # `timeout` here is the gRPC deadline sent with the call (the server sees it), not a
@@ -15,8 +18,9 @@ Every ``grpc.RpcError`` is re-raised as the matching ``AssayCallError`` subclass
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Self, cast
+from collections.abc import AsyncIterator, Callable, Iterable
+from types import MethodType
+from typing import Any, Generic, Protocol, Self, TypeVar, cast, overload
 
 import grpc
 from google.protobuf import message as pb_message
@@ -25,6 +29,7 @@ from assay.client.calls import (
     AsyncChannel,
     ClientBase,
     Metadata,
+    Req,
     Resp,
     no_credentials_for_owned_channel,
     serialize,
@@ -108,3 +113,143 @@ class AsyncClient(ClientBase):
             raise from_rpc_error(error) from error
         finally:
             call.cancel()  # a no-op once the stream has ended; frees it if the caller stopped
+
+
+ReqIn = TypeVar("ReqIn", bound=pb_message.Message, contravariant=True)
+RespOut = TypeVar("RespOut", bound=pb_message.Message, covariant=True)
+Bound = TypeVar("Bound")
+
+
+class UnaryCall(Protocol[ReqIn, RespOut]):
+    """A unary RPC method as called on a client."""
+
+    async def __call__(
+        self, request: ReqIn, *, timeout: float | None = None, x_request_id: str | None = None
+    ) -> RespOut: ...
+
+
+class UnaryCallDefaultRequest(Protocol[ReqIn, RespOut]):
+    """A unary RPC method whose request may be left out (an empty one is sent)."""
+
+    async def __call__(
+        self,
+        request: ReqIn | None = None,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> RespOut: ...
+
+
+class Rpc(Generic[Bound]):
+    """A client method made from a function: the function on the class, bound on a client.
+
+    On a client class it checks that the service has the RPC with these message
+    types, so a mistyped pairing fails at import, not at the first call.
+    """
+
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        request_type: type[pb_message.Message],
+        response_type: type[pb_message.Message],
+    ) -> None:
+        self.function = function
+        self.types = (request_type.DESCRIPTOR, response_type.DESCRIPTOR)
+        self.rpc = rpc_name(request_type)
+
+    def __set_name__(self, owner: type[AsyncClient], name: str) -> None:
+        method = owner.SERVICE.methods_by_name.get(self.rpc)
+        if method is None or (method.input_type, method.output_type) != self.types:
+            raise TypeError(f"{owner.SERVICE.full_name} has no RPC {self.rpc} of these messages")
+        self.function.__name__ = name
+        self.function.__qualname__ = f"{owner.__qualname__}.{name}"
+
+    @overload
+    def __get__(self, client: None, owner: type[AsyncClient]) -> Callable[..., Any]: ...
+
+    @overload
+    def __get__(self, client: AsyncClient, owner: type[AsyncClient]) -> Bound: ...
+
+    def __get__(self, client: AsyncClient | None, owner: type[AsyncClient]) -> Any:
+        return self.function if client is None else MethodType(self.function, client)
+
+
+def rpc_name(request_type: type[pb_message.Message]) -> str:
+    """The RPC taking ``request_type``: every request message is named ``<Rpc>Request``."""
+    return request_type.DESCRIPTOR.name.removesuffix("Request")
+
+
+def unary(request_type: type[Req], response_type: type[Resp]) -> Rpc[UnaryCall[Req, Resp]]:
+    """The client method of the unary RPC taking ``request_type``."""
+    rpc = rpc_name(request_type)
+
+    async def call(
+        self: AsyncClient,
+        request: Req,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> Resp:
+        return await self._unary(rpc, request, response_type, timeout, x_request_id)
+
+    return Rpc(call, request_type, response_type)
+
+
+def unary_default_request(
+    request_type: type[Req], response_type: type[Resp]
+) -> Rpc[UnaryCallDefaultRequest[Req, Resp]]:
+    """Like ``unary``, for an RPC whose request may be left out: an empty one is sent."""
+    rpc = rpc_name(request_type)
+
+    async def call(
+        self: AsyncClient,
+        request: Req | None = None,
+        *,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> Resp:
+        sent = request_type() if request is None else request
+        return await self._unary(rpc, sent, response_type, timeout, x_request_id)
+
+    return Rpc(call, request_type, response_type)
+
+
+Item = TypeVar("Item")
+
+
+class PageRequest(Protocol):
+    page_token: str
+
+
+class Page(Protocol):
+    @property
+    def next_page_token(self) -> str: ...
+
+
+PageReqIn = TypeVar("PageReqIn", bound=PageRequest, contravariant=True)
+PageOut = TypeVar("PageOut", bound=Page, covariant=True)
+PageReqT = TypeVar("PageReqT", bound=PageRequest)
+PageT = TypeVar("PageT", bound=Page)
+
+
+class ListCall(Protocol[PageReqIn, PageOut]):
+    """A list RPC method, as ``follow_pages`` calls it."""
+
+    async def __call__(self, request: PageReqIn, *, timeout: float | None = None) -> PageOut: ...
+
+
+async def follow_pages(
+    list_call: ListCall[PageReqT, PageT],
+    request: PageReqT,
+    items: Callable[[PageT], Iterable[Item]],
+    timeout: float | None,
+) -> AsyncIterator[Item]:
+    """Every item of every page of a list RPC: ``request`` is sent again with each
+    ``next_page_token`` until a page comes back without one."""
+    while True:
+        page = await list_call(request, timeout=timeout)
+        for item in items(page):
+            yield item
+        if not page.next_page_token:
+            return
+        request.page_token = page.next_page_token

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import datetime, timedelta
 
-from assay.client._async.base import AsyncClient
+from assay.client._async.base import AsyncClient, follow_pages, unary, unary_default_request
 from assay.client.builders import EvidenceLike, acquisition_policy, plan_request
 from assay.v1 import plan_pb2
 from assay.v1 import planner_service_pb2 as ps
@@ -28,31 +28,9 @@ class AsyncPlannerClient(AsyncClient):
 
     SERVICE = SERVICE
 
-    async def plan_evidence(
-        self,
-        request: ps.PlanEvidenceRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> ps.PlanEvidenceResponse:
-        return await self._unary(
-            "PlanEvidence", request, ps.PlanEvidenceResponse, timeout, x_request_id
-        )
-
-    async def list_probes(
-        self,
-        request: ps.ListProbesRequest | None = None,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> ps.ListProbesResponse:
-        return await self._unary(
-            "ListProbes",
-            request or ps.ListProbesRequest(),
-            ps.ListProbesResponse,
-            timeout,
-            x_request_id,
-        )
+    # The RPCs, in the contract's order.
+    plan_evidence = unary(ps.PlanEvidenceRequest, ps.PlanEvidenceResponse)
+    list_probes = unary_default_request(ps.ListProbesRequest, ps.ListProbesResponse)
 
     # Convenience.
 
@@ -87,11 +65,8 @@ class AsyncPlannerClient(AsyncClient):
 
     async def probes(self, *, timeout: float | None = None) -> AsyncIterator[plan_pb2.ProbeSpec]:
         """Every probe of the catalogue, following pages."""
-        token = ""
-        while True:
-            page = await self.list_probes(ps.ListProbesRequest(page_token=token), timeout=timeout)
-            for probe in page.probes:
-                yield probe
-            token = page.next_page_token
-            if not token:
-                return
+        request = ps.ListProbesRequest()
+        async for probe in follow_pages(
+            self.list_probes, request, lambda page: page.probes, timeout
+        ):
+            yield probe

@@ -21,14 +21,23 @@ columnar form, for large evidence) and returns the response's tables decoded
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from assay.client._async.base import AsyncClient
+from assay.client._async.base import (
+    AsyncClient,
+    ReqIn,
+    RespOut,
+    Rpc,
+    rpc_name,
+    unary,
+    unary_default_request,
+)
 from assay.client.builders import (
     EvidenceLike,
     resolve_evidence_request,
     resolve_semantic_request,
 )
+from assay.client.calls import Resp
 from assay.client.columns import ColumnsResult, Compression, columns_request, columns_result
 from assay.client.detail import Detail, with_detail
 from assay.v1 import resolution_pb2
@@ -39,85 +48,57 @@ if TYPE_CHECKING:
 
 SERVICE = rs.DESCRIPTOR.services_by_name["ResolverService"]
 
+DetailedReq = TypeVar(
+    "DetailedReq", rs.ResolveSemanticRequest, rs.ResolveEvidenceRequest, rs.ResolveColumnsRequest
+)
+
+
+class DetailedCall(Protocol[ReqIn, RespOut]):
+    """A resolving RPC method: ``detail`` is written into the request before it is sent."""
+
+    async def __call__(
+        self,
+        request: ReqIn,
+        *,
+        detail: Detail | None = None,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> RespOut: ...
+
+
+def _detailed(
+    request_type: type[DetailedReq], response_type: type[Resp]
+) -> Rpc[DetailedCall[DetailedReq, Resp]]:
+    rpc = rpc_name(request_type)
+
+    async def call(
+        self: AsyncClient,
+        request: DetailedReq,
+        *,
+        detail: Detail | None = None,
+        timeout: float | None = None,
+        x_request_id: str | None = None,
+    ) -> Resp:
+        with_detail(request, detail)
+        return await self._unary(rpc, request, response_type, timeout, x_request_id)
+
+    return Rpc(call, request_type, response_type)
+
 
 class AsyncResolverClient(AsyncClient):
     """Asyncio client for ``assay.v1.ResolverService``."""
 
     SERVICE = SERVICE
 
-    async def resolve_semantic(
-        self,
-        request: rs.ResolveSemanticRequest,
-        *,
-        detail: Detail | None = None,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> rs.ResolveSemanticResponse:
-        with_detail(request, detail)
-        return await self._unary(
-            "ResolveSemantic", request, rs.ResolveSemanticResponse, timeout, x_request_id
-        )
-
-    async def resolve_evidence(
-        self,
-        request: rs.ResolveEvidenceRequest,
-        *,
-        detail: Detail | None = None,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> rs.ResolveEvidenceResponse:
-        with_detail(request, detail)
-        return await self._unary(
-            "ResolveEvidence", request, rs.ResolveEvidenceResponse, timeout, x_request_id
-        )
-
-    async def resolve_columns(
-        self,
-        request: rs.ResolveColumnsRequest,
-        *,
-        detail: Detail | None = None,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> rs.ResolveColumnsResponse:
-        with_detail(request, detail)
-        return await self._unary(
-            "ResolveColumns", request, rs.ResolveColumnsResponse, timeout, x_request_id
-        )
-
-    async def resolve_hypotheses(
-        self,
-        request: rs.ResolveHypothesesRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> rs.ResolveHypothesesResponse:
-        return await self._unary(
-            "ResolveHypotheses", request, rs.ResolveHypothesesResponse, timeout, x_request_id
-        )
-
-    async def reconcile(
-        self,
-        request: rs.ReconcileRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> rs.ReconcileResponse:
-        return await self._unary("Reconcile", request, rs.ReconcileResponse, timeout, x_request_id)
-
-    async def get_resolver_policy(
-        self,
-        request: rs.GetResolverPolicyRequest | None = None,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> rs.GetResolverPolicyResponse:
-        return await self._unary(
-            "GetResolverPolicy",
-            request or rs.GetResolverPolicyRequest(),
-            rs.GetResolverPolicyResponse,
-            timeout,
-            x_request_id,
-        )
+    # The RPCs, in the contract's order.
+    resolve_semantic = _detailed(rs.ResolveSemanticRequest, rs.ResolveSemanticResponse)
+    resolve_evidence = _detailed(rs.ResolveEvidenceRequest, rs.ResolveEvidenceResponse)
+    resolve_columns = _detailed(rs.ResolveColumnsRequest, rs.ResolveColumnsResponse)
+    resolve_hypotheses = unary(rs.ResolveHypothesesRequest, rs.ResolveHypothesesResponse)
+    reconcile = unary(rs.ReconcileRequest, rs.ReconcileResponse)
+    get_resolver_policy = unary_default_request(
+        rs.GetResolverPolicyRequest, rs.GetResolverPolicyResponse
+    )
 
     # Convenience.
 

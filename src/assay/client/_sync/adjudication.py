@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from assay.client import builders
-from assay.client._sync.base import SyncClient
+from assay.client._sync.base import SyncClient, follow_pages, unary, unary_default_request
 from assay.client.export import ExportItem, ExportTracker
 from assay.v1 import adjudication_service_pb2 as adj
 from assay.v1 import gold_pb2
@@ -31,155 +31,25 @@ class AdjudicationClient(SyncClient):
 
     SERVICE = SERVICE
 
-    def register_reviewer(
-        self,
-        request: adj.RegisterReviewerRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.RegisterReviewerResponse:
-        return self._unary(
-            "RegisterReviewer", request, adj.RegisterReviewerResponse, timeout, x_request_id
-        )
-
-    def get_reviewer(
-        self,
-        request: adj.GetReviewerRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.GetReviewerResponse:
-        return self._unary("GetReviewer", request, adj.GetReviewerResponse, timeout, x_request_id)
-
-    def list_reviewers(
-        self,
-        request: adj.ListReviewersRequest | None = None,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.ListReviewersResponse:
-        return self._unary(
-            "ListReviewers",
-            request or adj.ListReviewersRequest(),
-            adj.ListReviewersResponse,
-            timeout,
-            x_request_id,
-        )
-
-    def enqueue_case(
-        self,
-        request: adj.EnqueueCaseRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.EnqueueCaseResponse:
-        return self._unary("EnqueueCase", request, adj.EnqueueCaseResponse, timeout, x_request_id)
-
-    def enqueue_cases(
-        self,
-        request: adj.EnqueueCasesRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.EnqueueCasesResponse:
-        return self._unary("EnqueueCases", request, adj.EnqueueCasesResponse, timeout, x_request_id)
-
-    def get_case(
-        self,
-        request: adj.GetCaseRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.GetCaseResponse:
-        return self._unary("GetCase", request, adj.GetCaseResponse, timeout, x_request_id)
-
-    def get_blinded_case(
-        self,
-        request: adj.GetBlindedCaseRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.GetBlindedCaseResponse:
-        return self._unary(
-            "GetBlindedCase", request, adj.GetBlindedCaseResponse, timeout, x_request_id
-        )
-
-    def list_queue(
-        self,
-        request: adj.ListQueueRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.ListQueueResponse:
-        return self._unary("ListQueue", request, adj.ListQueueResponse, timeout, x_request_id)
-
-    def list_adjudication_queue(
-        self,
-        request: adj.ListAdjudicationQueueRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.ListAdjudicationQueueResponse:
-        return self._unary(
-            "ListAdjudicationQueue",
-            request,
-            adj.ListAdjudicationQueueResponse,
-            timeout,
-            x_request_id,
-        )
-
-    def submit_review(
-        self,
-        request: adj.SubmitReviewRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.SubmitReviewResponse:
-        return self._unary("SubmitReview", request, adj.SubmitReviewResponse, timeout, x_request_id)
-
-    def get_case_state(
-        self,
-        request: adj.GetCaseStateRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.GetCaseStateResponse:
-        return self._unary("GetCaseState", request, adj.GetCaseStateResponse, timeout, x_request_id)
-
-    def resolve_case(
-        self,
-        request: adj.ResolveCaseRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.ResolveCaseResponse:
-        return self._unary("ResolveCase", request, adj.ResolveCaseResponse, timeout, x_request_id)
-
-    def freeze_gold_label(
-        self,
-        request: adj.FreezeGoldLabelRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.FreezeGoldLabelResponse:
-        return self._unary(
-            "FreezeGoldLabel", request, adj.FreezeGoldLabelResponse, timeout, x_request_id
-        )
-
-    def list_gold_label_revisions(
-        self,
-        request: adj.ListGoldLabelRevisionsRequest | None = None,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.ListGoldLabelRevisionsResponse:
-        return self._unary(
-            "ListGoldLabelRevisions",
-            request or adj.ListGoldLabelRevisionsRequest(),
-            adj.ListGoldLabelRevisionsResponse,
-            timeout,
-            x_request_id,
-        )
+    # The RPCs, in the contract's order.
+    register_reviewer = unary(adj.RegisterReviewerRequest, adj.RegisterReviewerResponse)
+    get_reviewer = unary(adj.GetReviewerRequest, adj.GetReviewerResponse)
+    list_reviewers = unary_default_request(adj.ListReviewersRequest, adj.ListReviewersResponse)
+    enqueue_case = unary(adj.EnqueueCaseRequest, adj.EnqueueCaseResponse)
+    enqueue_cases = unary(adj.EnqueueCasesRequest, adj.EnqueueCasesResponse)
+    get_case = unary(adj.GetCaseRequest, adj.GetCaseResponse)
+    get_blinded_case = unary(adj.GetBlindedCaseRequest, adj.GetBlindedCaseResponse)
+    list_queue = unary(adj.ListQueueRequest, adj.ListQueueResponse)
+    list_adjudication_queue = unary(
+        adj.ListAdjudicationQueueRequest, adj.ListAdjudicationQueueResponse
+    )
+    submit_review = unary(adj.SubmitReviewRequest, adj.SubmitReviewResponse)
+    get_case_state = unary(adj.GetCaseStateRequest, adj.GetCaseStateResponse)
+    resolve_case = unary(adj.ResolveCaseRequest, adj.ResolveCaseResponse)
+    freeze_gold_label = unary(adj.FreezeGoldLabelRequest, adj.FreezeGoldLabelResponse)
+    list_gold_label_revisions = unary_default_request(
+        adj.ListGoldLabelRevisionsRequest, adj.ListGoldLabelRevisionsResponse
+    )
 
     def export_corpus(
         self,
@@ -196,121 +66,22 @@ class AdjudicationClient(SyncClient):
             x_request_id,
         )
 
-    def compute_agreement(
-        self,
-        request: adj.ComputeAgreementRequest | None = None,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.ComputeAgreementResponse:
-        return self._unary(
-            "ComputeAgreement",
-            request or adj.ComputeAgreementRequest(),
-            adj.ComputeAgreementResponse,
-            timeout,
-            x_request_id,
-        )
-
-    def verify_audit_chain(
-        self,
-        request: adj.VerifyAuditChainRequest | None = None,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.VerifyAuditChainResponse:
-        return self._unary(
-            "VerifyAuditChain",
-            request or adj.VerifyAuditChainRequest(),
-            adj.VerifyAuditChainResponse,
-            timeout,
-            x_request_id,
-        )
-
-    def list_audit_events(
-        self,
-        request: adj.ListAuditEventsRequest | None = None,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.ListAuditEventsResponse:
-        return self._unary(
-            "ListAuditEvents",
-            request or adj.ListAuditEventsRequest(),
-            adj.ListAuditEventsResponse,
-            timeout,
-            x_request_id,
-        )
-
-    def get_checkpoint(
-        self,
-        request: adj.GetCheckpointRequest | None = None,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.GetCheckpointResponse:
-        return self._unary(
-            "GetCheckpoint",
-            request or adj.GetCheckpointRequest(),
-            adj.GetCheckpointResponse,
-            timeout,
-            x_request_id,
-        )
-
-    def get_inclusion_proof(
-        self,
-        request: adj.GetInclusionProofRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.GetInclusionProofResponse:
-        return self._unary(
-            "GetInclusionProof",
-            request,
-            adj.GetInclusionProofResponse,
-            timeout,
-            x_request_id,
-        )
-
-    def get_consistency_proof(
-        self,
-        request: adj.GetConsistencyProofRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.GetConsistencyProofResponse:
-        return self._unary(
-            "GetConsistencyProof",
-            request,
-            adj.GetConsistencyProofResponse,
-            timeout,
-            x_request_id,
-        )
-
-    def delete_tenant_records(
-        self,
-        request: adj.DeleteTenantRecordsRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.DeleteTenantRecordsResponse:
-        return self._unary(
-            "DeleteTenantRecords", request, adj.DeleteTenantRecordsResponse, timeout, x_request_id
-        )
-
-    def sweep_expired_records(
-        self,
-        request: adj.SweepExpiredRecordsRequest | None = None,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> adj.SweepExpiredRecordsResponse:
-        return self._unary(
-            "SweepExpiredRecords",
-            request or adj.SweepExpiredRecordsRequest(),
-            adj.SweepExpiredRecordsResponse,
-            timeout,
-            x_request_id,
-        )
+    compute_agreement = unary_default_request(
+        adj.ComputeAgreementRequest, adj.ComputeAgreementResponse
+    )
+    verify_audit_chain = unary_default_request(
+        adj.VerifyAuditChainRequest, adj.VerifyAuditChainResponse
+    )
+    list_audit_events = unary_default_request(
+        adj.ListAuditEventsRequest, adj.ListAuditEventsResponse
+    )
+    get_checkpoint = unary_default_request(adj.GetCheckpointRequest, adj.GetCheckpointResponse)
+    get_inclusion_proof = unary(adj.GetInclusionProofRequest, adj.GetInclusionProofResponse)
+    get_consistency_proof = unary(adj.GetConsistencyProofRequest, adj.GetConsistencyProofResponse)
+    delete_tenant_records = unary(adj.DeleteTenantRecordsRequest, adj.DeleteTenantRecordsResponse)
+    sweep_expired_records = unary_default_request(
+        adj.SweepExpiredRecordsRequest, adj.SweepExpiredRecordsResponse
+    )
 
     # Workflow convenience.
 
@@ -415,14 +186,10 @@ class AdjudicationClient(SyncClient):
         self, case_id: str = "", *, timeout: float | None = None
     ) -> Iterator[gold_pb2.GoldLabelRevision]:
         """Every gold-label revision (of one case, or all), following pages."""
-        token = ""
-        while True:
-            request = adj.ListGoldLabelRevisionsRequest(case_id=case_id, page_token=token)
-            page = self.list_gold_label_revisions(request, timeout=timeout)
-            yield from page.revisions
-            token = page.next_page_token
-            if not token:
-                return
+        request = adj.ListGoldLabelRevisionsRequest(case_id=case_id)
+        yield from follow_pages(
+            self.list_gold_label_revisions, request, lambda page: page.revisions, timeout
+        )
 
     def latest_gold_label(
         self, case_id: str, *, timeout: float | None = None
@@ -435,54 +202,30 @@ class AdjudicationClient(SyncClient):
 
     def reviewers(self, *, timeout: float | None = None) -> Iterator[adj.Reviewer]:
         """Every registered reviewer, following pages."""
-        token = ""
-        while True:
-            request = adj.ListReviewersRequest(page_token=token)
-            page = self.list_reviewers(request, timeout=timeout)
-            yield from page.reviewers
-            token = page.next_page_token
-            if not token:
-                return
+        request = adj.ListReviewersRequest()
+        yield from follow_pages(self.list_reviewers, request, lambda page: page.reviewers, timeout)
 
     def queue(
         self, reviewer_id: str, tenant: str = "", *, timeout: float | None = None
     ) -> Iterator[adj.BlindedCase]:
         """The blinded cases ``reviewer_id`` still has to review, following pages."""
-        token = ""
-        while True:
-            request = adj.ListQueueRequest(reviewer_id=reviewer_id, tenant=tenant, page_token=token)
-            page = self.list_queue(request, timeout=timeout)
-            yield from page.cases
-            token = page.next_page_token
-            if not token:
-                return
+        request = adj.ListQueueRequest(reviewer_id=reviewer_id, tenant=tenant)
+        yield from follow_pages(self.list_queue, request, lambda page: page.cases, timeout)
 
     def worklist(
         self, adjudicator_id: str, tenant: str = "", *, timeout: float | None = None
     ) -> Iterator[adj.AdjudicationItem]:
         """The disagreed cases ``adjudicator_id`` may decide (no verdict, with the round's
         reviews), following pages."""
-        token = ""
-        while True:
-            request = adj.ListAdjudicationQueueRequest(
-                adjudicator_id=adjudicator_id, tenant=tenant, page_token=token
-            )
-            page = self.list_adjudication_queue(request, timeout=timeout)
-            yield from page.items
-            token = page.next_page_token
-            if not token:
-                return
+        request = adj.ListAdjudicationQueueRequest(adjudicator_id=adjudicator_id, tenant=tenant)
+        yield from follow_pages(
+            self.list_adjudication_queue, request, lambda page: page.items, timeout
+        )
 
     def audit_events(self, *, timeout: float | None = None) -> Iterator[adj.AuditEvent]:
         """The whole audit ledger in sequence order, following pages."""
-        token = ""
-        while True:
-            request = adj.ListAuditEventsRequest(page_token=token)
-            page = self.list_audit_events(request, timeout=timeout)
-            yield from page.events
-            token = page.next_page_token
-            if not token:
-                return
+        request = adj.ListAuditEventsRequest()
+        yield from follow_pages(self.list_audit_events, request, lambda page: page.events, timeout)
 
     def export(
         self,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 
-from assay.client._sync.base import SyncClient
+from assay.client._sync.base import SyncClient, follow_pages, unary, unary_default_request
 from assay.client.builders import EvidenceLike, acquisition_policy, plan_request
 from assay.v1 import plan_pb2
 from assay.v1 import planner_service_pb2 as ps
@@ -26,29 +26,9 @@ class PlannerClient(SyncClient):
 
     SERVICE = SERVICE
 
-    def plan_evidence(
-        self,
-        request: ps.PlanEvidenceRequest,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> ps.PlanEvidenceResponse:
-        return self._unary("PlanEvidence", request, ps.PlanEvidenceResponse, timeout, x_request_id)
-
-    def list_probes(
-        self,
-        request: ps.ListProbesRequest | None = None,
-        *,
-        timeout: float | None = None,
-        x_request_id: str | None = None,
-    ) -> ps.ListProbesResponse:
-        return self._unary(
-            "ListProbes",
-            request or ps.ListProbesRequest(),
-            ps.ListProbesResponse,
-            timeout,
-            x_request_id,
-        )
+    # The RPCs, in the contract's order.
+    plan_evidence = unary(ps.PlanEvidenceRequest, ps.PlanEvidenceResponse)
+    list_probes = unary_default_request(ps.ListProbesRequest, ps.ListProbesResponse)
 
     # Convenience.
 
@@ -83,10 +63,5 @@ class PlannerClient(SyncClient):
 
     def probes(self, *, timeout: float | None = None) -> Iterator[plan_pb2.ProbeSpec]:
         """Every probe of the catalogue, following pages."""
-        token = ""
-        while True:
-            page = self.list_probes(ps.ListProbesRequest(page_token=token), timeout=timeout)
-            yield from page.probes
-            token = page.next_page_token
-            if not token:
-                return
+        request = ps.ListProbesRequest()
+        yield from follow_pages(self.list_probes, request, lambda page: page.probes, timeout)
