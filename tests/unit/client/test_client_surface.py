@@ -16,7 +16,9 @@ from assay.client import (
     PlannerClient,
     ResolverClient,
 )
+from assay.client._async.base import unary
 from assay.client.base import AsyncClient, SyncClient
+from assay.v1 import adjudication_service_pb2 as adj
 
 PAIRS: list[tuple[type[SyncClient], type[AsyncClient]]] = [
     (ResolverClient, AsyncResolverClient),
@@ -50,3 +52,23 @@ class TestEveryRpcHasAMethod:
         """Unary methods of the asyncio client are awaited; streaming ones are iterated."""
         method = getattr(aio, snake(rpc.name))
         assert inspect.iscoroutinefunction(method) is (not rpc.server_streaming)
+
+
+class TestRpcPairing:
+    def test_a_method_naming_messages_of_another_rpc_fails_at_class_creation(self) -> None:
+        """Pairing a request with another RPC's response is refused when the class is made."""
+        # Before Python 3.12 an error in __set_name__ arrives wrapped in a RuntimeError.
+        with pytest.raises((TypeError, RuntimeError)) as raised:
+
+            class Mispaired(AsyncAdjudicationClient):
+                # mypy refuses it too; the check is for code it does not see.
+                get_case = unary(adj.GetCaseRequest, adj.GetReviewerResponse)  # type: ignore[assignment]
+
+        error = raised.value.__cause__ or raised.value
+        assert "GetCase" in str(error)
+
+    def test_the_class_attribute_is_the_named_coroutine_function(self) -> None:
+        """On the class a generated method is a plain function named like the method."""
+        method = AsyncAdjudicationClient.get_case
+        assert inspect.iscoroutinefunction(method)
+        assert method.__qualname__ == "AsyncAdjudicationClient.get_case"
