@@ -86,6 +86,15 @@ class ServiceSpec:
     close: Callable[[], Awaitable[None]] | None = None
     dependency: Dependency | None = None
     instrument: Callable[[Metrics], None] | None = None
+    # More services served on the same port by the same process, each (descriptor,
+    # servicer): adjudication serves ApprovalService beside its own. They share its
+    # admission bound, health and lifetime.
+    also: tuple[tuple[ServiceDescriptor, object], ...] = ()
+
+    @property
+    def hosted(self) -> tuple[tuple[ServiceDescriptor, object], ...]:
+        """Every (descriptor, servicer) this spec serves, its own first."""
+        return ((self.descriptor, self.servicer), *self.also)
 
 
 @dataclass
@@ -141,14 +150,15 @@ async def start_service(
         options=[*config.channel_options(), *_SERVER_OPTIONS],
     )
     admission = Admission(config.max_concurrent_rpcs, spec.name)
-    handler = ServiceHandler(spec.descriptor, spec.servicer, config.gate, admission, metrics)
+    for descriptor, servicer in spec.hosted:
+        handler = ServiceHandler(descriptor, servicer, config.gate, admission, metrics)
+        server.add_generic_rpc_handlers((handler,))
+        server.add_registered_method_handlers(handler.service_name, handler.method_handlers())
     if metrics is not None and spec.instrument is not None:
         spec.instrument(metrics)
-    server.add_generic_rpc_handlers((handler,))
-    server.add_registered_method_handlers(handler.service_name, handler.method_handlers())
     health = Health()
     health.add_to(server)
-    enable_reflection((spec.descriptor.full_name, HEALTH_SERVICE), server)
+    enable_reflection((*(d.full_name for d, _ in spec.hosted), HEALTH_SERVICE), server)
     address = f"{config.host}:{spec.port}"
     try:
         if config.tls is None:
@@ -174,6 +184,8 @@ async def start_service(
             name=f"health of {spec.name}",
         )
     health.set(spec.descriptor.full_name, SERVING if available else NOT_SERVING)
+    for descriptor, _ in spec.also:
+        health.set(descriptor.full_name, SERVING)
     _log.info(
         "serving",
         service=spec.name,

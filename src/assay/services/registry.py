@@ -8,9 +8,10 @@ never imports the adjudication storage.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.runtime.server import ServiceSpec
@@ -51,6 +52,9 @@ class ServeOptions:
     columns_max_rows: int | None = None
     columns_max_bytes: int | None = None
     columns_max_ratio: int | None = None
+    # Adjudication's approvals: the auth policy's ``[approvals]`` table (quorums, lifetimes,
+    # the webhook), as written.
+    approvals: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

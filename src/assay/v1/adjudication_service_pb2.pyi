@@ -314,6 +314,20 @@ class _AuditEventTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_AuditE
     """A tenant's records were deleted."""
     AUDIT_EVENT_TYPE_EXPIRED_RECORDS_SWEPT: _AuditEventType.ValueType  # 7
     """Expired records were swept."""
+    AUDIT_EVENT_TYPE_APPROVAL_REQUESTED: _AuditEventType.ValueType  # 8
+    """An approval was requested (ApprovalService)."""
+    AUDIT_EVENT_TYPE_APPROVAL_DECIDED: _AuditEventType.ValueType  # 9
+    """An approver approved or denied an approval."""
+    AUDIT_EVENT_TYPE_APPROVAL_GRANTED: _AuditEventType.ValueType  # 10
+    """An approval's quorum approved it."""
+    AUDIT_EVENT_TYPE_APPROVAL_DENIED: _AuditEventType.ValueType  # 11
+    """A denial ended an approval."""
+    AUDIT_EVENT_TYPE_APPROVAL_REVOKED: _AuditEventType.ValueType  # 12
+    """An approval was revoked."""
+    AUDIT_EVENT_TYPE_APPROVAL_CONSUMED: _AuditEventType.ValueType  # 13
+    """A granted approval was used."""
+    AUDIT_EVENT_TYPE_APPROVAL_EXPIRED: _AuditEventType.ValueType  # 14
+    """An approval expired undecided or unused."""
 
 class AuditEventType(_AuditEventType, metaclass=_AuditEventTypeEnumTypeWrapper):
     """AuditEventType is what a ledger event records."""
@@ -334,6 +348,20 @@ AUDIT_EVENT_TYPE_TENANT_RECORDS_DELETED: AuditEventType.ValueType  # 6
 """A tenant's records were deleted."""
 AUDIT_EVENT_TYPE_EXPIRED_RECORDS_SWEPT: AuditEventType.ValueType  # 7
 """Expired records were swept."""
+AUDIT_EVENT_TYPE_APPROVAL_REQUESTED: AuditEventType.ValueType  # 8
+"""An approval was requested (ApprovalService)."""
+AUDIT_EVENT_TYPE_APPROVAL_DECIDED: AuditEventType.ValueType  # 9
+"""An approver approved or denied an approval."""
+AUDIT_EVENT_TYPE_APPROVAL_GRANTED: AuditEventType.ValueType  # 10
+"""An approval's quorum approved it."""
+AUDIT_EVENT_TYPE_APPROVAL_DENIED: AuditEventType.ValueType  # 11
+"""A denial ended an approval."""
+AUDIT_EVENT_TYPE_APPROVAL_REVOKED: AuditEventType.ValueType  # 12
+"""An approval was revoked."""
+AUDIT_EVENT_TYPE_APPROVAL_CONSUMED: AuditEventType.ValueType  # 13
+"""A granted approval was used."""
+AUDIT_EVENT_TYPE_APPROVAL_EXPIRED: AuditEventType.ValueType  # 14
+"""An approval expired undecided or unused."""
 Global___AuditEventType: _TypeAlias = AuditEventType  # noqa: Y015
 
 @_typing.final

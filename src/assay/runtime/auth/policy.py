@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,9 @@ class TokenSettings:
 class AuthPolicy:
     grants: tuple[Grant, ...]
     tokens: TokenSettings | None
+    # The ``[approvals]`` table as written: the adjudication service reads it (quorums,
+    # lifetimes, the notification webhook); the runtime only checks that it is a table.
+    approvals: Mapping[str, Any] = field(default_factory=dict)
 
     def principal(self, issuer: str, subject: str, claims: Mapping[str, Any]) -> Principal:
         roles: set[Role] = set()
@@ -151,14 +154,17 @@ def _tokens(table: object, base: Path) -> TokenSettings:
 
 
 def parse_policy(data: Mapping[str, Any], base: Path) -> AuthPolicy:
-    unknown = set(data) - {"tokens", "principals"}
+    unknown = set(data) - {"tokens", "principals", "approvals"}
     if unknown:
         raise ValueError(f"unknown top-level keys {sorted(unknown)}")
     entries = data.get("principals", [])
     if not isinstance(entries, list):
         raise ValueError("principals: expected an array of tables")
     tokens = _tokens(data["tokens"], base) if "tokens" in data else None
-    return AuthPolicy(tuple(_grant(i, e) for i, e in enumerate(entries)), tokens)
+    approvals = data.get("approvals", {})
+    if not isinstance(approvals, dict):
+        raise ValueError("approvals: expected a table")
+    return AuthPolicy(tuple(_grant(i, e) for i, e in enumerate(entries)), tokens, approvals)
 
 
 def load_policy(path: Path) -> AuthPolicy:

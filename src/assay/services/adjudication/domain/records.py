@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from assay.errors import DataLoss, Reason
-from assay.services.adjudication.domain import cases, openings, reviews
+from assay.services.adjudication.domain import approvals, cases, openings, reviews
+from assay.services.adjudication.domain.approvals import Approval, Step
 from assay.services.adjudication.domain.digests import digest
 from assay.services.adjudication.domain.model import (
     Case,
@@ -49,6 +50,11 @@ EVENT_KEYS = {
     "REVIEW_SUBMITTED": (RecordKind.REVIEW, ("review_id",)),
     "CASE_RESOLVED": (RecordKind.RESOLUTION, ("case_id", "round")),
     "GOLD_LABEL_FROZEN": (RecordKind.GOLD_LABEL, ("case_id", "revision")),
+    "APPROVAL_REQUESTED": (RecordKind.APPROVAL, ("approval_id",)),
+    "APPROVAL_DECIDED": (RecordKind.APPROVAL_STEP, ("approval_id", "step")),
+    "APPROVAL_REVOKED": (RecordKind.APPROVAL_STEP, ("approval_id", "step")),
+    "APPROVAL_CONSUMED": (RecordKind.APPROVAL_STEP, ("approval_id", "step")),
+    "APPROVAL_EXPIRED": (RecordKind.APPROVAL_STEP, ("approval_id", "step")),
 }
 
 
@@ -133,6 +139,44 @@ def gold_commitment(value: GoldLabelRevision) -> Commitment:
 
 def gold_id(value: GoldLabelRevision) -> str:
     return f"{value.case_id}#{value.revision}"
+
+
+def approval_commitment(value: Approval) -> Commitment | None:
+    """None when the row's content no longer has its stored digest."""
+    if approvals.approval_digest(value) != value.content_digest:
+        return None
+    return requested_payload(value)
+
+
+def requested_payload(value: Approval) -> Commitment:
+    """The APPROVAL_REQUESTED payload of an approval whose ``content_digest`` is its own."""
+    return {
+        "approval_id": value.approval_id,
+        "tenant": value.tenant,
+        "content": value.content_digest,
+        "candidate_digest": value.candidate.candidate_digest,
+        "quorum": str(value.quorum),
+        "expire_time": str(to_micros(value.expire_time)),
+    }
+
+
+def step_commitment(value: Step) -> Commitment:
+    """A step's event payload: the reason by digest (payloads hold no free text), the
+    actor in the event's own ``actor``."""
+    actor = value.actor
+    return {
+        "approval_id": value.approval_id,
+        "step": str(value.seq),
+        "kind": value.kind.value,
+        "reason": digest(value.reason) if value.reason else "",
+        "candidate_digest": value.candidate_digest,
+        "occur_time": str(to_micros(value.occur_time)),
+        "actor": "" if actor is None else f"{actor.issuer} {actor.subject}",
+    }
+
+
+def step_id(value: Step) -> str:
+    return f"{value.approval_id}#{value.seq}"
 
 
 def kind_name(kind: RecordKind) -> str:

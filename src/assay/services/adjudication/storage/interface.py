@@ -25,9 +25,12 @@ from typing import Protocol, TypeVar
 
 from assay.services.adjudication.domain import model
 from assay.services.adjudication.domain.agreement import RatedRound
+from assay.services.adjudication.domain.approvals import Approval, Step
 from assay.services.adjudication.domain.records import gold_id
 
 T = TypeVar("T")
+# An approval and its steps, in ``seq`` order.
+ApprovalRecord = tuple[Approval, list[Step]]
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,21 @@ class WriteTx(Protocol):
         actor: model.Actor | None = None,
     ) -> model.AuditEvent: ...
 
+    def approval(self, approval_id: str) -> ApprovalRecord | None:
+        """The approval with its steps (in ``seq`` order), locked until the transaction ends
+        (so concurrent changes to one approval, on any replica, run one after the other),
+        each row checked against its ledger event (DATA_LOSS when one disagrees)."""
+        ...
+
+    def insert_approval(self, value: Approval) -> None: ...
+
+    def insert_step(self, value: Step) -> None: ...
+
+    def notify_approval(self, approval_id: str) -> None:
+        """Tell the other replicas, once this transaction commits, that the approval changed
+        (``Store.listen_approvals``); nothing to do where there is one process."""
+        ...
+
 
 class Store(Protocol):
     """Everything the service keeps, behind domain-valued methods."""
@@ -212,6 +230,28 @@ class Store(Protocol):
     ) -> AsyncIterator[model.ChainHead | ExportBatch]:
         """The chain head, then batches, all from one snapshot; with ``include_reviews``,
         each record with every review of its case, checked against the ledger."""
+        ...
+
+    async def approval(self, approval_id: str) -> ApprovalRecord | None:
+        """The approval with its steps, each row checked against its ledger event."""
+        ...
+
+    async def approvals(
+        self, scope: model.TenantScope, after: tuple[str, int] | None, limit: int
+    ) -> list[ApprovalRecord]:
+        """Up to ``limit`` approvals of ``scope``'s tenants, newest request first (request
+        time, then id, both descending), after ``after`` (approval id, request time in
+        microseconds), each with its steps, checked like ``approval``."""
+        ...
+
+    async def open_approvals(self, limit: int) -> list[ApprovalRecord]:
+        """Up to ``limit`` approvals (any tenant) with no CONSUMED, REVOKED or EXPIRED step,
+        earliest deadline first, with their steps: what the expiry task looks at."""
+        ...
+
+    def listen_approvals(self, changed: Callable[[str], None]) -> None:
+        """Call ``changed(approval_id)`` when another replica commits a change to an
+        approval (PostgreSQL: LISTEN/NOTIFY); nothing where there is one process."""
         ...
 
     async def verify_chain(self) -> model.ChainVerdict:
