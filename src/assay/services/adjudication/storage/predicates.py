@@ -4,11 +4,12 @@ a worklist page takes.
 What makes a case's round current (one more than its gold labels), what makes it
 resolved, and columns qualified by a table alias are plain SQL with no
 parameters, so SQLite's queries (``storage.sqlite``) and PostgreSQL's
-(``storage.postgres``) build their statements from the same text. An
-adjudicator's worklist is written here once (``worklist_page``,
-``deciding_range`` and the deciding rows' statements), each engine passing its
-own parameter markers and tenant filter; ``snapshots`` turns a page's
-candidates and reviews into the snapshots both engines return.
+(``storage.postgres``) build their statements from the same text. A
+reviewer's queue and an adjudicator's worklist are written here once
+(``queue_page``, ``worklist_page``, ``deciding_range`` and the deciding rows'
+statements), each engine passing its own parameter markers and tenant filter;
+``page_steps`` runs them, and ``snapshots`` turns a page's candidates and
+reviews into the snapshots both engines return.
 """
 
 from __future__ import annotations
@@ -116,6 +117,19 @@ WHERE r.reviewer_id = {adjudicator}
        AND (SELECT COUNT(*) FROM reviews n
              WHERE n.case_id = k.case_id AND n.round = k.current_round) >= 2)
 ORDER BY r.case_id, {insertion_order}
+"""
+    )
+
+
+def reviewer_reviews(cases: str, *, reviewer: str) -> str:
+    """The reviews by ``reviewer`` of the current rounds of ``cases`` (``deciding_range``):
+    what keeps a case out of the reviewer's queue, so a forged one must not hide a case."""
+    return (
+        cases
+        + f"""
+SELECT {prefixed("r", rows.REVIEW_COLUMNS)}
+FROM k JOIN reviews r
+  ON r.case_id = k.case_id AND r.round = k.current_round AND r.reviewer_id = {reviewer}
 """
     )
 

@@ -11,11 +11,9 @@ and its event, which were committed together, are seen together.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import TypeVar
 
 from assay.services.adjudication.domain import model
-from assay.services.adjudication.domain.times import to_micros
 from assay.services.adjudication.storage import ledger_rules, rows
 from assay.services.adjudication.storage.ledger_rules import Rule
 from assay.services.adjudication.storage.postgres import queries
@@ -96,42 +94,3 @@ async def check_snapshot(db: queries.Db, snap: model.CaseSnapshot | None) -> Non
     await check_reviews(db, snap.round_reviews)
     resolution = [snap.round_resolution] if snap.round_resolution is not None else []
     await check_resolutions(db, resolution)
-
-
-# $1 now, $2 after, $3 upto (NULL: to the end), $4 tenants; reviews add $5 reviewer.
-_CANDIDATES = f"""
-WITH candidates AS (
-    SELECT c.case_id,
-           (SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = c.case_id) + 1 AS current_round
-    FROM cases c
-    WHERE c.expire_time > $1 AND c.case_id > $2 AND ($3::text IS NULL OR c.case_id <= $3)
-      AND {queries.in_scope("c.tenant", 4)}
-)
-"""
-_REVIEW_R = ", ".join(f"r.{c.strip()}" for c in rows.REVIEW_COLUMNS.split(","))
-_RESOLUTION_X = ", ".join(f"x.{c.strip()}" for c in rows.RESOLUTION_COLUMNS.split(","))
-_EXCLUDING_REVIEWS = (
-    _CANDIDATES + f"SELECT {_REVIEW_R} FROM candidates k JOIN reviews r "
-    "ON r.case_id = k.case_id AND r.round = k.current_round AND r.reviewer_id = $5"
-)
-_EXCLUDING_RESOLUTIONS = (
-    _CANDIDATES + f"SELECT {_RESOLUTION_X} FROM candidates k JOIN resolutions x "
-    "ON x.case_id = k.case_id AND x.round = k.current_round"
-)
-
-
-async def check_queue_exclusions(
-    db: queries.Db,
-    reviewer_id: str,
-    scope: model.TenantScope,
-    after: str,
-    upto: str | None,
-    at: datetime,
-) -> None:
-    """The reviewer's reviews and the current rounds' resolutions that kept a candidate case
-    of the page's range out of the queue: a forged row must not hide a case silently."""
-    params = (to_micros(at), after, upto, queries.tenants_param(scope))
-    found_reviews = await db.fetch(_EXCLUDING_REVIEWS, *params, reviewer_id)
-    await check_reviews(db, [rows.review(queries.row(r)) for r in found_reviews])
-    found_resolutions = await db.fetch(_EXCLUDING_RESOLUTIONS, *params)
-    await check_resolutions(db, [rows.resolution(queries.row(r)) for r in found_resolutions])

@@ -15,7 +15,6 @@ from __future__ import annotations
 import collections
 import json
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import asyncpg
@@ -34,7 +33,6 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
     TenantScope,
 )
-from assay.services.adjudication.domain.times import to_micros
 from assay.services.adjudication.storage import predicates, rows
 
 if TYPE_CHECKING:
@@ -194,25 +192,6 @@ async def case_history(db: Db, case_id: str) -> tuple[list[Review], list[Resolut
         case_id,
     )
     return [rows.review(row(r)) for r in reviews], [rows.resolution(row(r)) for r in resolutions]
-
-
-# $1 now, $2 after, $3 tenants, $4 reviewer, $5 limit.
-_QUEUE = predicates.queue_page(
-    now="$1", after="$2", in_scope=in_scope("c.tenant", 3), reviewer="$4", limit="$5"
-)
-
-
-async def queue(
-    db: Db,
-    reviewer_id: str,
-    scope: TenantScope,
-    after: str,
-    limit: int,
-    at: datetime,
-) -> list[tuple[Case, int]]:
-    """Cases awaiting a first or second review that this reviewer has not reviewed."""
-    found = await db.fetch(_QUEUE, to_micros(at), after, tenants_param(scope), reviewer_id, limit)
-    return [(rows.case(row(r)), int(r["current_round"])) for r in found]
 
 
 async def gold_labels(

@@ -29,10 +29,10 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
     TenantScope,
 )
-from assay.services.adjudication.storage import faults
+from assay.services.adjudication.storage import faults, page_steps
 from assay.services.adjudication.storage.interface import ExportBatch
 from assay.services.adjudication.storage.postgres import ledger_checks as checks
-from assay.services.adjudication.storage.postgres import queries, schema, verify, worklist
+from assay.services.adjudication.storage.postgres import pages, queries, schema, verify
 from assay.services.adjudication.storage.postgres.faults import lost, quiet_pool_log
 from assay.services.adjudication.storage.postgres.tx import PostgresWriteTx
 from assay.services.adjudication.storage.postgres.writer import PostgresWriter
@@ -164,21 +164,14 @@ class PostgresStore:
     async def queue(
         self, reviewer_id: str, scope: TenantScope, after: str, limit: int, at: datetime
     ) -> list[tuple[Case, int]]:
-        async def work(db: queries.Db) -> list[tuple[Case, int]]:
-            found = await queries.queue(db, reviewer_id, scope, after, limit, at)
-            await checks.check_cases(db, [case for case, _ in found])
-            upto = found[-1][0].case_id if len(found) == limit else None
-            await checks.check_queue_exclusions(db, reviewer_id, scope, after, upto, at)
-            return found
-
-        return await self._read(work)
+        steps = page_steps.queue(reviewer_id, scope, after, limit, at)
+        return await self._read(lambda db: pages.run(db, steps))
 
     async def worklist(
         self, adjudicator_id: str, scope: TenantScope, after: str, limit: int, at: datetime
     ) -> list[CaseSnapshot]:
-        return await self._read(
-            lambda db: worklist.worklist(db, adjudicator_id, scope, after, limit, at)
-        )
+        steps = page_steps.worklist(adjudicator_id, scope, after, limit, at)
+        return await self._read(lambda db: pages.run(db, steps))
 
     async def gold_labels(
         self, case_id: str, after: tuple[str, int] | None, limit: int, scope: TenantScope

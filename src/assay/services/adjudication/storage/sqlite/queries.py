@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 from typing import Any
 
 from assay.services.adjudication.domain import ledger
@@ -30,9 +29,7 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
     TenantScope,
 )
-from assay.services.adjudication.domain.times import to_micros
 from assay.services.adjudication.storage import predicates, rows
-from assay.services.adjudication.storage.predicates import prefixed
 
 # ``:tenants`` is NULL (every tenant) or a JSON array of the tenants a read may see.
 IN_SCOPE = "(:tenants IS NULL OR {column} IN (SELECT value FROM json_each(:tenants)))"
@@ -143,84 +140,6 @@ def case_history(db: sqlite3.Connection, case_id: str) -> tuple[list[Review], li
         (case_id,),
     )
     return [rows.review(r) for r in reviews], [rows.resolution(r) for r in resolutions]
-
-
-_QUEUE = predicates.queue_page(
-    now=":now",
-    after=":after",
-    in_scope=IN_SCOPE.format(column="c.tenant"),
-    reviewer=":reviewer",
-    limit=":limit",
-)
-
-
-def queue(
-    db: sqlite3.Connection,
-    reviewer_id: str,
-    scope: TenantScope,
-    after: str,
-    limit: int,
-    at: datetime,
-) -> list[tuple[Case, int]]:
-    """Cases awaiting a first or second review that this reviewer has not reviewed (the rule
-    ``permissions.awaits_review_by`` states for one case)."""
-    found = _all(
-        db,
-        _QUEUE,
-        {
-            "now": to_micros(at),
-            "after": after,
-            "tenants": tenants_param(scope),
-            "reviewer": reviewer_id,
-            "limit": limit,
-        },
-    )
-    return [(rows.case(r), int(r["current_round"])) for r in found]
-
-
-_EXCLUDED = f"""
-WITH candidates AS (
-    SELECT c.case_id,
-           (SELECT COUNT(*) FROM gold_labels g WHERE g.case_id = c.case_id) + 1 AS current_round
-    FROM cases c
-    WHERE c.expire_time > :now AND c.case_id > :after AND (:upto IS NULL OR c.case_id <= :upto)
-      AND {IN_SCOPE.format(column="c.tenant")}
-)
-"""
-_EXCLUDING_REVIEWS = (
-    _EXCLUDED + f"SELECT {prefixed('r', rows.REVIEW_COLUMNS)} FROM candidates k JOIN reviews r "
-    "ON r.case_id = k.case_id AND r.round = k.current_round AND r.reviewer_id = :reviewer"
-)
-_EXCLUDING_RESOLUTIONS = (
-    _EXCLUDED
-    + f"SELECT {prefixed('x', rows.RESOLUTION_COLUMNS)} FROM candidates k JOIN resolutions x "
-    "ON x.case_id = k.case_id AND x.round = k.current_round"
-)
-
-
-def queue_exclusions(
-    db: sqlite3.Connection,
-    reviewer_id: str,
-    scope: TenantScope,
-    after: str,
-    upto: str | None,
-    at: datetime,
-) -> tuple[list[Review], list[Resolution]]:
-    """The reviewer's own reviews and the resolutions of the current rounds of the queue's
-    candidate cases after ``after`` up to ``upto`` (None: to the end): the rows that keep a
-    case out of the reviewer's queue, so a queue page can check them. One probe of each
-    table's (case, round) key per candidate — what the queue query itself costs."""
-    params = {
-        "now": to_micros(at),
-        "after": after,
-        "upto": upto,
-        "tenants": tenants_param(scope),
-        "reviewer": reviewer_id,
-    }
-    reviews = [rows.review(r) for r in _all(db, _EXCLUDING_REVIEWS, params)]
-    del params["reviewer"]
-    resolutions = [rows.resolution(r) for r in _all(db, _EXCLUDING_RESOLUTIONS, params)]
-    return reviews, resolutions
 
 
 def gold_labels(

@@ -36,10 +36,10 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
     TenantScope,
 )
-from assay.services.adjudication.storage import faults, rows, verify_walk
+from assay.services.adjudication.storage import faults, page_steps, rows, verify_walk
 from assay.services.adjudication.storage.interface import ExportBatch
 from assay.services.adjudication.storage.sqlite import faults as sqlite_faults
-from assay.services.adjudication.storage.sqlite import files, ledger_checks, queries, worklist
+from assay.services.adjudication.storage.sqlite import files, ledger_checks, pages, queries
 from assay.services.adjudication.storage.sqlite.schema import MIGRATIONS, PRAGMAS, SCHEMA_VERSION
 from assay.services.adjudication.storage.sqlite.single_process import ProcessLock
 from assay.services.adjudication.storage.sqlite.sqlite_thread import SqliteConnection
@@ -223,25 +223,14 @@ class Store:
     async def queue(
         self, reviewer_id: str, scope: TenantScope, after: str, limit: int, at: datetime
     ) -> list[tuple[Case, int]]:
-        def work(db: sqlite3.Connection) -> list[tuple[Case, int]]:
-            found = queries.queue(db, reviewer_id, scope, after, limit, at)
-            ledger_checks.check_cases(db, [case for case, _ in found])
-            # The rows that kept a case of this page's range out of it: a forged review by
-            # the reviewer or a forged resolution must not hide a case silently.
-            upto = found[-1][0].case_id if len(found) == limit else None
-            reviews, resolutions = queries.queue_exclusions(db, reviewer_id, scope, after, upto, at)
-            ledger_checks.check_reviews(db, reviews)
-            ledger_checks.check_resolutions(db, resolutions)
-            return found
-
-        return await self._read(work)
+        steps = page_steps.queue(reviewer_id, scope, after, limit, at)
+        return await self._read(lambda db: pages.run(db, steps))
 
     async def worklist(
         self, adjudicator_id: str, scope: TenantScope, after: str, limit: int, at: datetime
     ) -> list[CaseSnapshot]:
-        return await self._read(
-            lambda db: worklist.worklist(db, adjudicator_id, scope, after, limit, at)
-        )
+        steps = page_steps.worklist(adjudicator_id, scope, after, limit, at)
+        return await self._read(lambda db: pages.run(db, steps))
 
     async def gold_labels(
         self, case_id: str, after: tuple[str, int] | None, limit: int, scope: TenantScope
