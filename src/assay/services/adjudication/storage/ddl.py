@@ -20,6 +20,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 
+def reviewers(micros: str) -> str:
+    """Version 1's ``reviewers`` table (its triggers are each engine's)."""
+    return f"""CREATE TABLE reviewers (
+    reviewer_id   TEXT PRIMARY KEY,
+    kind          TEXT NOT NULL CHECK (kind IN ('HUMAN', 'MECHANISM_TEST_FIXTURE')),
+    attested_by   TEXT NOT NULL,
+    register_time {micros} NOT NULL,
+    CHECK (kind <> 'HUMAN' OR length(trim(attested_by)) > 0)
+);"""
+
+
 def cases(micros: str) -> str:
     """Version 1's ``cases`` table and its indexes."""
     return f"""CREATE TABLE cases (
@@ -39,6 +50,24 @@ def cases(micros: str) -> str:
 );
 CREATE INDEX cases_by_tenant ON cases (tenant, case_id);
 CREATE INDEX cases_by_expiry ON cases (expire_time);"""
+
+
+def reviews(micros: str, order_column: str = "") -> str:
+    """Version 1's ``reviews`` table; ``order_column``: the definition of a column recording
+    the order reviews were written in, where the engine has no ``rowid`` (PostgreSQL)."""
+    order = f"\n    {order_column}," if order_column else ""
+    return f"""CREATE TABLE reviews (
+    review_id   TEXT PRIMARY KEY,
+    case_id     TEXT NOT NULL REFERENCES cases (case_id) ON DELETE CASCADE,
+    reviewer_id TEXT NOT NULL REFERENCES reviewers (reviewer_id),
+    round       INTEGER NOT NULL CHECK (round >= 1),
+    outcome     TEXT NOT NULL CHECK (outcome IN ('LABEL', 'UNRESOLVED', 'NOT_EVALUABLE')),
+    label_key   TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    submit_time {micros} NOT NULL,{order}
+    UNIQUE (case_id, round, reviewer_id),
+    CHECK ((outcome = 'LABEL') = (label_key <> ''))
+);"""
 
 
 def resolutions(micros: str) -> str:

@@ -34,31 +34,13 @@ BEGIN
     RAISE EXCEPTION '%', TG_ARGV[0] USING ERRCODE = 'integrity_constraint_violation';
 END $$;
 
-CREATE TABLE reviewers (
-    reviewer_id   TEXT PRIMARY KEY,
-    kind          TEXT NOT NULL CHECK (kind IN ('HUMAN', 'MECHANISM_TEST_FIXTURE')),
-    attested_by   TEXT NOT NULL,
-    register_time BIGINT NOT NULL,
-    CHECK (kind <> 'HUMAN' OR length(trim(attested_by)) > 0)
-);
+{ddl.reviewers("BIGINT")}
 CREATE TRIGGER reviewers_no_delete BEFORE DELETE ON reviewers
     FOR EACH ROW EXECUTE FUNCTION assay_refuse('reviewers are never deleted');
 
 {ddl.cases("BIGINT")}
 
-CREATE TABLE reviews (
-    review_id   TEXT PRIMARY KEY,
-    case_id     TEXT NOT NULL REFERENCES cases (case_id) ON DELETE CASCADE,
-    reviewer_id TEXT NOT NULL REFERENCES reviewers (reviewer_id),
-    round       INTEGER NOT NULL CHECK (round >= 1),
-    outcome     TEXT NOT NULL CHECK (outcome IN ('LABEL', 'UNRESOLVED', 'NOT_EVALUABLE')),
-    label_key   TEXT NOT NULL,
-    reason      TEXT NOT NULL,
-    submit_time BIGINT NOT NULL,
-    position    BIGINT GENERATED ALWAYS AS IDENTITY,
-    UNIQUE (case_id, round, reviewer_id),
-    CHECK ((outcome = 'LABEL') = (label_key <> ''))
-);
+{ddl.reviews("BIGINT", "position    BIGINT GENERATED ALWAYS AS IDENTITY")}
 CREATE INDEX reviews_by_case ON reviews (case_id, round, position);
 
 {ddl.resolutions("BIGINT")}

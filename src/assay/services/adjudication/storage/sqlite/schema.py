@@ -19,30 +19,13 @@ def _payload(key: str) -> str:
 
 
 _V1 = f"""
-CREATE TABLE reviewers (
-    reviewer_id   TEXT PRIMARY KEY,
-    kind          TEXT NOT NULL CHECK (kind IN ('HUMAN', 'MECHANISM_TEST_FIXTURE')),
-    attested_by   TEXT NOT NULL,
-    register_time INTEGER NOT NULL,
-    CHECK (kind <> 'HUMAN' OR length(trim(attested_by)) > 0)
-);
+{ddl.reviewers("INTEGER")}
 CREATE TRIGGER reviewers_no_delete BEFORE DELETE ON reviewers
 BEGIN SELECT RAISE(ABORT, 'reviewers are never deleted'); END;
 
 {ddl.cases("INTEGER")}
 
-CREATE TABLE reviews (
-    review_id   TEXT PRIMARY KEY,
-    case_id     TEXT NOT NULL REFERENCES cases (case_id) ON DELETE CASCADE,
-    reviewer_id TEXT NOT NULL REFERENCES reviewers (reviewer_id),
-    round       INTEGER NOT NULL CHECK (round >= 1),
-    outcome     TEXT NOT NULL CHECK (outcome IN ('LABEL', 'UNRESOLVED', 'NOT_EVALUABLE')),
-    label_key   TEXT NOT NULL,
-    reason      TEXT NOT NULL,
-    submit_time INTEGER NOT NULL,
-    UNIQUE (case_id, round, reviewer_id),
-    CHECK ((outcome = 'LABEL') = (label_key <> ''))
-);
+{ddl.reviews("INTEGER")}
 
 {ddl.resolutions("INTEGER")}
 
