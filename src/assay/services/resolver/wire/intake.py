@@ -229,17 +229,18 @@ def intake(
         # Read without asking HasField: an absent time reads as 0 seconds, 0 nanos, which
         # passes, so the one question saved per claim changes nothing.
         observed = claim.observe_time
+        nanos = observed.nanos
+        seconds = observed.seconds
         if not (
-            0 <= observed.nanos <= MAX_NANOS
-            and MIN_TIMESTAMP_SECONDS <= observed.seconds <= MAX_TIMESTAMP_SECONDS
+            0 <= nanos <= MAX_NANOS and MIN_TIMESTAMP_SECONDS <= seconds <= MAX_TIMESTAMP_SECONDS
         ):
             return None
         if times is not None:
-            times.append(
-                observed.seconds + observed.nanos / 1e9
-                if has_field(claim, "observe_time")
-                else None
-            )
+            # Only a zero time may be absent: the question is asked of those alone.
+            if seconds or nanos or has_field(claim, "observe_time"):
+                times.append(seconds + nanos / 1e9)
+            else:
+                times.append(None)
         status = claim.review_status
         if has_field(claim, "relation"):
             relation = claim.relation
