@@ -44,9 +44,9 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from harness import Call, best_of
 
+from assay.services.resolver.adapters.offload import without_gc
 from assay.services.resolver.adapters.servicer import ResolverServicer
 from assay.services.resolver.service import make_servicer
-from assay.services.resolver.wire.intake import without_gc
 from assay.v1 import claim_pb2, resolver_service_pb2, resolver_service_pb2_grpc
 
 SERVICE = "assay.v1.ResolverService"

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from assay.protovalues import json_to_value, value_to_json
+from assay.services.resolver.adapters.offload import without_gc
 from assay.services.resolver.domain.policy import DEFAULT_POLICY
 from assay.services.resolver.wire.convert import ClaimIndex, claim_ref
-from assay.services.resolver.wire.intake import intake, source_table, without_gc
+from assay.services.resolver.wire.intake import intake, source_table
 from assay.services.resolver.wire.reader import Reader
 from assay.v1 import claim_pb2
 from assay.v1 import resolver_service_pb2 as pb

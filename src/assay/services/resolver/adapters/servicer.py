@@ -29,7 +29,7 @@ from google.protobuf.message import Message
 from assay.runtime.budget import ResponseBudget
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.runtime.memory import LARGE_REQUEST_BYTES, trim_after
-from assay.services.resolver.adapters.offload import INLINE_MAX_UNITS, Offload
+from assay.services.resolver.adapters.offload import INLINE_MAX_UNITS, Offload, without_gc
 from assay.services.resolver.adapters.rpcs import ResolverRpcs
 from assay.services.resolver.columnar.input.bounds import survey
 from assay.services.resolver.domain.budget import ColumnsLimits
@@ -37,7 +37,6 @@ from assay.services.resolver.domain.policy import Policy
 from assay.services.resolver.use_cases.resolve import Resolver
 from assay.services.resolver.use_cases.stop import NEVER, Stop
 from assay.services.resolver.wire.columns_request import ColumnsCall, parse_columns_request
-from assay.services.resolver.wire.intake import without_gc
 from assay.v1 import resolver_service_pb2 as pb
 
 _Request = TypeVar("_Request", bound=Message)

@@ -15,13 +15,11 @@ a property test, and a claim breaking each rule of the table is held to be refus
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import math
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from operator import itemgetter
-from typing import TypeVar
 
 from google.protobuf import struct_pb2
 
@@ -57,9 +55,6 @@ _CACHE_LIMIT = 65536
 # one included) stays cached: the cache is for the short values claims repeat.
 _MAX_CACHED_CHARS = 256
 
-_In = TypeVar("_In")
-_Out = TypeVar("_Out")
-
 
 def _string_key(value: str) -> str:
     if len(value) > _MAX_CACHED_CHARS:
@@ -93,24 +88,6 @@ def _other_key(value: struct_pb2.Value) -> str | None:
         return vk.canonical_key(value_to_json(value))
     except vk.UnkeyableValue:
         return None
-
-
-def without_gc(work: Callable[[_In], _Out], request: _In) -> _Out:
-    """Run synchronous request work with the cyclic garbage collector paused.
-
-    A large request allocates hundreds of thousands of acyclic tuples and lists, and
-    the generation scans those allocations trigger cost about a fifth of the time.
-    Nothing here creates reference cycles and ``work`` never awaits, so no other request
-    runs meanwhile. Everything ``work`` allocated except its result is freed when it
-    returns, before the collector is switched back on, so no deferred scan is left over.
-    """
-    if not gc.isenabled():
-        return work(request)
-    gc.disable()
-    try:
-        return work(request)
-    finally:
-        gc.enable()
 
 
 SourceTable = Mapping[str, tuple[str, float, str]]
