@@ -14,6 +14,7 @@ read once.
 ``Read`` and is sent its rows, or a ``Check`` and is sent none, and returns the page.
 SQLite (``storage.sqlite.pages``) runs the steps synchronously, PostgreSQL
 (``storage.postgres.pages``) by awaiting each; each engine holds its own statements.
+Both engines' stores take their ``queue`` and ``worklist`` from ``PageReads``.
 """
 
 from __future__ import annotations
@@ -121,3 +122,21 @@ def worklist(
         Statement.WORKLIST, Statement.DECIDING_REVIEWS, adjudicator_id, scope, after, limit, at
     )
     return snapshots(candidates, reviews)
+
+
+class PageReads:
+    """A store's queue and worklist reads, the same on both engines: each page's steps run
+    by the engine's ``_page`` in one read snapshot."""
+
+    async def _page(self, steps: Steps[T]) -> T:
+        raise NotImplementedError
+
+    async def queue(
+        self, reviewer_id: str, scope: TenantScope, after: str, limit: int, at: datetime
+    ) -> list[tuple[Case, int]]:
+        return await self._page(queue(reviewer_id, scope, after, limit, at))
+
+    async def worklist(
+        self, adjudicator_id: str, scope: TenantScope, after: str, limit: int, at: datetime
+    ) -> list[CaseSnapshot]:
+        return await self._page(worklist(adjudicator_id, scope, after, limit, at))

@@ -10,7 +10,6 @@ one snapshot. Several replicas may open the same database (see ``writer``).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import datetime
 from typing import Any, TypeVar
 
 import asyncpg
@@ -19,7 +18,6 @@ from assay.runtime.database_url import parse_database_url
 from assay.services.adjudication.domain.agreement import RatedRound
 from assay.services.adjudication.domain.model import (
     AuditEvent,
-    Case,
     CaseSnapshot,
     ChainHead,
     ChainVerdict,
@@ -29,8 +27,9 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
     TenantScope,
 )
-from assay.services.adjudication.storage import faults, page_steps
+from assay.services.adjudication.storage import faults
 from assay.services.adjudication.storage.interface import ExportBatch
+from assay.services.adjudication.storage.page_steps import PageReads, Steps
 from assay.services.adjudication.storage.postgres import ledger_checks as checks
 from assay.services.adjudication.storage.postgres import pages, queries, schema, verify
 from assay.services.adjudication.storage.postgres.faults import lost, quiet_pool_log
@@ -53,7 +52,7 @@ def is_postgres_url(target: str) -> bool:
         return False
 
 
-class PostgresStore:
+class PostgresStore(PageReads):
     """Everything the service keeps, in PostgreSQL, behind domain-valued methods."""
 
     def __init__(self, pool: asyncpg.Pool, writer: PostgresWriter) -> None:
@@ -96,6 +95,10 @@ class PostgresStore:
             if await lost(error, db):
                 raise faults.unreachable(error) from None
             raise
+
+    async def _page(self, steps: Steps[T]) -> T:
+        """The page ``steps`` return, run in one read snapshot."""
+        return await self._read(lambda db: pages.run(db, steps))
 
     # --- reads -------------------------------------------------------------
 
@@ -160,18 +163,6 @@ class PostgresStore:
             return snap, reviews, resolutions
 
         return await self._read(work)
-
-    async def queue(
-        self, reviewer_id: str, scope: TenantScope, after: str, limit: int, at: datetime
-    ) -> list[tuple[Case, int]]:
-        steps = page_steps.queue(reviewer_id, scope, after, limit, at)
-        return await self._read(lambda db: pages.run(db, steps))
-
-    async def worklist(
-        self, adjudicator_id: str, scope: TenantScope, after: str, limit: int, at: datetime
-    ) -> list[CaseSnapshot]:
-        steps = page_steps.worklist(adjudicator_id, scope, after, limit, at)
-        return await self._read(lambda db: pages.run(db, steps))
 
     async def gold_labels(
         self, case_id: str, after: tuple[str, int] | None, limit: int, scope: TenantScope

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import sqlite3
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,7 +23,6 @@ from assay.services.adjudication.domain.agreement import RatedRound
 from assay.services.adjudication.domain.blinding import blind
 from assay.services.adjudication.domain.model import (
     AuditEvent,
-    Case,
     CaseSnapshot,
     ChainHead,
     ChainVerdict,
@@ -36,8 +34,9 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
     TenantScope,
 )
-from assay.services.adjudication.storage import faults, page_steps, rows, verify_walk
+from assay.services.adjudication.storage import faults, rows, verify_walk
 from assay.services.adjudication.storage.interface import ExportBatch
+from assay.services.adjudication.storage.page_steps import PageReads, Steps
 from assay.services.adjudication.storage.sqlite import faults as sqlite_faults
 from assay.services.adjudication.storage.sqlite import files, ledger_checks, pages, queries
 from assay.services.adjudication.storage.sqlite.schema import MIGRATIONS, PRAGMAS, SCHEMA_VERSION
@@ -75,7 +74,7 @@ def _migrate(db: sqlite3.Connection, path: str) -> None:
         db.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {target};\nCOMMIT;")
 
 
-class Store:
+class Store(PageReads):
     """Everything the service keeps, behind domain-valued methods."""
 
     def __init__(
@@ -153,6 +152,10 @@ class Store:
                     raise faults.unreachable(error) from None
                 raise
 
+    async def _page(self, steps: Steps[T]) -> T:
+        """The page ``steps`` return, run in one read snapshot."""
+        return await self._read(lambda db: pages.run(db, steps))
+
     # --- reads -------------------------------------------------------------
 
     # Each read that returns records checks them against their ledger events in the same
@@ -219,18 +222,6 @@ class Store:
             return snap, reviews, resolutions
 
         return await self._read(work)
-
-    async def queue(
-        self, reviewer_id: str, scope: TenantScope, after: str, limit: int, at: datetime
-    ) -> list[tuple[Case, int]]:
-        steps = page_steps.queue(reviewer_id, scope, after, limit, at)
-        return await self._read(lambda db: pages.run(db, steps))
-
-    async def worklist(
-        self, adjudicator_id: str, scope: TenantScope, after: str, limit: int, at: datetime
-    ) -> list[CaseSnapshot]:
-        steps = page_steps.worklist(adjudicator_id, scope, after, limit, at)
-        return await self._read(lambda db: pages.run(db, steps))
 
     async def gold_labels(
         self, case_id: str, after: tuple[str, int] | None, limit: int, scope: TenantScope
