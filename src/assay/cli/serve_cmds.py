@@ -61,18 +61,32 @@ from assay.services.registry import (
 DEFAULT_DB = "assay.db"
 
 
+def _int_flag(
+    parser: argparse.ArgumentParser, flag: str, env: str, default: int, help: str, note: str = ""
+) -> None:
+    """An integer ``flag`` defaulting to environment variable ``env``, else ``default``; its
+    help ends naming both (``note`` said after the default)."""
+    parser.add_argument(
+        flag,
+        type=int,
+        default=env_int(env, default),
+        help=f"{help} (env {env}; default {default}{note})",
+    )
+
+
 def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--host",
         default=env_str("ASSAY_HOST", DEFAULT_HOST),
         help=f"interface to listen on (env ASSAY_HOST; default {DEFAULT_HOST})",
     )
-    parser.add_argument(
+    _int_flag(
+        parser,
         "--max-message-bytes",
-        type=int,
-        default=env_int("ASSAY_MAX_MESSAGE_BYTES", DEFAULT_MAX_MESSAGE_BYTES),
-        help="largest request or response accepted, in bytes (env ASSAY_MAX_MESSAGE_BYTES; "
-        f"default {DEFAULT_MAX_MESSAGE_BYTES}, which fits 100,000 claims)",
+        "ASSAY_MAX_MESSAGE_BYTES",
+        DEFAULT_MAX_MESSAGE_BYTES,
+        "largest request or response accepted, in bytes",
+        ", which fits 100,000 claims",
     )
     parser.add_argument(
         "--grace",
@@ -81,13 +95,13 @@ def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds in-flight calls get to finish on SIGTERM (env ASSAY_GRACE_SECONDS; "
         f"default {DEFAULT_GRACE_SECONDS:g})",
     )
-    parser.add_argument(
+    _int_flag(
+        parser,
         "--max-concurrent-rpcs",
-        type=int,
-        default=env_int("ASSAY_MAX_CONCURRENT_RPCS", DEFAULT_MAX_CONCURRENT_RPCS),
-        help="calls each service runs at once; more are refused at once with "
-        "RESOURCE_EXHAUSTED and a retry delay, which the Assay clients honour "
-        f"(env ASSAY_MAX_CONCURRENT_RPCS; default {DEFAULT_MAX_CONCURRENT_RPCS})",
+        "ASSAY_MAX_CONCURRENT_RPCS",
+        DEFAULT_MAX_CONCURRENT_RPCS,
+        "calls each service runs at once; more are refused at once with "
+        "RESOURCE_EXHAUSTED and a retry delay, which the Assay clients honour",
     )
     parser.add_argument(
         "--metrics-port",
@@ -121,26 +135,26 @@ def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
         default=env_str("ASSAY_RELIABILITY_TABLE", "") or None,
         help="JSON file replacing the resolver's reliability table (env ASSAY_RELIABILITY_TABLE)",
     )
-    parser.add_argument(
+    _int_flag(
+        parser,
         "--columns-max-rows",
-        type=int,
-        default=env_int("ASSAY_COLUMNS_MAX_ROWS", MAX_COLUMNS_ROWS),
-        help="rows one ResolveColumns stream may hold; more are refused with "
-        f"RESOURCE_EXHAUSTED (env ASSAY_COLUMNS_MAX_ROWS; default {MAX_COLUMNS_ROWS})",
+        "ASSAY_COLUMNS_MAX_ROWS",
+        MAX_COLUMNS_ROWS,
+        "rows one ResolveColumns stream may hold; more are refused with RESOURCE_EXHAUSTED",
     )
-    parser.add_argument(
+    _int_flag(
+        parser,
         "--columns-max-bytes",
-        type=int,
-        default=env_int("ASSAY_COLUMNS_MAX_BYTES", MAX_COLUMNS_BYTES),
-        help="bytes one ResolveColumns stream may decompress to (env ASSAY_COLUMNS_MAX_BYTES; "
-        f"default {MAX_COLUMNS_BYTES})",
+        "ASSAY_COLUMNS_MAX_BYTES",
+        MAX_COLUMNS_BYTES,
+        "bytes one ResolveColumns stream may decompress to",
     )
-    parser.add_argument(
+    _int_flag(
+        parser,
         "--columns-max-ratio",
-        type=int,
-        default=env_int("ASSAY_COLUMNS_MAX_RATIO", MAX_COLUMNS_RATIO),
-        help="times its own size one ResolveColumns stream may decompress to "
-        f"(env ASSAY_COLUMNS_MAX_RATIO; default {MAX_COLUMNS_RATIO})",
+        "ASSAY_COLUMNS_MAX_RATIO",
+        MAX_COLUMNS_RATIO,
+        "times its own size one ResolveColumns stream may decompress to",
     )
     parser.add_argument(
         "--probes",
