@@ -12,7 +12,7 @@ import functools
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from assay.errors import FieldViolation
 from assay.protovalues import json_to_value, value_to_json
@@ -215,59 +215,71 @@ def case_state(value: CaseState) -> Any:
     return to_proto_enum(pb.CaseState, "CASE_STATE_", value)
 
 
-def review(value: Review) -> pb.Review:
-    message = pb.Review(
-        review_id=value.review_id,
-        case_id=value.case_id,
-        reviewer_id=value.reviewer_id,
-        round=value.round,
-        outcome=to_proto_enum(pb.ReviewOutcome, "REVIEW_OUTCOME_", value.outcome),
-        label_key=value.label_key,
-        reason=value.reason,
-        submit_time=timestamp(value.submit_time),
-    )
+# A message with a ``label`` field (a google.protobuf.Value).
+_L = TypeVar("_L", pb.Review, pb.Resolution, gold_pb2.GoldLabelRevision)
+
+
+def _with_label(message: _L, value: Review | Resolution | GoldLabelRevision) -> _L:
+    """``message`` with ``value``'s label: set only for an answer with a label (a non-empty
+    ``label_key``); UNRESOLVED and NOT_EVALUABLE leave the field unset."""
     if value.label_key:
         json_to_value(value.label, message.label)
     return message
+
+
+def review(value: Review) -> pb.Review:
+    return _with_label(
+        pb.Review(
+            review_id=value.review_id,
+            case_id=value.case_id,
+            reviewer_id=value.reviewer_id,
+            round=value.round,
+            outcome=to_proto_enum(pb.ReviewOutcome, "REVIEW_OUTCOME_", value.outcome),
+            label_key=value.label_key,
+            reason=value.reason,
+            submit_time=timestamp(value.submit_time),
+        ),
+        value,
+    )
 
 
 def resolution(value: Resolution) -> pb.Resolution:
-    message = pb.Resolution(
-        case_id=value.case_id,
-        round=value.round,
-        basis=to_proto_enum(gold_pb2.ResolutionBasis, "RESOLUTION_BASIS_", value.basis),
-        label_key=value.label_key,
-        adjudicator_reviewer_id=value.adjudicator_reviewer_id,
-        review_ids=value.review_ids,
-        resolve_time=timestamp(value.resolve_time),
+    return _with_label(
+        pb.Resolution(
+            case_id=value.case_id,
+            round=value.round,
+            basis=to_proto_enum(gold_pb2.ResolutionBasis, "RESOLUTION_BASIS_", value.basis),
+            label_key=value.label_key,
+            adjudicator_reviewer_id=value.adjudicator_reviewer_id,
+            review_ids=value.review_ids,
+            resolve_time=timestamp(value.resolve_time),
+        ),
+        value,
     )
-    if value.label_key:
-        json_to_value(value.label, message.label)
-    return message
 
 
 def gold_label(value: GoldLabelRevision) -> gold_pb2.GoldLabelRevision:
-    message = gold_pb2.GoldLabelRevision(
-        case_id=value.case_id,
-        revision=value.revision,
-        previous_revision=value.previous_revision,
-        round=value.round,
-        tenant=value.tenant,
-        basis=to_proto_enum(gold_pb2.ResolutionBasis, "RESOLUTION_BASIS_", value.basis),
-        label_key=value.label_key,
-        contributing_review_ids=value.contributing_review_ids,
-        contributing_reviewer_ids=value.contributing_reviewer_ids,
-        adjudicator_reviewer_id=value.adjudicator_reviewer_id,
-        provenance=to_proto_enum(
-            gold_pb2.LabelingProvenance, "LABELING_PROVENANCE_", value.provenance
+    return _with_label(
+        gold_pb2.GoldLabelRevision(
+            case_id=value.case_id,
+            revision=value.revision,
+            previous_revision=value.previous_revision,
+            round=value.round,
+            tenant=value.tenant,
+            basis=to_proto_enum(gold_pb2.ResolutionBasis, "RESOLUTION_BASIS_", value.basis),
+            label_key=value.label_key,
+            contributing_review_ids=value.contributing_review_ids,
+            contributing_reviewer_ids=value.contributing_reviewer_ids,
+            adjudicator_reviewer_id=value.adjudicator_reviewer_id,
+            provenance=to_proto_enum(
+                gold_pb2.LabelingProvenance, "LABELING_PROVENANCE_", value.provenance
+            ),
+            freeze_time=timestamp(value.freeze_time),
+            digest=value.digest,
+            digest_version=value.digest_version,
         ),
-        freeze_time=timestamp(value.freeze_time),
-        digest=value.digest,
-        digest_version=value.digest_version,
+        value,
     )
-    if value.label_key:
-        json_to_value(value.label, message.label)
-    return message
 
 
 def chain_head(value: ChainHead) -> pb.AuditChainHead:
