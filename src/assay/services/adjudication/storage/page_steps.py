@@ -7,14 +7,13 @@ decided whether a case of the page's range is in it, checked the same way: the
 reviewer's or adjudicator's own reviews and the resolutions of the current rounds (a
 forged one must not hide a case) and, for a worklist, every review of a round that is
 unresolved with two or more reviews (an edited label must neither hide a disagreement
-nor invent one). A worklist's returned cases' reviews are among the latter, so they are
-read once.
+nor invent one), which include the worklist's returned reviews, so they are read once.
 
 ``queue`` and ``worklist`` are generators of steps (no I/O of their own): each yields a
 ``Read`` and is sent its rows, or a ``Check`` and is sent none, and returns the page.
-SQLite (``storage.sqlite.pages``) runs the steps synchronously, PostgreSQL
-(``storage.postgres.pages``) by awaiting each; each engine holds its own statements.
-Both engines' stores take their ``queue`` and ``worklist`` from ``PageReads``.
+SQLite (``storage.sqlite.pages``) runs them synchronously, PostgreSQL
+(``storage.postgres.pages``) by awaiting each, with its own statements; both stores
+take ``queue`` and ``worklist`` from ``PageReads``.
 """
 
 from __future__ import annotations
