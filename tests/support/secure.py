@@ -48,10 +48,15 @@ async def secure_stack(
     allow_fixture_reviewers: bool = True,
     principals: Sequence[Grantee] = EXAMPLE_PRINCIPALS,
     db: str | None = None,
+    approvals: str = "",
 ) -> AsyncIterator[SecureStack]:
     """Credentials (a token for each of ``principals``) in ``directory/creds``, the database
-    ``db`` (a ``postgresql://`` URL) or else ``directory/assay.db``."""
+    ``db`` (a ``postgresql://`` URL) or else ``directory/assay.db``; ``approvals``: TOML
+    added to the auth policy (an ``[approvals]`` table)."""
     creds = write_dev_credentials(directory / "creds", principals)
+    if approvals:
+        with creds.policy.open("a", encoding="utf-8") as policy:
+            policy.write("\n" + approvals)
     security = Security.from_credentials(creds.root)
     async with local_stack(
         db or directory / "assay.db",

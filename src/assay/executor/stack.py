@@ -61,6 +61,7 @@ async def local_stack(
             resolver_tls=security.peer_tls,
             resolver_token_file=security.peer_token,
             ledger_signing_key=ledger_signing_key,
+            approvals=security.gate.policy.approvals if security.gate.policy else {},
         )
         planner_spec = await SERVICES["planner"].builder()(options)
         adjudication_spec = await SERVICES["adjudication"].builder()(options)

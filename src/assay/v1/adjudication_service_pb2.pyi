@@ -274,6 +274,10 @@ class _RecordKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RecordKind
     """A round's resolution (id: "<case id>#<round>")."""
     RECORD_KIND_GOLD_LABEL: _RecordKind.ValueType  # 5
     """A gold-label revision (id: "<case id>#<revision>")."""
+    RECORD_KIND_APPROVAL: _RecordKind.ValueType  # 6
+    """An approval request (id: the approval id)."""
+    RECORD_KIND_APPROVAL_STEP: _RecordKind.ValueType  # 7
+    """A step of an approval (id: "<approval id>#<step>")."""
 
 class RecordKind(_RecordKind, metaclass=_RecordKindEnumTypeWrapper):
     """RecordKind is the kind of stored record a verification names."""
@@ -290,6 +294,10 @@ RECORD_KIND_RESOLUTION: RecordKind.ValueType  # 4
 """A round's resolution (id: "<case id>#<round>")."""
 RECORD_KIND_GOLD_LABEL: RecordKind.ValueType  # 5
 """A gold-label revision (id: "<case id>#<revision>")."""
+RECORD_KIND_APPROVAL: RecordKind.ValueType  # 6
+"""An approval request (id: the approval id)."""
+RECORD_KIND_APPROVAL_STEP: RecordKind.ValueType  # 7
+"""A step of an approval (id: "<approval id>#<step>")."""
 Global___RecordKind: _TypeAlias = RecordKind  # noqa: Y015
 
 class _AuditEventType:

@@ -25,11 +25,13 @@ SHIPPED = [
     ("sqlite", 3, "78d61c45aaf3e9d3da1f878d5d68ddc5ba914a7cf7742d2c3cf0c2d9e02a5633"),
     ("sqlite", 4, "4b665c66ef33a81bdef13c782d21d90f97e2dad725eaf46a1a56d02a632f9e08"),
     ("sqlite", 5, "d698db487ae8d6c12803a6540ed5bcfb589c33163fff6459b66b6e163eed315d"),
+    ("sqlite", 6, "cb04260decea0a344793582ed8685f9f632799a032649f31da04f302a4276965"),
     ("postgres", 1, "3ca702ab0363a690a53ebc418b66cf5987b966402ff2ed6554b93e5f11735777"),
     ("postgres", 2, "cdbb9a51bfde5baef4f6792d4bfc5368260cefe3e420293f491d1cecf08619c5"),
     ("postgres", 3, "6ba53d3359ce662e3935633114f2f13226ee9eba04d164ed3100168b72e867d9"),
     ("postgres", 4, "6e8bf1c5d98df8932101f89e2c5b33cba0abe3b5d1331120683efb16f0bccc61"),
     ("postgres", 5, "d698db487ae8d6c12803a6540ed5bcfb589c33163fff6459b66b6e163eed315d"),
+    ("postgres", 6, "48e0845da34cac96706c278eacd16366d14330ec58eaeef4b36ba2cf3d5bfc5a"),
 ]
 
 

@@ -54,6 +54,7 @@ EXAMPLE_PRINCIPALS: tuple[Grantee, ...] = (
     Grantee("bob", ("reviewer", "reader"), ("acme",)),
     Grantee("carol", ("adjudicator", "reviewer", "reader"), ("acme",)),
     Grantee("mallory", ("reviewer", "reader"), ("globex",)),
+    Grantee("dave", ("approver", "reader"), ("acme",)),
     Grantee("planner", ("service",), ()),
 )
 

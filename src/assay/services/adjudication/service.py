@@ -22,7 +22,12 @@ from assay.runtime.config import ConfigurationError
 from assay.runtime.database_url import masked, parse_database_url
 from assay.runtime.logging import get_logger
 from assay.runtime.server import ServiceSpec
+from assay.services.adjudication.adapters.approval_servicer import ApprovalServicer
 from assay.services.adjudication.adapters.servicer import AdjudicationServicer
+from assay.services.adjudication.domain.approval_policy import (
+    ApprovalPolicy,
+    parse_approval_policy,
+)
 from assay.services.adjudication.domain.permissions import RegistrationPolicy
 from assay.services.adjudication.storage.interface import Store
 from assay.services.adjudication.storage.postgres import PostgresStore
@@ -30,14 +35,18 @@ from assay.services.adjudication.storage.postgres import SchemaTooNew as Postgre
 from assay.services.adjudication.storage.sqlite.single_process import DatabaseInUse
 from assay.services.adjudication.storage.sqlite.store import SchemaTooNew
 from assay.services.adjudication.storage.sqlite.store import Store as SqliteStore
+from assay.services.adjudication.use_cases.approvals import Approvals
+from assay.services.adjudication.use_cases.expiry import ExpiryWatch
 from assay.services.adjudication.use_cases.lookups import Lookups
+from assay.services.adjudication.use_cases.notifier import Notifier
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.transparency import TransparencyLog, default_key_path
 from assay.services.registry import ServeOptions
 from assay.tlog.checkpoint import read_private_key
-from assay.v1 import adjudication_service_pb2
+from assay.v1 import adjudication_service_pb2, approval_service_pb2
 
 _log = get_logger("assay.adjudication")
+_APPROVALS = approval_service_pb2.DESCRIPTOR.services_by_name["ApprovalService"]
 
 
 async def open_store(target: str) -> Store:
@@ -85,6 +94,7 @@ async def build_spec(options: ServeOptions) -> ServiceSpec:
     ``allow_fixture_reviewers`` and ``reviewer_issuer`` decide how authenticated callers
     register reviewers (they change nothing without authentication). The ledger signing key
     (``signing_key_path``, created on first start) signs the transparency log's checkpoints."""
+    policy = approval_policy(options)  # a bad [approvals] table opens nothing
     key_path = signing_key_path(options)
     if key_path.exists():
         # A key file others may read is refused before the database is opened or created.
@@ -99,13 +109,34 @@ async def build_spec(options: ServeOptions) -> ServiceSpec:
             await log.sync()  # the tree over the stored ledger, built before serving
         except (OSError, ValueError) as error:
             raise ValueError(f"ledger signing key {key_path}: {error}") from None
-        return _spec(store, log, options)
+        return _spec(store, log, options, policy)
     except BaseException:
         await store.close()
         raise
 
 
-def _spec(store: Store, log: TransparencyLog, options: ServeOptions) -> ServiceSpec:
+def approval_policy(options: ServeOptions) -> ApprovalPolicy:
+    """The auth policy's ``[approvals]`` table; ConfigurationError naming the key at fault."""
+    try:
+        return parse_approval_policy(options.approvals)
+    except ValueError as error:
+        raise ConfigurationError(f"auth policy: {error}") from None
+
+
+def _spec(
+    store: Store, log: TransparencyLog, options: ServeOptions, policy: ApprovalPolicy
+) -> ServiceSpec:
+    notifier = Notifier(policy.webhook_url, policy.webhook_attempts) if policy.webhook_url else None
+    approvals = Approvals(store, policy, notifier=notifier)
+    expiry = ExpiryWatch(approvals)
+    store.listen_approvals(approvals.hub.changed)
+
+    async def close() -> None:
+        await expiry.close()
+        if notifier is not None:
+            await notifier.close()
+        await store.close()
+
     return ServiceSpec(
         name="adjudication",
         descriptor=adjudication_service_pb2.DESCRIPTOR.services_by_name["AdjudicationService"],
@@ -121,6 +152,7 @@ def _spec(store: Store, log: TransparencyLog, options: ServeOptions) -> ServiceS
             log,
         ),
         port=options.port,
-        close=store.close,
+        close=close,
         instrument=lambda metrics: metrics.watch_writer(store.writer),
+        also=((_APPROVALS, ApprovalServicer(approvals)),),
     )

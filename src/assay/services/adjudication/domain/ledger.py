@@ -219,6 +219,8 @@ class ChainVerifier:
         service accounts for it)."""
         if kind is RecordKind.REVIEWER:
             return "its row is missing (reviewers are never deleted)"
+        if kind in (RecordKind.APPROVAL, RecordKind.APPROVAL_STEP):
+            return "its row is missing (approvals and their steps are never deleted)"
         if kind in (RecordKind.REVIEW, RecordKind.RESOLUTION):
             case_id = payload.get("case_id", "")
             if (RecordKind.CASE, case_id) in self.present:

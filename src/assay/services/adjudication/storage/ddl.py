@@ -166,3 +166,54 @@ def audit_lookups(lookups: tuple[tuple[str, str, str], ...], payload: Callable[[
         f"    WHERE event_type = '{event_type}';\n"
         for name, key, event_type in lookups
     )
+
+
+# V6: approvals and their steps (``approval_rows``), insert-only; both dialects spell
+# TEXT, BIGINT and INTEGER alike, and deny_ends is 0 or 1.
+APPROVALS = """
+CREATE TABLE approvals (
+    approval_id TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    predicate TEXT NOT NULL,
+    candidate_id TEXT NOT NULL,
+    probe TEXT NOT NULL,
+    target_signal_class TEXT NOT NULL,
+    availability TEXT NOT NULL,
+    required_side_effects TEXT NOT NULL,
+    missing_grants TEXT NOT NULL,
+    blocking_reasons TEXT NOT NULL,
+    candidate_digest TEXT NOT NULL,
+    candidate_detail TEXT NOT NULL,
+    requester_issuer TEXT NOT NULL,
+    requester_subject TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    request_time BIGINT NOT NULL,
+    expire_time BIGINT NOT NULL,
+    grant_lifetime_micros BIGINT NOT NULL,
+    quorum INTEGER NOT NULL,
+    deny_ends INTEGER NOT NULL,
+    content_digest TEXT NOT NULL
+);
+CREATE INDEX approvals_by_tenant_newest ON approvals (tenant, request_time DESC, approval_id DESC);
+CREATE INDEX approvals_newest ON approvals (request_time DESC, approval_id DESC);
+CREATE TABLE approval_steps (
+    approval_id TEXT NOT NULL REFERENCES approvals (approval_id),
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    actor_issuer TEXT NOT NULL,
+    actor_subject TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    occur_time BIGINT NOT NULL,
+    candidate_digest TEXT NOT NULL,
+    PRIMARY KEY (approval_id, seq)
+);
+"""
+# What reading an approval looks up in the ledger: its request's and its steps' events.
+AUDIT_LOOKUPS_V6 = (
+    ("audit_approval_requested", "approval_id", "APPROVAL_REQUESTED"),
+    ("audit_approval_decided", "approval_id", "APPROVAL_DECIDED"),
+    ("audit_approval_revoked", "approval_id", "APPROVAL_REVOKED"),
+    ("audit_approval_consumed", "approval_id", "APPROVAL_CONSUMED"),
+    ("audit_approval_expired", "approval_id", "APPROVAL_EXPIRED"),
+)

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from assay.services.adjudication.domain import ledger, records
+from assay.services.adjudication.domain.approvals import Approval, Step
 from assay.services.adjudication.domain.model import (
     AuditEvent,
     AuditEventType,
@@ -63,6 +64,12 @@ class Rule(Generic[T]):
     lookup: Callable[[T], str]
     record_id: Callable[[T], str]
     commitment: Callable[[T], records.Commitment | None]
+    # More event types recording the same kind (an approval step is recorded by one of four).
+    also: tuple[AuditEventType, ...] = ()
+
+    @property
+    def event_types(self) -> tuple[AuditEventType, ...]:
+        return (self.event_type, *self.also)
 
     def ids(self, values: Iterable[T]) -> list[str]:
         """The payload values to fetch the events of ``values`` by, each once, sorted."""
@@ -147,3 +154,58 @@ def check_links(values: Sequence[AuditEvent], stored: dict[int, str]) -> None:
             why = "its content does not match its hash"
         if why:
             raise records.event_loss(event.sequence, why)
+
+
+APPROVALS: Rule[Approval] = Rule(
+    AuditEventType.APPROVAL_REQUESTED,
+    "approval_id",
+    lambda a: a.approval_id,
+    lambda a: a.approval_id,
+    records.approval_commitment,
+)
+APPROVAL_STEPS: Rule[Step] = Rule(
+    AuditEventType.APPROVAL_DECIDED,
+    "approval_id",
+    lambda s: s.approval_id,
+    records.step_id,
+    records.step_commitment,
+    also=(
+        AuditEventType.APPROVAL_REVOKED,
+        AuditEventType.APPROVAL_CONSUMED,
+        AuditEventType.APPROVAL_EXPIRED,
+    ),
+)
+
+
+def check_recorded(
+    recorded: Callable[[AuditEventType, str, Iterable[str], str], list[dict[str, str]]],
+    approval: Approval,
+    steps: Sequence[Step],
+) -> None:
+    """DATA_LOSS unless the approval and each step match the events that recorded them, read
+    through a write transaction's ``recorded``: a job decides on nothing a row edited outside
+    the service says."""
+    _check_through(recorded, APPROVALS, [approval], approval)
+    _check_through(recorded, APPROVAL_STEPS, steps, approval)
+
+
+def _check_through(
+    recorded: Callable[[AuditEventType, str, Iterable[str], str], list[dict[str, str]]],
+    rule: Rule[T],
+    values: Sequence[T],
+    approval: Approval,
+) -> None:
+    if not values:
+        return
+    found: dict[str, dict[str, str]] = {}
+    for event_type in rule.event_types:
+        for payload in recorded(event_type, rule.key, [approval.approval_id], approval.tenant):
+            named = records.record_key(event_type.value, payload)
+            if named is not None:
+                found.setdefault(named[1], payload)
+    kind, _ = records.EVENT_KEYS[rule.event_type.value]
+    for value in values:
+        name = rule.record_id(value)
+        why = records.mismatch(rule.commitment(value), found.get(name))
+        if why:
+            raise records.record_loss(kind, name, why)

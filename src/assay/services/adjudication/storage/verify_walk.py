@@ -1,12 +1,13 @@
 """The chain verification's walk over stored rows, once for both engines.
 
 VerifyAuditChain reads every event in sequence order, then (if the chain
-holds) every gold-label row and every reviewer, case, review and resolution
-row, and hands them to ``ledger.ChainVerifier``. Decoding each row, turning an
-unreadable one into a verdict and recomputing each record's commitment are the
-same on SQLite and PostgreSQL (rows are read by column name on both), so they
-live here; an engine only runs the queries below inside one snapshot and feeds
-the rows in (SQLite from its cursors, PostgreSQL from server-side cursors).
+holds) every gold-label row and every reviewer, case, review, resolution,
+approval and approval-step row, and hands them to ``ledger.ChainVerifier``.
+Decoding each row, turning an unreadable one into a verdict and recomputing
+each record's commitment are the same on SQLite and PostgreSQL (rows are read
+by column name on both), so they live here; an engine only runs the queries
+below inside one snapshot and feeds the rows in (SQLite from its cursors,
+PostgreSQL from server-side cursors).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from assay.errors import DataLoss
 from assay.services.adjudication.domain import ledger, records
 from assay.services.adjudication.domain.model import ChainVerdict, RecordKind
-from assay.services.adjudication.storage import rows
+from assay.services.adjudication.storage import approval_rows, rows
 
 # Plain SQL both dialects read alike.
 EVENTS_SQL = f"SELECT {rows.AUDIT_COLUMNS} FROM audit_events ORDER BY sequence"
@@ -27,6 +28,8 @@ RECORD_SQL: tuple[tuple[RecordKind, str], ...] = (
     (RecordKind.CASE, f"SELECT {rows.CASE_COLUMNS} FROM cases"),
     (RecordKind.REVIEW, f"SELECT {rows.REVIEW_COLUMNS} FROM reviews"),
     (RecordKind.RESOLUTION, f"SELECT {rows.RESOLUTION_COLUMNS} FROM resolutions"),
+    (RecordKind.APPROVAL, f"SELECT {approval_rows.APPROVAL_COLUMNS} FROM approvals"),
+    (RecordKind.APPROVAL_STEP, f"SELECT {approval_rows.STEP_COLUMNS} FROM approval_steps"),
 )
 
 Stored = tuple[RecordKind, str, records.Commitment | None]
@@ -96,5 +99,13 @@ _COMMITMENTS: dict[RecordKind, _Commit] = {
     RecordKind.RESOLUTION: (
         lambda row: f"{row['case_id']}#{row['round']}",
         lambda row: records.resolution_commitment(rows.resolution(row)),
+    ),
+    RecordKind.APPROVAL: (
+        lambda row: str(row["approval_id"]),
+        lambda row: records.approval_commitment(approval_rows.approval(row)),
+    ),
+    RecordKind.APPROVAL_STEP: (
+        lambda row: f"{row['approval_id']}#{row['seq']}",
+        lambda row: records.step_commitment(approval_rows.step(row)),
     ),
 }

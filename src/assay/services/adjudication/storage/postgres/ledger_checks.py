@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from assay.services.adjudication.domain import model
+from assay.services.adjudication.domain.approvals import Approval, Step
 from assay.services.adjudication.storage import ledger_rules, rows
 from assay.services.adjudication.storage.ledger_rules import Rule
 from assay.services.adjudication.storage.postgres import queries
@@ -35,7 +36,8 @@ async def check(db: queries.Db, rule: Rule[T], values: Sequence[T]) -> dict[str,
     by record id."""
     if not values:
         return {}
-    fetched = await db.fetch(_events_sql(rule.event_type, rule.key), rule.ids(values))
+    ids = rule.ids(values)
+    fetched = [r for t in rule.event_types for r in await db.fetch(_events_sql(t, rule.key), ids)]
     return rule.match(values, (rows.audit_event(queries.row(r)) for r in fetched))
 
 
@@ -94,3 +96,9 @@ async def check_snapshot(db: queries.Db, snap: model.CaseSnapshot | None) -> Non
     await check_reviews(db, snap.round_reviews)
     resolution = [snap.round_resolution] if snap.round_resolution is not None else []
     await check_resolutions(db, resolution)
+
+
+async def check_approvals(db: queries.Db, found: Sequence[tuple[Approval, list[Step]]]) -> None:
+    """Each approval and each of its steps against the events that recorded them."""
+    await check(db, ledger_rules.APPROVALS, [a for a, _ in found])
+    await check(db, ledger_rules.APPROVAL_STEPS, [s for _, steps in found for s in steps])

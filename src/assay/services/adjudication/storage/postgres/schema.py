@@ -95,7 +95,19 @@ _V4 = ddl.audit_lookups(ddl.AUDIT_LOOKUPS_V4, _payload)
 # V5: which canonical form each stored digest was computed with (rows before it: v1).
 _V5 = ddl.DIGEST_VERSIONS
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+# V6: approvals (ApprovalService), insert-only, and their ledger lookups.
+_V6 = f"""{ddl.APPROVALS}
+CREATE TRIGGER approvals_insert_only BEFORE UPDATE OR DELETE ON approvals
+    FOR EACH ROW EXECUTE FUNCTION assay_refuse('approvals are insert-only');
+CREATE TRIGGER approvals_no_truncate BEFORE TRUNCATE ON approvals
+    FOR EACH STATEMENT EXECUTE FUNCTION assay_refuse('approvals are insert-only');
+CREATE TRIGGER approval_steps_insert_only BEFORE UPDATE OR DELETE ON approval_steps
+    FOR EACH ROW EXECUTE FUNCTION assay_refuse('approval steps are insert-only');
+CREATE TRIGGER approval_steps_no_truncate BEFORE TRUNCATE ON approval_steps
+    FOR EACH STATEMENT EXECUTE FUNCTION assay_refuse('approval steps are insert-only');
+{ddl.audit_lookups(ddl.AUDIT_LOOKUPS_V6, _payload)}"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _VERSION_TABLE = """

@@ -9,6 +9,7 @@ one snapshot. Several replicas may open the same database (see ``writer``).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -28,10 +29,10 @@ from assay.services.adjudication.domain.model import (
     TenantScope,
 )
 from assay.services.adjudication.storage import faults
-from assay.services.adjudication.storage.interface import ExportBatch
+from assay.services.adjudication.storage.interface import ApprovalRecord, ExportBatch
 from assay.services.adjudication.storage.page_steps import PageReads, Steps
+from assay.services.adjudication.storage.postgres import approvals, pages, queries, schema, verify
 from assay.services.adjudication.storage.postgres import ledger_checks as checks
-from assay.services.adjudication.storage.postgres import pages, queries, schema, verify
 from assay.services.adjudication.storage.postgres.faults import lost, quiet_pool_log
 from assay.services.adjudication.storage.postgres.tx import PostgresWriteTx
 from assay.services.adjudication.storage.postgres.writer import PostgresWriter
@@ -58,6 +59,8 @@ class PostgresStore(PageReads):
     def __init__(self, pool: asyncpg.Pool, writer: PostgresWriter) -> None:
         self.pool = pool
         self.writer = writer
+        self._listener: approvals.Listener | None = None
+        self._listening: asyncio.Task[None] | None = None
 
     @classmethod
     async def open(cls, dsn: str, pool_max: int = POOL_MAX) -> PostgresStore:
@@ -76,8 +79,12 @@ class PostgresStore(PageReads):
         return cls(pool, writer)
 
     async def close(self) -> None:
-        """Finish queued writes, then close the pool."""
+        """Finish queued writes, stop listening, then close the pool."""
         await self.writer.stop()
+        if self._listening is not None:
+            await self._listening
+        if self._listener is not None:
+            await self._listener.close()
         await self.pool.close()
 
     async def write(self, job: Callable[[PostgresWriteTx], T], small: bool = False) -> T:
@@ -204,6 +211,25 @@ class PostgresStore(PageReads):
             if await lost(error, db):
                 raise faults.unreachable(error) from None
             raise
+
+    # --- approvals -----------------------------------------------------------
+
+    async def approval(self, approval_id: str) -> ApprovalRecord | None:
+        return await self._read(lambda db: approvals.one(db, approval_id))
+
+    async def approvals(
+        self, scope: TenantScope, after: tuple[str, int] | None, limit: int
+    ) -> list[ApprovalRecord]:
+        return await self._read(lambda db: approvals.page(db, scope, after, limit))
+
+    async def open_approvals(self, limit: int) -> list[ApprovalRecord]:
+        return await self._read(lambda db: approvals.still_open(db, limit))
+
+    def listen_approvals(self, changed: Callable[[str], None]) -> None:
+        """Hear other replicas' approval changes (LISTEN on a pooled connection), from now
+        until ``close``."""
+        self._listener = approvals.Listener(self.pool, changed)
+        self._listening = asyncio.get_running_loop().create_task(self._listener.start())
 
     async def verify_chain(self) -> ChainVerdict:
         """Walk every event, then cross-check every record row against the ledger."""

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 import asyncpg
 
 from assay.services.adjudication.domain import ledger
+from assay.services.adjudication.domain.approvals import Approval, Step
 from assay.services.adjudication.domain.model import (
     Actor,
     AuditEvent,
@@ -49,12 +50,14 @@ from assay.services.adjudication.domain.model import (
     TenantScope,
 )
 from assay.services.adjudication.domain.times import now, to_micros
-from assay.services.adjudication.storage import conflicts, ledger_rules, rows
-from assay.services.adjudication.storage.interface import StoredResponse
+from assay.services.adjudication.storage import approval_rows, conflicts, ledger_rules, rows
+from assay.services.adjudication.storage.interface import ApprovalRecord, StoredResponse
 from assay.services.adjudication.storage.postgres import prefetch, queries
 from assay.services.adjudication.storage.postgres.greenlet_bridge import Bridge
 
 T = TypeVar("T")
+# The LISTEN/NOTIFY channel on which replicas tell each other an approval changed.
+APPROVALS_CHANNEL = "assay_approvals"
 
 
 # What a pending row touches, for telling whether a read could miss it: ("case", id),
@@ -487,3 +490,38 @@ class PostgresWriteTx:
         )
         self._state.head = ChainHead(event.sequence, event.hash)
         return event
+
+    # --- approvals -------------------------------------------------------------
+
+    def approval(self, approval_id: str) -> ApprovalRecord | None:
+        """The approval and its steps, checked against the ledger. The transaction holds the
+        chain lock, so no other replica changes the approval until it commits."""
+        touch = ("approval", approval_id)
+        found = self._read(approval_rows.one_sql("$1"), (approval_id,), [touch])
+        if not found:
+            return None
+        value = approval_rows.approval(queries.row(found[0]))
+        read = self._read(approval_rows.steps_sql("= ANY($1::text[])"), ([approval_id],), [touch])
+        steps = [approval_rows.step(queries.row(r)) for r in read]
+        ledger_rules.check_recorded(self.recorded, value, steps)
+        return value, steps
+
+    def insert_approval(self, value: Approval) -> None:
+        self._insert_row(
+            ("approval", value.approval_id),
+            "approvals",
+            approval_rows.APPROVAL_COLUMNS,
+            approval_rows.approval_params(value),
+        )
+
+    def insert_step(self, value: Step) -> None:
+        self._insert_row(
+            ("approval", value.approval_id),
+            "approval_steps",
+            approval_rows.STEP_COLUMNS,
+            approval_rows.step_params(value),
+        )
+
+    def notify_approval(self, approval_id: str) -> None:
+        """NOTIFY the other replicas; PostgreSQL delivers it when this transaction commits."""
+        self._execute("SELECT pg_notify($1, $2)", APPROVALS_CHANNEL, approval_id)

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
 from assay.services.adjudication.domain import model
+from assay.services.adjudication.domain.approvals import Approval, Step
 from assay.services.adjudication.storage import ledger_rules, rows
 from assay.services.adjudication.storage.ledger_rules import Rule
 
@@ -70,7 +71,9 @@ def check(
     by record id."""
     if not values:
         return {}
-    return rule.match(values, events(db, rule.event_type, rule.key, rule.ids(values)))
+    ids = rule.ids(values)
+    found = [e for event_type in rule.event_types for e in events(db, event_type, rule.key, ids)]
+    return rule.match(values, found)
 
 
 def check_reviewers(db: sqlite3.Connection, values: Sequence[model.Reviewer]) -> None:
@@ -134,3 +137,9 @@ def check_snapshot(db: sqlite3.Connection, snap: model.CaseSnapshot | None) -> N
     check_cases(db, [snap.case])
     check_reviews(db, snap.round_reviews)
     check_resolutions(db, [snap.round_resolution] if snap.round_resolution is not None else [])
+
+
+def check_approvals(db: sqlite3.Connection, found: Sequence[tuple[Approval, list[Step]]]) -> None:
+    """Each approval and each of its steps against the events that recorded them."""
+    check(db, ledger_rules.APPROVALS, [a for a, _ in found])
+    check(db, ledger_rules.APPROVAL_STEPS, [s for _, steps in found for s in steps])

@@ -109,7 +109,19 @@ _V4 = ddl.audit_lookups(ddl.AUDIT_LOOKUPS_V4, _payload)
 # before are the legacy form (v1); new rows are written as v2 (JCS). See domain/digests.py.
 _V5 = ddl.DIGEST_VERSIONS
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+# V6: approvals (ApprovalService), insert-only, and their ledger lookups.
+_V6 = f"""{ddl.APPROVALS}
+CREATE TRIGGER approvals_no_update BEFORE UPDATE ON approvals
+BEGIN SELECT RAISE(ABORT, 'approvals are insert-only'); END;
+CREATE TRIGGER approvals_no_delete BEFORE DELETE ON approvals
+BEGIN SELECT RAISE(ABORT, 'approvals are insert-only'); END;
+CREATE TRIGGER approval_steps_no_update BEFORE UPDATE ON approval_steps
+BEGIN SELECT RAISE(ABORT, 'approval steps are insert-only'); END;
+CREATE TRIGGER approval_steps_no_delete BEFORE DELETE ON approval_steps
+BEGIN SELECT RAISE(ABORT, 'approval steps are insert-only'); END;
+{ddl.audit_lookups(ddl.AUDIT_LOOKUPS_V6, _payload)}"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 PRAGMAS = (

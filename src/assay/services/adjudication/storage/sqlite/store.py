@@ -35,10 +35,16 @@ from assay.services.adjudication.domain.model import (
     TenantScope,
 )
 from assay.services.adjudication.storage import faults, rows, verify_walk
-from assay.services.adjudication.storage.interface import ExportBatch
+from assay.services.adjudication.storage.interface import ApprovalRecord, ExportBatch
 from assay.services.adjudication.storage.page_steps import PageReads, Steps
+from assay.services.adjudication.storage.sqlite import (
+    approvals,
+    files,
+    ledger_checks,
+    pages,
+    queries,
+)
 from assay.services.adjudication.storage.sqlite import faults as sqlite_faults
-from assay.services.adjudication.storage.sqlite import files, ledger_checks, pages, queries
 from assay.services.adjudication.storage.sqlite.schema import MIGRATIONS, PRAGMAS, SCHEMA_VERSION
 from assay.services.adjudication.storage.sqlite.single_process import ProcessLock
 from assay.services.adjudication.storage.sqlite.sqlite_thread import SqliteConnection
@@ -295,6 +301,22 @@ class Store(PageReads):
             # Closing ends the read transaction. Shielded: a client that cancels the stream
             # must not leave the connection open.
             await asyncio.shield(db.close())
+
+    # --- approvals -----------------------------------------------------------
+
+    async def approval(self, approval_id: str) -> ApprovalRecord | None:
+        return await self._read(lambda db: approvals.one(db, approval_id))
+
+    async def approvals(
+        self, scope: TenantScope, after: tuple[str, int] | None, limit: int
+    ) -> list[ApprovalRecord]:
+        return await self._read(lambda db: approvals.page(db, scope, after, limit))
+
+    async def open_approvals(self, limit: int) -> list[ApprovalRecord]:
+        return await self._read(lambda db: approvals.still_open(db, limit))
+
+    def listen_approvals(self, changed: Callable[[str], None]) -> None:
+        """One process holds the file: its own commits are every change there is."""
 
     async def verify_chain(self) -> ChainVerdict:
         """Walk every event, then cross-check every gold-label row against the ledger."""

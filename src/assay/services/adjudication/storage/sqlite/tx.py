@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from assay.services.adjudication.domain import ledger
+from assay.services.adjudication.domain.approvals import Approval, Step
 from assay.services.adjudication.domain.model import (
     Actor,
     AuditEvent,
@@ -32,8 +33,8 @@ from assay.services.adjudication.domain.model import (
     TenantScope,
 )
 from assay.services.adjudication.domain.times import now, to_micros
-from assay.services.adjudication.storage import conflicts, ledger_rules, rows
-from assay.services.adjudication.storage.interface import StoredResponse
+from assay.services.adjudication.storage import approval_rows, conflicts, ledger_rules, rows
+from assay.services.adjudication.storage.interface import ApprovalRecord, StoredResponse
 from assay.services.adjudication.storage.sqlite import queries
 from assay.services.adjudication.storage.sqlite.case_cache import Remembered
 from assay.services.adjudication.storage.sqlite.ledger_checks import recorded_sql
@@ -266,3 +267,34 @@ class WriteTx:
         )
         self._writer.head = ChainHead(event.sequence, event.hash)
         return event
+
+    # --- approvals -------------------------------------------------------------
+
+    def approval(self, approval_id: str) -> ApprovalRecord | None:
+        """The approval and its steps, checked against the ledger: this writer is the only
+        one, so what it reads stays current until the job ends."""
+        row = self._db.execute(approval_rows.one_sql("?"), (approval_id,)).fetchone()
+        if row is None:
+            return None
+        found = approval_rows.approval(row)
+        steps = [
+            approval_rows.step(r)
+            for r in self._db.execute(approval_rows.steps_sql("IN (?)"), (approval_id,))
+        ]
+        ledger_rules.check_recorded(self.recorded, found, steps)
+        return found, steps
+
+    def insert_approval(self, value: Approval) -> None:
+        self.wrote = True
+        self._db.execute(
+            approval_rows.insert_approval_sql(lambda _: "?"), approval_rows.approval_params(value)
+        )
+
+    def insert_step(self, value: Step) -> None:
+        self.wrote = True
+        self._db.execute(
+            approval_rows.insert_step_sql(lambda _: "?"), approval_rows.step_params(value)
+        )
+
+    def notify_approval(self, approval_id: str) -> None:
+        """One process holds a SQLite file: its own hub hears of every change."""
