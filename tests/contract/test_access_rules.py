@@ -32,12 +32,14 @@ EXPECTED_SERVICES = {
     "assay.v1.ResolverService",
     "assay.v1.PlannerService",
     "assay.v1.AdjudicationService",
+    "assay.v1.ApprovalService",
 }
 # The stack's name for the service that serves each of them.
 STACK_NAME = {
     "assay.v1.ResolverService": "resolver",
     "assay.v1.PlannerService": "planner",
     "assay.v1.AdjudicationService": "adjudication",
+    "assay.v1.ApprovalService": "adjudication",
 }
 
 
@@ -63,8 +65,8 @@ def declared_roles(method: MethodDescriptor) -> set[str]:
 
 
 class TestEveryRpcDeclaresItsRoles:
-    def test_the_three_services_are_the_contract(self) -> None:
-        """The walk below covers exactly the three services (a new one is noticed here)."""
+    def test_the_four_services_are_the_contract(self) -> None:
+        """The walk below covers exactly the four services (a new one is noticed here)."""
         assert {s.full_name for s in SERVICES} == EXPECTED_SERVICES
         assert len(METHODS) >= 20
 
