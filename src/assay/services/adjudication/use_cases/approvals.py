@@ -195,18 +195,26 @@ class Approvals:
 
         return await self._write(key, caller, job, render)
 
-    def _step_job(
+    async def _change(
         self,
+        key: RequestKey,
         approval_id: str,
         caller: Caller,
-        make: Callable[[Approval, list[Step], datetime], Step],
-    ) -> Callable[[WriteTx, datetime], ApprovalView]:
+        render: Callable[[ApprovalView], bytes],
+        make: Callable[[Approval, list[Step], Actor, datetime], Step],
+        found: Violations,
+    ) -> bytes:
+        """Refuse ``found``'s violations, or record the step ``make`` gives from the approval
+        as the job reads it (locked, checked), with its events."""
+        actor = _actor(caller)
+        found.raise_if_any()
+
         def job(tx: WriteTx, at: datetime) -> ApprovalView:
             approval, steps = _visible(caller, tx.approval(approval_id), approval_id)
-            step = make(approval, steps, at)
-            return _record(tx, approval, steps, step, caller.actor, at)
+            step = make(approval, steps, actor, at)
+            return _record(tx, approval, steps, step, actor, at)
 
-        return job
+        return await self._write(key, caller, job, render)
 
     async def decide(
         self,
@@ -217,19 +225,16 @@ class Approvals:
         render: Callable[[ApprovalView], bytes],
         caller: Caller,
     ) -> bytes:
-        actor = _actor(caller)
         found = _id_fields(key, approval_id)
         if decision is None:
             found.add("decision", "required: APPROVE or DENY")
         _check_reason(found, reason)
-        found.raise_if_any()
-        assert decision is not None
-        job = self._step_job(
-            approval_id,
-            caller,
-            lambda a, steps, at: approvals.decide(a, steps, actor, decision, reason, at),
-        )
-        return await self._write(key, caller, job, render)
+        chosen = decision or Decision.DENY  # refused above when missing
+
+        def make(a: Approval, steps: list[Step], actor: Actor, at: datetime) -> Step:
+            return approvals.decide(a, steps, actor, chosen, reason, at)
+
+        return await self._change(key, approval_id, caller, render, make, found)
 
     async def revoke(
         self,
@@ -239,16 +244,13 @@ class Approvals:
         render: Callable[[ApprovalView], bytes],
         caller: Caller,
     ) -> bytes:
-        actor = _actor(caller)
         found = _id_fields(key, approval_id)
         _check_reason(found, reason)
-        found.raise_if_any()
-        job = self._step_job(
-            approval_id,
-            caller,
-            lambda a, steps, at: approvals.revoke(a, steps, actor, reason, at),
-        )
-        return await self._write(key, caller, job, render)
+
+        def make(a: Approval, steps: list[Step], actor: Actor, at: datetime) -> Step:
+            return approvals.revoke(a, steps, actor, reason, at)
+
+        return await self._change(key, approval_id, caller, render, make, found)
 
     async def consume(
         self,
@@ -258,17 +260,14 @@ class Approvals:
         render: Callable[[ApprovalView], bytes],
         caller: Caller,
     ) -> bytes:
-        actor = _actor(caller)
         found = _id_fields(key, approval_id)
         if not candidate_digest:
             found.add("candidate_digest", "required")
-        found.raise_if_any()
-        job = self._step_job(
-            approval_id,
-            caller,
-            lambda a, steps, at: approvals.consume(a, steps, actor, candidate_digest, at),
-        )
-        return await self._write(key, caller, job, render)
+
+        def make(a: Approval, steps: list[Step], actor: Actor, at: datetime) -> Step:
+            return approvals.consume(a, steps, actor, candidate_digest, at)
+
+        return await self._change(key, approval_id, caller, render, make, found)
 
     async def expire(self, approval_id: str) -> bool:
         """Record the expiry of an approval the clock has expired (once: False when there
