@@ -15,27 +15,15 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from assay.services.adjudication.domain import ledger
+from assay.services.adjudication.domain import ledger, model
 from assay.services.adjudication.domain.agreement import RatedRound
-from assay.services.adjudication.domain.model import (
-    EVERY_TENANT,
-    AuditEvent,
-    Case,
-    CaseSnapshot,
-    ChainHead,
-    GoldLabelRevision,
-    Resolution,
-    Review,
-    Reviewer,
-    TenantScope,
-)
 from assay.services.adjudication.storage import predicates, rows
 
 # ``:tenants`` is NULL (every tenant) or a JSON array of the tenants a read may see.
 IN_SCOPE = "(:tenants IS NULL OR {column} IN (SELECT value FROM json_each(:tenants)))"
 
 
-def tenants_param(scope: TenantScope) -> str | None:
+def tenants_param(scope: model.TenantScope) -> str | None:
     """``scope`` as the ``:tenants`` parameter of ``IN_SCOPE``."""
     return None if scope.tenants is None else json.dumps(sorted(scope.tenants))
 
@@ -44,14 +32,14 @@ def _all(db: sqlite3.Connection, sql: str, params: Any = ()) -> list[Any]:
     return db.execute(sql, params).fetchall()
 
 
-def reviewer(db: sqlite3.Connection, reviewer_id: str) -> Reviewer | None:
+def reviewer(db: sqlite3.Connection, reviewer_id: str) -> model.Reviewer | None:
     found = _all(
         db, f"SELECT {rows.REVIEWER_COLUMNS} FROM reviewers WHERE reviewer_id = ?", (reviewer_id,)
     )
     return rows.reviewer(found[0]) if found else None
 
 
-def reviewers(db: sqlite3.Connection, reviewer_ids: Iterable[str]) -> dict[str, Reviewer]:
+def reviewers(db: sqlite3.Connection, reviewer_ids: Iterable[str]) -> dict[str, model.Reviewer]:
     ids = sorted(set(reviewer_ids))
     if not ids:
         return {}
@@ -62,7 +50,7 @@ def reviewers(db: sqlite3.Connection, reviewer_ids: Iterable[str]) -> dict[str, 
     return {r.reviewer_id: r for r in map(rows.reviewer, found)}
 
 
-def list_reviewers(db: sqlite3.Connection, after: str, limit: int) -> list[Reviewer]:
+def list_reviewers(db: sqlite3.Connection, after: str, limit: int) -> list[model.Reviewer]:
     found = _all(
         db,
         f"SELECT {rows.REVIEWER_COLUMNS} FROM reviewers WHERE reviewer_id > ? "
@@ -72,7 +60,9 @@ def list_reviewers(db: sqlite3.Connection, after: str, limit: int) -> list[Revie
     return [rows.reviewer(r) for r in found]
 
 
-def snapshot(db: sqlite3.Connection, case_id: str, case: Case | None = None) -> CaseSnapshot | None:
+def snapshot(
+    db: sqlite3.Connection, case_id: str, case: model.Case | None = None
+) -> model.CaseSnapshot | None:
     """The case, its revision count, and its current round's reviews and resolution.
 
     ``case``: the case row when the caller has it already (a case row never changes)."""
@@ -102,7 +92,7 @@ def snapshot(db: sqlite3.Connection, case_id: str, case: Case | None = None) -> 
         f"SELECT {rows.RESOLUTION_COLUMNS} FROM resolutions WHERE case_id = ? AND round = ?",
         (case_id, current),
     )
-    return CaseSnapshot(
+    return model.CaseSnapshot(
         case,
         revisions,
         tuple(rows.review(r) for r in reviews),
@@ -114,9 +104,9 @@ def snapshot(db: sqlite3.Connection, case_id: str, case: Case | None = None) -> 
 _CHUNK = 500
 
 
-def reviews_of_cases(db: sqlite3.Connection, case_ids: Sequence[str]) -> list[Review]:
+def reviews_of_cases(db: sqlite3.Connection, case_ids: Sequence[str]) -> list[model.Review]:
     """Every review of the cases, by case, then round, then submit order."""
-    found: list[Review] = []
+    found: list[model.Review] = []
     for start in range(0, len(case_ids), _CHUNK):
         chunk = case_ids[start : start + _CHUNK]
         marks = ", ".join("?" * len(chunk))
@@ -128,7 +118,9 @@ def reviews_of_cases(db: sqlite3.Connection, case_ids: Sequence[str]) -> list[Re
     return found
 
 
-def case_history(db: sqlite3.Connection, case_id: str) -> tuple[list[Review], list[Resolution]]:
+def case_history(
+    db: sqlite3.Connection, case_id: str
+) -> tuple[list[model.Review], list[model.Resolution]]:
     reviews = _all(
         db,
         f"SELECT {rows.REVIEW_COLUMNS} FROM reviews WHERE case_id = ? ORDER BY round, rowid",
@@ -147,8 +139,8 @@ def gold_labels(
     case_id: str,
     after: tuple[str, int] | None,
     limit: int,
-    scope: TenantScope = EVERY_TENANT,
-) -> list[GoldLabelRevision]:
+    scope: model.TenantScope = model.EVERY_TENANT,
+) -> list[model.GoldLabelRevision]:
     after_case, after_rev = after if after else ("", 0)
     found = _all(
         db,
@@ -168,16 +160,18 @@ def gold_labels(
     return [rows.gold_label(r) for r in found]
 
 
-def chain_head(db: sqlite3.Connection) -> ChainHead:
+def chain_head(db: sqlite3.Connection) -> model.ChainHead:
     found = _all(db, "SELECT sequence, hash FROM audit_events ORDER BY sequence DESC LIMIT 1")
     return (
-        ChainHead(int(found[0]["sequence"]), str(found[0]["hash"])) if found else ledger.EMPTY_HEAD
+        model.ChainHead(int(found[0]["sequence"]), str(found[0]["hash"]))
+        if found
+        else ledger.EMPTY_HEAD
     )
 
 
 def audit_events(
-    db: sqlite3.Connection, after: int, limit: int, scope: TenantScope = EVERY_TENANT
-) -> list[AuditEvent]:
+    db: sqlite3.Connection, after: int, limit: int, scope: model.TenantScope = model.EVERY_TENANT
+) -> list[model.AuditEvent]:
     """Events after ``after``; for a scope short of every tenant, only the events of its
     tenants (events about no single tenant have tenant "" and are left out)."""
     found = _all(
@@ -194,6 +188,6 @@ _PAIRS = predicates.rated_reviews(
 )
 
 
-def rated_rounds(db: sqlite3.Connection, scope: TenantScope) -> list[RatedRound]:
+def rated_rounds(db: sqlite3.Connection, scope: model.TenantScope) -> list[RatedRound]:
     """Every review of every case round that has at least two, in submit order."""
     return rows.rated_rounds(db.execute(_PAIRS, {"tenants": tenants_param(scope)}))

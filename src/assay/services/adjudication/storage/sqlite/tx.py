@@ -16,22 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from assay.services.adjudication.domain import ledger
+from assay.services.adjudication.domain import ledger, model
 from assay.services.adjudication.domain.approvals import Approval, Step
-from assay.services.adjudication.domain.model import (
-    Actor,
-    AuditEvent,
-    AuditEventType,
-    Case,
-    CaseSnapshot,
-    ChainHead,
-    DeletedCounts,
-    GoldLabelRevision,
-    Resolution,
-    Review,
-    Reviewer,
-    TenantScope,
-)
 from assay.services.adjudication.domain.times import now, to_micros
 from assay.services.adjudication.storage import approval_rows, conflicts, ledger_rules, rows
 from assay.services.adjudication.storage.interface import ApprovalRecord, StoredResponse
@@ -47,7 +33,7 @@ class WriterState:
     """What the single writer keeps between jobs and a job may move on: the chain head and
     the rows it remembers (``case_cache``)."""
 
-    head: ChainHead
+    head: model.ChainHead
     memory: Remembered = field(default_factory=Remembered)
 
 
@@ -93,7 +79,7 @@ class WriteTx:
             rows.idempotency_params(owner, request_id, stored, tenant, case_id, self._now()),
         )
 
-    def reviewer(self, reviewer_id: str) -> Reviewer | None:
+    def reviewer(self, reviewer_id: str) -> model.Reviewer | None:
         # Reviewers are never changed or deleted (a trigger refuses it), so one found stays
         # valid: remembered, it saves a query on every review by the same person.
         memory = self._writer.memory
@@ -104,11 +90,11 @@ class WriteTx:
                 memory.keep_reviewer(found)
         return found
 
-    def reviewers(self, reviewer_ids: Iterable[str]) -> dict[str, Reviewer]:
+    def reviewers(self, reviewer_ids: Iterable[str]) -> dict[str, model.Reviewer]:
         return queries.reviewers(self._db, reviewer_ids)
 
     def recorded(
-        self, event_type: AuditEventType, key: str, values: Iterable[str], tenant: str
+        self, event_type: model.AuditEventType, key: str, values: Iterable[str], tenant: str
     ) -> list[dict[str, str]]:
         """The payloads of ``tenant``'s ``event_type`` events whose ``key`` field is one of
         ``values``: what the ledger committed to for those records."""
@@ -118,7 +104,7 @@ class WriteTx:
         found = self._db.execute(recorded_sql(event_type, key, len(ids)), (*ids, tenant))
         return [json.loads(row["payload"]) for row in found]
 
-    def snapshot(self, case_id: str) -> CaseSnapshot | None:
+    def snapshot(self, case_id: str) -> model.CaseSnapshot | None:
         # Only this writer changes a case's round (reviews, resolutions, gold labels are
         # written through the methods below, which drop the case's remembered round), so the
         # round a job left is current until then: a case's second review reads none of its
@@ -132,12 +118,12 @@ class WriteTx:
                 memory.keep_snapshot(found)
         return found
 
-    def remember_snapshot(self, value: CaseSnapshot) -> None:
+    def remember_snapshot(self, value: model.CaseSnapshot) -> None:
         """The case's round as this job leaves it, after its last write to the case."""
         self.wrote = True  # the writer's memory changes: a failure after this undoes it
         self._writer.memory.keep_snapshot(value)
 
-    def insert_reviewer(self, value: Reviewer) -> None:
+    def insert_reviewer(self, value: model.Reviewer) -> None:
         self.wrote = True
         try:
             self._db.execute(
@@ -147,14 +133,14 @@ class WriteTx:
         except sqlite3.IntegrityError:
             raise conflicts.reviewer_exists(value) from None
 
-    def insert_case(self, value: Case) -> None:
+    def insert_case(self, value: model.Case) -> None:
         self.wrote = True
         self._db.execute(
             f"INSERT INTO cases ({rows.CASE_COLUMNS}) VALUES ({', '.join('?' * rows.CASE_WIDTH)})",
             rows.case_params(value),
         )
 
-    def insert_review(self, value: Review) -> None:
+    def insert_review(self, value: model.Review) -> None:
         self.wrote = True
         self._writer.memory.drop_snapshot(value.case_id)
         try:
@@ -167,7 +153,7 @@ class WriteTx:
                 raise
             raise conflicts.review_submitted(value) from None
 
-    def insert_resolution(self, value: Resolution) -> None:
+    def insert_resolution(self, value: model.Resolution) -> None:
         self.wrote = True
         self._writer.memory.drop_snapshot(value.case_id)
         self._db.execute(
@@ -175,7 +161,7 @@ class WriteTx:
             rows.resolution_params(value),
         )
 
-    def insert_gold_label(self, value: GoldLabelRevision) -> None:
+    def insert_gold_label(self, value: model.GoldLabelRevision) -> None:
         self.wrote = True
         self._writer.memory.drop_snapshot(value.case_id)
         try:
@@ -189,7 +175,9 @@ class WriteTx:
                 raise
             raise conflicts.gold_revision_exists(value) from None
 
-    def bulk_insert(self, cases: Iterable[Case], gold_labels: Iterable[GoldLabelRevision]) -> None:
+    def bulk_insert(
+        self, cases: Iterable[model.Case], gold_labels: Iterable[model.GoldLabelRevision]
+    ) -> None:
         """Seed many rows at once (benchmarks, imports), each with the ledger event its
         operation writes (CASE_ENQUEUED, GOLD_LABEL_FROZEN: the same payloads), so reads and
         exports, which check every record against its event, accept them. No retry records."""
@@ -214,12 +202,12 @@ class WriteTx:
         )
         self._writer.head = head
 
-    def delete_tenant_cases(self, tenant: str) -> DeletedCounts:
+    def delete_tenant_cases(self, tenant: str) -> model.DeletedCounts:
         """Delete ``tenant``'s cases with their reviews, resolutions and stored responses."""
         self.wrote = True
         return self._delete("tenant = ?", (tenant,))
 
-    def delete_expired(self, at: datetime, scope: TenantScope) -> DeletedCounts:
+    def delete_expired(self, at: datetime, scope: model.TenantScope) -> model.DeletedCounts:
         """Delete the cases of ``scope``'s tenants that expired by ``at``, likewise."""
         self.wrote = True
         tenants = queries.tenants_param(scope)
@@ -228,7 +216,7 @@ class WriteTx:
             (to_micros(at), tenants, tenants),
         )
 
-    def _delete(self, where: str, params: tuple[str | int | None, ...]) -> DeletedCounts:
+    def _delete(self, where: str, params: tuple[str | int | None, ...]) -> model.DeletedCounts:
         sql = f"SELECT case_id FROM cases WHERE {where}"
         ids = [row["case_id"] for row in self._db.execute(sql, params)]
         self._writer.memory.forget_cases()
@@ -242,7 +230,7 @@ class WriteTx:
             self._db.execute(f"DELETE FROM idempotency WHERE case_id IN ({marks})", chunk)
             # Reviews and resolutions go with their case (ON DELETE CASCADE).
             self._db.execute(f"DELETE FROM cases WHERE case_id IN ({marks})", chunk)
-        return DeletedCounts(len(ids), counts[0], counts[1])
+        return model.DeletedCounts(len(ids), counts[0], counts[1])
 
     def delete_tenant_responses(self, tenant: str) -> None:
         self.wrote = True
@@ -250,11 +238,11 @@ class WriteTx:
 
     def append_event(
         self,
-        event_type: AuditEventType,
+        event_type: model.AuditEventType,
         payload: dict[str, str],
         tenant: str = "",
-        actor: Actor | None = None,
-    ) -> AuditEvent:
+        actor: model.Actor | None = None,
+    ) -> model.AuditEvent:
         """Extend the chain. ``tenant``: the one tenant the event is about ("" when none or
         several: then only principals granted every tenant see it); ``actor``: who did it."""
         self.wrote = True
@@ -265,7 +253,7 @@ class WriteTx:
             f"INSERT INTO audit_events ({rows.AUDIT_INSERT_COLUMNS}) VALUES ({', '.join('?' * 9)})",
             rows.audit_params(event, payload_json, tenant),
         )
-        self._writer.head = ChainHead(event.sequence, event.hash)
+        self._writer.head = model.ChainHead(event.sequence, event.hash)
         return event
 
     # --- approvals -------------------------------------------------------------
