@@ -57,19 +57,29 @@ def seeded_events(
 class Rule(Generic[T]):
     """A kind of record and the event that recorded it: ``event_type`` events whose payload
     ``key`` is the record's ``lookup``, matched by ``record_id`` and compared on the
-    ``commitment`` recomputed from the record."""
+    ``commitment`` recomputed from the record. The key is the first of the event's record
+    keys (``records.EVENT_KEYS``); a record named by that key alone is matched by it."""
 
     event_type: AuditEventType
-    key: str
     lookup: Callable[[T], str]
-    record_id: Callable[[T], str]
     commitment: Callable[[T], records.Commitment | None]
+    # How a record named by more than its key is matched (a resolution by case and round).
+    named_by: Callable[[T], str] | None = None
     # More event types recording the same kind (an approval step is recorded by one of four).
     also: tuple[AuditEventType, ...] = ()
 
     @property
     def event_types(self) -> tuple[AuditEventType, ...]:
         return (self.event_type, *self.also)
+
+    @property
+    def key(self) -> str:
+        """The payload key the events are fetched by."""
+        return records.EVENT_KEYS[self.event_type.value][1][0]
+
+    def record_id(self, value: T) -> str:
+        """The id its event's ``records.record_key`` names ``value`` by."""
+        return (self.named_by or self.lookup)(value)
 
     def ids(self, values: Iterable[T]) -> list[str]:
         """The payload values to fetch the events of ``values`` by, each once, sorted."""
@@ -96,40 +106,24 @@ class Rule(Generic[T]):
 
 
 REVIEWERS: Rule[Reviewer] = Rule(
-    AuditEventType.REVIEWER_REGISTERED,
-    "reviewer_id",
-    lambda r: r.reviewer_id,
-    lambda r: r.reviewer_id,
-    records.reviewer_commitment,
+    AuditEventType.REVIEWER_REGISTERED, lambda r: r.reviewer_id, records.reviewer_commitment
 )
-CASES: Rule[Case] = Rule(
-    AuditEventType.CASE_ENQUEUED,
-    "case_id",
-    lambda c: c.case_id,
-    lambda c: c.case_id,
-    records.case_commitment,
-)
+CASES: Rule[Case] = Rule(AuditEventType.CASE_ENQUEUED, lambda c: c.case_id, records.case_commitment)
 REVIEWS: Rule[Review] = Rule(
-    AuditEventType.REVIEW_SUBMITTED,
-    "review_id",
-    lambda r: r.review_id,
-    lambda r: r.review_id,
-    records.review_commitment,
+    AuditEventType.REVIEW_SUBMITTED, lambda r: r.review_id, records.review_commitment
 )
 RESOLUTIONS: Rule[Resolution] = Rule(
     AuditEventType.CASE_RESOLVED,
-    "case_id",
     lambda r: r.case_id,
-    records.resolution_id,
     records.resolution_commitment,
+    named_by=records.resolution_id,
 )
 # Their events come back by ``records.gold_id``: an export attaches each to its label.
 GOLD_LABELS: Rule[GoldLabelRevision] = Rule(
     AuditEventType.GOLD_LABEL_FROZEN,
-    "case_id",
     lambda g: g.case_id,
-    records.gold_id,
     records.gold_commitment,
+    named_by=records.gold_id,
 )
 
 
@@ -157,18 +151,13 @@ def check_links(values: Sequence[AuditEvent], stored: dict[int, str]) -> None:
 
 
 APPROVALS: Rule[Approval] = Rule(
-    AuditEventType.APPROVAL_REQUESTED,
-    "approval_id",
-    lambda a: a.approval_id,
-    lambda a: a.approval_id,
-    records.approval_commitment,
+    AuditEventType.APPROVAL_REQUESTED, lambda a: a.approval_id, records.approval_commitment
 )
 APPROVAL_STEPS: Rule[Step] = Rule(
     AuditEventType.APPROVAL_DECIDED,
-    "approval_id",
     lambda s: s.approval_id,
-    records.step_id,
     records.step_commitment,
+    named_by=records.step_id,
     also=(
         AuditEventType.APPROVAL_REVOKED,
         AuditEventType.APPROVAL_CONSUMED,
