@@ -1,0 +1,285 @@
+"""The console's web application: routes, sign-in, and the reviewer's pages.
+
+Every page handler resolves the session from the ``__Host-assay`` cookie (no session: to
+the sign-in page, and back to the page after), calls the services as that person
+(``backends``), and renders a template with autoescaping on, so text stored by anyone
+(case fields, reasons) is shown as text. Every POST checks the session's CSRF token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from importlib import resources
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import jwt
+from google.protobuf import json_format
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from assay.client.errors import AssayCallError
+from assay.console.backends import Backends
+from assay.console.plain_words import refusal
+from assay.console.security import SecurityHeaders, csrf_ok
+from assay.console.sessions import COOKIE, Session, SessionStore, cookie_options
+from assay.console.settings import ConsoleSettings
+from assay.runtime.auth.dev_credentials import DEV_ISSUER, DevCredentials
+from assay.transport import is_loopback
+from assay.v1 import adjudication_service_pb2 as adj
+
+Handler = Callable[[Request, Session], Awaitable[Response]]
+QUEUE_PAGE = 50
+
+
+class Console:
+    """The application's state: settings, sessions, channels, templates."""
+
+    def __init__(self, settings: ConsoleSettings, sessions: SessionStore | None = None) -> None:
+        self.settings = settings
+        self.sessions = sessions or SessionStore()
+        self.backends: Backends | None = None
+        self.templates = Environment(
+            loader=PackageLoader("assay.console", "templates"),
+            autoescape=select_autoescape(default=True, default_for_string=True),
+        )
+
+    def render(self, request: Request, name: str, status: int = 200, **values: Any) -> Response:
+        session = values.pop("session", None)
+        html = self.templates.get_template(name).render(
+            session=session, path=request.url.path, **values
+        )
+        return HTMLResponse(html, status_code=status)
+
+    def session(self, request: Request) -> Session | None:
+        return self.sessions.get(request.cookies.get(COOKIE))
+
+    def adjudication(self, session: Session) -> Any:
+        assert self.backends is not None
+        return self.backends.adjudication_for(session.token)
+
+
+def signed_in(console: Console, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """``handler`` for a signed-in person; others go to sign in and come back. A POST must
+    carry the session's CSRF token. A call the services refuse is shown in plain words."""
+
+    async def endpoint(request: Request) -> Response:
+        session = console.session(request)
+        if session is None:
+            back = quote(request.url.path, safe="/")
+            return RedirectResponse(f"/signin?next={back}", status_code=303)
+        if request.method == "POST":
+            form = await request.form()
+            if not csrf_ok(session.csrf, str(form.get("csrf", ""))):
+                return console.render(
+                    request,
+                    "error.html",
+                    403,
+                    session=session,
+                    headline="This form has expired. Go back, reload the page and try again.",
+                    detail="",
+                    request_id="",
+                )
+        try:
+            return await handler(request, session)
+        except AssayCallError as error:
+            said = refusal(error)
+            if said.signed_out:
+                console.sessions.end(session.session_id)
+                return RedirectResponse(f"/signin?next={quote(request.url.path)}", 303)
+            return console.render(
+                request,
+                "error.html",
+                403 if error.code.name == "PERMISSION_DENIED" else 400,
+                session=session,
+                headline=said.headline,
+                detail=said.detail,
+                request_id=said.request_id,
+            )
+
+    return endpoint
+
+
+def _safe_next(value: str | None) -> str:
+    """Only a path on this console (never another site) to return to after sign-in."""
+    if not value or not value.startswith("/") or value.startswith("//"):
+        return "/"
+    parts = urlsplit(value)
+    return "/" if parts.scheme or parts.netloc else value
+
+
+def _token_expiry(token: str) -> float:
+    """The token's ``exp`` (read, not verified: the services verify it on every call)."""
+    try:
+        claims = jwt.decode(token, options={"verify_signature": False})
+    except jwt.PyJWTError:
+        return time.time()
+    exp = claims.get("exp")
+    return float(exp) if isinstance(exp, int | float) else time.time()
+
+
+def _begin(console: Console, response: Response, session: Session) -> Response:
+    response.set_cookie(COOKIE, session.session_id, **cookie_options())  # type: ignore[arg-type]
+    return response
+
+
+def routes(console: Console) -> list[Any]:
+    settings = console.settings
+
+    def dev_enabled(request: Request) -> bool:
+        client = request.client.host if request.client else ""
+        return settings.dev_credentials is not None and is_loopback(client)
+
+    def dev_names() -> list[str]:
+        assert settings.dev_credentials is not None
+        folder = DevCredentials(settings.dev_credentials)
+        return sorted(p.stem for p in (folder.root / "tokens").glob("*.jwt"))
+
+    async def signin(request: Request) -> Response:
+        nxt = _safe_next(request.query_params.get("next"))
+        return console.render(
+            request,
+            "signin.html",
+            next=nxt,
+            dev_names=dev_names() if dev_enabled(request) else [],
+            oidc=bool(settings.oidc_issuer),
+        )
+
+    async def signin_dev(request: Request) -> Response:
+        if not dev_enabled(request):
+            return Response("dev sign-in is not enabled", status_code=404)
+        form = await request.form()
+        name = str(form.get("name", ""))
+        if name not in dev_names():
+            return Response("no such dev principal", status_code=400)
+        assert settings.dev_credentials is not None
+        token = DevCredentials(settings.dev_credentials).token(name)
+        ends = min(_token_expiry(token), time.time() + settings.session_lifetime.total_seconds())
+        session = console.sessions.create(DEV_ISSUER, name, token, ends, name=name)
+        target = _safe_next(str(form.get("next", "/")))
+        return _begin(console, RedirectResponse(target, status_code=303), session)
+
+    async def signout(request: Request, session: Session) -> Response:
+        console.sessions.end(session.session_id)
+        response = RedirectResponse("/signin", status_code=303)
+        response.delete_cookie(COOKIE, path="/", secure=True, httponly=True, samesite="lax")
+        return response
+
+    async def home(request: Request, session: Session) -> Response:
+        return console.render(request, "home.html", session=session)
+
+    async def queue(request: Request, session: Session) -> Response:
+        reply = await console.adjudication(session).list_queue(
+            adj.ListQueueRequest(reviewer_id=session.subject, page_size=QUEUE_PAGE)
+        )
+        cases = list(reply.cases)
+        return console.render(
+            request,
+            "queue.html",
+            session=session,
+            cases=cases,
+            more=bool(reply.next_page_token),
+        )
+
+    async def case(request: Request, session: Session) -> Response:
+        case_id = request.path_params["case_id"]
+        reply = await console.adjudication(session).get_blinded_case(
+            adj.GetBlindedCaseRequest(case_id=case_id)
+        )
+        shown = reply.case
+        values = [
+            json.dumps(json_format.MessageToDict(v), ensure_ascii=False)
+            for v in shown.candidate_values
+        ]
+        return console.render(
+            request,
+            "case.html",
+            session=session,
+            case=shown,
+            values=values,
+            attempt=secrets.token_urlsafe(16),
+        )
+
+    async def submit(request: Request, session: Session) -> Response:
+        case_id = request.path_params["case_id"]
+        form = await request.form()
+        client = console.adjudication(session)
+        shown = (await client.get_blinded_case(adj.GetBlindedCaseRequest(case_id=case_id))).case
+        choice = str(form.get("answer", ""))
+        reason = str(form.get("reason", ""))
+        attempt = str(form.get("attempt", ""))[:64]
+        review = adj.SubmitReviewRequest(
+            # One id per rendered form: a double click or a reload repeats the same review.
+            request_id=f"console-{attempt}" if attempt else "",
+            case_id=case_id,
+            reviewer_id=session.subject,
+            round=shown.round,
+        )
+        if choice.isdigit() and 0 <= int(choice) < len(shown.candidate_values):
+            review.outcome = adj.REVIEW_OUTCOME_LABEL
+            review.label.CopyFrom(shown.candidate_values[int(choice)])
+        elif choice == "unresolved":
+            review.outcome, review.reason = adj.REVIEW_OUTCOME_UNRESOLVED, reason
+        elif choice == "not-evaluable":
+            review.outcome, review.reason = adj.REVIEW_OUTCOME_NOT_EVALUABLE, reason
+        else:
+            values = [
+                json.dumps(json_format.MessageToDict(v), ensure_ascii=False)
+                for v in shown.candidate_values
+            ]
+            return console.render(
+                request,
+                "case.html",
+                400,
+                session=session,
+                case=shown,
+                values=values,
+                attempt=attempt,
+                problem="Choose a label, or say why you cannot.",
+            )
+        await client.submit_review(review)
+        following = await client.list_queue(
+            adj.ListQueueRequest(reviewer_id=session.subject, page_size=1)
+        )
+        if following.cases:
+            return RedirectResponse(f"/review/{quote(following.cases[0].case_id)}", 303)
+        return RedirectResponse("/review?done=1", status_code=303)
+
+    static = resources.files("assay.console") / "static"
+    return [
+        Route("/signin", signin),
+        Route("/signin/dev", signin_dev, methods=["POST"]),
+        Route("/signout", signed_in(console, signout), methods=["POST"]),
+        Route("/", signed_in(console, home)),
+        Route("/review", signed_in(console, queue)),
+        Route("/review/{case_id}", signed_in(console, case)),
+        Route("/review/{case_id}", signed_in(console, submit), methods=["POST"]),
+        Mount("/static", StaticFiles(directory=str(static)), name="static"),
+    ]
+
+
+def build_app(settings: ConsoleSettings, sessions: SessionStore | None = None) -> Starlette:
+    """The console application over ``settings`` (checked here)."""
+    settings.check()
+    console = Console(settings, sessions)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        console.backends = Backends.open(settings)
+        try:
+            yield
+        finally:
+            await console.backends.close()
+
+    app = Starlette(routes=routes(console), lifespan=lifespan)
+    app.add_middleware(SecurityHeaders)
+    app.state.console = console
+    return app
