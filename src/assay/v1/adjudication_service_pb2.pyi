@@ -4,8 +4,10 @@ isort:skip_file
 """
 
 from assay.v1 import gold_pb2 as _gold_pb2
+from assay.v1 import plan_pb2 as _plan_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
@@ -1589,6 +1591,7 @@ class ExportCorpusRequest(_message.Message):
     TENANT_FIELD_NUMBER: _builtins.int
     BATCH_SIZE_FIELD_NUMBER: _builtins.int
     INCLUDE_REVIEWS_FIELD_NUMBER: _builtins.int
+    INCLUDE_APPROVALS_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     """Optional: only this tenant's labels."""
     batch_size: _builtins.int
@@ -1597,16 +1600,23 @@ class ExportCorpusRequest(_message.Message):
     """Include each record's individual reviews (`CorpusRecord.reviews`), for
     running one's own agreement or aggregation (crowd-kit, Krippendorff).
     """
+    include_approvals: _builtins.bool
+    """Include the approvals of the same tenants (ApprovalService), newest
+    request first, each with its ledger events and their inclusion proofs
+    (`ExportCorpusResponse.approvals`): who asked for each risky
+    acquisition, who allowed or refused it, who used it.
+    """
     def __init__(
         self,
         *,
         tenant: _builtins.str = ...,
         batch_size: _builtins.int = ...,
         include_reviews: _builtins.bool = ...,
+        include_approvals: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch_size", b"batch_size", "include_reviews", b"include_reviews", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch_size", b"batch_size", "include_approvals", b"include_approvals", "include_reviews", b"include_reviews", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1890,6 +1900,210 @@ class CorpusRecordBatch(_message.Message):
 Global___CorpusRecordBatch: _TypeAlias = CorpusRecordBatch  # noqa: Y015
 
 @_typing.final
+class ApprovalExportBatch(_message.Message):
+    """ApprovalExportBatch is a run of exported approvals, newest request first."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    APPROVALS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def approvals(self) -> _containers.RepeatedCompositeFieldContainer[Global___ExportedApproval]:
+        """The approvals."""
+
+    def __init__(
+        self,
+        *,
+        approvals: _abc.Iterable[Global___ExportedApproval] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approvals", b"approvals"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ApprovalExportBatch: _TypeAlias = ApprovalExportBatch  # noqa: Y015
+
+@_typing.final
+class ExportedApproval(_message.Message):
+    """ExportedApproval is one approval (ApprovalService's `Approval`: fields 1
+    to 12 are numbered and typed as there) with the ledger events that
+    recorded it, each with its inclusion proof in the tree the manifest's
+    checkpoint signs. With only the ledger's public key an auditor proves who
+    requested it (`requested.event.actor`) and everything the request stored
+    (the event's payload `content` is the digest of these fields); each step's
+    kind, actor, time and reason (its event's payload and actor); and the
+    outcome the decisions caused (`decided`). So the export shows who allowed
+    each risky acquisition, who refused it and who used it, and an edit of any
+    of it fails the proof.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    APPROVAL_ID_FIELD_NUMBER: _builtins.int
+    TENANT_FIELD_NUMBER: _builtins.int
+    SUBJECT_FIELD_NUMBER: _builtins.int
+    PREDICATE_FIELD_NUMBER: _builtins.int
+    CANDIDATE_FIELD_NUMBER: _builtins.int
+    REQUESTER_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    REQUEST_TIME_FIELD_NUMBER: _builtins.int
+    EXPIRE_TIME_FIELD_NUMBER: _builtins.int
+    GRANT_LIFETIME_FIELD_NUMBER: _builtins.int
+    QUORUM_FIELD_NUMBER: _builtins.int
+    DENY_ENDS_FIELD_NUMBER: _builtins.int
+    REQUESTED_FIELD_NUMBER: _builtins.int
+    APPROVAL_DIGESTED_FIELD_NUMBER: _builtins.int
+    STEPS_FIELD_NUMBER: _builtins.int
+    DECIDED_FIELD_NUMBER: _builtins.int
+    approval_id: _builtins.str
+    """Assigned by the server."""
+    tenant: _builtins.str
+    """The tenant it belongs to."""
+    subject: _builtins.str
+    """The subject planned for."""
+    predicate: _builtins.str
+    """The predicate planned for."""
+    reason: _builtins.str
+    """Why the requester asked. Untrusted text."""
+    quorum: _builtins.int
+    """How many distinct approvers had to approve."""
+    deny_ends: _builtins.bool
+    """Whether one denial ended the request."""
+    approval_digested: _builtins.str
+    """The text the APPROVAL_REQUESTED event's `content` is "sha256:" + hex
+    SHA-256 of: the RFC 8785 JSON of the approval's digested fields. A
+    verifier that finds it hashes to `content` compares each field above
+    with it, and so names the field an edit changed.
+    """
+    @_builtins.property
+    def candidate(self) -> _plan_pb2.AcquisitionCandidate:
+        """The candidate as the plan gave it."""
+
+    @_builtins.property
+    def requester(self) -> Global___AuditActor:
+        """The requester: the authenticated caller of RequestApproval."""
+
+    @_builtins.property
+    def request_time(self) -> _timestamp_pb2.Timestamp:
+        """When it was requested."""
+
+    @_builtins.property
+    def expire_time(self) -> _timestamp_pb2.Timestamp:
+        """The pending request's deadline."""
+
+    @_builtins.property
+    def grant_lifetime(self) -> _duration_pb2.Duration:
+        """How long a grant lasts, from the moment the quorum is reached."""
+
+    @_builtins.property
+    def requested(self) -> Global___EventInclusion:
+        """Its APPROVAL_REQUESTED event. Payload: `approval_id`, `tenant`,
+        `content` (the approval's content digest), `candidate_digest`, `quorum`
+        and `expire_time` (microseconds since the epoch); the event's `actor` is
+        the requester.
+        """
+
+    @_builtins.property
+    def steps(self) -> _containers.RepeatedCompositeFieldContainer[Global___ExportedApprovalStep]:
+        """Every step, in the order stored, each with its event."""
+
+    @_builtins.property
+    def decided(self) -> Global___EventInclusion:
+        """The APPROVAL_GRANTED or APPROVAL_DENIED event the deciding step caused
+        (payload `approval_id`, `step`, and for a grant `grant_expire_time` in
+        microseconds). Unset when no step granted or ended the approval.
+        """
+
+    def __init__(
+        self,
+        *,
+        approval_id: _builtins.str = ...,
+        tenant: _builtins.str = ...,
+        subject: _builtins.str = ...,
+        predicate: _builtins.str = ...,
+        candidate: _plan_pb2.AcquisitionCandidate | None = ...,
+        requester: Global___AuditActor | None = ...,
+        reason: _builtins.str = ...,
+        request_time: _timestamp_pb2.Timestamp | None = ...,
+        expire_time: _timestamp_pb2.Timestamp | None = ...,
+        grant_lifetime: _duration_pb2.Duration | None = ...,
+        quorum: _builtins.int = ...,
+        deny_ends: _builtins.bool = ...,
+        requested: Global___EventInclusion | None = ...,
+        approval_digested: _builtins.str = ...,
+        steps: _abc.Iterable[Global___ExportedApprovalStep] | None = ...,
+        decided: Global___EventInclusion | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["candidate", b"candidate", "decided", b"decided", "expire_time", b"expire_time", "grant_lifetime", b"grant_lifetime", "request_time", b"request_time", "requested", b"requested", "requester", b"requester"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_digested", b"approval_digested", "approval_id", b"approval_id", "candidate", b"candidate", "decided", b"decided", "deny_ends", b"deny_ends", "expire_time", b"expire_time", "grant_lifetime", b"grant_lifetime", "predicate", b"predicate", "quorum", b"quorum", "reason", b"reason", "request_time", b"request_time", "requested", b"requested", "requester", b"requester", "steps", b"steps", "subject", b"subject", "tenant", b"tenant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportedApproval: _TypeAlias = ExportedApproval  # noqa: Y015
+
+@_typing.final
+class ExportedApprovalStep(_message.Message):
+    """ExportedApprovalStep is one stored step of an exported approval with the
+    event that recorded it.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STEP_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    ACTOR_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    OCCUR_TIME_FIELD_NUMBER: _builtins.int
+    CANDIDATE_DIGEST_FIELD_NUMBER: _builtins.int
+    EVENT_FIELD_NUMBER: _builtins.int
+    step: _builtins.int
+    """Its position: 1, 2, ... within the approval."""
+    kind: _builtins.str
+    """What happened: APPROVED, DENIED, REVOKED, CONSUMED or EXPIRED (an
+    ApprovalStepKind without its prefix, as the event's payload spells it).
+    """
+    reason: _builtins.str
+    """Why (decisions and revocations; empty otherwise). Untrusted text."""
+    candidate_digest: _builtins.str
+    """CONSUMED: the digest of the candidate it was used for; else empty."""
+    @_builtins.property
+    def actor(self) -> Global___AuditActor:
+        """Who did it; unset for EXPIRED."""
+
+    @_builtins.property
+    def occur_time(self) -> _timestamp_pb2.Timestamp:
+        """When it was stored."""
+
+    @_builtins.property
+    def event(self) -> Global___EventInclusion:
+        """Its APPROVAL_DECIDED, APPROVAL_REVOKED, APPROVAL_CONSUMED or
+        APPROVAL_EXPIRED event. Payload: `approval_id`, `step`, `kind`,
+        `reason` ("sha256:" + hex SHA-256 of the reason's UTF-8, or empty),
+        `candidate_digest`, `occur_time` (microseconds) and `actor` ("issuer
+        subject", empty for EXPIRED); the event's `actor` is the step's.
+        """
+
+    def __init__(
+        self,
+        *,
+        step: _builtins.int = ...,
+        kind: _builtins.str = ...,
+        actor: Global___AuditActor | None = ...,
+        reason: _builtins.str = ...,
+        occur_time: _timestamp_pb2.Timestamp | None = ...,
+        candidate_digest: _builtins.str = ...,
+        event: Global___EventInclusion | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["actor", b"actor", "event", b"event", "occur_time", b"occur_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actor", b"actor", "candidate_digest", b"candidate_digest", "event", b"event", "kind", b"kind", "occur_time", b"occur_time", "reason", b"reason", "step", b"step"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportedApprovalStep: _TypeAlias = ExportedApprovalStep  # noqa: Y015
+
+@_typing.final
 class ExportExclusion(_message.Message):
     """ExportExclusion is one gold label left out of the export."""
 
@@ -1960,6 +2174,7 @@ class ExportManifest(_message.Message):
     EXPORT_TIME_FIELD_NUMBER: _builtins.int
     TENANT_FIELD_NUMBER: _builtins.int
     CHECKPOINT_FIELD_NUMBER: _builtins.int
+    APPROVAL_COUNT_FIELD_NUMBER: _builtins.int
     record_count: _builtins.int
     """Records exported."""
     human_adjudicated_count: _builtins.int
@@ -1975,6 +2190,8 @@ class ExportManifest(_message.Message):
     audit_chain_head: its tree size is audit_chain_head.sequence. Verify it
     offline with the ledger's public key (`assay audit verify-export`).
     """
+    approval_count: _builtins.int
+    """Approvals exported (with `include_approvals`)."""
     @_builtins.property
     def exclusions(self) -> _containers.RepeatedCompositeFieldContainer[Global___ExportExclusion]:
         """Labels left out, with why."""
@@ -1999,10 +2216,11 @@ class ExportManifest(_message.Message):
         export_time: _timestamp_pb2.Timestamp | None = ...,
         tenant: _builtins.str = ...,
         checkpoint: _builtins.str = ...,
+        approval_count: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["audit_chain_head", b"audit_chain_head", "export_time", b"export_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit_chain_head", b"audit_chain_head", "checkpoint", b"checkpoint", "contains_synthetic_labels", b"contains_synthetic_labels", "exclusions", b"exclusions", "export_time", b"export_time", "human_adjudicated_count", b"human_adjudicated_count", "record_count", b"record_count", "synthetic_count", b"synthetic_count", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_count", b"approval_count", "audit_chain_head", b"audit_chain_head", "checkpoint", b"checkpoint", "contains_synthetic_labels", b"contains_synthetic_labels", "exclusions", b"exclusions", "export_time", b"export_time", "human_adjudicated_count", b"human_adjudicated_count", "record_count", b"record_count", "synthetic_count", b"synthetic_count", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -2011,13 +2229,15 @@ Global___ExportManifest: _TypeAlias = ExportManifest  # noqa: Y015
 @_typing.final
 class ExportCorpusResponse(_message.Message):
     """ExportCorpusResponse is one message of the export stream: record batches,
-    then exactly one manifest, last.
+    then approval batches (with `include_approvals`), then exactly one
+    manifest, last.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
 
     BATCH_FIELD_NUMBER: _builtins.int
     MANIFEST_FIELD_NUMBER: _builtins.int
+    APPROVALS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def batch(self) -> Global___CorpusRecordBatch:
         """A batch of records."""
@@ -2026,17 +2246,22 @@ class ExportCorpusResponse(_message.Message):
     def manifest(self) -> Global___ExportManifest:
         """The manifest; always the last message."""
 
+    @_builtins.property
+    def approvals(self) -> Global___ApprovalExportBatch:
+        """A batch of approvals, after every record batch."""
+
     def __init__(
         self,
         *,
         batch: Global___CorpusRecordBatch | None = ...,
         manifest: Global___ExportManifest | None = ...,
+        approvals: Global___ApprovalExportBatch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "item", b"item", "manifest", b"manifest"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["approvals", b"approvals", "batch", b"batch", "item", b"item", "manifest", b"manifest"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "item", b"item", "manifest", b"manifest"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approvals", b"approvals", "batch", b"batch", "item", b"item", "manifest", b"manifest"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_item: _TypeAlias = _typing.Literal["batch", "manifest"]  # noqa: Y015
+    _WhichOneofReturnType_item: _TypeAlias = _typing.Literal["batch", "manifest", "approvals"]  # noqa: Y015
     _WhichOneofArgType_item: _TypeAlias = _typing.Literal["item", b"item"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_item) -> _WhichOneofReturnType_item | None: ...
 

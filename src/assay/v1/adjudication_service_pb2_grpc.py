@@ -419,8 +419,11 @@ class AdjudicationServiceServicer:
 
     def ExportCorpus(self, request, context):
         """Streams the corpus: batches of records (the latest revision of each
-        case with its blinded case), then exactly one manifest. Labels whose
-        case was deleted are excluded and listed in the manifest with a reason.
+        case with its blinded case), then, with `include_approvals`, batches of
+        approvals (each with the ledger events that recorded it), then exactly
+        one manifest. Labels whose case was deleted are excluded and listed in
+        the manifest with a reason. Records and approvals are read in one
+        snapshot, at the ledger head the manifest's checkpoint signs.
 
         Errors: DATA_LOSS with ERROR_REASON_GOLD_LABEL_DIGEST_MISMATCH or
         ERROR_REASON_GOLD_LABEL_INVALID (the stream stops; no manifest).

@@ -211,8 +211,11 @@ class AdjudicationServiceStub:
     """
     ExportCorpus: _grpc.UnaryStreamMultiCallable[_adjudication_service_pb2.ExportCorpusRequest, _adjudication_service_pb2.ExportCorpusResponse]
     """Streams the corpus: batches of records (the latest revision of each
-    case with its blinded case), then exactly one manifest. Labels whose
-    case was deleted are excluded and listed in the manifest with a reason.
+    case with its blinded case), then, with `include_approvals`, batches of
+    approvals (each with the ledger events that recorded it), then exactly
+    one manifest. Labels whose case was deleted are excluded and listed in
+    the manifest with a reason. Records and approvals are read in one
+    snapshot, at the ledger head the manifest's checkpoint signs.
 
     Errors: DATA_LOSS with ERROR_REASON_GOLD_LABEL_DIGEST_MISMATCH or
     ERROR_REASON_GOLD_LABEL_INVALID (the stream stops; no manifest).
@@ -460,8 +463,11 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
     """
     ExportCorpus: _aio.UnaryStreamMultiCallable[_adjudication_service_pb2.ExportCorpusRequest, _adjudication_service_pb2.ExportCorpusResponse]  # type: ignore[assignment]
     """Streams the corpus: batches of records (the latest revision of each
-    case with its blinded case), then exactly one manifest. Labels whose
-    case was deleted are excluded and listed in the manifest with a reason.
+    case with its blinded case), then, with `include_approvals`, batches of
+    approvals (each with the ledger events that recorded it), then exactly
+    one manifest. Labels whose case was deleted are excluded and listed in
+    the manifest with a reason. Records and approvals are read in one
+    snapshot, at the ledger head the manifest's checkpoint signs.
 
     Errors: DATA_LOSS with ERROR_REASON_GOLD_LABEL_DIGEST_MISMATCH or
     ERROR_REASON_GOLD_LABEL_INVALID (the stream stops; no manifest).
@@ -796,8 +802,11 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_adjudication_service_pb2.ExportCorpusResponse], _abc.AsyncIterator[_adjudication_service_pb2.ExportCorpusResponse]]:
         """Streams the corpus: batches of records (the latest revision of each
-        case with its blinded case), then exactly one manifest. Labels whose
-        case was deleted are excluded and listed in the manifest with a reason.
+        case with its blinded case), then, with `include_approvals`, batches of
+        approvals (each with the ledger events that recorded it), then exactly
+        one manifest. Labels whose case was deleted are excluded and listed in
+        the manifest with a reason. Records and approvals are read in one
+        snapshot, at the ledger head the manifest's checkpoint signs.
 
         Errors: DATA_LOSS with ERROR_REASON_GOLD_LABEL_DIGEST_MISMATCH or
         ERROR_REASON_GOLD_LABEL_INVALID (the stream stops; no manifest).
