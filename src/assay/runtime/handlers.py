@@ -101,14 +101,27 @@ def current_request_id() -> str:
 
 
 class _Method:
-    """What the per-call functions need to know of the method: its path, for the log line,
-    and its metric series (None: the server exports no metrics)."""
+    """What the per-call functions need to know of the method, fixed when the server starts:
+    its path, for the log line; its metric series (None: the server exports no metrics);
+    how its request is parsed; and the gate, access rule and admission every call passes."""
 
-    __slots__ = ("meter", "path")
+    __slots__ = ("admission", "gate", "meter", "parse", "path", "rule")
 
-    def __init__(self, path: str, meter: RpcMeter | None) -> None:
+    def __init__(
+        self,
+        path: str,
+        meter: RpcMeter | None,
+        parse: Callable[[bytes], object],
+        gate: Gate,
+        rule: AccessRule,
+        admission: Admission,
+    ) -> None:
         self.path = path
         self.meter = meter
+        self.parse = parse
+        self.gate = gate
+        self.rule = rule
+        self.admission = admission
 
 
 def new_request_id() -> str:
@@ -226,14 +239,13 @@ async def _refuse(
     started: float,
     request_id: str,
     peer: str,
-    admission: Admission,
 ) -> None:
-    """Turn away a call ``admission`` did not admit: its one log line, then its status.
+    """Turn away a call the method's admission did not admit: its one log line, then its status.
 
     The abort is caught and its traceback dropped: grpc keeps the exception and re-raises it
     when the handler returns, ending the call, and a traceback through these frames would
     tie them (and the request) to it in a cycle."""
-    refusal = admission.refusal_for(context, request_id)
+    refusal = method.admission.refusal_for(context, request_id)
     reason = str(refusal.reason)
     _log_rpc(method, refusal.code, started, request_id, peer, reason, refusal.message)
     metadata = (*refusal.trailing_metadata, (REQUEST_ID_KEY, request_id))
@@ -244,7 +256,7 @@ async def _refuse(
 
 
 def _open(
-    raw: bytes, context: grpc.aio.ServicerContext, admission: Admission
+    method: _Method, raw: bytes, context: grpc.aio.ServicerContext
 ) -> tuple[float, str, str, bool]:
     """What every call starts with: its clock, request id and peer, and whether admission
     let it in (if not, the caller answers it with ``_refuse``)."""
@@ -256,36 +268,30 @@ def _open(
     # Read the peer now: after a client cancels a server stream, context.peer() can crash
     # grpcio's aio core (seen with 1.85), and the log line is written exactly then.
     peer = context.peer()
-    return started, request_id, peer, admission.enter(context)
+    return started, request_id, peer, method.admission.enter(context)
 
 
-def _admit(gate: Gate, rule: AccessRule, context: grpc.aio.ServicerContext) -> None:
+def _admit(method: _Method, context: grpc.aio.ServicerContext) -> None:
     """Authenticate and authorize the call, and bind its principal for the servicer."""
+    gate = method.gate
     if not gate.enabled:
         bind_principal(DEV_PRINCIPAL)
         return
     auth_context = context.auth_context() if gate.client_certificates else {}
-    bind_principal(gate.admit(rule, context.invocation_metadata() or (), auth_context))
+    bind_principal(gate.admit(method.rule, context.invocation_metadata() or (), auth_context))
 
 
-def _unary(
-    method: _Method,
-    parse: Callable[[bytes], object],
-    impl: UnaryImpl,
-    gate: Gate,
-    rule: AccessRule,
-    admission: Admission,
-) -> Any:
+def _unary(method: _Method, impl: UnaryImpl) -> Any:
     async def behavior(
         raw: bytes, context: grpc.aio.ServicerContext
     ) -> pb_message.Message | bytes | None:
-        started, request_id, peer, admitted = _open(raw, context, admission)
+        started, request_id, peer, admitted = _open(method, raw, context)
         if not admitted:
-            await _refuse(method, context, started, request_id, peer, admission)
+            await _refuse(method, context, started, request_id, peer)
             return None
         try:
-            _admit(gate, rule, context)
-            response = await impl(parse(raw), context)
+            _admit(method, context)
+            response = await impl(method.parse(raw), context)
             context.set_trailing_metadata(((REQUEST_ID_KEY, request_id),))
         except BaseException as error:
             if await _fail(method, context, started, request_id, peer, error):
@@ -299,24 +305,17 @@ def _unary(
     )
 
 
-def _server_stream(
-    method: _Method,
-    parse: Callable[[bytes], object],
-    impl: StreamImpl,
-    gate: Gate,
-    rule: AccessRule,
-    admission: Admission,
-) -> Any:
+def _server_stream(method: _Method, impl: StreamImpl) -> Any:
     async def behavior(
         raw: bytes, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb_message.Message]:
-        started, request_id, peer, admitted = _open(raw, context, admission)
+        started, request_id, peer, admitted = _open(method, raw, context)
         if not admitted:
-            await _refuse(method, context, started, request_id, peer, admission)
+            await _refuse(method, context, started, request_id, peer)
             return
         try:
-            _admit(gate, rule, context)
-            async for item in impl(parse(raw), context):
+            _admit(method, context)
+            async for item in impl(method.parse(raw), context):
                 yield item
             context.set_trailing_metadata(((REQUEST_ID_KEY, request_id),))
         except BaseException as error:
@@ -349,12 +348,12 @@ def _method_handler(
     own = parsers.get(method.name) if isinstance(parsers, Mapping) else None
     parse: Callable[[bytes], object] = own or partial(parse_request, request_type)
     meter = None if metrics is None else metrics.meter(service.full_name, method.name)
-    called = _Method(f"/{service.full_name}/{method.name}", meter)
+    called = _Method(f"/{service.full_name}/{method.name}", meter, parse, gate, rule, admission)
     if method.client_streaming:
         raise TypeError(f"{method.full_name}: client streaming is not supported by the runtime")
     if method.server_streaming:
-        return _server_stream(called, parse, impl, gate, rule, admission)
-    return _unary(called, parse, impl, gate, rule, admission)
+        return _server_stream(called, impl)
+    return _unary(called, impl)
 
 
 class ServiceHandler(grpc.GenericRpcHandler):  # type: ignore[misc]
