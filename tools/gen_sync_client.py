@@ -37,6 +37,7 @@ REPLACEMENTS = {
     "AsyncResolverClient": "ResolverClient",
     "AsyncPlannerClient": "PlannerClient",
     "AsyncAdjudicationClient": "AdjudicationClient",
+    "AsyncApprovalClient": "ApprovalClient",
 }
 # unasync leaves comments and prose alone: the few that name the transport.
 TEXT_REPLACEMENTS = {

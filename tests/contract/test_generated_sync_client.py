@@ -27,6 +27,7 @@ class TestGeneratedSyncClient:
         modules = sorted(p for p in SYNC.glob("*.py") if p.name != "__init__.py")
         assert [p.name for p in modules] == [
             "adjudication.py",
+            "approvals.py",
             "base.py",
             "planner.py",
             "resolver.py",

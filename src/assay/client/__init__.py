@@ -1,4 +1,4 @@
-"""Calling Assay from Python: typed sync and async clients for the three services.
+"""Calling Assay from Python: typed sync and async clients for the three services and approvals.
 
     from assay.client import ResolverClient
     from assay.client.evidence import load_json_file
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from assay.client.adjudication import AdjudicationClient
 from assay.client.adjudication_async import AsyncAdjudicationClient
+from assay.client.approvals import ApprovalClient, AsyncApprovalClient
 from assay.client.builders import LegacyBundleWarning, from_value, to_value
 from assay.client.channel import DEFAULT_TIMEOUT_SECONDS
 from assay.client.credentials import Credentials
@@ -45,8 +46,10 @@ __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
     "AdjudicationClient",
     "AlreadyExistsError",
+    "ApprovalClient",
     "AssayCallError",
     "AsyncAdjudicationClient",
+    "AsyncApprovalClient",
     "AsyncPlannerClient",
     "AsyncResolverClient",
     "Credentials",

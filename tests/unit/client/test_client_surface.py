@@ -1,4 +1,5 @@
-"""Every RPC of every service has a typed method on both the blocking and the asyncio client."""
+"""Every RPC of every service (approvals too) has a typed method on both the blocking and
+the asyncio client."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from google.protobuf.descriptor import MethodDescriptor
 
 from assay.client import (
     AdjudicationClient,
+    ApprovalClient,
     AsyncAdjudicationClient,
+    AsyncApprovalClient,
     AsyncPlannerClient,
     AsyncResolverClient,
     PlannerClient,
@@ -24,6 +27,7 @@ PAIRS: list[tuple[type[SyncClient], type[AsyncClient]]] = [
     (ResolverClient, AsyncResolverClient),
     (PlannerClient, AsyncPlannerClient),
     (AdjudicationClient, AsyncAdjudicationClient),
+    (ApprovalClient, AsyncApprovalClient),
 ]
 RPCS = [(sync, aio, rpc) for sync, aio in PAIRS for rpc in sync.SERVICE.methods]
 
