@@ -131,12 +131,14 @@ def case_violations(
 
 def content_digest(
     case_id: str,
-    data: CaseInput,
+    data: CaseInput | Case,
     create: datetime,
     expire: datetime,
     version: str,
 ) -> str:
     """The content digest in ``version``'s form (ValueError for a version not known here).
+    ``data``: the content as supplied (``CaseInput``) or as stored (``Case``), read alike, so
+    a stored case is re-checked by the rule that digested it.
 
     v2: sha256 of the JCS form of the object below plus ``"v": "assay.case.v2"``;
     v1: sha256 of the legacy canonical JSON of the object below (no ``v``)."""
@@ -231,17 +233,6 @@ def case_not_found(case_id: str) -> NotFound:
 def case_digest(case: Case) -> str:
     """The content digest a stored case really has (``content_digest`` recomputed in the
     case's own ``content_digest_version``); ValueError for an unknown version."""
-    data = CaseInput(
-        tenant=case.tenant,
-        subject=case.subject,
-        predicate=case.predicate,
-        candidate_values=case.candidate_values,
-        evidence_refs=case.evidence_refs,
-        context=case.context,
-        local_verdict=case.local_verdict,
-        lineage=case.lineage,
-        expire_time=case.expire_time,
-    )
     return content_digest(
-        case.case_id, data, case.create_time, case.expire_time, case.content_digest_version
+        case.case_id, case, case.create_time, case.expire_time, case.content_digest_version
     )
