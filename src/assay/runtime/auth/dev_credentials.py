@@ -130,6 +130,14 @@ def _name(common_name: str) -> x509.Name:
     )
 
 
+# What the CA's key may do: sign, and sign certificates and revocation lists; no other use.
+_CA_KEY_USAGE = x509.KeyUsage(
+    digital_signature=True, key_cert_sign=True, crl_sign=True,
+    content_commitment=False, key_encipherment=False, data_encipherment=False,
+    key_agreement=False, encipher_only=False, decipher_only=False,
+)  # fmt: skip
+
+
 def make_ca(
     common_name: str, now: dt.datetime, lifetime: dt.timedelta
 ) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
@@ -143,20 +151,7 @@ def make_ca(
         .not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + lifetime)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_CA_KEY_USAGE, critical=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
