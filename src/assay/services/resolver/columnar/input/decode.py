@@ -145,32 +145,24 @@ def read_raw(table: pa.Table, reliability: dict[str, float]) -> RawColumns:
         kind, kind_null = ints(kind_column, 0)
     else:
         kind, kind_null = np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.bool_)
+    # Grouped by the input column each is read from.
     return RawColumns(
         count=n,
         subject=strings("subject"),
         predicate=strings("predicate"),
-        value=value,
-        value_of_text=keyed.value_of_text,
-        value_keys=keyed.keys,
+        value=value, value_of_text=keyed.value_of_text, value_keys=keyed.keys,
         value_problems=keyed.problems,
-        source=source,
-        known=known,
-        sources=sources,
+        source=source, known=known, sources=sources,
         source_ref=strings("source_ref"),
         group=strings("correlation_group"),
-        ids=ids,
-        targets=targets,
-        target_row=target_row,
-        duplicate_of=duplicate_of,
-        confidence=confidence,
-        confidence_null=confidence_null,
-        reliability=stated,
-        reliability_null=stated_null,
+        ids=ids, duplicate_of=duplicate_of,
+        targets=targets, target_row=target_row,
+        confidence=confidence, confidence_null=confidence_null,
+        reliability=stated, reliability_null=stated_null,
         observe=observe,
         review=review,
-        kind=kind,
-        kind_null=kind_null,
-    )
+        kind=kind, kind_null=kind_null,
+    )  # fmt: skip
 
 
 def _ids(
