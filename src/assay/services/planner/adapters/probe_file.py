@@ -159,22 +159,15 @@ def _probe(entry: _Entry, origin: str) -> Probe | None:
         or not source
     ):
         return None
+    # Grouped: what it observes and closes, what it touches, where its answer comes from,
+    # what it costs, and what it is called.
     return Probe(
-        kind=kind,
-        targets=targets,
-        side_effects=effects,
-        expected_source=source,
-        cost=cost,
-        latency=latency,
-        privacy=privacy,
-        recency=recency,
-        needs_egress=egress,
-        needs_cloud_sync=cloud,
-        observes_via_runtime=True,
-        description=description or f"{kind.name} as defined in {origin}",
-        gaps=frozenset(gaps),
-        origin=origin,
-    )
+        kind=kind, targets=targets, gaps=frozenset(gaps),
+        side_effects=effects, needs_egress=egress, needs_cloud_sync=cloud,
+        expected_source=source, observes_via_runtime=True,
+        cost=cost, latency=latency, privacy=privacy, recency=recency,
+        description=description or f"{kind.name} as defined in {origin}", origin=origin,
+    )  # fmt: skip
 
 
 def parse_probes(data: Any, origin: str, base: Catalogue = CATALOGUE) -> Catalogue:
