@@ -302,11 +302,21 @@ def channel(target: str, credentials: Credentials | None = None) -> Iterator[grp
     retried mutation is recognised and answered once)."""
     from assay.client.channel import sync_channel
     from assay.runtime.config import ServerConfig
-    from assay.v1 import adjudication_service_pb2, planner_service_pb2, resolver_service_pb2
+    from assay.v1 import (
+        adjudication_service_pb2,
+        approval_service_pb2,
+        planner_service_pb2,
+        resolver_service_pb2,
+    )
 
     services = [
         service
-        for module in (resolver_service_pb2, planner_service_pb2, adjudication_service_pb2)
+        for module in (
+            resolver_service_pb2,
+            planner_service_pb2,
+            adjudication_service_pb2,
+            approval_service_pb2,
+        )
         for service in module.DESCRIPTOR.services_by_name.values()
     ]
     try:

@@ -64,6 +64,24 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "tenant": ("assay tenant delete acme --yes",),
     "tenant delete": ("assay tenant delete acme --yes",),
     "sweep": ("assay sweep",),
+    "approval": ("assay approval list --state pending",),
+    "approval list": (
+        "assay approval list --state pending          # what waits for a decision",
+        "assay approval list --tenant acme -o jsonl | jq -r .approvalId",
+    ),
+    "approval show": ("assay approval show approval_5f1c2e9a0b7d4c3e",),
+    "approval approve": (
+        "assay approval approve approval_5f1c2e9a0b7d4c3e --reason 'CI query is read-only' "
+        "--token-file creds/tokens/dave.jwt --ca creds/ca.pem",
+    ),
+    "approval deny": (
+        "assay approval deny approval_5f1c2e9a0b7d4c3e --reason 'not during the freeze'",
+    ),
+    "approval revoke": ("assay approval revoke approval_5f1c2e9a0b7d4c3e --reason 'plan changed'",),
+    "approval watch": (
+        "assay approval watch approval_5f1c2e9a0b7d4c3e   # one line per change, until final",
+        "assay approval watch approval_5f1c2e9a0b7d4c3e -o jsonl | jq -r .state",
+    ),
     "executor": (
         "assay executor run examples/executor/idempotency-conflict.json "
         "--subject api:payments.create --predicate idempotency.mode --grant FILESYSTEM_READ",

@@ -36,6 +36,7 @@ COMMAND_MODULES = (
     "assay.cli.resolver_cmds",
     "assay.cli.planner_cmds",
     "assay.cli.adjudication_cmds",
+    "assay.cli.approval_cmds",
     "assay.cli.executor_cmds",
     "assay.cli.completion_cmds",
 )

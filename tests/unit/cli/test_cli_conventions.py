@@ -253,7 +253,7 @@ class TestExitCodes:
 
 
 class TestCompletion:
-    COMMANDS = ("resolve", "plan", "queue", "enqueue", "verify-export", "completion")
+    COMMANDS = ("resolve", "plan", "queue", "enqueue", "verify-export", "approval", "completion")
 
     @pytest.mark.parametrize("shell", SHELLS)
     def test_the_script_names_the_subcommands(self, shell: str) -> None:
