@@ -1,14 +1,21 @@
 """The console's way to the services: one channel per service for the whole process, and
 per request a client carrying the signed-in person's own token (never a credential of the
-console's)."""
+console's). In dev mode a person has no token and the calls carry none.
+
+``usable`` is the console's health: every channel's server answers grpc.health.v1 (which
+needs no token), so a console that cannot reach its services is not ready.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, fields
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from assay.client.adjudication_async import AsyncAdjudicationClient
+from assay.client.approvals import AsyncApprovalClient
 from assay.console.settings import ConsoleSettings
 
 Metadata = tuple[tuple[str, str], ...]
@@ -25,13 +32,39 @@ class Backends:
     async def close(self) -> None:
         await self.adjudication.close()
 
+    def channels(self) -> dict[str, grpc.aio.Channel]:
+        """Every channel the console holds, by service."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    async def usable(self, timeout: float = 2.0) -> dict[str, bool]:
+        """Whether each service answers a health check as SERVING within ``timeout``."""
+
+        async def serving(channel: grpc.aio.Channel) -> bool:
+            try:
+                reply = await health_pb2_grpc.HealthStub(channel).Check(
+                    health_pb2.HealthCheckRequest(), timeout=timeout
+                )
+            except grpc.RpcError:
+                return False
+            return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+        named = self.channels()
+        answers = await asyncio.gather(*(serving(c) for c in named.values()))
+        return dict(zip(named, answers, strict=True))
+
     def adjudication_for(self, token: str) -> AsyncAdjudicationClient:
         """The adjudication client as the person with ``token`` (the channel is shared)."""
         return AsyncAdjudicationClient(self.adjudication, metadata=bearer(token))
 
+    def approvals_for(self, token: str) -> AsyncApprovalClient:
+        """The approvals client as the person with ``token`` (ApprovalService is served on
+        the adjudication port, so it shares that channel)."""
+        return AsyncApprovalClient(self.adjudication, metadata=bearer(token))
+
 
 def bearer(token: str) -> Metadata:
-    return (("authorization", f"Bearer {token}"),)
+    """The call metadata for ``token``; none without one (dev mode)."""
+    return (("authorization", f"Bearer {token}"),) if token else ()
 
 
 def _channel(target: str, settings: ConsoleSettings) -> grpc.aio.Channel:

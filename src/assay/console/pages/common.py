@@ -1,0 +1,39 @@
+"""What the role pages share: a stored value as text, an enum value in words, and the
+per-form request id that makes a double click or a reload one change."""
+
+from __future__ import annotations
+
+import json
+import secrets
+
+from google.protobuf import descriptor, json_format, struct_pb2
+from starlette.datastructures import FormData
+
+# A request id is 1-128 printable characters; the prefix says who made it.
+_ATTEMPT_MAX = 64
+
+
+def value_text(value: struct_pb2.Value) -> str:
+    """A label or candidate value as its JSON (shown escaped, as text)."""
+    return json.dumps(json_format.MessageToDict(value), ensure_ascii=False)
+
+
+def words(enum: descriptor.EnumDescriptor, number: int, prefix: str) -> str:
+    """``PROBE_KIND_QUERY_CI_STATUS`` as ``query ci status`` (an unknown number as itself)."""
+    known = enum.values_by_number.get(number)
+    if known is None:
+        return str(number)
+    return known.name.removeprefix(prefix).lower().replace("_", " ")
+
+
+def new_attempt() -> str:
+    """A fresh id for one rendered form."""
+    return secrets.token_urlsafe(16)
+
+
+def request_id(form: FormData) -> str:
+    """The request id of the rendered form that was posted: the same on every resubmission
+    of that form, so the services act once. A fresh one when the form carried none."""
+    attempt = str(form.get("attempt", ""))[:_ATTEMPT_MAX]
+    usable = attempt and all(c.isalnum() or c in "-_" for c in attempt)
+    return f"console-{attempt if usable else new_attempt()}"
