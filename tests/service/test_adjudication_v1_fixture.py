@@ -19,6 +19,7 @@ import pytest
 import rfc8785
 from google.protobuf import json_format, struct_pb2
 
+from assay.services.adjudication.storage.sqlite.schema import SCHEMA_VERSION
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import gold_pb2
 from tests.service.adjudication_support import (
@@ -160,7 +161,8 @@ async def resolve_and_freeze(server: Server, case_id: str) -> gold_pb2.GoldLabel
 
 class TestTheFixtureStillVerifies:
     async def test_every_record_reads_as_v1_with_its_digest_unchanged(self, v1_db: Path) -> None:
-        """Migrated to V5; the chain verifies; each label and case is v1 with its old digest."""
+        """Migrated to the current schema; the chain verifies; each label and case is v1 with
+        its old digest."""
         gold_before = dict(
             ((c, r), d)
             for c, r, d in raw(v1_db, "SELECT case_id, revision, digest FROM gold_labels")
@@ -182,7 +184,7 @@ class TestTheFixtureStillVerifies:
                 m async for m in server.stub.ExportCorpus(pb.ExportCorpusRequest(), timeout=TIMEOUT)
             ]
             assert exported[-1].manifest.record_count == 3  # tenant-b's label has no case
-        assert raw(v1_db, "PRAGMA user_version") == [(5,)]
+        assert raw(v1_db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
 
 
 class TestNewRecordsAreJcs:

@@ -28,6 +28,7 @@ from assay.runtime.status import DecodedError, decode_rpc_error
 from assay.v1 import (
     access_pb2,
     adjudication_service_pb2,
+    approval_service_pb2,
     planner_service_pb2,
     resolver_service_pb2,
 )
@@ -39,8 +40,17 @@ SERVICES = {
     "planner": planner_service_pb2.DESCRIPTOR.services_by_name["PlannerService"],
     "adjudication": adjudication_service_pb2.DESCRIPTOR.services_by_name["AdjudicationService"],
 }
-STACK_NAME = {service.full_name: name for name, service in SERVICES.items()}
-METHODS: list[MethodDescriptor] = [m for service in SERVICES.values() for m in service.methods]
+# Served beside another service, on its port: ApprovalService by the adjudication process.
+HOSTED = {
+    "adjudication": approval_service_pb2.DESCRIPTOR.services_by_name["ApprovalService"],
+}
+STACK_NAME = {
+    **{service.full_name: name for name, service in SERVICES.items()},
+    **{service.full_name: name for name, service in HOSTED.items()},
+}
+METHODS: list[MethodDescriptor] = [
+    m for service in (*SERVICES.values(), *HOSTED.values()) for m in service.methods
+]
 
 # One principal per role, holding exactly that role, for every tenant. The SERVICE principal
 # is named "planner" so the stack's planner calls its resolver with a token of its own.
@@ -131,8 +141,8 @@ def is_refused_by_the_gate(failure: DecodedError | None) -> bool:
 
 
 def test_the_matrix_covers_every_rpc_and_role() -> None:
-    """Every RPC of the three services, the streaming one included, and all six roles."""
-    assert len(ROLE_NAMES) == 6
+    """Every RPC of the four services, the streaming ones included, and all seven roles."""
+    assert len(ROLE_NAMES) == 7
     assert any(method.server_streaming for method in METHODS)
     assert len(CASES) == len(METHODS) * len(ROLE_NAMES)
 
