@@ -1,12 +1,13 @@
-"""What the role pages share: a stored value as text, an enum value in words, and the
-per-form request id that makes a double click or a reload one change."""
+"""What the role pages share: a stored value as text, an enum value in words, a time,
+and the per-form request id that makes a double click or a reload one change."""
 
 from __future__ import annotations
 
 import json
 import secrets
+from datetime import UTC
 
-from google.protobuf import descriptor, json_format, struct_pb2
+from google.protobuf import descriptor, json_format, struct_pb2, timestamp_pb2
 from starlette.datastructures import FormData
 
 # A request id is 1-128 printable characters; the prefix says who made it.
@@ -37,3 +38,10 @@ def request_id(form: FormData) -> str:
     attempt = str(form.get("attempt", ""))[:_ATTEMPT_MAX]
     usable = attempt and all(c.isalnum() or c in "-_" for c in attempt)
     return f"console-{attempt if usable else new_attempt()}"
+
+
+def when(stamp: timestamp_pb2.Timestamp) -> str:
+    """A stored time in UTC to the second, or empty when unset."""
+    if not stamp.seconds and not stamp.nanos:
+        return ""
+    return stamp.ToDatetime(tzinfo=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
