@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
+from functools import partial
 
 from assay.errors import FailedPrecondition, NotFound, Reason, Violations
 from assay.runtime import paging
@@ -246,10 +247,7 @@ class Approvals:
     ) -> bytes:
         found = _id_fields(key, approval_id)
         _check_reason(found, reason)
-
-        def make(a: Approval, steps: list[Step], actor: Actor, at: datetime) -> Step:
-            return approvals.revoke(a, steps, actor, reason, at)
-
+        make = partial(_revoked, reason=reason)
         return await self._change(key, approval_id, caller, render, make, found)
 
     async def consume(
@@ -263,10 +261,7 @@ class Approvals:
         found = _id_fields(key, approval_id)
         if not candidate_digest:
             found.add("candidate_digest", "required")
-
-        def make(a: Approval, steps: list[Step], actor: Actor, at: datetime) -> Step:
-            return approvals.consume(a, steps, actor, candidate_digest, at)
-
+        make = partial(_consumed, digest=candidate_digest)
         return await self._change(key, approval_id, caller, render, make, found)
 
     async def expire(self, approval_id: str) -> bool:
@@ -375,6 +370,14 @@ class Approvals:
             if latest.steps != view.steps or latest.standing.state is not view.standing.state:
                 view = latest
                 yield view
+
+
+def _revoked(a: Approval, steps: list[Step], actor: Actor, at: datetime, reason: str) -> Step:
+    return approvals.revoke(a, steps, actor, reason, at)
+
+
+def _consumed(a: Approval, steps: list[Step], actor: Actor, at: datetime, digest: str) -> Step:
+    return approvals.consume(a, steps, actor, digest, at)
 
 
 def _id_fields(key: RequestKey, approval_id: str) -> Violations:
