@@ -1,10 +1,10 @@
 """Reading an ``ExportCorpus`` stream as records then a manifest, and checking it is whole.
 
-The stream sends batches of records and exactly one manifest, last. A client
-that simply iterated batches could not tell a complete export from one cut
-short; ``ExportTracker`` flattens batches into records and refuses to call an
-export finished until its manifest arrived and its ``record_count`` matches
-what was received.
+The stream sends batches of records, then (when asked) batches of approvals, and exactly
+one manifest, last. A client that simply iterated batches could not tell a complete export
+from one cut short; ``ExportTracker`` flattens batches into records and approvals and
+refuses to call an export finished until its manifest arrived and its ``record_count`` and
+``approval_count`` match what was received.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import grpc
 from assay.client.errors import DataLossError
 from assay.v1 import adjudication_service_pb2 as adj
 
-ExportItem = adj.CorpusRecord | adj.ExportManifest
+ExportItem = adj.CorpusRecord | adj.ExportedApproval | adj.ExportManifest
 
 
 class ExportTracker:
@@ -24,21 +24,30 @@ class ExportTracker:
 
     def __init__(self) -> None:
         self.records = 0
+        self.approvals = 0
         self.manifest: adj.ExportManifest | None = None
 
     def items(self, message: adj.ExportCorpusResponse) -> Iterator[ExportItem]:
-        """The records of a batch, or the manifest."""
+        """The records or approvals of a batch, or the manifest."""
         if self.manifest is not None:
             raise _broken("the export stream sent a message after its manifest")
         kind = message.WhichOneof("item")
         if kind == "batch":
             self.records += len(message.batch.records)
             yield from message.batch.records
+        elif kind == "approvals":
+            self.approvals += len(message.approvals.approvals)
+            yield from message.approvals.approvals
         elif kind == "manifest":
             if message.manifest.record_count != self.records:
                 raise _broken(
                     f"the manifest counts {message.manifest.record_count} records "
                     f"but {self.records} arrived"
+                )
+            if message.manifest.approval_count != self.approvals:
+                raise _broken(
+                    f"the manifest counts {message.manifest.approval_count} approvals "
+                    f"but {self.approvals} arrived"
                 )
             self.manifest = message.manifest
             yield message.manifest

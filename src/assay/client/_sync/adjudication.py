@@ -233,17 +233,22 @@ class AdjudicationClient(SyncClient):
         *,
         batch_size: int = 0,
         include_reviews: bool = False,
+        include_approvals: bool = False,
         timeout: float | None = None,
     ) -> Iterator[ExportItem]:
         """The corpus: each ``CorpusRecord`` (with its reviews when ``include_reviews``),
-        then the ``ExportManifest``, last.
+        then with ``include_approvals`` each ``ExportedApproval``, then the
+        ``ExportManifest``, last.
 
         Raises ``DataLossError`` when the stream ends without its manifest: an
         export that cannot prove it is complete is not returned as if it were.
         """
         tracker = ExportTracker()
         request = adj.ExportCorpusRequest(
-            tenant=tenant, batch_size=batch_size, include_reviews=include_reviews
+            tenant=tenant,
+            batch_size=batch_size,
+            include_reviews=include_reviews,
+            include_approvals=include_approvals,
         )
         for message in self.export_corpus(request, timeout=timeout):
             yield from tracker.items(message)

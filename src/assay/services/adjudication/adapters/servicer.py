@@ -21,12 +21,12 @@ from assay.runtime import paging
 from assay.runtime.auth.principal import current_principal
 from assay.services.adjudication.domain.model import Caller, ChainHead, ExportTally
 from assay.services.adjudication.domain.times import now
-from assay.services.adjudication.storage.interface import ExportBatch
+from assay.services.adjudication.storage.interface import ApprovalBatch, ExportBatch
 from assay.services.adjudication.use_cases.lookups import Lookups
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.retries import RequestKey
 from assay.services.adjudication.use_cases.transparency import TransparencyLog
-from assay.services.adjudication.wire import convert, scalars
+from assay.services.adjudication.wire import approval_export, convert, scalars
 from assay.v1 import adjudication_service_pb2 as pb
 
 T = TypeVar("T")
@@ -65,18 +65,33 @@ class _Converted(Generic[T, M]):
 
 
 def _within(response: pb.ExportCorpusResponse, budget: int) -> list[pb.ExportCorpusResponse]:
-    """An export batch as messages of at most ``budget`` bytes of records each (at least one
-    record each), in order: a batch of large labels would pass the largest message."""
+    """An export batch as messages of at most ``budget`` bytes of records (or approvals) each
+    (at least one each), in order: a batch of large labels would pass the largest message."""
     if response.ByteSize() <= budget:
         return [response]
-    records = list(response.batch.records)
-    sizes = [record.ByteSize() + 6 for record in records]
+    if response.WhichOneof("item") == "approvals":
+        found = list(response.approvals.approvals)
+
+        def approvals(part: list[Any]) -> pb.ExportCorpusResponse:
+            return pb.ExportCorpusResponse(approvals=pb.ApprovalExportBatch(approvals=part))
+
+        return _split(found, budget, approvals)
+
+    def records(part: list[Any]) -> pb.ExportCorpusResponse:
+        return pb.ExportCorpusResponse(batch=pb.CorpusRecordBatch(records=part))
+
+    return _split(list(response.batch.records), budget, records)
+
+
+def _split(
+    items: list[Any], budget: int, make: Callable[[list[Any]], pb.ExportCorpusResponse]
+) -> list[pb.ExportCorpusResponse]:
+    sizes = [item.ByteSize() + 6 for item in items]
     split: list[pb.ExportCorpusResponse] = []
     start = 0
-    while start < len(records):
+    while start < len(items):
         kept = paging.fitting(iter(sizes[start:]), budget)
-        part = pb.CorpusRecordBatch(records=records[start : start + kept])
-        split.append(pb.ExportCorpusResponse(batch=part))
+        split.append(make(items[start : start + kept]))
         start += kept
     return split
 
@@ -235,18 +250,36 @@ class AdjudicationServicer:
         started = now()
         tally = ExportTally()
         head = ChainHead(0, "")
+        approvals = 0
         async for item in self.lookups.export(
-            request.tenant, request.batch_size, _caller(), request.include_reviews
+            request.tenant,
+            request.batch_size,
+            _caller(),
+            request.include_reviews,
+            request.include_approvals,
         ):
             if isinstance(item, ChainHead):
                 head = item
                 continue
-            batch = await self._batch(item, tally, head.sequence)
+            if isinstance(item, ApprovalBatch):
+                approvals += len(item.approvals)
+                batch = await self._approvals(item, head.sequence)
+            else:
+                batch = await self._batch(item, tally, head.sequence)
             for message in _within(batch, self.lookups.page_bytes):
                 yield message
         manifest = convert.manifest(tally, head, started, request.tenant)
+        manifest.approval_count = approvals
         manifest.checkpoint = (await self.log.checkpoint(head.sequence)).note
         yield pb.ExportCorpusResponse(manifest=manifest)
+
+    async def _approvals(self, item: ApprovalBatch, size: int) -> pb.ExportCorpusResponse:
+        """The approvals, each event with its inclusion proof in the tree of ``size`` events
+        (the export's head, whose checkpoint the manifest signs)."""
+        sequences = sorted({n for a in item.approvals for n in approval_export.sequences(a)})
+        proofs = dict(zip(sequences, await self.log.inclusions(sequences, size), strict=True))
+        found = [approval_export.exported(a, proofs) for a in item.approvals]
+        return pb.ExportCorpusResponse(approvals=pb.ApprovalExportBatch(approvals=found))
 
     async def _batch(
         self, item: ExportBatch, tally: ExportTally, size: int

@@ -15,10 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
+from typing import Any
 
 from assay.errors import AlreadyExists, FailedPrecondition, PermissionDenied, Reason
-from assay.services.adjudication.domain.digests import digest
-from assay.services.adjudication.domain.model import Actor
+from assay.services.adjudication.domain.digests import canonical_json, digest
+from assay.services.adjudication.domain.model import Actor, AuditEvent
 from assay.services.adjudication.domain.times import rfc3339
 
 MAX_REASON_CHARS = 2_000
@@ -129,36 +130,58 @@ class ApprovalView:
     standing: Standing
 
 
+@dataclass(frozen=True)
+class ExportedApproval:
+    """One approval of an export with the events that recorded it (each checked against its
+    row): its APPROVAL_REQUESTED event, each step's event (in ``seq`` order), and the
+    APPROVAL_GRANTED or APPROVAL_DENIED event a step caused (None when none did)."""
+
+    approval: Approval
+    steps: tuple[Step, ...]
+    requested: AuditEvent
+    step_events: tuple[AuditEvent, ...]
+    decided: AuditEvent | None
+
+
 def approval_digest(approval: Approval) -> str:
     """The digest of everything the request stored (``content_digest`` aside): what its
     APPROVAL_REQUESTED event commits to, so an edited row disagrees with the ledger."""
+    return digest(digested_fields(approval))
+
+
+def approval_digested(approval: Approval) -> str:
+    """The text ``approval_digest`` hashes: an export gives it so that a verifier can name
+    the field an edit changed."""
+    return canonical_json(digested_fields(approval))
+
+
+def digested_fields(approval: Approval) -> dict[str, Any]:
+    """The fields ``approval_digest`` covers, as it spells them."""
     candidate = approval.candidate
-    return digest(
-        {
-            "approval_id": approval.approval_id,
-            "tenant": approval.tenant,
-            "subject": approval.subject,
-            "predicate": approval.predicate,
-            "candidate": {
-                "candidate_id": candidate.candidate_id,
-                "probe": candidate.probe,
-                "target_signal_class": candidate.target_signal_class,
-                "availability": candidate.availability,
-                "required_side_effects": list(candidate.required_side_effects),
-                "missing_grants": list(candidate.missing_grants),
-                "blocking_reasons": list(candidate.blocking_reasons),
-                "candidate_digest": candidate.candidate_digest,
-                "detail": candidate.detail,
-            },
-            "requester": [approval.requester.issuer, approval.requester.subject],
-            "reason": approval.reason,
-            "request_time": rfc3339(approval.request_time),
-            "expire_time": rfc3339(approval.expire_time),
-            "grant_lifetime_micros": str(approval.grant_lifetime // timedelta(microseconds=1)),
-            "quorum": str(approval.quorum),
-            "deny_ends": "true" if approval.deny_ends else "false",
-        }
-    )
+    return {
+        "approval_id": approval.approval_id,
+        "tenant": approval.tenant,
+        "subject": approval.subject,
+        "predicate": approval.predicate,
+        "candidate": {
+            "candidate_id": candidate.candidate_id,
+            "probe": candidate.probe,
+            "target_signal_class": candidate.target_signal_class,
+            "availability": candidate.availability,
+            "required_side_effects": list(candidate.required_side_effects),
+            "missing_grants": list(candidate.missing_grants),
+            "blocking_reasons": list(candidate.blocking_reasons),
+            "candidate_digest": candidate.candidate_digest,
+            "detail": candidate.detail,
+        },
+        "requester": [approval.requester.issuer, approval.requester.subject],
+        "reason": approval.reason,
+        "request_time": rfc3339(approval.request_time),
+        "expire_time": rfc3339(approval.expire_time),
+        "grant_lifetime_micros": str(approval.grant_lifetime // timedelta(microseconds=1)),
+        "quorum": str(approval.quorum),
+        "deny_ends": "true" if approval.deny_ends else "false",
+    }
 
 
 def standing(approval: Approval, steps: Sequence[Step], at: datetime) -> Standing:

@@ -25,7 +25,7 @@ from typing import Protocol, TypeVar
 
 from assay.services.adjudication.domain import model
 from assay.services.adjudication.domain.agreement import RatedRound
-from assay.services.adjudication.domain.approvals import Approval, Step
+from assay.services.adjudication.domain.approvals import Approval, ExportedApproval, Step
 from assay.services.adjudication.domain.records import gold_id
 
 T = TypeVar("T")
@@ -82,6 +82,13 @@ class ExportBatch:
             replace(r, event=frozen[gold_id(r.revision)], case_event=enqueued[r.revision.case_id])
             for r in self.records
         ]
+
+
+@dataclass
+class ApprovalBatch:
+    """One chunk of an export's approvals, newest request first; after every ``ExportBatch``."""
+
+    approvals: list[ExportedApproval]
 
 
 class BatchSource(Protocol):
@@ -226,10 +233,15 @@ class Store(Protocol):
     async def rated_rounds(self, scope: model.TenantScope) -> list[RatedRound]: ...
 
     def export(
-        self, scope: model.TenantScope, batch_size: int, include_reviews: bool = False
-    ) -> AsyncIterator[model.ChainHead | ExportBatch]:
+        self,
+        scope: model.TenantScope,
+        batch_size: int,
+        include_reviews: bool = False,
+        include_approvals: bool = False,
+    ) -> AsyncIterator[model.ChainHead | ExportBatch | ApprovalBatch]:
         """The chain head, then batches, all from one snapshot; with ``include_reviews``,
-        each record with every review of its case, checked against the ledger."""
+        each record with every review of its case, checked against the ledger; with
+        ``include_approvals``, then the approvals of ``scope``'s tenants with their events."""
         ...
 
     async def approval(self, approval_id: str) -> ApprovalRecord | None:

@@ -44,7 +44,7 @@ from assay.services.adjudication.domain.model import (
 )
 from assay.services.adjudication.domain.reviewers import check_reviewer_id, reviewer_not_found
 from assay.services.adjudication.domain.times import now
-from assay.services.adjudication.storage.interface import ExportBatch, Store
+from assay.services.adjudication.storage.interface import ApprovalBatch, ExportBatch, Store
 from assay.transport import DEFAULT_MAX_MESSAGE_BYTES
 
 T = TypeVar("T")
@@ -262,11 +262,17 @@ class Lookups:
         return _page(found, size, query, lambda e: str(e.sequence))
 
     async def export(
-        self, tenant: str, batch_size: int, caller: Caller, include_reviews: bool = False
-    ) -> AsyncIterator[ChainHead | ExportBatch]:
+        self,
+        tenant: str,
+        batch_size: int,
+        caller: Caller,
+        include_reviews: bool = False,
+        include_approvals: bool = False,
+    ) -> AsyncIterator[ChainHead | ExportBatch | ApprovalBatch]:
         """The ledger head, then batches of records (latest revision per case, with every
-        review of its case when asked) and exclusions, of the tenant named or else of every
-        tenant the caller is granted."""
+        review of its case when asked) and exclusions, then (when asked) batches of
+        approvals with their events, of the tenant named or else of every tenant the caller
+        is granted: one snapshot, so everything is in the tree the head's checkpoint signs."""
         problems = Violations()
         problems.check(optional_tenant, tenant, "tenant")
         with problems.catching():
@@ -274,7 +280,7 @@ class Lookups:
         problems.raise_if_any()
         scope = permissions.tenant_filter(caller, tenant)
         batch = size if batch_size else DEFAULT_EXPORT_BATCH
-        async for item in self.store.export(scope, batch, include_reviews):
+        async for item in self.store.export(scope, batch, include_reviews, include_approvals):
             yield item
 
     async def agreement(self, tenant: str, resamples: int, caller: Caller) -> AgreementReport:

@@ -29,7 +29,7 @@ from assay.services.adjudication.domain.model import (
     TenantScope,
 )
 from assay.services.adjudication.storage import faults
-from assay.services.adjudication.storage.interface import ApprovalRecord, ExportBatch
+from assay.services.adjudication.storage.interface import ApprovalBatch, ApprovalRecord, ExportBatch
 from assay.services.adjudication.storage.page_steps import PageReads, Steps
 from assay.services.adjudication.storage.postgres import approvals, pages, queries, schema, verify
 from assay.services.adjudication.storage.postgres import ledger_checks as checks
@@ -199,13 +199,18 @@ class PostgresStore(PageReads):
         return await self._read(lambda db: queries.rated_rounds(db, scope))
 
     async def export(
-        self, scope: TenantScope, batch_size: int, include_reviews: bool = False
-    ) -> AsyncIterator[ChainHead | ExportBatch]:
+        self,
+        scope: TenantScope,
+        batch_size: int,
+        include_reviews: bool = False,
+        include_approvals: bool = False,
+    ) -> AsyncIterator[ChainHead | ExportBatch | ApprovalBatch]:
         """The chain head first, then batches: one consistent snapshot on its own connection."""
         db = None
         try:
             async with self.pool.acquire() as db, db.transaction(**_SNAPSHOT):
-                async for item in verify.export(db, scope, batch_size, include_reviews):
+                exported = verify.export(db, scope, batch_size, include_reviews, include_approvals)
+                async for item in exported:
                     yield item
         except Exception as error:
             if await lost(error, db):

@@ -20,9 +20,10 @@ from assay.services.adjudication.domain.model import (
     ExportRecord,
     TenantScope,
 )
+from assay.services.adjudication.domain.times import to_micros
 from assay.services.adjudication.storage import rows, verify_walk
-from assay.services.adjudication.storage.interface import ExportBatch
-from assay.services.adjudication.storage.postgres import ledger_checks, queries
+from assay.services.adjudication.storage.interface import ApprovalBatch, ExportBatch
+from assay.services.adjudication.storage.postgres import approvals, ledger_checks, queries
 
 PREFETCH = 1000
 
@@ -57,14 +58,24 @@ _EXPORT = (
 
 
 async def export(
-    db: queries.Db, scope: TenantScope, batch_size: int, include_reviews: bool = False
-) -> AsyncIterator[ChainHead | ExportBatch]:
-    """The chain head, then batches of the latest revision of every label in ``scope``.
-    ``db`` is inside a read-only REPEATABLE READ transaction."""
+    db: queries.Db,
+    scope: TenantScope,
+    batch_size: int,
+    include_reviews: bool = False,
+    include_approvals: bool = False,
+) -> AsyncIterator[ChainHead | ExportBatch | ApprovalBatch]:
+    """The chain head, then batches of the latest revision of every label in ``scope``, then
+    (``include_approvals``) ``scope``'s approvals, newest first, with their events. ``db`` is
+    inside a read-only REPEATABLE READ transaction."""
     yield await queries.chain_head(db)
     cursor = await db.cursor(_EXPORT, queries.tenants_param(scope))
     while chunk := await cursor.fetch(batch_size):
         yield await _checked(db, _export_batch(chunk), include_reviews)
+    after: tuple[str, int] | None = None
+    while include_approvals and (found := await approvals.exported(db, scope, after, batch_size)):
+        newest = found[-1].approval
+        after = (newest.approval_id, to_micros(newest.request_time))
+        yield ApprovalBatch(found)
 
 
 async def _checked(db: queries.Db, batch: ExportBatch, include_reviews: bool) -> ExportBatch:

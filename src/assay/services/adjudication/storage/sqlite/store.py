@@ -34,8 +34,9 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
     TenantScope,
 )
+from assay.services.adjudication.domain.times import to_micros
 from assay.services.adjudication.storage import faults, rows, verify_walk
-from assay.services.adjudication.storage.interface import ApprovalRecord, ExportBatch
+from assay.services.adjudication.storage.interface import ApprovalBatch, ApprovalRecord, ExportBatch
 from assay.services.adjudication.storage.page_steps import PageReads, Steps
 from assay.services.adjudication.storage.sqlite import (
     approvals,
@@ -264,13 +265,19 @@ class Store(PageReads):
         return await self._read(lambda db: queries.rated_rounds(db, scope))
 
     async def export(
-        self, scope: TenantScope, batch_size: int, include_reviews: bool = False
-    ) -> AsyncIterator[ChainHead | ExportBatch]:
+        self,
+        scope: TenantScope,
+        batch_size: int,
+        include_reviews: bool = False,
+        include_approvals: bool = False,
+    ) -> AsyncIterator[ChainHead | ExportBatch | ApprovalBatch]:
         """The chain head first, then batches: one consistent snapshot on its own connection.
         Only labels of ``scope``'s tenants, so the manifest counts only those too. Each
         batch's labels and cases (and with ``include_reviews`` every review of its cases)
         are checked against the ledger in that snapshot (DATA_LOSS ends the stream naming
-        the record) and carry their GOLD_LABEL_FROZEN events."""
+        the record) and carry their GOLD_LABEL_FROZEN events. With ``include_approvals``,
+        then ``scope``'s approvals, newest first, in the same snapshot, checked likewise
+        and carrying their events."""
         db = await _connect(self.path, read_only=True)
         sql = (
             f"SELECT {', '.join('g.' + c.strip() for c in rows.GOLD_COLUMNS.split(','))}, "
@@ -293,10 +300,21 @@ class Store(PageReads):
             found = cursor[0].fetchmany(batch_size)
             return _checked(raw, _export_batch(found), include_reviews) if found else None
 
+        def next_approvals(raw: sqlite3.Connection) -> ApprovalBatch | None:
+            found = approvals.exported(raw, scope, last[0] if last else None, batch_size)
+            if not found:
+                return None
+            newest = found[-1].approval
+            last[:] = [(newest.approval_id, to_micros(newest.request_time))]
+            return ApprovalBatch(found)
+
+        last: list[tuple[str, int]] = []
         try:
             yield await db.run(begin)
             while (batch := await db.run(next_batch)) is not None:
                 yield batch
+            while include_approvals and (more := await db.run(next_approvals)) is not None:
+                yield more
         finally:
             # Closing ends the read transaction. Shielded: a client that cancels the stream
             # must not leave the connection open.
