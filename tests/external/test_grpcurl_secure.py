@@ -13,9 +13,13 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from google.protobuf import json_format
 
+from assay.candidate_digest import candidate_digest
+from assay.v1 import plan_pb2
 from tests.support.grpcurl import GRPCURL_TIMEOUT_SECONDS, decode_status, grpcurl, proto_field
 from tests.support.secure_processes import (
     CERTIFICATE_SUBJECT,
@@ -27,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "using-node-and-grpcurl.md"
 UNAUTHENTICATED = 16
 PERMISSION_DENIED = 7
+FAILED_PRECONDITION = 9
 # Bounds the dial of a connection that cannot succeed (grpcurl's default is 10 s).
 CONNECT_TIMEOUT = "3"
 
@@ -40,10 +45,12 @@ class Deployment(SecureDeployment):
         """``localhost:PORT`` (the name the server certificate carries, as a user types it)."""
         return "localhost:" + self.stack.targets()[service].rsplit(":", 1)[1]
 
-    def trusted(self, *args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
+    def trusted(
+        self, *args: str, token: str | None = None, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         """grpcurl trusting the folder's CA, with principal ``token``'s bearer token if given."""
         header = ["-H", f"authorization: Bearer {self.creds.token(token)}"] if token else []
-        return grpcurl("-cacert", str(self.creds.ca), *header, *args)
+        return grpcurl("-cacert", str(self.creds.ca), *header, *args, stdin=stdin)
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +142,7 @@ class TestGrpcurlSecure:
             ("resolver", "assay.v1.ResolverService"),
             ("planner", "assay.v1.PlannerService"),
             ("adjudication", "assay.v1.AdjudicationService"),
+            ("adjudication", "assay.v1.ApprovalService"),
         ],
     )
     def test_reflection_and_health_need_no_token(
@@ -151,6 +159,67 @@ class TestGrpcurlSecure:
         health = deployment.trusted(target, "grpc.health.v1.Health/Check")
         assert health.returncode == 0, health.stderr
         assert json.loads(health.stdout)["status"] == "SERVING"
+
+    def test_an_approval_round_trip(self, deployment: Deployment) -> None:
+        """ApprovalService on the adjudication port: the operator asks for a candidate (its
+        digest computed as the planner computes it), may not decide it (no approver role);
+        dave approves; the operator consumes it once; a finished approval's WatchApproval
+        sends it once and ends; every step names its actor."""
+        target = deployment.target("adjudication")
+        service = "assay.v1.ApprovalService"
+
+        def rpc(method: str, body: dict[str, Any], who: str) -> subprocess.CompletedProcess[str]:
+            args = ("-format-error", "-d", "@", target, f"{service}/{method}")
+            return deployment.trusted(*args, token=who, stdin=json.dumps(body))
+
+        def ok(method: str, body: dict[str, Any], who: str) -> dict[str, Any]:
+            result = rpc(method, body, who)
+            assert result.returncode == 0, f"{method}: {result.stderr}"
+            reply: dict[str, Any] = json.loads(result.stdout)
+            return reply
+
+        subject, predicate = "api:payments.create", "idempotency.mode"
+        asked = ok(
+            "RequestApproval",
+            {
+                "tenant": "acme",
+                "subject": subject,
+                "predicate": predicate,
+                "candidate": approvable_candidate(subject, predicate),
+                "reason": "grpcurl round trip",
+                "request_id": "grpcurl-ask-1",
+            },
+            "operator",
+        )["approval"]
+        approval_id = proto_field(asked, "approval_id")
+        assert asked["state"] == "APPROVAL_STATE_PENDING"
+        decide = {"approval_id": approval_id, "decision": "APPROVAL_DECISION_APPROVE"}
+        refused = decode_status(
+            rpc("DecideApproval", {**decide, "reason": "mine", "request_id": "g-1"}, "operator")
+        )
+        assert (refused.code, refused.reason) == (PERMISSION_DENIED, "ERROR_REASON_ROLE_REQUIRED")
+        granted = ok("DecideApproval", {**decide, "reason": "ok", "request_id": "g-2"}, "dave")
+        assert granted["approval"]["state"] == "APPROVAL_STATE_GRANTED"
+        digest = proto_field(asked["candidate"], "candidate_digest")
+        consume = {"approval_id": approval_id, "candidate_digest": digest}
+        used = ok("ConsumeApproval", {**consume, "request_id": "g-3"}, "operator")
+        assert used["approval"]["state"] == "APPROVAL_STATE_CONSUMED"
+        again = decode_status(rpc("ConsumeApproval", {**consume, "request_id": "g-4"}, "operator"))
+        assert (again.code, again.reason) == (
+            FAILED_PRECONDITION,
+            "ERROR_REASON_APPROVAL_ALREADY_CONSUMED",
+        )
+        watched = ok("WatchApproval", {"approval_id": approval_id}, "dave")
+        assert watched["approval"]["state"] == "APPROVAL_STATE_CONSUMED"
+        actors = [s["actor"]["subject"] for s in watched["approval"]["steps"]]
+        assert actors == ["dave", "operator"]
+        no_token = decode_status(
+            deployment.trusted("-format-error", "-d", "{}", target, f"{service}/ListApprovals")
+        )
+        assert (no_token.code, no_token.reason) == (
+            UNAUTHENTICATED,
+            "ERROR_REASON_CREDENTIALS_MISSING",
+        )
 
     def test_plaintext_against_tls_fails(self, deployment: Deployment) -> None:
         """-plaintext never gets a connection to the TLS server."""
@@ -214,6 +283,23 @@ class TestGrpcurlSecure:
         margins = out.count('"conflict_margin": 0.2') + out.count('"conflictMargin": 0.2')
         assert margins == 2, out
         assert "PLAN_OUTCOME_ACQUISITION_RECOMMENDED" in out
+
+
+def approvable_candidate(subject: str, predicate: str) -> dict[str, Any]:
+    """A QUERY_CI_STATUS candidate as the planner writes it (the network not granted), as
+    the proto JSON grpcurl sends, its digest computed by the planner's rule."""
+    candidate = plan_pb2.AcquisitionCandidate(
+        candidate_id="query_ci_status/process_result",
+        probe=plan_pb2.PROBE_KIND_QUERY_CI_STATUS,
+        target_signal_class=plan_pb2.SIGNAL_CLASS_PROCESS_RESULT,
+        availability=plan_pb2.AVAILABILITY_REQUIRES_APPROVAL,
+        required_side_effects=[plan_pb2.SIDE_EFFECT_CLASS_NETWORK_CALL],
+        missing_grants=[plan_pb2.SIDE_EFFECT_CLASS_NETWORK_CALL],
+        blocking_reasons=[plan_pb2.AVAILABILITY_REASON_SIDE_EFFECT_NOT_GRANTED],
+    )
+    candidate.candidate_digest = candidate_digest(subject, predicate, candidate)
+    as_json: dict[str, Any] = json_format.MessageToDict(candidate)
+    return as_json
 
 
 def documented_grpcurl_script(deployment: Deployment) -> str:

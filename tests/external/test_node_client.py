@@ -20,9 +20,10 @@ pytestmark = [pytest.mark.external, pytest.mark.timeout(900)]
 
 NODE_TEST_TIMEOUT_SECONDS = 180
 DOC = node.ROOT / "docs" / "using-node-and-grpcurl.md"
-# The number of tests in clients/node/test/client.test.js and services.test.js, at least
-# (secure.test.js is skipped here; tests/external/test_node_secure.py runs it).
-MINIMUM_NODE_TESTS = 21
+# The number of tests in clients/node/test/client.test.js, services.test.js and
+# approvals.test.js, at least (secure.test.js and the approvals round trip are skipped here;
+# tests/external/test_node_secure.py runs them).
+MINIMUM_NODE_TESTS = 22
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,12 @@ class TestNodeClient:
         )
         assert counts.get("fail") == "0", report
         assert int(counts.get("pass", "0")) >= MINIMUM_NODE_TESTS, report
-        for suite in ("ResolverService", "PlannerService", "AdjudicationService"):
+        for suite in (
+            "ResolverService",
+            "PlannerService",
+            "AdjudicationService",
+            "ApprovalService",
+        ):
             assert suite in result.stdout, report
         # And the servers saw the calls (one structured log line per RPC).
         methods = {

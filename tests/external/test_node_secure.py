@@ -2,9 +2,11 @@
 ``assay serve NAME --credentials DIR`` processes (TLS from the folder's CA, bearer tokens
 verified against its JWKS, its auth policy) and a resolver that also requires a client
 certificate. The assertions live in clients/node/test/: secure.test.js (tokens, roles, mutual
-TLS, a plaintext client told the server wants TLS), and the whole services suite, which with
-``ASSAY_SECURE_CREDENTIALS`` calls as the example person each RPC's role needs. This test
-writes the credentials, starts the servers, and requires every Node test to run and pass.
+TLS, a plaintext client told the server wants TLS), approvals.test.js (a planned candidate
+asked for, approved by dave while the operator watches, consumed once), and the whole services
+suite, which with ``ASSAY_SECURE_CREDENTIALS`` calls as the example person each RPC's role
+needs. This test writes the credentials, starts the servers, and requires every Node test to
+run and pass.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ pytestmark = [pytest.mark.external, pytest.mark.timeout(900)]
 
 NODE_TEST_TIMEOUT_SECONDS = 180
 # The number of tests in clients/node/test/*.test.js (secure.test.js's included).
-SECURE_NODE_TESTS = 32
+SECURE_NODE_TESTS = 34
 
 
 @pytest.fixture(scope="module")

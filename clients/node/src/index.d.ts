@@ -3,6 +3,7 @@
 import type { Client, Code, ConnectError } from "@connectrpc/connect";
 import type { Transport } from "@connectrpc/connect";
 import type { AdjudicationService } from "./gen/assay/v1/adjudication_service_pb.js";
+import type { ApprovalService } from "./gen/assay/v1/approval_service_pb.js";
 import type { ErrorReason } from "./gen/assay/v1/errors_pb.js";
 import type { PlannerService } from "./gen/assay/v1/planner_service_pb.js";
 import type { ResolverService } from "./gen/assay/v1/resolver_service_pb.js";
@@ -10,6 +11,7 @@ import type { ResolverService } from "./gen/assay/v1/resolver_service_pb.js";
 export { Code, ConnectError } from "@connectrpc/connect";
 export { create, fromJson, toJson } from "@bufbuild/protobuf";
 export * from "./gen/assay/v1/adjudication_service_pb.js";
+export * from "./gen/assay/v1/approval_service_pb.js";
 export * from "./gen/assay/v1/claim_pb.js";
 export * from "./gen/assay/v1/errors_pb.js";
 export * from "./gen/assay/v1/gold_pb.js";
@@ -70,6 +72,11 @@ export declare function createAdjudicationClient(
   target?: string,
   options?: ClientOptions,
 ): Client<typeof AdjudicationService>;
+/** An ApprovalService client, on the adjudication service's target by default. */
+export declare function createApprovalClient(
+  target?: string,
+  options?: ClientOptions,
+): Client<typeof ApprovalService>;
 export declare function connectAssay(
   targets?: { resolver?: string; planner?: string; adjudication?: string },
   options?: ClientOptions,
@@ -77,6 +84,7 @@ export declare function connectAssay(
   resolver: Client<typeof ResolverService>;
   planner: Client<typeof PlannerService>;
   adjudication: Client<typeof AdjudicationService>;
+  approval: Client<typeof ApprovalService>;
 };
 
 /** One BadRequest field violation. */

@@ -1,4 +1,5 @@
-// Assay from Node: typed clients for the three services and one error decoder.
+// Assay from Node: typed clients for the three services (and approvals, which the
+// adjudication process serves) and one error decoder.
 //
 // The messages and service descriptors are generated from proto/assay/v1 by
 // `npm run generate` (protoc-gen-es, into src/gen). Calls go over HTTP/2 gRPC
@@ -14,6 +15,7 @@ import { isIP } from "node:net";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AdjudicationService } from "./gen/assay/v1/adjudication_service_pb.js";
+import { ApprovalService } from "./gen/assay/v1/approval_service_pb.js";
 import { ErrorReason, ErrorReasonSchema } from "./gen/assay/v1/errors_pb.js";
 import { PlannerService } from "./gen/assay/v1/planner_service_pb.js";
 import { ResolverService } from "./gen/assay/v1/resolver_service_pb.js";
@@ -23,6 +25,7 @@ import { tlsMismatchInterceptor } from "./connection-errors.js";
 export { Code, ConnectError } from "@connectrpc/connect";
 export { create, fromJson, toJson } from "@bufbuild/protobuf";
 export * from "./gen/assay/v1/adjudication_service_pb.js";
+export * from "./gen/assay/v1/approval_service_pb.js";
 export * from "./gen/assay/v1/claim_pb.js";
 export * from "./gen/assay/v1/errors_pb.js";
 export * from "./gen/assay/v1/gold_pb.js";
@@ -210,7 +213,19 @@ export function createAdjudicationClient(target = DEFAULT_TARGETS.adjudication, 
 }
 
 /**
- * All three clients at once; any target left out is the `assay up` default.
+ * An ApprovalService client (RequestApproval, DecideApproval, ConsumeApproval,
+ * WatchApproval, ...). The adjudication process serves it, on its port, so the
+ * default target is the adjudication service's. Approvals need an authenticated
+ * caller: give `ca` and `token`/`tokenFile` (a dev-mode server refuses every call
+ * with FAILED_PRECONDITION, ERROR_REASON_AUTHENTICATION_REQUIRED).
+ */
+export function createApprovalClient(target = DEFAULT_TARGETS.adjudication, options = {}) {
+  return createClient(ApprovalService, createTransport(target, options));
+}
+
+/**
+ * All the clients at once (approvals on the adjudication target); any target
+ * left out is the `assay up` default.
  * @param {{resolver?: string, planner?: string, adjudication?: string}} targets
  */
 export function connectAssay(targets = {}, options = {}) {
@@ -219,6 +234,7 @@ export function connectAssay(targets = {}, options = {}) {
     resolver: createResolverClient(all.resolver, options),
     planner: createPlannerClient(all.planner, options),
     adjudication: createAdjudicationClient(all.adjudication, options),
+    approval: createApprovalClient(all.adjudication, options),
   };
 }
 
