@@ -187,6 +187,12 @@ def register(subparsers: Any) -> None:
     export.add_argument(
         "--reviews", action="store_true", help="jsonl: add every review of each case"
     )
+    export.add_argument(
+        "--approvals",
+        action="store_true",
+        help="jsonl: also write the approvals of the same tenants, with their ledger events, "
+        "to OUT.approvals.jsonl",
+    )
 
     agreement = _command(
         subparsers,
@@ -237,6 +243,11 @@ def register(subparsers: Any) -> None:
     vexport.add_argument("corpus", type=Path, help="the exported corpus.jsonl")
     vexport.add_argument("--public-key", type=Path, metavar="PEM", required=True)
     vexport.add_argument("--manifest", type=Path, help="default: CORPUS.manifest.json")
+    vexport.add_argument(
+        "--approvals",
+        type=Path,
+        help="the exported approvals (default: CORPUS.approvals.jsonl, when it exists)",
+    )
     vexport.add_argument(
         "--allow-unproven",
         action="store_true",
@@ -490,23 +501,37 @@ def _export(args: argparse.Namespace) -> int:
     default_manifest = None if to_stdout else out.with_name(out.name + ".manifest.json")
     manifest_path: Path | None = args.manifest or default_manifest
     reviews = args.reviews or args.format == "csv"
+    approvals_path = out.with_name(out.name + ".approvals.jsonl") if args.approvals else None
+    if approvals_path is not None and (to_stdout or args.format != "jsonl"):
+        raise CliError("--approvals needs --format jsonl and an --out file", exit_code=2)
     remote = Remote.of(args, SERVICE)
     try:
         with (
             remote.client(AdjudicationClient) as client,
             # A file is created 0600 and renamed into place whole (``private_files``).
             contextlib.nullcontext(sys.stdout) if to_stdout else private_file(out) as sink,
+            contextlib.nullcontext(None)
+            if approvals_path is None
+            else private_file(approvals_path) as approval_sink,
         ):
             write = corpus_export.record_writer(args.format, sink)
             enabled = sys.stderr.isatty() and not args.json
             with progress("exporting gold labels", enabled=enabled, unit="records") as advance:
 
                 def run() -> pb.ExportManifest:
-                    # The library's stream checks the export is whole: records, then one
-                    # manifest counting them (else DataLossError, exit 3).
-                    for item in client.export(args.tenant, include_reviews=reviews):
+                    # The library's stream checks the export is whole: records, approvals,
+                    # then one manifest counting them (else DataLossError, exit 3).
+                    for item in client.export(
+                        args.tenant,
+                        include_reviews=reviews,
+                        include_approvals=approval_sink is not None,
+                    ):
                         if isinstance(item, pb.ExportManifest):
                             return item
+                        if isinstance(item, pb.ExportedApproval):
+                            assert approval_sink is not None
+                            corpus_export.write_line(approval_sink, item)
+                            continue
                         advance(write((item,)))
                     raise CliError("the export stream ended without a manifest")
 
@@ -526,6 +551,8 @@ def _export(args: argparse.Namespace) -> int:
         print_json(manifest)
         return 0
     render.manifest(manifest, out, manifest_path)
+    if approvals_path is not None:
+        print(f"{manifest.approval_count} approval(s) -> {approvals_path}")
     return 0
 
 

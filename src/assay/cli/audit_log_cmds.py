@@ -32,7 +32,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 from google.protobuf import json_format
 
-from assay.cli import export_proofs
+from assay.cli import export_approvals, export_proofs
 from assay.cli.common import (
     EXIT_VERIFICATION_FAILED,
     STDIO,
@@ -211,6 +211,7 @@ def verify_export(args: argparse.Namespace) -> int:
             f"{corpus}: {records} record(s), but the manifest declares {declared}",
             exit_code=FAILED,
         )
+    approvals = _check_approvals(args, corpus, manifest, found)
     result = {
         "ok": True,
         "origin": found.origin,
@@ -218,6 +219,7 @@ def verify_export(args: argparse.Namespace) -> int:
         "root": found.root.hex(),
         "records": records,
         "unproven": gaps,
+        "approvals": [a.as_dict() for a in approvals],
     }
 
     def text() -> None:
@@ -225,6 +227,8 @@ def verify_export(args: argparse.Namespace) -> int:
             f"export verified: {records} record(s) proven in the signed checkpoint of "
             f"{found.size} event(s) ({printable(found.origin)}), root {found.root.hex()[:16]}…"
         )
+        for a in approvals:
+            print(printable(export_approvals.summary(a)))
         # One line per reason (the JSON lists every record): an old ledger may have many.
         by_reason: dict[str, list[dict[str, Any]]] = {}
         for gap in gaps:
@@ -237,6 +241,52 @@ def verify_export(args: argparse.Namespace) -> int:
             )
 
     return emit_data(args, result, text)
+
+
+def _check_approvals(
+    args: argparse.Namespace, corpus: Path, manifest: dict[str, Any], signed: Checkpoint
+) -> list[export_approvals.Proven]:
+    """The approvals file's approvals, each proven (``export_approvals``): the one named, or
+    CORPUS.approvals.jsonl when it exists; the manifest's ``approvalCount`` must match."""
+    declared = int(manifest.get("approvalCount", 0))
+    path: Path | None = args.approvals
+    if path is None and str(corpus) != STDIO:
+        beside = corpus.with_name(corpus.name + ".approvals.jsonl")
+        path = beside if beside.exists() else None
+    if path is None:
+        if declared:
+            raise CliError(
+                f"the manifest declares {declared} approval(s), but no approvals file was "
+                "given (--approvals)",
+                exit_code=FAILED,
+            )
+        return []
+    proven: list[export_approvals.Proven] = []
+    seen: dict[str, int] = {}
+    text = _read(path, "the exported approvals").decode("utf-8", "replace")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        message = pb.ExportedApproval()
+        try:
+            json_format.Parse(line, message)
+        except json_format.ParseError as error:
+            raise CliError(f"{path}:{number}: not an exported approval: {error}", FAILED) from None
+        where = f"{path}:{number}: approval {printable(message.approval_id)}"
+        try:
+            found = export_approvals.check_approval(message, signed)
+        except export_approvals.BadRecord as error:
+            raise CliError(f"{where}: {error.field}: {error.why}", exit_code=FAILED) from None
+        first = seen.setdefault(found.approval_id, number)
+        if first != number:
+            raise CliError(f"{where}: approvalId: line {first} is this approval too", FAILED)
+        proven.append(found)
+    if len(proven) != declared:
+        raise CliError(
+            f"{path}: {len(proven)} approval(s), but the manifest declares {declared}",
+            exit_code=FAILED,
+        )
+    return proven
 
 
 def check_records(

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from google.protobuf import json_format
+from google.protobuf.message import Message
 
 from assay.v1 import adjudication_service_pb2 as pb
 
@@ -39,6 +40,12 @@ def review_label(review: pb.Review) -> str:
     return _NOT_A_LABEL.get(review.outcome, "unspecified")
 
 
+def write_line(sink: TextIO, message: Message) -> None:
+    """One message as a line of JSON (its proto JSON names, keys sorted)."""
+    data = json_format.MessageToDict(message)
+    sink.write(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n")
+
+
 def record_writer(fmt: str, sink: TextIO) -> Writer:
     """A function writing a batch of records to ``sink`` in ``fmt`` (a CSV header first),
     returning how many records it wrote."""
@@ -46,8 +53,7 @@ def record_writer(fmt: str, sink: TextIO) -> Writer:
 
         def write_lines(records: Sequence[pb.CorpusRecord]) -> int:
             for record in records:
-                data = json_format.MessageToDict(record)
-                sink.write(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n")
+                write_line(sink, record)
             return len(records)
 
         return write_lines
