@@ -272,7 +272,8 @@ class TestWatch:
     async def test_watch_table_lines_and_a_final_state_at_once(
         self, stack: SecureStack, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        """Watching an approval already final prints it once, as a line, and returns 0."""
+        """Watching an approval already final prints it once, as a line (or, with `-o json`,
+        one WatchApprovalResponse document), and returns 0."""
         approval_id = await ask(stack)
         assert await run(stack, "dave", "deny", approval_id, "--reason", "no") == 0
         capsys.readouterr()
@@ -282,3 +283,6 @@ class TestWatch:
         assert approval_id in lines[0]
         assert "DENIED" in lines[0]
         assert "by dave: no" in lines[0]
+        assert await run(stack, "dave", "watch", approval_id, "-o", "json") == 0
+        document = json.loads(capsys.readouterr().out)
+        assert document["approval"]["state"] == "APPROVAL_STATE_DENIED"
