@@ -234,6 +234,7 @@ async def _build(
             max_message_bytes=args.max_message_bytes,
             allow_fixture_reviewers=serving.allow_fixture_reviewers,
             reviewer_issuer=security.gate.reviewer_issuer,
+            reviewer_subjects=security.gate.reviewer_subjects,
             resolver_tls=security.peer_tls,
             resolver_token_file=security.peer_token,
             ledger_signing_key=(Path(args.ledger_signing_key) if args.ledger_signing_key else None),

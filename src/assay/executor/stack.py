@@ -58,6 +58,7 @@ async def local_stack(
             db_path=str(db_path),
             allow_fixture_reviewers=allow_fixture_reviewers,
             reviewer_issuer=security.gate.reviewer_issuer,
+            reviewer_subjects=security.gate.reviewer_subjects,
             resolver_tls=security.peer_tls,
             resolver_token_file=security.peer_token,
             ledger_signing_key=ledger_signing_key,

@@ -39,6 +39,8 @@ class ServeOptions:
     # reviewers may be registered, and the issuer a HUMAN reviewer's id is bound under.
     allow_fixture_reviewers: bool = False
     reviewer_issuer: str = ""
+    # Reviewer id -> the subject the auth policy binds it to (its ``reviewer_id`` entries).
+    reviewer_subjects: Mapping[str, str] = field(default_factory=dict)
     # The planner's channel to the resolver: TLS (None: plaintext) and its own token file.
     resolver_tls: ClientTls | None = None
     resolver_token_file: Path | None = None

@@ -73,6 +73,18 @@ class TestCallerFromPrincipal:
         )
         assert convert.caller(principal) == CAROL
 
+    def test_a_bound_reviewer_id_is_what_the_caller_acts_as(self) -> None:
+        """An IdP subject that is no valid reviewer id acts as the id the policy binds."""
+        principal = Principal(
+            ISSUER, "auth0|5f0c", frozenset({Role.REVIEWER}), frozenset({"tenant-a"}), "alice"
+        )
+        bound = convert.caller(principal)
+        assert bound.actor == Actor(ISSUER, "auth0|5f0c")  # the ledger's actor is the identity
+        assert bound.subject == "alice"
+        permissions.check_acting_as(bound, "alice", "reviewer_id")
+        with pytest.raises(errors.PermissionDenied):
+            permissions.check_acting_as(bound, "auth0|5f0c", "reviewer_id")
+
 
 class TestBinding:
     def test_dev_mode_registers_as_given(self) -> None:
@@ -91,6 +103,18 @@ class TestBinding:
             OPERATOR, "alice", H, " ", RegistrationPolicy(reviewer_issuer=policy_issuer)
         )
         assert bound == permissions.Binding("op", bound_issuer, "alice")
+
+    def test_a_reviewer_id_is_bound_to_the_subject_the_policy_names(self) -> None:
+        """Registering alice binds her to the policy's subject for her; when the
+        subject signs in, the bound identity and the id both match."""
+        policy = RegistrationPolicy(reviewer_subjects={"alice": "auth0|5f0c"})
+        bound = permissions.bind_registration(OPERATOR, "alice", H, "", policy)
+        assert bound == permissions.Binding("op", ISSUER, "auth0|5f0c")
+        reviewer = Reviewer("alice", H, "op", NOW, bound.identity_issuer, bound.identity_subject)
+        signed_in = dataclasses.replace(caller("auth0|5f0c"), reviewer_id="alice")
+        permissions.check_bound_identity(signed_in, reviewer, "reviewer_id")
+        with pytest.raises(errors.PermissionDenied):
+            permissions.check_bound_identity(ALICE, reviewer, "reviewer_id")
 
     def test_attested_by_someone_else_is_refused(self) -> None:
         with pytest.raises(errors.PermissionDenied) as caught:

@@ -211,6 +211,62 @@ class TestTokenSettings:
         assert settings is not None
         assert settings.jwks is None
 
+    def test_jwks_url(self) -> None:
+        """The provider's JWKS by URL: https, or http on loopback (tests)."""
+        for url in ("https://idp.example.com/jwks", "http://127.0.0.1:9400/jwks"):
+            settings = policy(tokens={"issuers": [IDP], "audience": "a", "jwks_url": url}).tokens
+            assert settings is not None
+            assert (settings.jwks, settings.jwks_url) == (None, url)
+
+    @pytest.mark.parametrize(
+        ("extra", "message"),
+        [
+            ({"jwks_url": "http://idp.example.com/jwks"}, "tokens.jwks_url: JWKS URL"),
+            ({"jwks_url": "file:///etc/passwd"}, "tokens.jwks_url: JWKS URL"),
+            ({"jwks": "j.json", "jwks_url": "https://idp/jwks"}, "not both"),
+        ],
+    )
+    def test_jwks_url_refused(self, extra: dict[str, str], message: str) -> None:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            policy(tokens={"issuers": [IDP], "audience": "a", **extra})
+
+
+class TestReviewerIdBinding:
+    SUBJECT = "auth0|5f0c3e"
+
+    def test_a_subject_reviews_as_its_bound_id(self) -> None:
+        """The entry's reviewer_id is the principal's, and the policy's binding both ways."""
+        granted = policy(ok(subject=self.SUBJECT, reviewer_id="alice"), ok(), tokens=TOKENS)
+        who = granted.principal(IDP, self.SUBJECT, {})
+        assert (who.reviewer_id, who.acts_as) == ("alice", "alice")
+        assert granted.principal(IDP, "alice", {}).acts_as == "alice"
+        assert granted.reviewer_subjects == {"alice": self.SUBJECT}
+
+    @pytest.mark.parametrize(
+        ("entries", "message"),
+        [
+            (
+                [{"claim": "groups", "value": "g", "roles": ["reader"], "reviewer_id": "a"}],
+                "principals[0]: reviewer_id binds one subject",
+            ),
+            (
+                [ok(subject="x", reviewer_id="alice"), ok(subject="y", reviewer_id="alice")],
+                "principals[1].reviewer_id: 'alice' is bound to another subject",
+            ),
+            (
+                [ok(subject="x", reviewer_id="alice"), ok(subject="x", reviewer_id="bob")],
+                "principals[1].reviewer_id: 'x' is bound to another reviewer id",
+            ),
+            (
+                [ok(subject="x", issuer=OTHER_IDP, reviewer_id="alice")],
+                "principals[0].reviewer_id: reviewers are bound under issuer",
+            ),
+        ],
+    )
+    def test_refused(self, entries: list[dict[str, Any]], message: str) -> None:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            policy(*entries, tokens=TOKENS)
+
 
 TOML_POLICY = f"""
 [tokens]

@@ -14,7 +14,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from assay.errors import Reason, Unauthenticated
-from assay.runtime.auth import tokens
+from assay.runtime.auth import jwks, tokens
 from assay.runtime.auth.dev_credentials import DEV_AUDIENCE, DEV_ISSUER, public_jwk
 from assay.runtime.auth.gate import Gate
 from assay.runtime.auth.policy import parse_policy
@@ -104,8 +104,8 @@ class TestLoadJwks:
 
 
 class FakeClock:
-    """Stands in for the ``time`` module inside ``tokens``: a monotonic clock the test moves,
-    and the real wall clock (token expiry is PyJWT's, against the real one)."""
+    """Stands in for the ``time`` module inside ``tokens`` and ``jwks``: a monotonic clock
+    the test moves, and the real wall clock (token expiry is PyJWT's, against the real one)."""
 
     def __init__(self) -> None:
         self.now = 1000.0
@@ -121,6 +121,7 @@ class FakeClock:
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     fake = FakeClock()
     monkeypatch.setattr(tokens, "time", fake)
+    monkeypatch.setattr(jwks, "time", fake)
     return fake
 
 

@@ -2,7 +2,7 @@
 
 The runtime turns each call into a ``Principal`` before the servicer runs
 (``gate.Gate``, called by ``runtime.handlers``): from a bearer JWT verified
-against a JWKS file (``tokens``), or from a verified mTLS client certificate,
+against a JWKS file or URL (``tokens``, ``jwks``), or from a verified mTLS client certificate,
 mapped to roles and tenants by the auth policy file (``policy``). Each RPC's
 roles come from its ``(assay.v1.access)`` option in the contract (``access``).
 Servicers read the caller with ``current_principal()``.

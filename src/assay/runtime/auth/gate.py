@@ -45,6 +45,11 @@ class Gate:
     def reviewer_issuer(self) -> str:
         return self.policy.reviewer_issuer if self.policy is not None else ""
 
+    @property
+    def reviewer_subjects(self) -> Mapping[str, str]:
+        """Reviewer id -> the subject the policy binds it to (``reviewer_id`` entries)."""
+        return self.policy.reviewer_subjects if self.policy is not None else {}
+
     @classmethod
     def from_files(
         cls, policy_path: Path | None, jwks_path: Path | None, client_certificates: bool
@@ -57,8 +62,8 @@ class Gate:
         policy = load_policy(policy_path)
         verifier = None
         if policy.tokens is not None:
-            jwks = jwks_path or policy.tokens.jwks
-            if jwks is None:
+            jwks: Path | str | None = jwks_path or policy.tokens.jwks or policy.tokens.jwks_url
+            if not jwks:
                 raise ValueError(f"{policy_path} accepts tokens but no JWKS is given (--jwks)")
             verifier = TokenVerifier(
                 jwks, policy.tokens.issuers, policy.tokens.audience, policy.tokens.leeway_seconds

@@ -1,10 +1,12 @@
 """The auth policy file: which identities hold which roles, for which tenants.
 
-TOML or JSON: a ``[tokens]`` table (the JWKS, accepted issuers, the audience, the leeway,
-the issuer a ``HUMAN`` reviewer is bound under; omitted to accept client certificates
-only) and ``[[principals]]`` entries, each matching an identity (issuer and subject), every
-token carrying a claim value, or a verified client certificate (issuer ``x509``, its CN),
-and granting roles and tenants (``"*"`` for all). The format, with an example, is in
+TOML or JSON: a ``[tokens]`` table (the JWKS file or URL, accepted issuers, the audience,
+the leeway, the issuer a ``HUMAN`` reviewer is bound under; omitted to accept client
+certificates only) and ``[[principals]]`` entries, each matching an identity (issuer and
+subject), every token carrying a claim value, or a verified client certificate (issuer
+``x509``, its CN), and granting roles and tenants (``"*"`` for all). An entry for one
+subject may also give the ``reviewer_id`` that identity reviews as, for a provider whose
+subjects (``auth0|5f…``) are not valid reviewer ids. The format, with an example, is in
 docs/security.md ("The auth policy file").
 
 A caller's roles and tenants are the union over every entry it matches; an authenticated
@@ -20,10 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.runtime.auth.jwks import check_jwks_url
 from assay.runtime.auth.principal import Principal, Role
 from assay.runtime.auth.tokens import DEFAULT_LEEWAY_SECONDS
 
 X509_ISSUER = "x509"
+_GRANT_KEYS = frozenset({"issuer", "subject", "claim", "value", "roles", "tenants", "reviewer_id"})
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,8 @@ class Grant:
     subject: str = ""
     claim: str = ""
     value: str = ""
+    # The reviewer id this subject reviews and adjudicates as ("": its subject).
+    reviewer_id: str = ""
 
     def matches(self, issuer: str, subject: str, claims: Mapping[str, Any]) -> bool:
         # A grant that names no issuer is for tokens only: a client certificate's CN matches
@@ -54,6 +60,7 @@ class Grant:
 @dataclass(frozen=True)
 class TokenSettings:
     jwks: Path | None
+    jwks_url: str
     issuers: frozenset[str]
     audience: str
     leeway_seconds: float
@@ -71,11 +78,18 @@ class AuthPolicy:
     def principal(self, issuer: str, subject: str, claims: Mapping[str, Any]) -> Principal:
         roles: set[Role] = set()
         tenants: set[str] = set()
+        reviewer_id = ""
         for grant in self.grants:
             if grant.matches(issuer, subject, claims):
                 roles |= grant.roles
                 tenants |= grant.tenants
-        return Principal(issuer, subject, frozenset(roles), frozenset(tenants))
+                reviewer_id = reviewer_id or grant.reviewer_id
+        return Principal(issuer, subject, frozenset(roles), frozenset(tenants), reviewer_id)
+
+    @property
+    def reviewer_subjects(self) -> Mapping[str, str]:
+        """Reviewer id -> the subject it is bound to, where the policy names one."""
+        return {g.reviewer_id: g.subject for g in self.grants if g.reviewer_id}
 
     @property
     def reviewer_issuer(self) -> str:
@@ -101,7 +115,7 @@ def _grant(index: int, entry: object) -> Grant:
     where = f"principals[{index}]"
     if not isinstance(entry, dict):
         raise ValueError(f"{where}: expected a table")
-    unknown = set(entry) - {"issuer", "subject", "claim", "value", "roles", "tenants"}
+    unknown = set(entry) - _GRANT_KEYS
     if unknown:
         raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
     names = _strings(f"{where}.roles", entry.get("roles"))
@@ -117,12 +131,35 @@ def _grant(index: int, entry: object) -> Grant:
         subject=_text(where, entry, "subject"),
         claim=_text(where, entry, "claim"),
         value=_text(where, entry, "value"),
+        reviewer_id=_text(where, entry, "reviewer_id"),
     )
     if bool(grant.subject) == bool(grant.claim):
         raise ValueError(f"{where}: give either subject or claim (with value)")
     if grant.claim and not grant.value:
         raise ValueError(f"{where}: claim needs a value")
+    if grant.reviewer_id and not grant.subject:
+        raise ValueError(f"{where}: reviewer_id binds one subject (give subject, not claim)")
     return grant
+
+
+def _check_reviewer_ids(grants: tuple[Grant, ...], reviewer_issuer: str) -> None:
+    """Each reviewer id bound to one subject, each subject to one reviewer id, under the
+    issuer reviewers are bound under (registration binds the id to that identity)."""
+    by_id: dict[str, str] = {}
+    by_subject: dict[str, str] = {}
+    for index, grant in enumerate(grants):
+        if not grant.reviewer_id:
+            continue
+        where = f"principals[{index}].reviewer_id"
+        if grant.issuer and grant.issuer != reviewer_issuer:
+            raise ValueError(
+                f"{where}: reviewers are bound under issuer {reviewer_issuer!r} "
+                f"(tokens.reviewer_issuer), not {grant.issuer!r}"
+            )
+        if by_id.setdefault(grant.reviewer_id, grant.subject) != grant.subject:
+            raise ValueError(f"{where}: {grant.reviewer_id!r} is bound to another subject")
+        if by_subject.setdefault(grant.subject, grant.reviewer_id) != grant.reviewer_id:
+            raise ValueError(f"{where}: {grant.subject!r} is bound to another reviewer id")
 
 
 def _tokens(table: object, base: Path) -> TokenSettings:
@@ -134,6 +171,14 @@ def _tokens(table: object, base: Path) -> TokenSettings:
     if X509_ISSUER in issuers:
         raise ValueError(f"tokens.issuers: {X509_ISSUER!r} is reserved for client certificates")
     jwks = _text("tokens", table, "jwks")
+    jwks_url = _text("tokens", table, "jwks_url")
+    if jwks and jwks_url:
+        raise ValueError("tokens: give jwks (a file) or jwks_url, not both")
+    if jwks_url:
+        try:
+            check_jwks_url(jwks_url)
+        except ValueError as error:
+            raise ValueError(f"tokens.jwks_url: {error}") from None
     leeway = table.get("leeway_seconds", DEFAULT_LEEWAY_SECONDS)
     if isinstance(leeway, bool) or not isinstance(leeway, int | float) or not 0 <= leeway <= 300:
         raise ValueError("tokens.leeway_seconds: expected a number of seconds in [0, 300]")
@@ -146,6 +191,7 @@ def _tokens(table: object, base: Path) -> TokenSettings:
         raise ValueError("tokens.reviewer_issuer must be one of tokens.issuers")
     return TokenSettings(
         jwks=(base / jwks) if jwks else None,
+        jwks_url=jwks_url,
         issuers=issuers,
         audience=_text("tokens", table, "audience", required=True),
         leeway_seconds=float(leeway),
@@ -164,7 +210,9 @@ def parse_policy(data: Mapping[str, Any], base: Path) -> AuthPolicy:
     approvals = data.get("approvals", {})
     if not isinstance(approvals, dict):
         raise ValueError("approvals: expected a table")
-    return AuthPolicy(tuple(_grant(i, e) for i, e in enumerate(entries)), tokens, approvals)
+    grants = tuple(_grant(i, e) for i, e in enumerate(entries))
+    _check_reviewer_ids(grants, tokens.reviewer_issuer if tokens else X509_ISSUER)
+    return AuthPolicy(grants, tokens, approvals)
 
 
 def load_policy(path: Path) -> AuthPolicy:

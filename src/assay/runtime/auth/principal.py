@@ -49,6 +49,8 @@ class Principal:
     subject: str
     roles: frozenset[Role]
     tenants: frozenset[str]
+    # The reviewer id the policy binds this identity to ("": the subject is the id).
+    reviewer_id: str = ""
     authenticated: bool = True
 
     def holds_any(self, roles: Iterable[Role]) -> bool:
@@ -64,6 +66,11 @@ class Principal:
     def may_access(self, tenant: str) -> bool:
         """Whether the principal may see and change ``tenant``'s records."""
         return self.all_tenants or tenant in self.tenants
+
+    @property
+    def acts_as(self) -> str:
+        """The reviewer or adjudicator id this principal reviews and decides as."""
+        return self.reviewer_id or self.subject
 
     def describe(self) -> str:
         return f"{self.subject} ({self.issuer})" if self.authenticated else "dev-mode caller"

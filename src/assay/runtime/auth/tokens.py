@@ -1,4 +1,5 @@
-"""Bearer JWTs verified against a JWKS file, with PyJWT (no hand-written crypto).
+"""Bearer JWTs verified against a JWKS (a file or a URL: ``jwks``), with PyJWT (no
+hand-written crypto).
 
 A token passes when it is signed with a key of the JWKS chosen by its ``kid``, with that
 key's own algorithm (so ``alg: none``, HMAC with a public key and other algorithm confusion
@@ -8,33 +9,29 @@ that are NumericDates, checked here once the signature holds, since PyJWT reads 
 ``true`` as a time and lets ``10**400`` through to a float conversion that raises: anything
 else is CREDENTIALS_INVALID, never INTERNAL.
 
-The JWKS file is re-read when it changes (checked at most once a second), so keys rotate
-without a restart. A verified token is remembered by its SHA-256 (at most
+Keys rotate without a restart: a file is re-read when it changes, a URL refetched
+(``jwks``). A verified token is remembered by its SHA-256 (at most
 ``VERIFIED_CACHE_SIZE``, least recently used out) until it expires, so a client pays for one
 signature check, not one per call; a change of the JWKS forgets them all.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
-import os
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jwt
 
 from assay.errors import Reason, Unauthenticated
+from assay.runtime.auth.jwks import ACCEPTED_ALGORITHMS, Keys, key_source, load_jwks
 
-# The algorithms Assay accepts, each tied to the key type that must carry it.
-ACCEPTED_ALGORITHMS = frozenset({"RS256", "ES256", "EdDSA"})
+__all__ = ["ACCEPTED_ALGORITHMS", "TokenVerifier", "invalid", "load_jwks", "numeric_date"]
+
 DEFAULT_LEEWAY_SECONDS = 30.0
-_RELOAD_CHECK_SECONDS = 1.0
 VERIFIED_CACHE_SIZE = 4096
 # The last second of the year 9999 (UTC): the largest NumericDate accepted. Every date up
 # to it is exact as a float and readable by ``datetime``.
@@ -50,48 +47,12 @@ def _expired(message: str) -> Unauthenticated:
     return Unauthenticated(Reason.CREDENTIALS_EXPIRED, message)
 
 
-@dataclass(frozen=True)
-class _KeySet:
-    keys: Mapping[str, jwt.PyJWK]  # by kid ("" for a key without one)
-    mtime_ns: int
-
-
-def load_jwks(path: Path) -> dict[str, jwt.PyJWK]:
-    """The usable keys of a JWKS file, by ``kid``; ValueError when it holds none."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ValueError(f"cannot read JWKS {path}: {error}") from None
-    entries = data.get("keys") if isinstance(data, dict) else None
-    if not isinstance(entries, list):
-        raise ValueError(f"JWKS {path}: expected an object with a 'keys' array")
-    keys: dict[str, jwt.PyJWK] = {}
-    for entry in entries:
-        if not isinstance(entry, dict) or entry.get("use", "sig") != "sig":
-            continue
-        try:
-            key = jwt.PyJWK(entry)
-        except jwt.PyJWTError:  # PyJWKError, and InvalidKeyError for a curve like X25519
-            continue  # a key type, curve or encoding Assay does not verify with
-        if key.algorithm_name not in ACCEPTED_ALGORITHMS:
-            continue
-        kid = entry.get("kid", "")
-        if not isinstance(kid, str) or kid in keys:
-            raise ValueError(f"JWKS {path}: key ids must be unique strings ({kid!r})")
-        keys[kid] = key
-    if not keys:
-        raise ValueError(
-            f"JWKS {path} has no usable signing key ({', '.join(sorted(ACCEPTED_ALGORITHMS))})"
-        )
-    return keys
-
-
 class TokenVerifier:
     """Verifies bearer tokens for the accepted issuers and one audience."""
 
     def __init__(
         self,
-        jwks_path: Path,
+        jwks: Path | str,
         issuers: frozenset[str],
         audience: str,
         leeway_seconds: float = DEFAULT_LEEWAY_SECONDS,
@@ -100,12 +61,11 @@ class TokenVerifier:
             raise ValueError("token verification needs at least one accepted issuer")
         if not audience:
             raise ValueError("token verification needs an audience")
-        self.jwks_path = jwks_path
+        self.source = key_source(jwks)
+        self.jwks_path = jwks if isinstance(jwks, Path) else None
         self.issuers = issuers
         self.audience = audience
         self.leeway = leeway_seconds
-        self._keys = _KeySet(load_jwks(jwks_path), self._mtime())
-        self._checked = time.monotonic()
         # sha256(token) -> (claims, the wall-clock second past which it is expired)
         self._verified: OrderedDict[bytes, tuple[dict[str, Any], float]] = OrderedDict()
 
@@ -113,24 +73,12 @@ class TokenVerifier:
         """Forget every remembered token (the next call of each is checked in full)."""
         self._verified.clear()
 
-    def _mtime(self) -> int:
-        try:
-            return os.stat(self.jwks_path).st_mtime_ns
-        except OSError:
-            return -1
-
-    def _current_keys(self) -> Mapping[str, jwt.PyJWK]:
-        """The key set, re-read when the file changed (a bad new file keeps the old keys)."""
-        moment = time.monotonic()
-        if moment - self._checked >= _RELOAD_CHECK_SECONDS:
-            self._checked = moment
-            mtime = self._mtime()
-            if mtime != self._keys.mtime_ns:
-                # A bad new file keeps the keys that were good.
-                with contextlib.suppress(ValueError):
-                    self._keys = _KeySet(load_jwks(self.jwks_path), mtime)
-                    self.forget_verified()
-        return self._keys.keys
+    def _current_keys(self) -> Keys:
+        """The key set; a changed one forgets every remembered token."""
+        keys, changed = self.source.current()
+        if changed:
+            self.forget_verified()
+        return keys
 
     def _key_for(self, header: Mapping[str, Any]) -> jwt.PyJWK:
         algorithm = header.get("alg")
@@ -139,6 +87,8 @@ class TokenVerifier:
             raise invalid(f"token algorithm {algorithm!r} is not accepted")
         keys = self._current_keys()
         kid = header.get("kid")
+        if isinstance(kid, str) and kid not in keys and self.source.refetch():
+            keys = self._current_keys()  # a key the provider rotated in since the last fetch
         if kid is None and len(keys) == 1:
             key = next(iter(keys.values()))
         elif not isinstance(kid, str) or kid not in keys:

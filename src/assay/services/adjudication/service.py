@@ -146,6 +146,7 @@ def _spec(
                 registration=RegistrationPolicy(
                     allow_fixture_reviewers=options.allow_fixture_reviewers,
                     reviewer_issuer=options.reviewer_issuer,
+                    reviewer_subjects=options.reviewer_subjects,
                 ),
             ),
             Lookups(store, max_message_bytes=options.max_message_bytes),

@@ -303,10 +303,16 @@ class Caller:
     operator: bool
     adjudicator: bool
     auditor: bool
+    # The reviewer id the auth policy binds the identity to ("": its subject is the id).
+    reviewer_id: str = ""
 
     @property
     def subject(self) -> str:
-        return self.actor.subject if self.actor is not None else ""
+        """The id the caller reviews and adjudicates as: its bound reviewer id, else its
+        subject ("" in dev mode)."""
+        if self.actor is None:
+            return ""
+        return self.reviewer_id or self.actor.subject
 
 
 # A server without authentication: every tenant, every view, no identity to check.

@@ -4,8 +4,9 @@ The runtime has already checked that the caller holds one of the RPC's roles;
 these are the finer rules that depend on the request and the stored records.
 
 - Nobody acts in another's name: a reviewer or adjudicator id must be the
-  caller's authenticated subject, and a reviewer bound to an identity accepts
-  only that identity's issuer (IDENTITY_MISMATCH, operators included).
+  caller's authenticated subject (or the reviewer id the auth policy binds that
+  subject to), and a reviewer bound to an identity accepts only that identity
+  (IDENTITY_MISMATCH, operators included).
 - Tenants are walls: another tenant's case reads as CASE_NOT_FOUND, exactly as
   a case that does not exist (so existence never leaks); writing into, deleting
   or naming a tenant not granted is TENANT_NOT_PERMITTED.
@@ -21,8 +22,8 @@ identity rule applies to it and it sees every tenant, as before the boundary.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from assay.errors import FailedPrecondition, FieldViolation, PermissionDenied, Reason
@@ -46,10 +47,12 @@ from assay.services.adjudication.domain.state import derive_state, round_complet
 class RegistrationPolicy:
     """How the server binds reviewers (from ``ServeOptions``): whether fixture reviewers may
     be registered by an authenticated caller, and the issuer HUMAN ids are bound under
-    ("" means the registering caller's own issuer)."""
+    ("" means the registering caller's own issuer), and the subjects the auth policy binds
+    reviewer ids to (a reviewer id not named is bound to the subject of the same name)."""
 
     allow_fixture_reviewers: bool = False
     reviewer_issuer: str = ""
+    reviewer_subjects: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -108,15 +111,14 @@ def bind_registration(
             f"{prefix}.attested_by",
             f"must be the registering caller's subject {actor.subject!r} (or empty)",
         )
-    return Binding(actor.subject, policy.reviewer_issuer or actor.issuer, reviewer_id)
+    subject = policy.reviewer_subjects.get(reviewer_id, reviewer_id)
+    return Binding(actor.subject, policy.reviewer_issuer or actor.issuer, subject)
 
 
 def check_acting_as(caller: Caller, reviewer_id: str, path: str) -> None:
-    """A reviewer or adjudicator id is the caller's own subject (checked before any read)."""
-    if caller.actor is not None and reviewer_id != caller.actor.subject:
-        raise identity_mismatch(
-            path, f"is {reviewer_id!r}, but the caller is {caller.actor.subject!r}"
-        )
+    """A reviewer or adjudicator id is the caller's own (checked before any read)."""
+    if caller.actor is not None and reviewer_id != caller.subject:
+        raise identity_mismatch(path, f"is {reviewer_id!r}, but the caller is {caller.subject!r}")
 
 
 def check_bound_identity(caller: Caller, reviewer: Reviewer, path: str) -> None:

@@ -75,6 +75,7 @@ def caller(principal: Principal) -> Caller:
         operator=principal.holds(Role.OPERATOR),
         adjudicator=principal.holds(Role.ADJUDICATOR),
         auditor=principal.holds(Role.AUDITOR),
+        reviewer_id=principal.reviewer_id,
     )
 
 

@@ -1,0 +1,161 @@
+"""Where the token verifier's keys come from: a JWKS file, or the identity provider's URL.
+
+Both give the usable signing keys by ``kid``, read by one rule (``parse_jwks``: keys for
+signing, of an accepted algorithm, with unique ids). A file is re-read when it changes
+(looked at at most once a second). A URL (https, or http on loopback) is fetched with
+PyJWT's ``PyJWKClient`` at start, kept for ``URL_LIFESPAN_SECONDS``, and fetched again at
+once when a token names a key id the set lacks (a provider rotating its keys), but never
+more often than once per ``URL_COOLDOWN_SECONDS``: a stream of made-up key ids costs the
+provider one request per cooldown, not one per call. The fetch is blocking with a short
+timeout, so the rare refetch holds the calling thread that long at most. A fetch or file
+that fails, or holds no usable key, keeps the keys that were good.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import jwt
+
+from assay.transport import is_loopback
+
+# The algorithms Assay accepts, each tied to the key type that must carry it.
+ACCEPTED_ALGORITHMS = frozenset({"RS256", "ES256", "EdDSA"})
+FILE_CHECK_SECONDS = 1.0
+URL_LIFESPAN_SECONDS = 300.0
+URL_COOLDOWN_SECONDS = 30.0
+URL_TIMEOUT_SECONDS = 5.0
+
+Keys = Mapping[str, jwt.PyJWK]  # by kid ("" for a key without one)
+
+
+def parse_jwks(data: object, where: str) -> dict[str, jwt.PyJWK]:
+    """The usable keys of a JWKS document, by ``kid``; ValueError when it holds none."""
+    entries = data.get("keys") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError(f"JWKS {where}: expected an object with a 'keys' array")
+    keys: dict[str, jwt.PyJWK] = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or entry.get("use", "sig") != "sig":
+            continue
+        try:
+            key = jwt.PyJWK(entry)
+        except jwt.PyJWTError:  # PyJWKError, and InvalidKeyError for a curve like X25519
+            continue  # a key type, curve or encoding Assay does not verify with
+        if key.algorithm_name not in ACCEPTED_ALGORITHMS:
+            continue
+        kid = entry.get("kid", "")
+        if not isinstance(kid, str) or kid in keys:
+            raise ValueError(f"JWKS {where}: key ids must be unique strings ({kid!r})")
+        keys[kid] = key
+    if not keys:
+        raise ValueError(
+            f"JWKS {where} has no usable signing key ({', '.join(sorted(ACCEPTED_ALGORITHMS))})"
+        )
+    return keys
+
+
+def load_jwks(path: Path) -> dict[str, jwt.PyJWK]:
+    """The usable keys of a JWKS file, by ``kid``; ValueError when it holds none."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"cannot read JWKS {path}: {error}") from None
+    return parse_jwks(data, str(path))
+
+
+def check_jwks_url(url: str) -> str:
+    """``url`` if keys may be fetched from it (https, or http on loopback); ValueError else."""
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname:
+        return url
+    if parts.scheme == "http" and parts.hostname and is_loopback(parts.hostname):
+        return url
+    raise ValueError(f"JWKS URL {url!r}: expected https:// (or http:// on loopback)")
+
+
+class FileKeys:
+    """The keys of a JWKS file, re-read when it changes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._keys: Keys = load_jwks(path)
+        self._mtime = self._stat()
+        self._checked = time.monotonic()
+
+    def _stat(self) -> int:
+        try:
+            return os.stat(self.path).st_mtime_ns
+        except OSError:
+            return -1
+
+    def current(self) -> tuple[Keys, bool]:
+        """The keys, and whether they changed since last asked."""
+        moment = time.monotonic()
+        if moment - self._checked < FILE_CHECK_SECONDS:
+            return self._keys, False
+        self._checked = moment
+        mtime = self._stat()
+        if mtime == self._mtime:
+            return self._keys, False
+        with contextlib.suppress(ValueError):
+            self._keys, self._mtime = load_jwks(self.path), mtime
+            return self._keys, True
+        return self._keys, False
+
+    def refetch(self) -> bool:
+        """A file is not refetched for an unknown key id (it is watched instead)."""
+        return False
+
+
+class UrlKeys:
+    """The keys served at a JWKS URL, cached and refetched as the module says."""
+
+    def __init__(self, url: str) -> None:
+        self.url = check_jwks_url(url)
+        self._client = jwt.PyJWKClient(url, cache_jwk_set=False, timeout=URL_TIMEOUT_SECONDS)
+        self._lock = threading.Lock()
+        self._fetched = time.monotonic()
+        try:
+            self._keys: Keys = parse_jwks(self._client.fetch_data(), url)
+        except jwt.PyJWKClientError as error:
+            raise ValueError(f"cannot fetch JWKS {url}: {error}") from None
+        self._changed = False
+
+    def _fetch(self) -> bool:
+        """Fetch now (the caller checked the timing); whether usable keys came."""
+        self._fetched = time.monotonic()
+        try:
+            keys = parse_jwks(self._client.fetch_data(), self.url)
+        except (jwt.PyJWKClientError, ValueError):
+            return False
+        changed = keys.keys() != self._keys.keys()
+        self._keys = keys
+        self._changed = self._changed or changed
+        return True
+
+    def current(self) -> tuple[Keys, bool]:
+        with self._lock:
+            if time.monotonic() - self._fetched >= URL_LIFESPAN_SECONDS:
+                self._fetch()
+            changed, self._changed = self._changed, False
+            return self._keys, changed
+
+    def refetch(self) -> bool:
+        """Fetch again for a key id the set lacks, unless the last fetch was too recent."""
+        with self._lock:
+            if time.monotonic() - self._fetched < URL_COOLDOWN_SECONDS:
+                return False
+            return self._fetch()
+
+
+def key_source(jwks: Path | str) -> FileKeys | UrlKeys:
+    """The key source for a file path or a URL."""
+    return UrlKeys(jwks) if isinstance(jwks, str) else FileKeys(jwks)
