@@ -92,6 +92,10 @@ class Proven:
         }
 
 
+def _type_name(event_type: pb.AuditEventType.ValueType) -> str:
+    return str(pb.AuditEventType.Name(event_type)).removeprefix("AUDIT_EVENT_TYPE_")
+
+
 def _who(actor: Actor | None) -> str:
     return "" if actor is None else f"{actor.issuer} {actor.subject}"
 
@@ -236,7 +240,7 @@ def _check_step(
             name = "approvalId" if key == "approval_id" else f"{where}.{camel(key)}"
             raise BadRecord(
                 name,
-                f"is not what its {pb.AuditEventType.Name(event.event_type)} event recorded "
+                f"is not what its {_type_name(event.event_type)} event recorded "
                 f"({payload.get(key)!r})",
             )
     if _event_actor(event) != step.actor:
