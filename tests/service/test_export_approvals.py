@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 from assay.cli.main import main as cli
@@ -29,8 +30,17 @@ from assay.v1 import adjudication_service_pb2 as adj
 from assay.v1 import adjudication_service_pb2_grpc as adj_grpc
 from assay.v1 import approval_service_pb2 as pb
 from assay.v1 import approval_service_pb2_grpc as pb_grpc
+from tests.service import tamper_sql
 from tests.service.adjudication_support import is_postgres, rid
-from tests.service.test_approvals import POLICY, PREDICATE, PRINCIPALS, SUBJECT, As, candidate
+from tests.service.test_approvals import (
+    POLICY,
+    PREDICATE,
+    PRINCIPALS,
+    SUBJECT,
+    As,
+    candidate,
+    world,
+)
 from tests.support.secure import SecureStack, secure_stack
 
 TIMEOUT = 20.0
@@ -282,3 +292,31 @@ class TestVerify:
             cli(["audit", "verify-export", str(corpus), "--public-key", str(made.public_key)]) == 3
         )
         assert "but the manifest declares 4" in capsys.readouterr().err
+
+
+class TestCheckedOnRead:
+    async def test_an_edited_approval_row_ends_the_export_with_data_loss(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
+        """A request's reason edited in the database: an export with approvals stops with
+        DATA_LOSS naming the approval (no manifest); one without them never reads it."""
+        async with world(tmp_path, adjudication_db) as w:
+            asked = await w.request()
+            tamper_sql.edit(
+                w.db,
+                "UPDATE approvals SET reason = ? WHERE approval_id = ?",
+                "nobody asked",
+                asked.approval_id,
+            )
+            auditor = w.stack.auth("operator")
+            plain = w.adjudication.ExportCorpus(
+                adj.ExportCorpusRequest(), metadata=auditor, timeout=TIMEOUT
+            )
+            assert [m.WhichOneof("item") async for m in plain] == ["manifest"]
+            stream = w.adjudication.ExportCorpus(
+                adj.ExportCorpusRequest(include_approvals=True), metadata=auditor, timeout=TIMEOUT
+            )
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                _ = [m async for m in stream]
+            assert caught.value.code() is grpc.StatusCode.DATA_LOSS
+            assert f"approval {asked.approval_id}" in str(caught.value.details())

@@ -425,8 +425,11 @@ class AdjudicationServiceServicer:
         the manifest with a reason. Records and approvals are read in one
         snapshot, at the ledger head the manifest's checkpoint signs.
 
-        Errors: DATA_LOSS with ERROR_REASON_GOLD_LABEL_DIGEST_MISMATCH or
-        ERROR_REASON_GOLD_LABEL_INVALID (the stream stops; no manifest).
+        Errors: DATA_LOSS with ERROR_REASON_GOLD_LABEL_DIGEST_MISMATCH,
+        ERROR_REASON_GOLD_LABEL_INVALID or ERROR_REASON_STORED_RECORD_INVALID (a
+        stored row, such as an exported approval or one of its steps, disagrees
+        with its ledger event; metadata `record` and `key`): the stream stops,
+        with no manifest.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

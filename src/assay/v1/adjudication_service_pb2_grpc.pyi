@@ -217,8 +217,11 @@ class AdjudicationServiceStub:
     the manifest with a reason. Records and approvals are read in one
     snapshot, at the ledger head the manifest's checkpoint signs.
 
-    Errors: DATA_LOSS with ERROR_REASON_GOLD_LABEL_DIGEST_MISMATCH or
-    ERROR_REASON_GOLD_LABEL_INVALID (the stream stops; no manifest).
+    Errors: DATA_LOSS with ERROR_REASON_GOLD_LABEL_DIGEST_MISMATCH,
+    ERROR_REASON_GOLD_LABEL_INVALID or ERROR_REASON_STORED_RECORD_INVALID (a
+    stored row, such as an exported approval or one of its steps, disagrees
+    with its ledger event; metadata `record` and `key`): the stream stops,
+    with no manifest.
     """
     ComputeAgreement: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.ComputeAgreementRequest, _adjudication_service_pb2.ComputeAgreementResponse]
     """Computes Cohen's kappa over double-reviewed case rounds, and beside it
@@ -469,8 +472,11 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
     the manifest with a reason. Records and approvals are read in one
     snapshot, at the ledger head the manifest's checkpoint signs.
 
-    Errors: DATA_LOSS with ERROR_REASON_GOLD_LABEL_DIGEST_MISMATCH or
-    ERROR_REASON_GOLD_LABEL_INVALID (the stream stops; no manifest).
+    Errors: DATA_LOSS with ERROR_REASON_GOLD_LABEL_DIGEST_MISMATCH,
+    ERROR_REASON_GOLD_LABEL_INVALID or ERROR_REASON_STORED_RECORD_INVALID (a
+    stored row, such as an exported approval or one of its steps, disagrees
+    with its ledger event; metadata `record` and `key`): the stream stops,
+    with no manifest.
     """
     ComputeAgreement: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.ComputeAgreementRequest, _adjudication_service_pb2.ComputeAgreementResponse]  # type: ignore[assignment]
     """Computes Cohen's kappa over double-reviewed case rounds, and beside it
@@ -808,8 +814,11 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         the manifest with a reason. Records and approvals are read in one
         snapshot, at the ledger head the manifest's checkpoint signs.
 
-        Errors: DATA_LOSS with ERROR_REASON_GOLD_LABEL_DIGEST_MISMATCH or
-        ERROR_REASON_GOLD_LABEL_INVALID (the stream stops; no manifest).
+        Errors: DATA_LOSS with ERROR_REASON_GOLD_LABEL_DIGEST_MISMATCH,
+        ERROR_REASON_GOLD_LABEL_INVALID or ERROR_REASON_STORED_RECORD_INVALID (a
+        stored row, such as an exported approval or one of its steps, disagrees
+        with its ledger event; metadata `record` and `key`): the stream stops,
+        with no manifest.
         """
 
     @_abc_1.abstractmethod
