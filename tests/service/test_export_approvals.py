@@ -320,3 +320,23 @@ class TestCheckedOnRead:
                 _ = [m async for m in stream]
             assert caught.value.code() is grpc.StatusCode.DATA_LOSS
             assert f"approval {asked.approval_id}" in str(caught.value.details())
+
+
+class TestPaging:
+    async def test_batches_of_one_carry_every_approval_once_newest_first(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
+        """``batch_size`` 1: one approval per message, each once, newest request first, the
+        manifest counting them, all after the records."""
+        async with world(tmp_path, adjudication_db) as w:
+            made = [(await w.request()).approval_id for _ in range(3)]
+            request = adj.ExportCorpusRequest(include_approvals=True, batch_size=1)
+            stream = w.adjudication.ExportCorpus(
+                request, metadata=w.stack.auth("operator"), timeout=TIMEOUT
+            )
+            messages = [m async for m in stream]
+        kinds = [m.WhichOneof("item") for m in messages]
+        assert kinds == ["approvals"] * 3 + ["manifest"]
+        got = [a.approval_id for m in messages[:3] for a in m.approvals.approvals]
+        assert got == made[::-1]
+        assert messages[-1].manifest.approval_count == 3
