@@ -155,8 +155,15 @@ def batch(n: int) -> adj.ExportCorpusResponse:
     )
 
 
-def manifest(count: int) -> adj.ExportCorpusResponse:
-    return adj.ExportCorpusResponse(manifest=adj.ExportManifest(record_count=count))
+def manifest(count: int, approvals: int = 0) -> adj.ExportCorpusResponse:
+    return adj.ExportCorpusResponse(
+        manifest=adj.ExportManifest(record_count=count, approval_count=approvals)
+    )
+
+
+def approval_batch(n: int) -> adj.ExportCorpusResponse:
+    found = [adj.ExportedApproval() for _ in range(n)]
+    return adj.ExportCorpusResponse(approvals=adj.ApprovalExportBatch(approvals=found))
 
 
 class TestExportTracker:
@@ -167,10 +174,23 @@ class TestExportTracker:
         assert [type(i).__name__ for i in items] == ["CorpusRecord"] * 3 + ["ExportManifest"]
         assert tracker.finish().record_count == 3
 
+    def test_records_then_approvals_then_manifest(self) -> None:
+        """Approval batches flatten too, and the manifest counts them."""
+        tracker = ExportTracker()
+        messages = (batch(1), approval_batch(2), manifest(1, 2))
+        items = [i for m in messages for i in tracker.items(m)]
+        names = [type(i).__name__ for i in items]
+        assert names == ["CorpusRecord", "ExportedApproval", "ExportedApproval", "ExportManifest"]
+
     @pytest.mark.parametrize(
         "messages",
-        [[batch(2)], [batch(2), manifest(3)], [manifest(0), batch(1)]],
-        ids=["no manifest", "count mismatch", "message after manifest"],
+        [
+            [batch(2)],
+            [batch(2), manifest(3)],
+            [manifest(0), batch(1)],
+            [approval_batch(2), manifest(0, 1)],
+        ],
+        ids=["no manifest", "count mismatch", "message after manifest", "approval mismatch"],
     )
     def test_an_incomplete_stream_is_data_loss(
         self, messages: list[adj.ExportCorpusResponse]
