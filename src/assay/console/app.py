@@ -28,7 +28,7 @@ from starlette.staticfiles import StaticFiles
 
 from assay.client.errors import AssayCallError
 from assay.console.backends import Backends
-from assay.console.pages import adjudicator, approver
+from assay.console.pages import adjudicator, approver, operator
 from assay.console.plain_words import refusal
 from assay.console.security import SecurityHeaders, csrf_ok
 from assay.console.sessions import COOKIE, Session, SessionStore, cookie_options
@@ -265,6 +265,7 @@ def routes(console: Console) -> list[Any]:
         Route("/review/{case_id}", signed_in(console, submit), methods=["POST"]),
         *adjudicator.routes(console),
         *approver.routes(console),
+        *operator.routes(console),
         Mount("/static", StaticFiles(directory=str(static)), name="static"),
     ]
 
