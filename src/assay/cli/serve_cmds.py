@@ -11,6 +11,11 @@ database) is one line naming what failed and exit code 1, with nothing left runn
 Without security flags both serve in dev mode (plaintext, every caller holds
 every role), which is allowed on loopback only and said in one warning line at
 start; ``serve_security`` turns the TLS and authentication flags into settings.
+
+The console (``assay serve console``, and ``up`` unless ``--no-console``) is HTTP: it is
+served on the same event loop beside the gRPC servers, its port refused before anything
+starts when taken, and it stops on the same signal within the same grace
+(``console_cmds`` turns its flags into settings).
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from assay.cli import console_cmds
 from assay.cli.common import CliError
 from assay.cli.serve_security import ServingSecurity, add_security_arguments, resolve_security
 from assay.runtime import loop, tracing
@@ -39,7 +45,7 @@ from assay.runtime.config import (
 )
 from assay.runtime.database_url import DatabaseTarget, parse_database_url
 from assay.runtime.gc_tuning import tune_for_serving
-from assay.runtime.logging import configure_logging
+from assay.runtime.logging import configure_logging, get_logger
 from assay.runtime.loop import LOOPS, resolve_loop
 from assay.runtime.memory import fix_allocator_thresholds
 from assay.runtime.server import (
@@ -58,7 +64,13 @@ from assay.services.registry import (
     ServeOptions,
 )
 
+if TYPE_CHECKING:  # the console's modules load only when it is served
+    from assay.console.observe import Observer
+    from assay.console.server import RunningConsole
+    from assay.console.settings import ConsoleSettings
+
 DEFAULT_DB = "assay.db"
+CONSOLE = "console"
 
 
 def _int_flag(
@@ -166,7 +178,9 @@ def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
 
 def register(subparsers: Any) -> None:
     serve = subparsers.add_parser("serve", help="serve one service in the foreground")
-    serve.add_argument("service", choices=sorted(SERVICES), help="which service")
+    serve.add_argument(
+        "service", choices=[*sorted(SERVICES), CONSOLE], help="which service (or the console)"
+    )
     serve.add_argument("--port", type=int, default=None, help="port (default: the service's own)")
     serve.add_argument(
         "--resolver",
@@ -177,6 +191,7 @@ def register(subparsers: Any) -> None:
     )
     _add_runtime_arguments(serve)
     add_security_arguments(serve, up=False)
+    console_cmds.add_console_arguments(serve, up=False)
     serve.set_defaults(handler=_serve)
 
     up = subparsers.add_parser(
@@ -186,6 +201,7 @@ def register(subparsers: Any) -> None:
     )
     _add_runtime_arguments(up)
     add_security_arguments(up, up=True)
+    console_cmds.add_console_arguments(up, up=True)
     up.set_defaults(handler=_up)
 
 
@@ -256,9 +272,14 @@ async def _build(
     return specs
 
 
-def _announcer(database: DatabaseTarget | None) -> Callable[[list[RunningService]], None]:
+def _announcer(
+    database: DatabaseTarget | None,
+    console: RunningConsole | None = None,
+    observer: Observer | None = None,
+) -> Callable[[list[RunningService]], None]:
     """The start lines: each service and its address; adjudication's names its database
-    (engine and where, the password masked)."""
+    (engine and where, the password masked); the console's its address, last. The console's
+    requests are counted in the services' metrics, once those exist."""
 
     def announce(running: list[RunningService]) -> None:
         for service in running:
@@ -266,8 +287,27 @@ def _announcer(database: DatabaseTarget | None) -> Callable[[list[RunningService
             if service.spec.name == "adjudication" and database is not None:
                 line += f" (database: {database.describe()})"
             print(line, file=sys.stderr, flush=True)
+        if console is not None:
+            _announce_console(console)
+        metrics = next((s.metrics for s in running if s.metrics is not None), None)
+        if observer is not None and metrics is not None:
+            observer.attach(metrics.registry)
 
     return announce
+
+
+def _announce_console(console: RunningConsole) -> None:
+    # Its own event: "serving" lines are the gRPC services' (transport, admission, loop).
+    get_logger("assay.console").info("console_serving", address=console.address)
+    print(f"assay console serving on {console.address}", file=sys.stderr, flush=True)
+
+
+async def _start_console(
+    settings: ConsoleSettings, grace: float, observer: Observer
+) -> RunningConsole:
+    from assay.console.server import start
+
+    return await start(settings, grace, observer)
 
 
 def _database(names: list[str], db: str) -> DatabaseTarget | None:
@@ -281,6 +321,26 @@ def _database(names: list[str], db: str) -> DatabaseTarget | None:
         raise CliError(str(error), exit_code=2) from None
 
 
+def _refuse_taken_ports(
+    host: str, ports: dict[str, int], metrics_port: int | None, console: ConsoleSettings | None
+) -> None:
+    """Before anything is opened, so a taken port is the one line printed (exit code 1)."""
+    try:
+        for name, port in ports.items():
+            refuse_taken_port(host, port, name)
+        if console is not None:
+            if console.port and console.port in ports.values():
+                raise OSError(f"--console-port {console.port} is a service's port")
+            refuse_taken_port(host, console.port, CONSOLE)
+        if metrics_port is not None:
+            taken = [*ports.values(), *([console.port] if console else [])]
+            if metrics_port and metrics_port in taken:
+                raise OSError(f"--metrics-port {metrics_port} is a service's port")
+            refuse_taken_port(host, metrics_port, "metrics")
+    except OSError as error:
+        raise CliError(str(error)) from None
+
+
 def _run(
     names: list[str],
     args: argparse.Namespace,
@@ -291,26 +351,37 @@ def _run(
     serving = resolve_security(args, "planner" in names, resolver_target, up)
     config = _config(args, serving)
     database = _database(names, args.db)
+    plan = console_cmds.ConsolePlan(None)
+    if up:
+        dial = dial_host(args.host)
+        plan = console_cmds.for_up(args, serving, {n: f"{dial}:{p}" for n, p in ports.items()})
     configure_logging(args.log_level)
-    try:  # before anything is opened, so a taken port is the one line printed
-        for name in names:
-            refuse_taken_port(args.host, ports[name], name)
-        if config.metrics_port is not None:
-            if config.metrics_port and config.metrics_port in ports.values():
-                raise OSError(f"--metrics-port {config.metrics_port} is a service's port")
-            refuse_taken_port(args.host, config.metrics_port, "metrics")
-    except OSError as error:
-        raise CliError(str(error)) from None
+    _refuse_taken_ports(args.host, {n: ports[n] for n in names}, config.metrics_port, plan.settings)
     # Off unless the standard OTEL_* environment asks for it (see assay.runtime.tracing).
     tracing.configure_from_env("assay" if up else f"assay-{names[0]}")
-    for warning in serving.warnings:
+    for warning in (*serving.warnings, *plan.warnings):
         print(f"assay: {warning}", file=sys.stderr, flush=True)
 
     async def main() -> None:
         specs = await _build(names, args, ports, resolver_target, serving)
         tune_for_serving()  # after start-up, so what it built is frozen out of collections
         fix_allocator_thresholds()  # large blocks go back to the OS from the first request on
-        await run_until_signalled(specs, config, on_started=_announcer(database))
+        console, observer = None, None
+        if plan.settings is not None:
+            from assay.console.observe import Observer
+
+            observer = Observer()
+            try:
+                console = await _start_console(plan.settings, config.grace_seconds, observer)
+            except BaseException:
+                await close_specs(specs)
+                raise
+        await run_until_signalled(
+            specs,
+            config,
+            on_started=_announcer(database, console, observer),
+            on_stopping=console.stop if console is not None else None,
+        )
         tracing.uninstall()  # sends the spans still buffered: the exit below would drop them
         _exit_now()
 
@@ -331,7 +402,59 @@ def _exit_now() -> None:
     os._exit(0)
 
 
+def _serve_console(args: argparse.Namespace) -> int:
+    """``assay serve console``: the console alone, until SIGTERM/SIGINT, then drained
+    within the grace; its requests counted on ``--metrics-port`` when given."""
+    port = args.console_port if args.port is None else args.port
+    if not 0 <= port <= 65535:
+        raise CliError(f"--port {port} is not a valid port")
+    if args.grace < 0:
+        raise CliError("--grace must not be negative")
+    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+        raise CliError(f"--metrics-port {args.metrics_port} is not a valid port")
+    try:
+        resolve_loop(args.event_loop)
+    except ValueError as error:
+        raise CliError(f"--event-loop: {error}") from None
+    settings = console_cmds.for_serve(args, port)
+    configure_logging(args.log_level)
+    _refuse_taken_ports(args.host, {}, args.metrics_port, settings)
+    tracing.configure_from_env(f"assay-{CONSOLE}")
+    if settings.dev_mode:
+        print(f"assay: {console_cmds.DEV_MODE_WARNING}", file=sys.stderr, flush=True)
+    config = ServerConfig(host=args.host, grace_seconds=args.grace)
+
+    async def main() -> None:
+        from assay.console.observe import Observer
+
+        observer = Observer()
+        metrics = None
+        if args.metrics_port is not None:
+            from assay.runtime.metrics import Metrics
+
+            metrics = Metrics()
+            await metrics.serve(args.host, args.metrics_port)
+            observer.attach(metrics.registry)
+        try:
+            console = await _start_console(settings, args.grace, observer)
+            _announce_console(console)
+            await run_until_signalled([], config, on_stopping=console.stop)
+        finally:
+            if metrics is not None:
+                await metrics.close()
+        tracing.uninstall()
+        _exit_now()
+
+    try:
+        loop.run(main(), args.event_loop)
+    except OSError as error:  # "could not bind HOST:PORT for console: the port is in use"
+        raise CliError(str(error)) from None
+    return 0
+
+
 def _serve(args: argparse.Namespace) -> int:
+    if args.service == CONSOLE:
+        return _serve_console(args)
     entry = SERVICES[args.service]
     port = entry.default_port if args.port is None else args.port
     if not 0 <= port <= 65535:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -22,23 +23,26 @@ from google.protobuf import json_format
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from assay.client.errors import AssayCallError
 from assay.console.backends import Backends
+from assay.console.observe import Observer, RequestLog
 from assay.console.pages import adjudicator, approver, operator
 from assay.console.plain_words import refusal
 from assay.console.security import SecurityHeaders, csrf_ok
 from assay.console.sessions import COOKIE, Session, SessionStore, cookie_options
-from assay.console.settings import ConsoleSettings
+from assay.console.settings import DEV_MODE_ISSUER, ConsoleSettings
 from assay.runtime.auth.dev_credentials import DEV_ISSUER, DevCredentials
 from assay.transport import is_loopback
 from assay.v1 import adjudication_service_pb2 as adj
 
 Handler = Callable[[Request, Session], Awaitable[Response]]
 QUEUE_PAGE = 50
+# A name typed at the dev-mode sign-in: what a subject looks like, nothing to escape.
+DEV_MODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 
 
 class Console:
@@ -135,9 +139,14 @@ def _begin(console: Console, response: Response, session: Session) -> Response:
 def routes(console: Console) -> list[Any]:
     settings = console.settings
 
+    def from_loopback(request: Request) -> bool:
+        return is_loopback(request.client.host if request.client else "")
+
     def dev_enabled(request: Request) -> bool:
-        client = request.client.host if request.client else ""
-        return settings.dev_credentials is not None and is_loopback(client)
+        return settings.dev_credentials is not None and from_loopback(request)
+
+    def dev_mode(request: Request) -> bool:
+        return settings.dev_mode and from_loopback(request)
 
     def dev_names() -> list[str]:
         assert settings.dev_credentials is not None
@@ -151,10 +160,33 @@ def routes(console: Console) -> list[Any]:
             "signin.html",
             next=nxt,
             dev_names=dev_names() if dev_enabled(request) else [],
+            dev_mode=dev_mode(request),
             oidc=bool(settings.oidc_issuer),
         )
 
+    async def signin_typed(request: Request) -> Response:
+        """Dev mode: the services authenticate nobody, so the typed name is who acts."""
+        form = await request.form()
+        name = str(form.get("name", "")).strip()
+        if not DEV_MODE_NAME.fullmatch(name):
+            return console.render(
+                request,
+                "signin.html",
+                400,
+                next=_safe_next(str(form.get("next", "/"))),
+                dev_names=[],
+                dev_mode=True,
+                oidc=bool(settings.oidc_issuer),
+                problem="Type a name: letters, digits, and . _ @ - (at most 64).",
+            )
+        ends = time.time() + settings.session_lifetime.total_seconds()
+        session = console.sessions.create(DEV_MODE_ISSUER, name, "", ends, name=name)
+        target = _safe_next(str(form.get("next", "/")))
+        return _begin(console, RedirectResponse(target, status_code=303), session)
+
     async def signin_dev(request: Request) -> Response:
+        if dev_mode(request):
+            return await signin_typed(request)
         if not dev_enabled(request):
             return Response("dev sign-in is not enabled", status_code=404)
         form = await request.form()
@@ -173,6 +205,13 @@ def routes(console: Console) -> list[Any]:
         response = RedirectResponse("/signin", status_code=303)
         response.delete_cookie(COOKIE, path="/", secure=True, httponly=True, samesite="lax")
         return response
+
+    async def healthz(request: Request) -> Response:
+        """200 while every service the console calls answers its health check, else 503."""
+        assert console.backends is not None
+        services = await console.backends.usable()
+        status = 200 if all(services.values()) else 503
+        return JSONResponse({"serving": status == 200, "services": services}, status)
 
     async def home(request: Request, session: Session) -> Response:
         return console.render(request, "home.html", session=session)
@@ -256,6 +295,7 @@ def routes(console: Console) -> list[Any]:
 
     static = resources.files("assay.console") / "static"
     return [
+        Route("/healthz", healthz),
         Route("/signin", signin),
         Route("/signin/dev", signin_dev, methods=["POST"]),
         Route("/signout", signed_in(console, signout), methods=["POST"]),
@@ -270,8 +310,13 @@ def routes(console: Console) -> list[Any]:
     ]
 
 
-def build_app(settings: ConsoleSettings, sessions: SessionStore | None = None) -> Starlette:
-    """The console application over ``settings`` (checked here)."""
+def build_app(
+    settings: ConsoleSettings,
+    sessions: SessionStore | None = None,
+    observer: Observer | None = None,
+) -> Starlette:
+    """The console application over ``settings`` (checked here); each request is logged, and
+    counted once ``observer`` has metrics."""
     settings.check()
     console = Console(settings, sessions)
 
@@ -285,5 +330,6 @@ def build_app(settings: ConsoleSettings, sessions: SessionStore | None = None) -
 
     app = Starlette(routes=routes(console), lifespan=lifespan)
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(RequestLog, observer=observer or Observer())
     app.state.console = console
     return app

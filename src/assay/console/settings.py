@@ -11,6 +11,8 @@ from pathlib import Path
 from assay.transport import is_loopback
 
 DEFAULT_PORT = 8080
+# The issuer a dev-mode session names: the person typed a name, nobody vouched for it.
+DEV_MODE_ISSUER = "assay-dev-mode"
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,10 @@ class ConsoleSettings:
     # Dev sign-in: a folder written by `assay dev-credentials`; its example principals' tokens
     # are offered on the sign-in page. Loopback only (``check``).
     dev_credentials: Path | None = None
+    # Dev mode: the services authenticate nobody (``assay up`` without credentials), so a
+    # person signs in by typing the name to act as and every call carries no token. Loopback
+    # only (``check``); the pages say it is dev mode.
+    dev_mode: bool = False
     # How long a signed-in session lasts at most (it ends sooner with its token).
     session_lifetime: timedelta = timedelta(hours=8)
 
@@ -59,6 +65,13 @@ class ConsoleSettings:
                 "the dev sign-in (--dev-credentials) is served on loopback only; "
                 f"{self.host} is not a loopback address"
             )
+        if self.dev_mode and not is_loopback(self.host):
+            raise ValueError(
+                "the console's dev mode (sign in by typing a name, no credentials) is served "
+                f"on loopback only; {self.host} is not a loopback address"
+            )
+        if self.dev_mode and self.dev_credentials is not None:
+            raise ValueError("dev mode and --dev-credentials exclude each other")
         if not self.https and not is_loopback(self.host):
             raise ValueError(
                 f"the console serves plain HTTP on loopback only: give --tls-cert and --tls-key "
@@ -68,7 +81,7 @@ class ConsoleSettings:
             raise ValueError("--tls-cert and --tls-key go together")
         if bool(self.oidc_issuer) != bool(self.oidc_client_id):
             raise ValueError("--oidc-issuer and --oidc-client-id go together")
-        if not self.oidc_issuer and self.dev_credentials is None:
+        if not self.oidc_issuer and self.dev_credentials is None and not self.dev_mode:
             raise ValueError(
                 "no way to sign in: give --oidc-issuer and --oidc-client-id, or (on loopback) "
                 "--dev-credentials DIR"

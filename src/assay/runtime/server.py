@@ -306,10 +306,13 @@ async def run_until_signalled(
     specs: Sequence[ServiceSpec],
     config: ServerConfig,
     on_started: Callable[[list[RunningService]], None] | None = None,
+    on_stopping: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Serve ``specs`` until SIGTERM or SIGINT, then shut down gracefully.
 
-    A start that fails has closed what it opened and re-raises (``OSError`` for a port)."""
+    ``on_stopping`` runs on the signal, beside the services' own drain (the console hosted
+    in the same process stops with them, within the same grace). A start that fails has
+    closed what it opened and re-raises (``OSError`` for a port)."""
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for sig in _SIGNALS:
@@ -322,7 +325,10 @@ async def run_until_signalled(
             await stopping.wait()
             _log.info("shutdown_requested", grace_seconds=config.grace_seconds)
         finally:
-            await stop(running, config.grace_seconds)
+            await asyncio.gather(
+                stop(running, config.grace_seconds),
+                *([] if on_stopping is None else [on_stopping()]),
+            )
     finally:
         for sig in _SIGNALS:
             loop.remove_signal_handler(sig)
