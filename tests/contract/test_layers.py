@@ -4,7 +4,9 @@ The contracts in ``pyproject.toml`` say which way imports may point: each servic
 rules know no gRPC, protobuf or database driver, every service's layers run one way
 (wiring, adapters, use cases, bulk path or storage, messages, domain), the runtime and
 the CLI reach a service only through the registry, and the client library imports nothing
-from the server side. A file tree can show layers; only a check keeps them.
+from the server side. The console reaches the services through that client library only,
+and only the CLI's serve wiring imports it. A file tree can show layers; only a check keeps
+them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 REGISTRY_CONTRACT = "The runtime and the CLI reach a service only through the registry"
+CONSOLE_HOST_CONTRACT = "Nothing imports the console but the CLI's serve wiring"
 
 
 def lint_imports(*args: str) -> subprocess.CompletedProcess[str]:
@@ -78,3 +81,25 @@ class TestLayers:
         assert result.returncode != 0
         assert f"{REGISTRY_CONTRACT} BROKEN" in result.stdout
         assert "assay.cli.export_events -> assay.services.adjudication.domain" in result.stdout
+
+    def test_the_console_contract_sees_the_serve_wiring(self, tmp_path: Path) -> None:
+        """Without its named exceptions the console contract finds ``assay serve``'s real
+        import of the console, so the exceptions are what keeps it, not a wrong name."""
+        config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+        [contract] = [c for c in config["contracts"] if c["name"] == CONSOLE_HOST_CONTRACT]
+        forbidden = ", ".join(f'"{m}"' for m in contract["forbidden_modules"])
+        sources = ", ".join(f'"{m}"' for m in contract["source_modules"])
+        path = tmp_path / "no_exceptions.toml"
+        path.write_text(
+            "[tool.importlinter]\n"
+            'root_packages = ["assay"]\n\n'
+            "[[tool.importlinter.contracts]]\n"
+            f'name = "{CONSOLE_HOST_CONTRACT}"\n'
+            'type = "forbidden"\n'
+            f"source_modules = [{sources}]\n"
+            f"forbidden_modules = [{forbidden}]\n"
+        )
+        result = lint_imports("--config", str(path))
+        assert result.returncode != 0
+        assert f"{CONSOLE_HOST_CONTRACT} BROKEN" in result.stdout
+        assert "assay.cli.serve_cmds -> assay.console" in result.stdout
