@@ -136,6 +136,34 @@ class TestExecutorCli:
         assert done.stderr.strip().count("\n") == 0
         assert value in done.stderr
 
+    def test_a_local_approval_is_refused_on_a_run_with_an_identity(self) -> None:
+        """--approve is dev mode only: with a token the run must ask the approval service,
+        so the two are never combined; refused before anything runs."""
+        done = run(
+            "executor",
+            "run",
+            "examples/executor/idempotency-conflict.json",
+            "--subject",
+            "api:checkout.submit",
+            "--predicate",
+            "idempotency.mode",
+            "--approve",
+            "RERUN_TEST",
+            "--token",
+            "header.payload.signature",
+            timeout=30,
+        )
+        assert done.returncode == 1
+        assert "--approve is a local, dev-mode approval" in done.stderr
+        assert "ApprovalService" in done.stderr
+
+    def test_the_local_approval_says_what_it_is(self) -> None:
+        """The help says --approve is local, unrecorded, and names the wait flag's env twin."""
+        done = run("executor", "run", "--help", timeout=30)
+        text = " ".join(done.stdout.split())
+        assert "not recorded in the ledger" in text
+        assert "ASSAY_APPROVAL_WAIT" in text
+
     def test_no_services_running_is_a_one_line_error(self) -> None:
         """Against nothing listening, the executor says which service is unreachable."""
         done = run(

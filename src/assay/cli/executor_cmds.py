@@ -2,17 +2,25 @@
 
 ``executor run`` loads an evidence file and runs the loop for one target
 against running services (``assay up``), within the side effects granted with
-``--grant`` and the probes approved with ``--approve``; ``--case`` collects
-the gold labels of earlier human-review cases. Its credential flags (``--ca``,
-``--token-file``, …) go with every call to all three services, so the run acts
-as one principal (enqueueing and collecting gold labels need ``operator``).
-``demo`` needs nothing running.
+``--grant``; ``--case`` collects the gold labels of earlier human-review cases.
+Its credential flags (``--ca``, ``--token-file``, …) go with every call to all
+three services, so the run acts as one principal (enqueueing, collecting gold
+labels and asking for approvals need ``operator``).
+
+Approvals: a run that carries an identity (a token, or a client certificate)
+asks the adjudication service's ApprovalService for a REQUIRES_APPROVAL
+candidate, waits up to ``--approval-wait`` seconds for approvers to decide, and
+acts only on a grant it consumed. ``--approve PROBE_KIND`` is the dev-mode
+stand-in (approved by whoever runs the executor, never recorded in the ledger):
+it is refused on a run with an identity, so the two never mix and a recorded
+approval is never silently skipped. ``demo`` needs nothing running.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import shlex
 from pathlib import Path
@@ -35,9 +43,12 @@ from assay.cli.common import (
 from assay.client.builders import enum_number
 from assay.client.credentials import Credentials
 from assay.client.errors import AssayCallError, UnavailableError
-from assay.runtime.config import env_str
+from assay.runtime.config import env_float, env_str
 from assay.v1 import plan_pb2
 
+DEFAULT_APPROVAL_WAIT = 300.0
+# The server's longest pending lifetime by default: a wait past it could not be requested.
+MAX_APPROVAL_WAIT = 86_400.0
 TARGETS = (
     ("resolver", "127.0.0.1:50051"),
     ("planner", "127.0.0.1:50052"),
@@ -68,7 +79,22 @@ def register(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="PROBE_KIND",
-        help="approve a REQUIRES_APPROVAL probe kind, e.g. RERUN_TEST (repeatable; recorded)",
+        help=(
+            "dev mode only: approve a REQUIRES_APPROVAL probe kind locally, e.g. RERUN_TEST "
+            "(repeatable). A local approval by whoever runs the executor, shown in the report "
+            "but not recorded in the ledger; refused with a token or client certificate, "
+            "where approvals go through the authenticated adjudication service"
+        ),
+    )
+    run.add_argument(
+        "--approval-wait",
+        type=float,
+        default=env_float("ASSAY_APPROVAL_WAIT", DEFAULT_APPROVAL_WAIT),
+        metavar="SECONDS",
+        help=(
+            "how long to wait for approvers to decide a requested approval; the request "
+            f"expires then (default {DEFAULT_APPROVAL_WAIT:g}; env ASSAY_APPROVAL_WAIT)"
+        ),
     )
     run.add_argument("--artifact", type=Path, help="VERIFY_ARTIFACT_HASH: the file to hash")
     run.add_argument("--repo", type=Path, help="INSPECT_VCS_STATE: the git work tree")
@@ -127,11 +153,14 @@ def _settings(args: argparse.Namespace) -> Any:
         raise CliError("--max-iterations must be at least 1")
     if args.test_timeout <= 0 or args.timeout <= 0:
         raise CliError("--timeout and --test-timeout must be positive")
+    if not 0 < args.approval_wait <= MAX_APPROVAL_WAIT:
+        raise CliError(f"--approval-wait must be in (0, {MAX_APPROVAL_WAIT:g}] seconds")
     return Settings(
         subject=args.subject,
         predicate=args.predicate,
         granted=_names(args.grant, plan_pb2.SideEffectClass, "SIDE_EFFECT_CLASS_", "--grant"),
         approvals=_names(args.approve, plan_pb2.ProbeKind, "PROBE_KIND_", "--approve"),
+        approval_wait=args.approval_wait,
         tenant=args.tenant,
         cases=tuple(args.case),
         max_iterations=args.max_iterations,
@@ -152,6 +181,12 @@ def _run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     evidence = read_evidence(args.file)
     credentials = credentials_from_args(args)
+    if settings.approvals and has_identity(credentials):
+        raise CliError(
+            "--approve is a local, dev-mode approval; this run carries an identity, so "
+            "approvals go through the adjudication service's ApprovalService (drop --approve; "
+            "an approver decides with `assay approval approve`)"
+        )
     out = _console()
     quiet = args.output in ("json", "jsonl")
     listener = None if quiet else (lambda event: print_event(out, event))
@@ -195,18 +230,36 @@ async def _execute(
     credentials: Credentials | None,
 ) -> Any:
     from assay.client import AsyncAdjudicationClient, AsyncPlannerClient, AsyncResolverClient
+    from assay.client.approvals import AsyncApprovalClient
     from assay.executor.loop import Executor, Services
 
     timeout = args.timeout
-    async with (
-        AsyncResolverClient(args.resolver, timeout=timeout, credentials=credentials) as resolver,
-        AsyncPlannerClient(args.planner, timeout=timeout, credentials=credentials) as planner,
-        AsyncAdjudicationClient(
-            args.adjudication, timeout=timeout, credentials=credentials
-        ) as adjudication,
-    ):
-        services = Services(resolver, planner, adjudication)
+    async with contextlib.AsyncExitStack() as stack:
+        enter = stack.enter_async_context
+        resolver = await enter(
+            AsyncResolverClient(args.resolver, timeout=timeout, credentials=credentials)
+        )
+        planner = await enter(
+            AsyncPlannerClient(args.planner, timeout=timeout, credentials=credentials)
+        )
+        adjudication = await enter(
+            AsyncAdjudicationClient(args.adjudication, timeout=timeout, credentials=credentials)
+        )
+        approvals = None
+        if has_identity(credentials):
+            approvals = await enter(
+                AsyncApprovalClient(args.adjudication, timeout=timeout, credentials=credentials)
+            )
+        services = Services(resolver, planner, adjudication, approvals)
         return await Executor(services, settings, listener).run(evidence)
+
+
+def has_identity(credentials: Credentials | None) -> bool:
+    """Whether the run presents who it is (a token or a client certificate): then the
+    deployment authenticates, and approvals are asked for, never given locally."""
+    if credentials is None:
+        return False
+    return bool(credentials.token or credentials.token_file or credentials.client_cert)
 
 
 def _demo(args: argparse.Namespace) -> int:

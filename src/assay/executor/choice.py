@@ -5,9 +5,11 @@ first and takes the first candidate that passes every check here, recording
 why each better-ranked one was skipped. The checks do not trust the plan
 blindly: a candidate the plan calls AVAILABLE still runs only if this run's
 own policy grants every side effect it needs (the plan may have been computed
-under another policy). A REQUIRES_APPROVAL candidate runs only when the
-operator approved its probe kind explicitly (``--approve PROBE_KIND``), and
-the grants that approval stood in for are recorded in the report.
+under another policy). A REQUIRES_APPROVAL candidate is taken only when it
+can be approved: through the approval service (``ask``: the loop then asks
+people and acts only on a consumed grant), or, in dev mode, when whoever runs
+the executor approved its probe kind locally (``--approve PROBE_KIND``). Either
+way the grants the approval stands in for are recorded in the report.
 """
 
 from __future__ import annotations
@@ -35,11 +37,13 @@ def side_effects(numbers: Iterable[int]) -> list[str]:
 
 @dataclass(frozen=True)
 class Choice:
-    """The candidate to act on (if any), the ones skipped before it, and approvals used."""
+    """The candidate to act on (if any), the ones skipped before it, and approvals used.
+    ``ask``: the candidate needs the approval service's consumed grant before it runs."""
 
     candidate: plan_pb2.AcquisitionCandidate | None
     skipped: tuple[Skip, ...]
     approved_grants: tuple[str, ...] = ()
+    ask: bool = False
 
 
 def choose(
@@ -47,8 +51,11 @@ def choose(
     settings: Settings,
     tried: set[str],
     configured: Callable[[str], bool],
+    can_ask: bool = False,
 ) -> Choice:
-    """The best-ranked candidate this run may act on, with a reason for every one passed over."""
+    """The best-ranked candidate this run may act on, with a reason for every one passed over.
+    ``can_ask``: an approval service is at hand, so REQUIRES_APPROVAL candidates are taken
+    (to be asked for) and local approvals do not apply."""
     skipped: list[Skip] = []
     for candidate in candidates:
         probe = probe_name(candidate)
@@ -62,7 +69,8 @@ def choose(
         elif candidate.availability == plan_pb2.AVAILABILITY_AVAILABLE:
             reason = SkipReason.NOT_GRANTED if missing else None
         elif candidate.availability == plan_pb2.AVAILABILITY_REQUIRES_APPROVAL:
-            reason = None if probe in settings.approvals else SkipReason.NEEDS_APPROVAL
+            approvable = can_ask or probe in settings.approvals
+            reason = None if approvable else SkipReason.NEEDS_APPROVAL
         else:  # UNAVAILABLE / FORBIDDEN are never ranked; never act on one if they were
             reason = SkipReason.NOT_GRANTED
         if reason is None and not configured(probe):
@@ -71,5 +79,6 @@ def choose(
             skipped.append(Skip(candidate.candidate_id, reason))
             continue
         approved = tuple(missing) if missing else ()
-        return Choice(candidate, tuple(skipped), approved)
+        asks = can_ask and candidate.availability == plan_pb2.AVAILABILITY_REQUIRES_APPROVAL
+        return Choice(candidate, tuple(skipped), approved, asks)
     return Choice(None, tuple(skipped))

@@ -5,9 +5,12 @@ One run, for one target (subject, predicate):
 1. gold labels of the cases it is given come back as claims (``review.py``);
 2. each iteration resolves the evidence; RESOLVED ends the run;
 3. otherwise it asks the planner, takes the best candidate it may act on
-   (``choice.py``), performs it, and adds the claims it yielded;
+   (``choice.py``), performs it, and adds the claims it yielded; a candidate
+   that REQUIRES_APPROVAL is first asked for through the approval service
+   (``approval.py``) when the run has one, and performed only on a consumed grant;
 4. it stops when the predicate resolves, when a human-review case now waits
-   for reviewers, when no ranked candidate may be acted on, or after
+   for reviewers, when no ranked candidate may be acted on, when an approval it
+   asked for ends without a grant to use (APPROVAL_*), or after
    ``max_iterations``.
 
 Local probes block (files, ``git``, a test command), so they run in a worker
@@ -18,6 +21,7 @@ probe must not stall them.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable
@@ -25,14 +29,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assay.client.adjudication_async import AsyncAdjudicationClient
+from assay.client.approvals import AsyncApprovalClient
 from assay.client.builders import acquisition_policy, plan_request
 from assay.client.errors import AssayCallError
 from assay.client.planner import AsyncPlannerClient
 from assay.client.resolver import AsyncResolverClient
 from assay.executor import local_probes
-from assay.executor.choice import choose, probe_name, short_name
+from assay.executor.approval import Ask, approval_reason, ask_and_wait
+from assay.executor.choice import Choice, choose, probe_name, short_name, side_effects
 from assay.executor.model import (
+    APPROVAL_STOPS,
     Acquisition,
+    ApprovalAsked,
+    ApprovalOutcome,
+    ApprovalRecord,
     Outcome,
     ProbeResult,
     RunReport,
@@ -44,16 +54,19 @@ from assay.executor.model import (
 from assay.executor.review import collect_gold_label, enqueue_review
 from assay.v1 import claim_pb2, plan_pb2, planner_service_pb2, resolution_pb2
 
-Listener = Callable[[Step | Acquisition], None]
+Listener = Callable[[Step | Acquisition | ApprovalAsked], None]
 
 
 @dataclass
 class Services:
-    """The clients a run talks to; without adjudication, HUMAN_REVIEW is not configured."""
+    """The clients a run talks to; without adjudication, HUMAN_REVIEW is not configured;
+    with ``approvals`` (the adjudication service's ApprovalService, as an authenticated
+    principal), REQUIRES_APPROVAL candidates are asked for there."""
 
     resolver: AsyncResolverClient
     planner: AsyncPlannerClient
     adjudication: AsyncAdjudicationClient | None = None
+    approvals: AsyncApprovalClient | None = None
 
 
 def status_name(resolution: resolution_pb2.SemanticResolution) -> str:
@@ -66,6 +79,11 @@ class Executor:
     def __init__(
         self, services: Services, settings: Settings, on_event: Listener | None = None
     ) -> None:
+        if services.approvals is not None and settings.approvals:
+            # Never both: a local approval must not stand in for, or mix with, a recorded one.
+            raise ValueError(
+                "local approvals (--approve) cannot be combined with the approval service"
+            )
         self.services = services
         self.settings = settings
         self.on_event = on_event or (lambda _event: None)
@@ -106,16 +124,27 @@ class Executor:
                 self._step(report, iteration, resolution)
                 break
             plan = (await self.services.planner.plan_evidence(self._plan_request(working))).plan
-            choice = choose(plan.candidates, settings, self.tried, self.configured)
+            can_ask = self.services.approvals is not None
+            choice = choose(plan.candidates, settings, self.tried, self.configured, can_ask)
             if choice.candidate is None:
                 report.stop_reason = StopReason.NO_ACTIONABLE_CANDIDATE
                 self._step(report, iteration, resolution, choice.skipped)
                 break
+            approval = await self._ask(choice, resolution) if choice.ask else None
+            if approval is not None and approval.outcome is not ApprovalOutcome.CONSUMED:
+                self.tried.add(choice.candidate.candidate_id)
+                report.stop_reason = APPROVAL_STOPS[approval.outcome]
+                self._step(report, iteration, resolution, choice.skipped, approval=approval)
+                break
             acquisition, claims = await self._acquire(
-                choice.candidate, resolution, choice.approved_grants, iteration
+                choice.candidate,
+                resolution,
+                choice.approved_grants,
+                iteration,
+                approval.approval_id if approval is not None else "",
             )
             working.claims.extend(claims)
-            self._step(report, iteration, resolution, choice.skipped, acquisition)
+            self._step(report, iteration, resolution, choice.skipped, acquisition, approval)
             if acquisition.outcome is Outcome.CASE_ENQUEUED:
                 report.pending_cases.append(acquisition.case_id)
                 report.stop_reason = StopReason.AWAITING_REVIEW
@@ -147,6 +176,7 @@ class Executor:
         resolution: resolution_pb2.SemanticResolution,
         skipped: tuple[Skip, ...] = (),
         acquisition: Acquisition | None = None,
+        approval: ApprovalRecord | None = None,
     ) -> None:
         step = Step(
             iteration=iteration,
@@ -155,13 +185,41 @@ class Executor:
             support=resolution.leader.support,
             skipped=skipped,
             acquisition=acquisition,
+            approval=approval,
         )
         report.steps.append(step)
-        if acquisition is not None and acquisition.approved_grants:
-            report.approvals_used.append(
-                f"{acquisition.probe}: {', '.join(acquisition.approved_grants)}"
-            )
+        if acquisition is not None and (acquisition.approved_grants or acquisition.approval_id):
+            grants = ", ".join(acquisition.approved_grants) or "no missing grants"
+            if acquisition.approval_id and approval is not None:
+                by = ", ".join(approval.decided_by)
+                used = f"approval {acquisition.approval_id} granted by {by}, consumed by this run"
+            else:
+                used = "local --approve (not recorded in the ledger)"
+            report.approvals_used.append(f"{acquisition.probe}: {grants} — {used}")
         self.on_event(step)
+
+    async def _ask(
+        self, choice: Choice, resolution: resolution_pb2.SemanticResolution
+    ) -> ApprovalRecord:
+        """Ask the approval service for the chosen candidate and wait for a usable grant."""
+        assert self.services.approvals is not None
+        assert choice.candidate is not None
+        candidate = choice.candidate
+        probe = probe_name(candidate)
+        missing = side_effects(candidate.missing_grants) or list(choice.approved_grants)
+        reason = approval_reason(
+            self.run_tag,
+            self.settings,
+            status_name(resolution),
+            probe,
+            candidate.candidate_id,
+            missing,
+        )
+        # One key per run and candidate: a retried request is the same request, not a second.
+        digest = candidate.candidate_digest.removeprefix("sha256:")[:32]
+        request_id = f"executor-{self.run_tag}-{digest}"
+        ask = Ask(candidate, probe, reason, request_id)
+        return await ask_and_wait(self.services.approvals, self.settings, ask, self.on_event)
 
     async def _collect(self, report: RunReport, working: claim_pb2.Evidence) -> None:
         """Gold labels of the given cases, as claims, before the first resolution."""
@@ -190,6 +248,7 @@ class Executor:
         resolution: resolution_pb2.SemanticResolution,
         approved_grants: tuple[str, ...],
         iteration: int,
+        approval_id: str = "",
     ) -> tuple[Acquisition, tuple[claim_pb2.Claim, ...]]:
         probe = probe_name(candidate)
         self.tried.add(candidate.candidate_id)
@@ -201,6 +260,8 @@ class Executor:
         acquisition = self._record(
             probe, candidate.candidate_id, declared, result, latency, approved_grants, cost
         )
+        if approval_id:
+            acquisition = dataclasses.replace(acquisition, approval_id=approval_id)
         return acquisition, result.claims
 
     async def _perform(

@@ -2,7 +2,8 @@
 
 The executor is the only Assay component that acts, so everything it did must
 be reconstructable from its report: which candidate it took and why that one,
-which it skipped and why, whether an operator approval was used (and for which
+which it skipped and why, which approval it acted under (a recorded one from the
+approval service, named by its id, or a local ``--approve``, and for which
 grants), and for each acquisition its observed latency and outcome next to the
 planner's declared latency class, so the catalogue's authored classes can be
 checked against reality.
@@ -46,12 +47,39 @@ class StopReason(StrEnum):
     AWAITING_REVIEW = "AWAITING_REVIEW"
     NO_ACTIONABLE_CANDIDATE = "NO_ACTIONABLE_CANDIDATE"
     ITERATION_LIMIT = "ITERATION_LIMIT"
+    # An approval was asked for and never became a consumed grant: nothing was done.
+    APPROVAL_DENIED = "APPROVAL_DENIED"  # an approver denied it (their reason is shown)
+    APPROVAL_EXPIRED = "APPROVAL_EXPIRED"  # not decided (or not used) before it expired
+    APPROVAL_REVOKED = "APPROVAL_REVOKED"  # withdrawn by the requester or an operator
+    APPROVAL_TIMEOUT = "APPROVAL_TIMEOUT"  # still pending when the run stopped waiting
+    APPROVAL_REFUSED = "APPROVAL_REFUSED"  # the approval service refused the request or use
+
+
+class ApprovalOutcome(StrEnum):
+    """What asking the approval service for one candidate came to."""
+
+    CONSUMED = "CONSUMED"  # granted, and used once by this run: the only one that acts
+    DENIED = "DENIED"
+    EXPIRED = "EXPIRED"
+    REVOKED = "REVOKED"
+    TIMEOUT = "TIMEOUT"
+    REFUSED = "REFUSED"
+
+
+# How a run that asked and may not act ends.
+APPROVAL_STOPS = {
+    ApprovalOutcome.DENIED: StopReason.APPROVAL_DENIED,
+    ApprovalOutcome.EXPIRED: StopReason.APPROVAL_EXPIRED,
+    ApprovalOutcome.REVOKED: StopReason.APPROVAL_REVOKED,
+    ApprovalOutcome.TIMEOUT: StopReason.APPROVAL_TIMEOUT,
+    ApprovalOutcome.REFUSED: StopReason.APPROVAL_REFUSED,
+}
 
 
 class SkipReason(StrEnum):
     """Why a ranked candidate was not taken."""
 
-    NEEDS_APPROVAL = "NEEDS_APPROVAL"  # REQUIRES_APPROVAL and no --approve for its probe
+    NEEDS_APPROVAL = "NEEDS_APPROVAL"  # REQUIRES_APPROVAL, no approval service, no --approve
     NOT_GRANTED = "NOT_GRANTED"  # AVAILABLE per the plan but a side effect is not granted here
     NOT_IMPLEMENTED = "NOT_IMPLEMENTED"
     NOT_CONFIGURED = "NOT_CONFIGURED"  # e.g. VERIFY_ARTIFACT_HASH without an artifact path
@@ -77,7 +105,10 @@ class Settings:
     subject: str
     predicate: str
     granted: frozenset[str] = frozenset()  # SideEffectClass short names
-    approvals: frozenset[str] = frozenset()  # ProbeKind short names the operator approved
+    # ProbeKind short names approved locally (--approve): by whoever runs the executor, not
+    # recorded in the ledger; a dev-mode convenience, never combined with the approval service.
+    approvals: frozenset[str] = frozenset()
+    approval_wait: float = 300.0  # seconds to wait for the approval service's decision
     cloud_sync_allowed: bool = False
     egress_allowed: bool = False
     tenant: str = "default"
@@ -115,9 +146,10 @@ class Acquisition:
     latency_seconds: float
     declared_latency: str  # the planner's class: SECONDS, MINUTES or HOURS
     declared_cost: str = ""  # the planner's class: LOW, MEDIUM or HIGH (no measure of it here)
-    approved_grants: tuple[str, ...] = ()  # non-empty only when run under --approve
+    approved_grants: tuple[str, ...] = ()  # the grants an approval stood in for
     claim_ids: tuple[str, ...] = ()
     case_id: str = ""
+    approval_id: str = ""  # the consumed approval it ran under ("": none, or a local --approve)
 
     @property
     def within_declared_latency(self) -> bool | None:
@@ -126,6 +158,30 @@ class Acquisition:
             return True  # open-ended: anything up to days fits
         bound = LATENCY_BAND_BOUNDS.get(self.declared_latency)
         return None if bound is None else self.latency_seconds < bound
+
+
+@dataclass(frozen=True)
+class ApprovalAsked:
+    """An approval this run asked for and now waits on (printed as it happens)."""
+
+    approval_id: str
+    probe: str
+    candidate_id: str
+    tenant: str
+    quorum: int  # distinct approvers needed, none of them the requester
+    requester: str
+    wait_seconds: float
+
+
+@dataclass(frozen=True)
+class ApprovalRecord:
+    """How an asked-for approval ended for this run. ``reason`` is the denier's or
+    revoker's text, or why the service refused: untrusted, shown as data."""
+
+    approval_id: str  # "" when the service refused the request itself
+    outcome: ApprovalOutcome
+    decided_by: tuple[str, ...] = ()  # who approved (CONSUMED) or denied / revoked
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -138,6 +194,7 @@ class Step:
     support: float  # the leader's support, for display only
     skipped: tuple[Skip, ...] = ()
     acquisition: Acquisition | None = None
+    approval: ApprovalRecord | None = None  # the approval asked for this step, if any
 
 
 @dataclass

@@ -2,8 +2,10 @@
 
 Both ``assay executor run`` and ``assay demo`` print through here, so the
 newcomer's first look and the operator's daily tool describe a run the same
-way. Approvals are always printed: an action taken on an operator's approval
-must be visible in the output, not only in a log.
+way. Approvals are always printed: an action taken on an approval must be
+visible in the output, not only in a log: a recorded one by its id and its
+approvers, a local ``--approve`` as what it is (whoever ran the executor, not in
+the ledger). An approver's reason is someone else's text, shown as data.
 
 What a run shows of data (leaders, probe details, case ids, skip reasons) goes into the
 markup through ``assay.safe_text.markup``: escaped and never read as markup. ``report_dict``
@@ -18,7 +20,15 @@ from typing import Any
 from google.protobuf import json_format
 from rich.console import Console
 
-from assay.executor.model import Acquisition, Outcome, RunReport, Step
+from assay.executor.model import (
+    Acquisition,
+    ApprovalAsked,
+    ApprovalOutcome,
+    ApprovalRecord,
+    Outcome,
+    RunReport,
+    Step,
+)
 from assay.safe_text import markup as escape
 
 OUTCOME_STYLE = {
@@ -54,28 +64,60 @@ def acquisition_text(acquisition: Acquisition) -> str:
         timing += f" (cost {escape(acquisition.declared_cost)})"
     if fits is False:
         timing += " [red](slower than declared)[/red]"
-    approved = (
-        f"\n      [magenta]approved by operator (--approve {escape(acquisition.probe)}): "
-        f"{escape(', '.join(acquisition.approved_grants))}[/magenta]"
-        if acquisition.approved_grants
-        else ""
-    )
+    grants = escape(", ".join(acquisition.approved_grants))
+    approved = ""
+    if acquisition.approval_id:
+        approved = (
+            f"\n      [magenta]under approval {escape(acquisition.approval_id)} "
+            f"(consumed): {grants}[/magenta]"
+        )
+    elif acquisition.approved_grants:
+        approved = (
+            f"\n      [magenta]approved locally (--approve {escape(acquisition.probe)}, by "
+            f"whoever runs the executor; not recorded in the ledger): {grants}[/magenta]"
+        )
     return (
         f"{escape(acquisition.probe)} [{style}]{acquisition.outcome}[/{style}] — "
         f"{escape(acquisition.detail)}\n      {timing}{approved}"
     )
 
 
-def print_event(console: Console, event: Step | Acquisition) -> None:
+def asked_text(event: ApprovalAsked) -> str:
+    """An approval request the run now waits on: its id and who must decide."""
+    people = "approver" if event.quorum == 1 else "distinct approvers"
+    return (
+        f"approval {escape(event.approval_id)} requested for {escape(event.probe)} "
+        f"({escape(event.candidate_id)}); waiting up to {event.wait_seconds:g}s for "
+        f"{event.quorum} {people} of tenant {escape(event.tenant)} (role approver; "
+        f"not {escape(event.requester)}, the requester)"
+    )
+
+
+def approval_text(record: ApprovalRecord) -> str:
+    """How an approval ended for the run; the decider's reason shown as data."""
+    style = "green" if record.outcome is ApprovalOutcome.CONSUMED else "red"
+    named = f"approval {escape(record.approval_id)}" if record.approval_id else "approval"
+    by = f" by {escape(', '.join(record.decided_by))}" if record.decided_by else ""
+    verb = "GRANTED and consumed" if record.outcome is ApprovalOutcome.CONSUMED else None
+    said = f': "{escape(record.reason)}"' if record.reason else ""
+    return f"{named} [{style}]{verb or record.outcome}[/{style}]{by}{said}"
+
+
+def print_event(console: Console, event: Step | Acquisition | ApprovalAsked) -> None:
     """One executor event, as it happens."""
     if isinstance(event, Acquisition):
         console.print(f"  collect  {acquisition_text(event)}")
+        return
+    if isinstance(event, ApprovalAsked):
+        console.print(f"    ask    {asked_text(event)}")
         return
     console.print(
         f"  step {event.iteration}  {status_text(event.status, event.leader, event.support)}"
     )
     for skip in event.skipped:
         console.print(f"      [dim]skipped {escape(skip.candidate_id)}: {skip.reason}[/dim]")
+    if event.approval is not None:
+        console.print(f"    decide {approval_text(event.approval)}")
     if event.acquisition is not None:
         console.print(f"    act    {acquisition_text(event.acquisition)}")
 
@@ -121,6 +163,7 @@ def report_dict(report: RunReport) -> dict[str, Any]:
                 "support": s.support,
                 "skipped": [_camel_keys(asdict(k)) for k in s.skipped],
                 "acquisition": acquisition(s.acquisition),
+                "approval": None if s.approval is None else _camel_keys(asdict(s.approval)),
             }
             for s in report.steps
         ],

@@ -95,6 +95,21 @@ class TestChoose:
         assert choice.candidate is None
         assert choice.skipped[0].reason is expected
 
+    def test_with_an_approval_service_it_is_taken_to_be_asked_for(self) -> None:
+        """An approval service at hand: the REQUIRES_APPROVAL candidate is taken, marked to be
+        asked for first; an AVAILABLE one granted here is never asked for."""
+        choice = choose([VCS, HUMAN], Settings("s", "p"), set(), everything, can_ask=True)
+        assert (choice.candidate, choice.ask) == (VCS, True)
+        assert choice.approved_grants == ("FILESYSTEM_READ", "VCS_READ")
+        assert choose([HUMAN], Settings("s", "p"), set(), everything, can_ask=True).ask is False
+
+    def test_asking_does_not_make_an_unconfigured_or_unimplemented_probe_runnable(self) -> None:
+        """Only a candidate the executor could otherwise run is asked for."""
+        unconfigured = choose([VCS], Settings("s", "p"), set(), lambda _p: False, can_ask=True)
+        assert unconfigured.skipped[0].reason is SkipReason.NOT_CONFIGURED
+        ci = choose([CI], Settings("s", "p"), set(), everything, can_ask=True)
+        assert ci.skipped[0].reason is SkipReason.NOT_IMPLEMENTED
+
     def test_unimplemented_probes_never_run_even_when_approved(self) -> None:
         """QUERY_CI_STATUS has no implementation here: approval does not change that."""
         settings = Settings("s", "p", approvals=frozenset({"QUERY_CI_STATUS"}))
