@@ -5,7 +5,11 @@ Every container command is parsed by the real ``assay`` argument parser (an unkn
 fails it), ports and probes are compared with the services' default ports and health names,
 every ``ASSAY_*`` variable must be one a flag documents, and every file a flag names must
 sit on a mounted volume. The health-check script the image ships is run against a real
-server.
+server, and so is the console's health check in compose.yaml, against a real console.
+
+The console is checked the same way: its command parses as ``assay serve console`` on its
+port, reaching each service at that service's own address, with its health check on
+``/healthz``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ import pytest
 import yaml
 
 from assay.cli.main import build_parser
+from assay.console.server import start as start_console
+from assay.console.settings import DEFAULT_PORT as CONSOLE_PORT
+from assay.console.settings import ConsoleSettings
+from assay.runtime.auth.dev_credentials import write_dev_credentials
 from assay.runtime.config import ServerConfig
 from assay.runtime.server import ServiceSpec, serving
 from assay.services.registry import SERVICES
@@ -31,6 +39,13 @@ from tests.support.processes import free_port
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
 ASSAY_SERVICES = ("resolver", "planner", "adjudication")
+CONSOLE = "console"
+# The services' addresses in the cluster, as their Services name them.
+K8S_TARGETS = {
+    "adjudication": "assay-adjudication.assay.svc.cluster.local:50053",
+    "planner": "assay-planner.assay.svc.cluster.local:50052",
+    "resolver": "dns:///assay-resolver-headless.assay.svc.cluster.local:50051",
+}
 # The name each service reports in grpc.health.v1 besides "" (the server as a whole).
 HEALTH_NAMES = {
     "resolver": resolver_service_pb2.DESCRIPTOR.services_by_name["ResolverService"].full_name,
@@ -63,6 +78,10 @@ def serve_args(command: list[str]) -> argparse.Namespace:
 
 
 def port_of(args: argparse.Namespace) -> int:
+    if args.service == CONSOLE:  # its default comes from ASSAY_CONSOLE_PORT: said outright
+        assert args.port is not None, "the console's port is given with --port"
+        console: int = args.port
+        return console
     port: int = args.port if args.port is not None else SERVICES[args.service].default_port
     return port
 
@@ -216,8 +235,8 @@ def container(name: str) -> dict[str, Any]:
 
 
 class TestKubernetes:
-    def test_a_deployment_per_service(self) -> None:
-        assert set(deployments()) == set(ASSAY_SERVICES)
+    def test_a_deployment_per_service_and_the_console(self) -> None:
+        assert set(deployments()) == {*ASSAY_SERVICES, CONSOLE}
 
     @pytest.mark.parametrize("name", ASSAY_SERVICES)
     def test_args_ports_and_grpc_probes(self, name: str) -> None:
@@ -234,7 +253,7 @@ class TestKubernetes:
         if "startupProbe" in spec:
             assert spec["startupProbe"]["grpc"]["port"] == port
 
-    @pytest.mark.parametrize("name", ASSAY_SERVICES)
+    @pytest.mark.parametrize("name", [*ASSAY_SERVICES, CONSOLE])
     def test_non_root_and_locked_down(self, name: str) -> None:
         pod = deployments()[name]["spec"]["template"]["spec"]
         assert pod["securityContext"]["runAsNonRoot"] is True
@@ -243,7 +262,7 @@ class TestKubernetes:
         assert own["allowPrivilegeEscalation"] is False
         assert own["capabilities"]["drop"] == ["ALL"]
 
-    @pytest.mark.parametrize("name", ASSAY_SERVICES)
+    @pytest.mark.parametrize("name", [*ASSAY_SERVICES, CONSOLE])
     def test_files_and_secrets_exist(self, name: str) -> None:
         """Each file a flag names is on a mounted volume; each Secret used is defined, with
         the keys used; every ASSAY_* variable is one a flag reads."""
@@ -292,9 +311,124 @@ class TestKubernetes:
         )
 
     def test_services_point_at_the_named_container_port(self) -> None:
+        """Each Service's target is a named port of the Deployment it selects: ``grpc`` for
+        the services, ``http`` for the console."""
         for service in of_kind("Service").values():
+            name = service["spec"]["selector"]["app.kubernetes.io/name"].removeprefix("assay-")
+            named = {p["name"] for p in container(name)["ports"]}
             for port in service["spec"]["ports"]:
-                assert port["targetPort"] == "grpc"
+                assert port["targetPort"] == ("http" if name == CONSOLE else "grpc")
+                assert port["targetPort"] in named
+
+
+# --- the console --------------------------------------------------------------------------
+
+
+class TestConsole:
+    def test_compose_serves_it_on_its_port_with_a_health_check(self) -> None:
+        """``assay serve console`` on 8080, published; the health check asks /healthz there
+        over HTTPS trusting the mounted CA; every file a flag names is mounted."""
+        service = compose()["services"][CONSOLE]
+        args = serve_args(service["command"])
+        assert args.service == CONSOLE
+        assert port_of(args) == CONSOLE_PORT
+        assert f"{CONSOLE_PORT}:{CONSOLE_PORT}" in service["ports"]
+        check = " ".join(service["healthcheck"]["test"])
+        assert f"https://127.0.0.1:{CONSOLE_PORT}/healthz" in check
+        mounts = [v.split(":")[1] for v in service["volumes"]]
+        cafile = re.search(r'cafile="([^"]+)"', check)
+        assert cafile is not None
+        assert any(cafile.group(1).startswith(m + "/") for m in mounts)
+        for path in files_named(args):
+            assert any(path == m or path.startswith(m + "/") for m in mounts), path
+
+    def test_compose_reaches_each_service_at_its_own_address(self) -> None:
+        """Each target is that Compose service on its port, verified under the name the
+        development certificate carries; the console waits for them to be healthy."""
+        service = compose()["services"][CONSOLE]
+        args = serve_args(service["command"])
+        for name in ASSAY_SERVICES:
+            (address,) = target_addresses(getattr(args, name))
+            assert address == f"{name}:{SERVICES[name].default_port}"
+        assert args.services_server_name == "localhost"
+        assert service["depends_on"]["adjudication"]["condition"] == "service_healthy"
+
+    def test_compose_environment_names_are_real(self) -> None:
+        known = documented_env_names()
+        for key in compose()["services"][CONSOLE]["environment"]:
+            assert key in known, f"console: {key} is not an ASSAY_* variable a flag reads"
+        assert {"ASSAY_OIDC_ISSUER", "ASSAY_OIDC_CLIENT_ID", "ASSAY_CONSOLE_PORT"} <= known
+
+    def test_kubernetes_serves_it_over_https_with_a_readiness_probe(self) -> None:
+        """Its port, an HTTPS readiness probe on /healthz, a TCP liveness probe (an outage
+        of a service never restarts it), its certificate and key given."""
+        spec = container(CONSOLE)
+        args = serve_args(spec["args"])
+        assert args.service == CONSOLE
+        port = port_of(args)
+        assert port == CONSOLE_PORT
+        assert [p["containerPort"] for p in spec["ports"]] == [port]
+        assert spec["readinessProbe"]["httpGet"] == {
+            "path": "/healthz",
+            "port": port,
+            "scheme": "HTTPS",
+        }
+        assert spec["livenessProbe"]["tcpSocket"] == {"port": port}
+        assert args.tls_cert
+        assert args.tls_key
+
+    def test_kubernetes_reaches_each_service_through_its_service(self) -> None:
+        """Each target is the cluster DNS name of that service's Service, on its port."""
+        args = serve_args(container(CONSOLE)["args"])
+        services = of_kind("Service")
+        for name in ASSAY_SERVICES:
+            target = getattr(args, name)
+            assert target == K8S_TARGETS[name]
+            host = target_addresses(target)[0].rsplit(":", 1)[0]
+            assert host.split(".")[0] in services, target
+
+    async def test_the_compose_health_check_passes_against_a_real_console(
+        self, tmp_path: Path
+    ) -> None:
+        """The compose health check, its paths and port pointed here: exit 0 against a
+        console over HTTPS whose service answers; non-zero when nothing listens."""
+        import asyncio
+
+        from assay.services.resolver import service as resolver_service
+
+        creds = write_dev_credentials(tmp_path / "creds")
+        spec = ServiceSpec(
+            name="resolver",
+            descriptor=resolver_service.SERVICE_DESCRIPTOR,
+            servicer=resolver_service.make_servicer(),
+            port=0,
+        )
+        test = compose()["services"][CONSOLE]["healthcheck"]["test"]
+        assert test[:3] == ["CMD", "python", "-c"]
+
+        def run(port: int) -> int:
+            code = test[3].replace("/var/lib/assay/creds", str(creds.root))
+            code = code.replace(f":{CONSOLE_PORT}/", f":{port}/")
+            done = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, timeout=30, check=False
+            )
+            return done.returncode
+
+        async with serving([spec], ServerConfig(grace_seconds=0)) as running:
+            settings = ConsoleSettings(
+                port=0,
+                adjudication=running[0].address,
+                tls_cert=creds.server_cert,
+                tls_key=creds.server_key,
+                dev_credentials=creds.root,
+            )
+            console = await start_console(settings, grace=0)
+            try:
+                port = int(console.address.rsplit(":", 1)[1])
+                assert await asyncio.to_thread(run, port) == 0
+            finally:
+                await console.stop()
+        assert await asyncio.to_thread(run, free_port()) != 0
 
 
 # --- the image's health check -----------------------------------------------------------

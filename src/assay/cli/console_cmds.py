@@ -84,6 +84,13 @@ def add_console_arguments(parser: argparse.ArgumentParser, up: bool) -> None:
             "the resolver's is --resolver)",
         )
     group.add_argument(
+        "--services-server-name",
+        metavar="NAME",
+        default=env_str("ASSAY_SERVICES_SERVER_NAME", ""),
+        help="console: with TLS, the name the services' certificates carry, checked instead "
+        "of each target's own (env ASSAY_SERVICES_SERVER_NAME)",
+    )
+    group.add_argument(
         "--services-ca",
         metavar="FILE",
         default=env_path("ASSAY_SERVICES_CA"),
@@ -159,6 +166,10 @@ def for_serve(args: argparse.Namespace, port: int) -> ConsoleSettings:
             "planner": args.planner,
             "resolver": args.resolver,
         }
+        if args.services_server_name and ca is None:
+            raise ValueError(
+                "--services-server-name needs TLS to the services (--services-ca or --credentials)"
+            )
         if ca is None and not args.insecure_plaintext:
             for name, target in targets.items():
                 if not is_local_target(target):
@@ -175,6 +186,7 @@ def for_serve(args: argparse.Namespace, port: int) -> ConsoleSettings:
                 ca=ca,
                 tls_cert=cert,
                 tls_key=key,
+                services_server_name=args.services_server_name,
                 dev_mode=credentials is None and _no_sign_in(sign_in),
                 adjudication=args.adjudication,
                 planner=args.planner,

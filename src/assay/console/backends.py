@@ -19,6 +19,8 @@ from assay.client.approvals import AsyncApprovalClient
 from assay.console.settings import ConsoleSettings
 
 Metadata = tuple[tuple[str, str], ...]
+# How long /healthz waits for a service's answer (well inside a probe's own timeout).
+HEALTH_SECONDS = 2.0
 
 
 @dataclass
@@ -36,13 +38,13 @@ class Backends:
         """Every channel the console holds, by service."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
-    async def usable(self, timeout: float = 2.0) -> dict[str, bool]:
-        """Whether each service answers a health check as SERVING within ``timeout``."""
+    async def usable(self) -> dict[str, bool]:
+        """Whether each service answers a health check as SERVING within ``HEALTH_SECONDS``."""
 
         async def serving(channel: grpc.aio.Channel) -> bool:
             try:
                 reply = await health_pb2_grpc.HealthStub(channel).Check(
-                    health_pb2.HealthCheckRequest(), timeout=timeout
+                    health_pb2.HealthCheckRequest(), timeout=HEALTH_SECONDS
                 )
             except grpc.RpcError:
                 return False
@@ -71,4 +73,7 @@ def _channel(target: str, settings: ConsoleSettings) -> grpc.aio.Channel:
     if settings.ca is None:
         return grpc.aio.insecure_channel(target)
     credentials = grpc.ssl_channel_credentials(settings.ca.read_bytes())
-    return grpc.aio.secure_channel(target, credentials)
+    # The name every service's certificate carries, when the target's own is not it.
+    name = settings.services_server_name
+    options = [("grpc.ssl_target_name_override", name)] if name else []
+    return grpc.aio.secure_channel(target, credentials, options=options)

@@ -25,6 +25,9 @@ class ConsoleSettings:
     planner: str = "127.0.0.1:50052"
     adjudication: str = "127.0.0.1:50053"
     ca: Path | None = None
+    # With a CA: the name the services' certificates carry, checked instead of each
+    # target's own (several replicas behind one DNS name; "" : the target's name).
+    services_server_name: str = ""
     # HTTPS for the console itself (None: plain HTTP, loopback only).
     tls_cert: Path | None = None
     tls_key: Path | None = None
