@@ -53,7 +53,14 @@ class TestDemo:
         done = demo_run
         assert done.returncode == 0, done.stderr
         out = done.stdout
-        stages = ["1. Evidence", "2. Executor", "3. Review", "4. Executor again", "5. Outcome"]
+        stages = [
+            "1. Evidence",
+            "2. Executor",
+            "3. Review",
+            "4. Executor again",
+            "5. Outcome",
+            "6. Asking before acting",
+        ]
         positions = [out.index(stage) for stage in stages]
         assert positions == sorted(positions)
         assert "CASE_ENQUEUED" in out
@@ -101,7 +108,7 @@ class TestDemo:
     def test_the_ledger_names_who_did_each_step(self, demo: str) -> None:
         """The audit events carry the token subjects as actors, in the order they acted."""
         actors = re.findall(r"#\d+\s+(\w+)\s+by (\w+)", demo)
-        assert actors == [
+        assert actors[:8] == [
             ("CASE_ENQUEUED", "operator"),
             ("REVIEWER_REGISTERED", "operator"),
             ("REVIEWER_REGISTERED", "operator"),
@@ -112,6 +119,38 @@ class TestDemo:
             ("GOLD_LABEL_FROZEN", "operator"),
         ]
         assert "audit chain verified (8 events)" in demo
+        assert actors[8:] == [
+            ("APPROVAL_REQUESTED", "oscar"),
+            ("APPROVAL_DECIDED", "dave"),
+            ("APPROVAL_GRANTED", "dave"),
+            ("APPROVAL_CONSUMED", "oscar"),
+        ]
+        assert "audit chain verified (12 events)" in demo
+
+    def test_the_executor_asks_before_acting_and_acts_only_on_the_grant(self, demo: str) -> None:
+        """Stage 6: the request with its id and who must decide, the requester refused his own
+        approval by rule (not by role), dave's grant, and the rerun under that approval."""
+        stage = demo[demo.index("6. Asking before acting") :]
+        asked = re.search(r"approval (approval_\w+) requested for RERUN_TEST", stage)
+        assert asked is not None
+        approval_id = asked.group(1)
+        assert "waiting up to 60s for 1 approver of tenant acme" in stage
+        assert "not oscar, the requester" in stage
+        assert "nothing runs until it has consumed a grant" in stage
+        assert f"dave's pending approvals: {approval_id}, asked by oscar" in stage
+        assert (
+            "refused: oscar approves his own request -> PERMISSION_DENIED APPROVER_IS_REQUESTER"
+        ) in stage
+        assert "dave (approver, own token) approves -> GRANTED" in stage
+        assert f"approval {approval_id} GRANTED by dave, consumed by this run" in stage
+        assert "RERUN_TEST OBSERVED" in stage
+        assert f"under approval {approval_id} (consumed)" in stage
+        positions = [
+            stage.index(line)
+            for line in ("requested for", "refused: oscar", "dave (approver", "RERUN_TEST OBSERVED")
+        ]
+        assert positions == sorted(positions)
+        assert "stopped: RESOLVED; final: RESOLVED leader true" in stage
 
 
 class TestExecutorCli:

@@ -10,7 +10,9 @@ review it and disagree; carol adjudicates; the operator freezes the label;
 a second executor run brings the gold label back as a claim that resolves the
 conflict. Two refusals show the boundary holding (mallory of tenant
 ``globex`` cannot see the ``acme`` case; alice may not freeze), and the audit
-ledger shows who did what.
+ledger shows who did what. A last stage (``demo_approval.py``) shows the
+executor asking people before an action that needs approval, a requester
+refused his own approval, and the action taken only on dave's grant.
 
 Honesty is the point of the demo as much as the mechanism. alice, bob and
 carol are MECHANISM_TEST_FIXTURE reviewers, scripted, and it says so; their
@@ -26,10 +28,9 @@ from __future__ import annotations
 import contextlib
 import json
 import tempfile
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -37,20 +38,16 @@ from rich.markup import escape
 from assay.client.adjudication_async import AsyncAdjudicationClient
 from assay.client.builders import as_evidence, from_value
 from assay.client.credentials import Credentials
-from assay.client.errors import AssayCallError
 from assay.client.evidence import load_evidence_file
 from assay.client.gold import SYNTHETIC_SOURCE
 from assay.client.planner import AsyncPlannerClient
 from assay.client.resolver import AsyncResolverClient
+from assay.executor.demo_approval import DEMO_PRINCIPALS, ask_before_acting, refused
 from assay.executor.loop import Executor, Services
 from assay.executor.model import RunReport, Settings, StopReason
 from assay.executor.render import print_event, print_summary
 from assay.executor.stack import LocalStack, local_stack
-from assay.runtime.auth.dev_credentials import (
-    EXAMPLE_PRINCIPALS,
-    DevCredentials,
-    write_dev_credentials,
-)
+from assay.runtime.auth.dev_credentials import DevCredentials, write_dev_credentials
 from assay.runtime.security import Security
 from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY
 from assay.v1 import adjudication_service_pb2 as adj
@@ -92,7 +89,7 @@ def state_name(state: int) -> str:
 def principals_line() -> str:
     """Who holds what, from the same table the credentials were written from."""
     shown = []
-    for grantee in EXAMPLE_PRINCIPALS:
+    for grantee in DEMO_PRINCIPALS:
         tenants = "all tenants" if "*" in grantee.tenants else ", ".join(grantee.tenants)
         where = f"; {tenants}" if grantee.tenants else ""
         shown.append(f"{grantee.name} ({', '.join(grantee.roles)}{where})")
@@ -139,7 +136,7 @@ async def run_demo(console: Console, example: Path = EXAMPLE) -> int:
     with tempfile.TemporaryDirectory(prefix="assay-demo-") as scratch:
         root = Path(scratch)
         table_path, table_line = demo_table(root)
-        creds = write_dev_credentials(root / "credentials")
+        creds = write_dev_credentials(root / "credentials", DEMO_PRINCIPALS)
         security = Security.from_credentials(creds.root)
         async with (
             local_stack(
@@ -195,24 +192,14 @@ async def run_demo(console: Console, example: Path = EXAMPLE) -> int:
             )
             print_summary(console, second)
             resolved = conclude(console, second)
+            asked = await ask_before_acting(console, stack, creds.root, root, people.as_(OPERATOR))
+            if not asked:
+                console.print("[red]the approval stage did not go as the rules promise[/red]")
+                return 1
             if not held:
                 console.print("[red]a refusal the trust boundary promises did not happen[/red]")
                 return 1
             return resolved
-
-
-async def refused(console: Console, attempt: str, call: Awaitable[Any], expected: str) -> bool:
-    """Try what must fail; print how it was refused. True when it was refused as expected."""
-    try:
-        await call
-    except AssayCallError as error:
-        reason = error.reason.removeprefix("ERROR_REASON_")
-        how = f"{error.code.name} {reason}".strip()
-        style = "green" if error.code.name == expected else "red"
-        console.print(f"  refused: {attempt} -> [{style}]{how}[/{style}]")
-        return bool(error.code.name == expected)
-    console.print(f"  [red]NOT refused: {attempt} succeeded (expected {expected})[/red]")
-    return False
 
 
 def bound_to(reviewer: adj.Reviewer) -> str:

@@ -95,12 +95,12 @@ def asked_text(event: ApprovalAsked) -> str:
 
 def approval_text(record: ApprovalRecord) -> str:
     """How an approval ended for the run; the decider's reason shown as data."""
-    style = "green" if record.outcome is ApprovalOutcome.CONSUMED else "red"
     named = f"approval {escape(record.approval_id)}" if record.approval_id else "approval"
     by = f" by {escape(', '.join(record.decided_by))}" if record.decided_by else ""
-    verb = "GRANTED and consumed" if record.outcome is ApprovalOutcome.CONSUMED else None
+    if record.outcome is ApprovalOutcome.CONSUMED:
+        return f"{named} [green]GRANTED[/green]{by}, consumed by this run"
     said = f': "{escape(record.reason)}"' if record.reason else ""
-    return f"{named} [{style}]{verb or record.outcome}[/{style}]{by}{said}"
+    return f"{named} [red]{record.outcome}[/red]{by}{said}"
 
 
 def print_event(console: Console, event: Step | Acquisition | ApprovalAsked) -> None:
