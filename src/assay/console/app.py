@@ -29,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 
 from assay.client.errors import AssayCallError
 from assay.console.backends import Backends
+from assay.console.oidc import OidcSignIn, SignInRefused
 from assay.console.observe import Observer, RequestLog
 from assay.console.pages import adjudicator, approver, operator
 from assay.console.plain_words import refusal
@@ -52,6 +53,7 @@ class Console:
         self.settings = settings
         self.sessions = sessions or SessionStore()
         self.backends: Backends | None = None
+        self.oidc = OidcSignIn(settings, self.sessions) if settings.oidc_issuer else None
         self.templates = Environment(
             loader=PackageLoader("assay.console", "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
@@ -78,6 +80,8 @@ def signed_in(console: Console, handler: Handler) -> Callable[[Request], Awaitab
 
     async def endpoint(request: Request) -> Response:
         session = console.session(request)
+        if session is not None and console.oidc is not None:
+            session = await console.oidc.fresh(session)  # refreshed near its token's expiry
         if session is None:
             back = quote(request.url.path, safe="/")
             return RedirectResponse(f"/signin?next={back}", status_code=303)
@@ -134,6 +138,12 @@ def _token_expiry(token: str) -> float:
 def _begin(console: Console, response: Response, session: Session) -> Response:
     response.set_cookie(COOKIE, session.session_id, **cookie_options())  # type: ignore[arg-type]
     return response
+
+
+def _refused(console: Console, request: Request, refused: SignInRefused) -> Response:
+    return console.render(
+        request, "error.html", 400, headline=str(refused), detail="", request_id=""
+    )
 
 
 def routes(console: Console) -> list[Any]:
@@ -199,6 +209,28 @@ def routes(console: Console) -> list[Any]:
         session = console.sessions.create(DEV_ISSUER, name, token, ends, name=name)
         target = _safe_next(str(form.get("next", "/")))
         return _begin(console, RedirectResponse(target, status_code=303), session)
+
+    async def signin_oidc(request: Request) -> Response:
+        if console.oidc is None:
+            return Response("OpenID Connect sign-in is not configured", status_code=404)
+        try:
+            url, binding = await console.oidc.begin(_safe_next(request.query_params.get("next")))
+        except SignInRefused as refused:
+            return _refused(console, request, refused)
+        response = RedirectResponse(url, status_code=303)
+        # Until the callback the cookie ties the pending login to this browser.
+        response.set_cookie(COOKIE, binding, **cookie_options())  # type: ignore[arg-type]
+        return response
+
+    async def signin_callback(request: Request) -> Response:
+        if console.oidc is None:
+            return Response("OpenID Connect sign-in is not configured", status_code=404)
+        binding = request.cookies.get(COOKIE, "")
+        try:
+            session, target = await console.oidc.finish(request.query_params, binding)
+        except SignInRefused as refused:
+            return _refused(console, request, refused)
+        return _begin(console, RedirectResponse(_safe_next(target), status_code=303), session)
 
     async def signout(request: Request, session: Session) -> Response:
         console.sessions.end(session.session_id)
@@ -298,6 +330,8 @@ def routes(console: Console) -> list[Any]:
         Route("/healthz", healthz),
         Route("/signin", signin),
         Route("/signin/dev", signin_dev, methods=["POST"]),
+        Route("/signin/oidc", signin_oidc),
+        Route("/signin/callback", signin_callback),
         Route("/signout", signed_in(console, signout), methods=["POST"]),
         Route("/", signed_in(console, home)),
         Route("/review", signed_in(console, queue)),

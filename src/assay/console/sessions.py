@@ -33,6 +33,7 @@ class Session:
     refresh_token: str = ""
     id_token: str = ""
     name: str = ""
+    signed_in_at: float = field(default_factory=time.time, init=False)
 
     def alive(self, now: float) -> bool:
         return now < self.expires_at
