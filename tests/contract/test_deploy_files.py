@@ -77,6 +77,14 @@ def serve_args(command: list[str]) -> argparse.Namespace:
     return args
 
 
+def subcommand(name: str) -> argparse.ArgumentParser:
+    subparsers = next(
+        a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
+    )
+    found: argparse.ArgumentParser = subparsers.choices[name]
+    return found
+
+
 def port_of(args: argparse.Namespace) -> int:
     if args.service == CONSOLE:  # its default comes from ASSAY_CONSOLE_PORT: said outright
         assert args.port is not None, "the console's port is given with --port"
@@ -386,6 +394,33 @@ class TestConsole:
             assert target == K8S_TARGETS[name]
             host = target_addresses(target)[0].rsplit(":", 1)[0]
             assert host.split(".")[0] in services, target
+
+    def test_the_settings_table_lists_every_console_flag_with_its_twin(self) -> None:
+        """docs/deploy.md's console rows name each console flag of `serve` and `up` with
+        the environment variable its help names."""
+        parsers = [serve_parser(), subcommand("up")]
+        helps = {o: a.help or "" for p in parsers for a in p._actions for o in a.option_strings}
+        console_flags = {
+            option
+            for parser in parsers
+            for group in parser._action_groups
+            if group.title == CONSOLE
+            for action in group._group_actions
+            for option in action.option_strings
+        }
+        text = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+        documented = set()
+        for line in text.splitlines():
+            cells = line.split("|")
+            if not line.startswith("| ") or len(cells) < 5 or "console" not in cells[1]:
+                continue
+            flags = re.findall(r"`(--[a-z-]+)`", cells[2])
+            envs = re.findall(r"`(ASSAY_[A-Z_]+)`", cells[3])
+            assert len(flags) == len(envs), line
+            for flag, env in zip(flags, envs, strict=True):
+                assert f"env {env}" in helps[flag], (flag, env)
+                documented.add(flag)
+        assert console_flags <= documented
 
     async def test_the_compose_health_check_passes_against_a_real_console(
         self, tmp_path: Path
