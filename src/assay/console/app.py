@@ -31,7 +31,7 @@ from assay.client.errors import AssayCallError
 from assay.console.backends import Backends
 from assay.console.oidc import OidcSignIn, SignInRefused
 from assay.console.observe import Observer, RequestLog
-from assay.console.pages import adjudicator, approver, operator
+from assay.console.pages import adjudicator, approver, auditor, operator
 from assay.console.plain_words import refusal
 from assay.console.security import SecurityHeaders, csrf_ok
 from assay.console.sessions import COOKIE, Session, SessionStore, cookie_options
@@ -340,6 +340,7 @@ def routes(console: Console) -> list[Any]:
         *adjudicator.routes(console),
         *approver.routes(console),
         *operator.routes(console),
+        *auditor.routes(console),
         Mount("/static", StaticFiles(directory=str(static)), name="static"),
     ]
 

@@ -1,15 +1,20 @@
 """What the role pages share: a stored value as text, an enum value in words, a time,
-and the per-form request id that makes a double click or a reload one change."""
+the per-form request id that makes a double click or a reload one change, and the bound
+on an upload's size."""
 
 from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Awaitable, Callable
 from datetime import UTC
 
 from google.protobuf import descriptor, json_format, struct_pb2, timestamp_pb2
 from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import Response
 
+Endpoint = Callable[[Request], Awaitable[Response]]
 # A request id is 1-128 printable characters; the prefix says who made it.
 _ATTEMPT_MAX = 64
 
@@ -45,3 +50,16 @@ def when(stamp: timestamp_pb2.Timestamp) -> str:
     if not stamp.seconds and not stamp.nanos:
         return ""
     return stamp.ToDatetime(tzinfo=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def bounded(endpoint: Endpoint, max_bytes: int) -> Endpoint:
+    """``endpoint`` behind a bound on the request's declared length, refused (413) before
+    any of the body is read; a request that declares no length is refused too."""
+
+    async def guarded(request: Request) -> Response:
+        length = request.headers.get("content-length", "")
+        if not length.isdigit() or int(length) > max_bytes:
+            return Response(f"An upload may be at most {max_bytes} bytes.", status_code=413)
+        return await endpoint(request)
+
+    return guarded

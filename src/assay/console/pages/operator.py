@@ -23,7 +23,7 @@ from assay.client.errors import InvalidArgumentError
 from assay.console import app
 from assay.console.pages import uploads
 from assay.console.pages.charts import agreement_view
-from assay.console.pages.common import new_attempt, request_id, value_text, when, words
+from assay.console.pages.common import bounded, new_attempt, request_id, value_text, when, words
 from assay.console.sessions import Session
 from assay.v1 import adjudication_service_pb2 as adj
 from assay.v1 import gold_pb2
@@ -192,21 +192,14 @@ def routes(console: app.Console) -> list[Route]:
             request, "agreement.html", session=session, tenant=tenant, **agreement_view(reply)
         )
 
-    guarded_enqueue = app.signed_in(console, enqueue)
-
-    async def bounded_enqueue(request: Request) -> Response:
-        """Refuse an upload over the bound before its body is read (no length: refused)."""
-        length = request.headers.get("content-length", "")
-        if not length.isdigit() or int(length) > uploads.MAX_BYTES + 64 * 1024:
-            return Response(f"An upload may be at most {uploads.MAX_BYTES} bytes.", status_code=413)
-        return await guarded_enqueue(request)
-
+    # The form's other fields and the multipart framing get room beside the file.
+    enqueue_page = bounded(app.signed_in(console, enqueue), uploads.MAX_BYTES + 64 * 1024)
     return [
         Route("/operate", app.signed_in(console, operate)),
         Route("/operate/case", app.signed_in(console, find_case)),
         Route("/operate/cases/{case_id}", app.signed_in(console, case)),
         Route("/operate/cases/{case_id}/freeze", app.signed_in(console, freeze), methods=["POST"]),
         Route("/operate/reviewers", app.signed_in(console, register), methods=["POST"]),
-        Route("/operate/enqueue", bounded_enqueue, methods=["POST"]),
+        Route("/operate/enqueue", enqueue_page, methods=["POST"]),
         Route("/operate/agreement", app.signed_in(console, agreement)),
     ]
