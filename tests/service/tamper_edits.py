@@ -11,26 +11,33 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from assay.services.adjudication.storage import rows
+from assay.services.adjudication.domain.digests import canonical_json
+from assay.services.adjudication.storage import approval_rows, rows
 from assay.v1 import adjudication_service_pb2 as pb
+from tests.service import tamper_approvals
 from tests.service.adjudication_support import TIMEOUT
 from tests.service.tamper_sql import Raw, copy_row
-from tests.service.tamper_support import Ids, Stub, event_sequence, gold_digest, reforge, swap
+from tests.service.tamper_support import Ids, Served, event_sequence, gold_digest, reforge, swap
 
 REVIEWER = pb.RECORD_KIND_REVIEWER
 CASE = pb.RECORD_KIND_CASE
 REVIEW = pb.RECORD_KIND_REVIEW
 RESOLUTION = pb.RECORD_KIND_RESOLUTION
 GOLD = pb.RECORD_KIND_GOLD_LABEL
+APPROVAL = pb.RECORD_KIND_APPROVAL
+STEP = pb.RECORD_KIND_APPROVAL_STEP
 
 Named = set[tuple[int, str]]
 Db = Raw
 
-# --- reads: (rpc, argument) -> the call; a case argument is a role in Ids.cases or an id ---
+# --- reads: (rpc, argument) -> the call; a case or approval argument is a role in Ids or an id
 
 
-def call(stub: Stub, ids: Ids, read: tuple[str, str]) -> Any:
+def call(served: Served, ids: Ids, read: tuple[str, str]) -> Any:
     rpc, arg = read
+    if rpc in ("GetApproval", "ListApprovals"):
+        return tamper_approvals.read(served.approvals, rpc, ids.approvals.get(arg, arg))
+    stub = served.stub
     case_id = ids.cases.get(arg, arg)
     t = TIMEOUT
     calls: dict[str, Callable[[], Any]] = {
@@ -129,6 +136,24 @@ def review_named(key: str) -> Callable[[Ids], Named]:
 
 def reviewers_named(*names: str) -> Callable[[Ids], Named]:
     return lambda ids: {(REVIEWER, name) for name in names}
+
+
+def approval(role: str) -> Callable[[Ids], str]:
+    return lambda ids: ids.approvals[role]
+
+
+def approvals_named(*roles: str) -> Callable[[Ids], Named]:
+    """The approvals of ``roles`` (an unknown role is taken as an id)."""
+    return lambda ids: {(APPROVAL, ids.approvals.get(role, role)) for role in roles}
+
+
+def steps_named(*steps: str) -> Callable[[Ids], Named]:
+    """The steps ``"<role>#<seq>"``."""
+
+    def named(ids: Ids) -> Named:
+        return {(STEP, f"{ids.approvals[s.split('#')[0]]}#{s.split('#')[1]}") for s in steps}
+
+    return named
 
 
 def event_at(event_type: str, **payload: Callable[[Ids], str] | str) -> Callable[[Db, Ids], int]:
@@ -243,3 +268,58 @@ def delete_event_and_record(db: Db, ids: Ids) -> None:
     db.execute("DELETE FROM reviews WHERE review_id = ?", review_id)
     sequence = event_sequence(db, "REVIEW_SUBMITTED", review_id=review_id)
     db.execute("DELETE FROM audit_events WHERE sequence = ?", sequence)
+
+
+# --- approvals (``tamper_approvals``: consumed, pending, denied) -----------------------
+
+
+def delete_approval(role: str) -> Callable[[Db, Ids], None]:
+    """An approval gone with its steps (no deletion by the service ever accounts for one)."""
+
+    def tamper(db: Db, ids: Ids) -> None:
+        db.execute("DELETE FROM approval_steps WHERE approval_id = ?", ids.approvals[role])
+        assert db.execute("DELETE FROM approvals WHERE approval_id = ?", ids.approvals[role]) == 1
+
+    return tamper
+
+
+def swap_approvals(db: Db, ids: Ids) -> None:
+    """The pending and the denied request exchange everything but their ids."""
+    cols = approval_rows.APPROVAL_COLUMNS.removeprefix("approval_id, ")
+    swap(db, "approvals", "approval_id", ids.approvals["pending"], ids.approvals["denied"], cols)
+
+
+def renumber_steps(db: Db, ids: Ids) -> None:
+    """The consumed approval's use moved before its second approval (steps 2 and 3)."""
+    consumed = ids.approvals["consumed"]
+    for old, new in ((2, 99), (3, 2), (99, 3)):
+        done = db.execute(
+            "UPDATE approval_steps SET seq = ? WHERE approval_id = ? AND seq = ?",
+            new,
+            consumed,
+            old,
+        )
+        assert done == 1
+
+
+def denial_made_grant(db: Db, ids: Ids) -> None:
+    """The denied approval's one step turned into an approval, and its APPROVAL_DENIED event
+    into the APPROVAL_GRANTED one that step would have caused (for ``reforge`` to re-chain)."""
+    denied = ids.approvals["denied"]
+    where = "approval_id = ? AND seq = 1"
+    assert db.execute(f"UPDATE approval_steps SET kind = 'APPROVED' WHERE {where}", denied) == 1
+    occur = int(
+        db.one(f"SELECT occur_time FROM approval_steps WHERE {where}", denied)["occur_time"]
+    )
+    lifetime = db.one("SELECT grant_lifetime_micros FROM approvals WHERE approval_id = ?", denied)
+    payload = {
+        "approval_id": denied,
+        "step": "1",
+        "grant_expire_time": str(occur + int(lifetime["grant_lifetime_micros"])),
+    }
+    done = db.execute(
+        "UPDATE audit_events SET event_type = 'APPROVAL_GRANTED', payload = ? WHERE sequence = ?",
+        canonical_json(payload),
+        event_sequence(db, "APPROVAL_DENIED", approval_id=denied),
+    )
+    assert done == 1

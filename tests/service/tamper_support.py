@@ -3,18 +3,18 @@ scenario, edited the way an attacker holding the database would edit it, and ser
 
 The pristine database is built once per engine (reviewers of both kinds, agreeing and split
 rounds, an adjudicator's decision, two revisions of one case, an open case in a queue, a
-second tenant) and a signed checkpoint of its ledger is saved before anything is touched, as
-an auditor would save one. A scenario copies the database (a SQLite file copied, or a
+second tenant, and approvals consumed, pending and denied: ``tamper_approvals``) and a
+signed checkpoint of its ledger is saved before anything is touched, as an auditor would
+save one. A scenario copies the database (a SQLite file copied, or a
 PostgreSQL database created from it as a template: ``tamper_sql.Copies``), edits the copy
 through ``tamper_sql``'s attacker connection (guards off, rows read by column name, one SQL
 spelling for both engines), and starts a fresh server on it with the same ledger key, so
 nothing cached hides the edit.
 
-``reforge`` is the strongest attacker: after editing rows it recomputes every content and
-gold-label digest and every ledger event from the rows with the service's own functions and
-re-chains the whole ledger, writing them back with plain SQL, so the database is
-self-consistent and only a checkpoint saved
-before the edit can tell.
+``reforge`` is the strongest attacker: after editing rows it recomputes every content,
+approval and gold-label digest and every ledger event from the rows with the service's own
+functions and re-chains the whole ledger, writing them back with plain SQL, so the database
+is self-consistent and only a checkpoint saved before the edit can tell.
 """
 
 from __future__ import annotations
@@ -27,12 +27,15 @@ from typing import Any
 
 import grpc
 
+from assay.errors import AssayError
 from assay.runtime.server import serving
-from assay.services.adjudication.domain import cases, ledger, records
+from assay.runtime.status import status_code_for
+from assay.services.adjudication.adapters.approval_servicer import ApprovalServicer
+from assay.services.adjudication.domain import approvals, cases, ledger, records
 from assay.services.adjudication.domain.digests import canonical_json
 from assay.services.adjudication.domain.model import AuditEventType, ChainHead, RecordKind
 from assay.services.adjudication.service import build_spec
-from assay.services.adjudication.storage import rows
+from assay.services.adjudication.storage import approval_rows, rows
 from assay.services.adjudication.use_cases.transparency import origin_for
 from assay.services.registry import ServeOptions
 from assay.tlog.checkpoint import load_or_create_signing_key, parse_signed_checkpoint
@@ -40,6 +43,7 @@ from assay.tlog.merkle import verify_consistency
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
 from assay.v1 import gold_pb2
+from tests.service import tamper_approvals
 from tests.service.adjudication_support import FIXTURE, HUMAN, TIMEOUT, enqueue, register, review
 from tests.service.tamper_sql import Raw, settle
 
@@ -53,17 +57,25 @@ HUMANS = ("hu-hana", "hu-hugo", "hu-ada")
 class Served:
     stub: Stub
     target: str
+    approvals: ApprovalServicer  # what its ApprovalService RPCs call (``tamper_approvals``)
 
 
 @contextlib.asynccontextmanager
 async def serve(db: str, key: Path) -> AsyncIterator[Served]:
     """A real server on 127.0.0.1:0 over ``db``, its ledger signed with ``key``."""
-    spec = await build_spec(ServeOptions(port=0, db_path=str(db), ledger_signing_key=key))
+    options = ServeOptions(
+        port=0, db_path=str(db), ledger_signing_key=key, approvals=tamper_approvals.POLICY
+    )
+    spec = await build_spec(options)
+    hosted = {descriptor.name: servicer for descriptor, servicer in spec.hosted}
+    approval_servicer = hosted["ApprovalService"]
+    assert isinstance(approval_servicer, ApprovalServicer)
     async with (
         serving([spec]) as running,
         grpc.aio.insecure_channel(running[0].address) as channel,
     ):
-        yield Served(pb_grpc.AdjudicationServiceStub(channel), running[0].address)
+        stub = pb_grpc.AdjudicationServiceStub(channel)
+        yield Served(stub, running[0].address, approval_servicer)
 
 
 @dataclass
@@ -72,6 +84,7 @@ class Ids:
 
     cases: dict[str, str] = field(default_factory=dict)  # agree, split, open, other
     reviews: dict[str, str] = field(default_factory=dict)  # "<case>/<reviewer>[/2]"
+    approvals: dict[str, str] = field(default_factory=dict)  # consumed, pending, denied
 
 
 @dataclass(frozen=True)
@@ -92,7 +105,8 @@ async def _freeze(stub: Stub, case_id: str) -> None:
     await stub.FreezeGoldLabel(pb.FreezeGoldLabelRequest(case_id=case_id), timeout=TIMEOUT)
 
 
-async def populate(stub: Stub) -> Ids:
+async def populate(served: Served) -> Ids:
+    stub = served.stub
     ids = Ids()
     for name in FIXTURES:
         await register(stub, name, FIXTURE)
@@ -128,6 +142,9 @@ async def populate(stub: Stub) -> Ids:
     ids.cases["open"] = (await enqueue(stub)).case_id
     await reviewed("open", {"fx-ann": "key"})
 
+    # Approvals before the second tenant's case, whose freeze stays the ledger's last event.
+    ids.approvals = await tamper_approvals.populate(served.approvals)
+
     ids.cases["other"] = (await enqueue(stub, tenant="tenant-b")).case_id
     await reviewed("other", {"fx-ann": "key", "fx-bob": "key"})
     await _resolve(stub, ids.cases["other"], basis=unanimous)
@@ -139,7 +156,7 @@ async def build(db: str, key: Path) -> Pristine:
     """Populate ``db`` through a real server, save its checkpoint, and settle it for
     copying."""
     async with serve(db, key) as served:
-        ids = await populate(served.stub)
+        ids = await populate(served)
         reply = await served.stub.GetCheckpoint(pb.GetCheckpointRequest(), timeout=TIMEOUT)
     settle(db)
     return Pristine(db, key, reply.signed_note, ids, reply.tree_size)
@@ -193,17 +210,28 @@ def _commitments(raw: Raw) -> dict[tuple[RecordKind, str], records.Commitment]:
         found[RecordKind.RESOLUTION, records.resolution_id(value)] = records.resolution_commitment(
             value
         )
+    for row in raw.all(f"SELECT {approval_rows.APPROVAL_COLUMNS} FROM approvals"):
+        commitment = records.approval_commitment(approval_rows.approval(row))
+        assert commitment is not None
+        found[RecordKind.APPROVAL, row["approval_id"]] = commitment
+    for row in raw.all(f"SELECT {approval_rows.STEP_COLUMNS} FROM approval_steps"):
+        step = approval_rows.step(row)
+        found[RecordKind.APPROVAL_STEP, records.step_id(step)] = records.step_commitment(step)
     return found
 
 
 def reforge(raw: Raw) -> int:
-    """Make the edited database self-consistent: content and gold digests recomputed from the
-    rows, every record event's payload rewritten to commit to its (edited) row, every
-    GOLD_LABEL_FROZEN to its row's digest, and the chain re-hashed from the first event that
-    changed. Returns that event's sequence (0 when no event had to change)."""
+    """Make the edited database self-consistent: content (cases, approvals) and gold digests
+    recomputed from the rows, every record event's payload rewritten to commit to its (edited)
+    row, every GOLD_LABEL_FROZEN to its row's digest, and the chain re-hashed from the first
+    event that changed. Returns that event's sequence (0 when no event had to change)."""
     for row in raw.all(f"SELECT {rows.CASE_COLUMNS} FROM cases"):
         real = cases.case_digest(rows.case(row, check=False))
         raw.execute("UPDATE cases SET content_digest = ? WHERE case_id = ?", real, row["case_id"])
+    for row in raw.all(f"SELECT {approval_rows.APPROVAL_COLUMNS} FROM approvals"):
+        real = approvals.approval_digest(approval_rows.approval(row))
+        set_digest = "UPDATE approvals SET content_digest = ? WHERE approval_id = ?"
+        raw.execute(set_digest, real, row["approval_id"])
     golds: dict[tuple[str, str], tuple[str, str]] = {}
     for row in raw.all(f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels"):
         real = gold_digest(rows.gold_fields(row))
@@ -265,7 +293,9 @@ async def extends_checkpoint(stub: Stub, pristine: Pristine) -> bool:
 
 
 async def status_of(call: Any) -> grpc.StatusCode:
-    """OK, or the code the call failed with (a stream is drained to its end)."""
+    """OK, or the code the call failed with (a stream is drained to its end); a servicer
+    called in-process (``tamper_approvals``) fails with the code the runtime's error table
+    gives its error."""
     try:
         if hasattr(call, "__aiter__"):
             async for _ in call:
@@ -274,4 +304,6 @@ async def status_of(call: Any) -> grpc.StatusCode:
             await call
     except grpc.aio.AioRpcError as error:
         return error.code()
+    except AssayError as error:
+        return status_code_for(error)
     return grpc.StatusCode.OK
