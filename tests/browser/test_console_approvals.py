@@ -1,9 +1,9 @@
 """An approver decides a pending approval in the console, in a real Chromium against the
 real services: the operator asks through gRPC, dave reads what is asked (candidate, side
 effects, blocking reasons, requester, expiry) and approves with a reason, and the approval
-is GRANTED once, however often the form is sent. A person who both operates and approves
-is told in plain words that they cannot decide their own request; mallory (another
-tenant's reviewer) sees no acme approval."""
+is GRANTED once, however often the form is sent; a second or a late decision is explained.
+A person who both operates and approves is told in plain words that they cannot decide
+their own request; another tenant's people see no acme approval."""
 
 from __future__ import annotations
 
@@ -23,7 +23,12 @@ from tests.support.browser import console_for, launch
 from tests.support.secure import SecureStack, secure_stack
 
 TIMEOUT = 20.0
-PRINCIPALS = (*EXAMPLE_PRINCIPALS, Grantee("both", ("operator", "approver"), ("acme",)))
+PRINCIPALS = (
+    *EXAMPLE_PRINCIPALS,
+    Grantee("both", ("operator", "approver"), ("acme",)),
+    Grantee("gina", ("approver",), ("globex",)),
+    Grantee("erin", ("approver",), ("acme",)),
+)
 POLICY = """[approvals]
 deny_ends = true
 [approvals.quorum]
@@ -132,6 +137,14 @@ class TestApproverPages:
                 f"{url}/approvals/{asked.approval_id}", form=fields, max_redirects=0
             )
             assert again.status == 303
+            # Another rendered form is another decision: refused, in plain words.
+            late = await page.request.post(
+                f"{url}/approvals/{asked.approval_id}",
+                form={**fields, "attempt": "another-form"},
+                max_redirects=0,
+            )
+            assert late.status == 400
+            assert "You have already decided on this approval" in await late.text()
             granted = await stored(stack, asked.approval_id)
             assert granted.state == pb.APPROVAL_STATE_GRANTED
             assert [(s.actor.subject, s.reason) for s in granted.steps] == [
@@ -161,10 +174,43 @@ class TestApproverPages:
             ).to_be_visible()
             assert (await stored(stack, asked.approval_id)).state == pb.APPROVAL_STATE_PENDING
 
-    async def test_another_tenants_reviewer_sees_no_acme_approval(
+    async def test_a_decision_that_comes_too_late_is_explained(
         self, tmp_path: Path, browser: Browser
     ) -> None:
-        """mallory (globex, no approver role) is told so, and no acme request reaches her."""
+        """erin has the request open while dave denies it (one denial ends it): her approve
+        is refused as no longer pending, in plain words."""
+        async with (
+            secure_stack(tmp_path, True, PRINCIPALS, approvals=POLICY) as stack,
+            console_for(stack) as url,
+        ):
+            asked = await ask(stack, "operator")
+            page = await browser.new_page()
+            await sign_in(page, url, "erin")
+            card = page.locator("article.approval")
+            await card.get_by_label("Approve").check()
+            await card.get_by_label("Why").fill("fine by me")
+            async with stack.channel("adjudication") as channel:
+                await pb_grpc.ApprovalServiceStub(channel).DecideApproval(
+                    pb.DecideApprovalRequest(
+                        approval_id=asked.approval_id,
+                        decision=pb.APPROVAL_DECISION_DENY,
+                        reason="not during the freeze",
+                        request_id=rid(),
+                    ),
+                    metadata=stack.auth("dave"),
+                    timeout=TIMEOUT,
+                )
+            await card.get_by_role("button", name="Record my decision").click()
+            await expect(
+                page.get_by_role("heading", name="This approval is no longer waiting")
+            ).to_be_visible()
+            assert (await stored(stack, asked.approval_id)).state == pb.APPROVAL_STATE_DENIED
+
+    async def test_another_tenants_people_see_no_acme_approval(
+        self, tmp_path: Path, browser: Browser
+    ) -> None:
+        """mallory (globex, no approver role) is told so, and no acme request reaches her;
+        gina (globex's approver) finds nothing pending."""
         async with (
             secure_stack(tmp_path, True, PRINCIPALS, approvals=POLICY) as stack,
             console_for(stack) as url,
@@ -180,3 +226,10 @@ class TestApproverPages:
             content = await page.content()
             assert asked.approval_id not in content
             assert "payments-api" not in content
+            other = await browser.new_page()
+            await sign_in(other, url, "gina")
+            await expect(other.get_by_text("No approval is waiting")).to_be_visible()
+            await other.goto(f"{url}/approvals/{asked.approval_id}")
+            await expect(
+                other.get_by_role("heading", name="There is no such approval")
+            ).to_be_visible()

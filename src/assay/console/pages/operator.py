@@ -110,6 +110,8 @@ def routes(console: app.Console) -> list[Route]:
 
     async def find_case(request: Request, session: Session) -> Response:
         case_id = request.query_params.get("case_id", "").strip()
+        if not case_id:
+            return RedirectResponse("/operate", status_code=303)
         return RedirectResponse(f"/operate/cases/{quote(case_id, safe='')}", status_code=303)
 
     async def case(request: Request, session: Session) -> Response:
