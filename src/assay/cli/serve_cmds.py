@@ -376,12 +376,17 @@ def _run(
             except BaseException:
                 await close_specs(specs)
                 raise
-        await run_until_signalled(
-            specs,
-            config,
-            on_started=_announcer(database, console, observer),
-            on_stopping=console.stop if console is not None else None,
-        )
+        try:
+            await run_until_signalled(
+                specs,
+                config,
+                on_started=_announcer(database, console, observer),
+                on_stopping=console.stop if console is not None else None,
+            )
+        except BaseException:  # the services did not start: neither does the console stay
+            if console is not None:
+                await console.stop()
+            raise
         tracing.uninstall()  # sends the spans still buffered: the exit below would drop them
         _exit_now()
 
