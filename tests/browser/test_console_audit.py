@@ -1,7 +1,8 @@
 """An auditor checks the ledger in the console, in a real Chromium against the real
 services: the chain verified, the signed checkpoint saved, then checked for consistency
 once the ledger has grown (and a tampered one refused), an event's inclusion proof checked
-in the browser's page, and the corpus exported as JSON Lines and CSV with its manifest."""
+in the browser's page, and the corpus exported as JSON Lines and CSV with its manifest
+(the JSON Lines passing ``assay audit verify-export``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, Page, expect
 
+from assay.cli.main import main as cli
 from assay.v1 import adjudication_service_pb2 as adj
 from assay.v1 import adjudication_service_pb2_grpc as adj_grpc
 from tests.browser.test_console_adjudicate import seed_disagreement
@@ -52,6 +54,14 @@ async def grow(stack: SecureStack) -> None:
             metadata=stack.auth("operator"),
             timeout=TIMEOUT,
         )
+
+
+async def public_key_pem(stack: SecureStack) -> str:
+    async with stack.channel("adjudication") as channel:
+        reply = await adj_grpc.AdjudicationServiceStub(channel).GetCheckpoint(
+            adj.GetCheckpointRequest(), metadata=stack.auth("operator"), timeout=TIMEOUT
+        )
+        return str(reply.public_key_pem)
 
 
 async def download(page: Page, button: str) -> bytes:
@@ -119,6 +129,13 @@ class TestAuditorPages:
             assert json.loads(record)["revision"]["caseId"] == case_id
             manifest = json.loads(archive.read("corpus-acme.jsonl.manifest.json"))
             assert manifest["recordCount"] == "1"  # int64: a string in proto JSON
+            # What the CLI verifies offline: every record proven in the manifest's checkpoint.
+            archive.extractall(tmp_path / "export")
+            pub = tmp_path / "ledger.pub.pem"
+            pub.write_text(await public_key_pem(stack))
+            corpus = str(tmp_path / "export" / "corpus-acme.jsonl")
+            verify = ["audit", "verify-export", corpus, "--public-key", str(pub)]
+            assert await asyncio.to_thread(cli, verify) == 0
             await page.goto(f"{url}/audit")
             await page.get_by_label("Tenant (empty").fill("acme")
             await page.get_by_label("CSV").check()

@@ -60,7 +60,7 @@ def routes(console: app.Console) -> list[Route]:
                 return which, None, "the pinned key is not an Ed25519 public key in PEM"
         else:
             key = ledger_checks.public_key(served.public_key_pem)
-            which = "the key the server offers (pin your own to be sure)"
+            which = "the key the server offers; pin your own to be sure"
             if key is None:
                 return which, None, "the server's ledger key is not Ed25519"
         return which, key, ledger_checks.signed(served.signed_note, key)
