@@ -113,3 +113,21 @@ def read(servicer: ApprovalServicer, rpc: str, approval_id: str) -> Awaitable[ob
     if rpc == "GetApproval":
         return as_("auditor", servicer.GetApproval, pb.GetApprovalRequest(approval_id=approval_id))
     return as_("auditor", servicer.ListApprovals, pb.ListApprovalsRequest(page_size=100))
+
+
+def write(servicer: ApprovalServicer, rpc: str, role: str, approval_id: str) -> Awaitable[object]:
+    """A change a tampered approval must not take: ConsumeApproval by its requester (for its
+    own candidate), or DecideApproval approving it by erin (who decided on ``denied`` only)."""
+    if rpc == "ConsumeApproval":
+        digest = candidate(NETWORK if role == "denied" else SPAWN).candidate_digest
+        use = pb.ConsumeApprovalRequest(
+            approval_id=approval_id, candidate_digest=digest, request_id=f"again-{role}"
+        )
+        return as_(REQUESTER, servicer.ConsumeApproval, use)
+    decide = pb.DecideApprovalRequest(
+        approval_id=approval_id,
+        decision=pb.APPROVAL_DECISION_APPROVE,
+        reason="erin read the plan",
+        request_id=f"late-{role}",
+    )
+    return as_("erin", servicer.DecideApproval, decide)

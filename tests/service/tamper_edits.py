@@ -37,6 +37,8 @@ def call(served: Served, ids: Ids, read: tuple[str, str]) -> Any:
     rpc, arg = read
     if rpc in ("GetApproval", "ListApprovals"):
         return tamper_approvals.read(served.approvals, rpc, ids.approvals.get(arg, arg))
+    if rpc in ("ConsumeApproval", "DecideApproval"):
+        return tamper_approvals.write(served.approvals, rpc, arg, ids.approvals[arg])
     stub = served.stub
     case_id = ids.cases.get(arg, arg)
     t = TIMEOUT
@@ -79,6 +81,7 @@ class Scenario:
     sequence: Callable[[Db, Ids], int] | None = None  # the first bad event, for the ledger
     reads: tuple[tuple[str, str], ...] = ()  # each must be DATA_LOSS
     gone: tuple[tuple[str, str], ...] = ()  # each must not serve the deleted record
+    writes: tuple[tuple[str, str], ...] = ()  # each refused with DATA_LOSS (after the reads)
     rewritten: bool = False  # the checkpoint check applies (and, for a rewrite, only it)
     verdict: bool = True
 

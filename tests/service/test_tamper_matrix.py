@@ -10,6 +10,8 @@ What each scenario must show (one test per check, so a gap is named to the read)
 - one test per read RPC that returns the tampered record: it fails with DATA_LOSS — not
   INTERNAL, not a silently different answer;
 - ``gone``: a deleted record is not served as if nothing happened;
+- ``write``: a change that would build on the tampered record (using or deciding on an
+  approval) is refused with DATA_LOSS, after the reads;
 - ``checkpoint``: a rewritten history does not extend the checkpoint saved before it
   (RFC 6962 consistency, both notes verified with the ledger key) — for a full rewrite this
   is the only check that can see it, since the database is self-consistent.
@@ -470,12 +472,14 @@ SCENARIOS: tuple[Scenario, ...] = (
         sql("UPDATE approvals SET quorum = 1 WHERE approval_id = ?", approval("pending")),
         named=approvals_named("pending"),
         reads=PENDING_READS,
+        writes=(("ConsumeApproval", "pending"),),
     ),
     Scenario(
         "approvals/deny_ends/edit",
         sql("UPDATE approvals SET deny_ends = 0 WHERE approval_id = ?", approval("denied")),
         named=approvals_named("denied"),
         reads=(("GetApproval", "denied"), APPROVAL_LIST),
+        writes=(("DecideApproval", "denied"),),
     ),
     Scenario(
         "approvals/time/edit",
@@ -533,6 +537,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         named=steps_named("denied#1"),
         reads=(("GetApproval", "denied"), APPROVAL_LIST),
+        writes=(("ConsumeApproval", "denied"),),
     ),
     Scenario(
         "approval_steps/actor/edit",
@@ -578,12 +583,14 @@ SCENARIOS: tuple[Scenario, ...] = (
         sql("DELETE FROM approval_steps WHERE approval_id = ?", approval("denied")),
         named=steps_named("denied#1"),
         gone=(("GetApproval", "denied"), APPROVAL_LIST),
+        writes=(("DecideApproval", "denied"),),
     ),
     Scenario(
         "approval_steps/tail/delete",
         sql("DELETE FROM approval_steps WHERE approval_id = ? AND seq = 3", approval("consumed")),
         named=steps_named("consumed#3"),
         gone=CONSUMED_READS,
+        writes=(("ConsumeApproval", "consumed"),),
     ),
     Scenario(
         "approval_steps/row/insert",
@@ -596,6 +603,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         named=steps_named("pending#2"),
         reads=PENDING_READS,
+        writes=(("ConsumeApproval", "pending"),),
     ),
     Scenario(
         "approval_steps/row/reorder",
@@ -727,6 +735,9 @@ class Matrix:
                     label(read): await status_of(call(served, pristine.ids, read))
                     for read in (*scenario.reads, *scenario.gone)
                 }
+                for write in scenario.writes:
+                    code = await status_of(call(served, pristine.ids, write))
+                    codes[f"write {label(write)}"] = code
                 extends = await extends_checkpoint(stub, pristine)
         self.seen[scenario.id] = Seen(verdict, codes, extends, expected)
         return self.seen[scenario.id]
@@ -744,21 +755,24 @@ def matrix(module_db: str, tmp_path_factory: pytest.TempPathFactory) -> Matrix:
 # a missing row is reported by VerifyAuditChain unless a deletion by the service accounts
 # for it, GetCaseState and ListQueue check the rows they derive their answer from, and
 # ListAuditEvents re-checks each event's hash, link and transparency-log leaf. Approval
-# reads check each step row they find against its event, but not that every step event
-# recorded for the approval still has its row, so a step taken out is not seen on read.
-_STEP_GONE = (
-    "approval reads check the step rows present, not that each recorded step has a row: "
-    "the approval is served without the step"
-)
+# reads and changes check each step row they find against its event, but not that every
+# step event recorded for the approval still has its row, so a step taken out is unseen.
+_STEP_GONE = "each step row found is checked, not that each recorded step still has a row"
 GAPS: dict[str, str] = {
-    "approval_steps/identity/edit GetApproval(consumed)": _STEP_GONE
-    + " (CONSUMED, its first approval missing)",
-    "approval_steps/row/delete gone GetApproval(denied)": _STEP_GONE
-    + " (PENDING: the denial erased, and DecideApproval takes new decisions)",
-    "approval_steps/row/delete gone ListApprovals": _STEP_GONE + " (the denied one PENDING)",
-    "approval_steps/tail/delete gone GetApproval(consumed)": _STEP_GONE
-    + " (GRANTED: the use erased, and ConsumeApproval uses the grant again)",
-    "approval_steps/tail/delete gone ListApprovals": _STEP_GONE + " (the consumed one GRANTED)",
+    "approval_steps/identity/edit GetApproval(consumed)": f"{_STEP_GONE}: served CONSUMED "
+    "without its first approval",
+    "approval_steps/row/delete gone GetApproval(denied)": f"{_STEP_GONE}: served PENDING, "
+    "the denial gone",
+    "approval_steps/row/delete gone ListApprovals": f"{_STEP_GONE}: lists the denied one "
+    "as PENDING",
+    "approval_steps/row/delete write DecideApproval(denied)": f"{_STEP_GONE}: a new decision "
+    "is recorded on the denied approval",
+    "approval_steps/tail/delete gone GetApproval(consumed)": f"{_STEP_GONE}: served GRANTED, "
+    "the use gone",
+    "approval_steps/tail/delete gone ListApprovals": f"{_STEP_GONE}: lists the consumed one "
+    "as GRANTED",
+    "approval_steps/tail/delete write ConsumeApproval(consumed)": f"{_STEP_GONE}: the grant "
+    "is used a second time",
 }
 
 
@@ -768,6 +782,7 @@ def _checks() -> list[Any]:
         checks = ["verdict"] if scenario.verdict else []
         checks += [label(r) for r in scenario.reads]
         checks += [f"gone {label(r)}" for r in scenario.gone]
+        checks += [f"write {label(w)}" for w in scenario.writes]
         checks += ["checkpoint"] if scenario.rewritten else []
         checks += ["self-consistent"] if not scenario.verdict else []
         for check in checks:
