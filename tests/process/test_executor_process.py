@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
+from assay.client.approvals import ApprovalClient
+from assay.client.credentials import Credentials
+from assay.runtime.auth.dev_credentials import DevCredentials, write_dev_credentials
+from assay.v1 import approval_service_pb2 as approval_pb
+from tests.support.eventually import eventually
 from tests.support.processes import assay_command, assay_process, free_port
+from tests.support.stack import Stack, assay_stack
 
 pytestmark = pytest.mark.process
 
@@ -92,3 +99,112 @@ class TestExecutorRun:
         assert "stopped: AWAITING_REVIEW" in done.stdout
         written = json.loads(out.read_text())
         assert [c["id"] for c in written["claims"]] == ["spec-idem", "trace-idem"]
+
+
+@pytest.fixture
+def secured(tmp_path: Path) -> Iterator[tuple[Stack, DevCredentials]]:
+    """The three services as processes served ``--credentials`` (TLS, tokens, approvals)."""
+    creds = write_dev_credentials(tmp_path / "creds")
+    with assay_stack(tmp_path, creds) as stack:
+        yield stack, creds
+
+
+def asking_executor(
+    stack: Stack, creds: DevCredentials, tmp_path: Path, *args: str
+) -> subprocess.Popen[str]:
+    """``assay executor run`` as operator on a tests.pass conflict whose best candidate, a
+    test rerun, needs approval (nothing granted)."""
+    evidence = tmp_path / "suite.json"
+    claims = [
+        {"id": "doc", "value": True, "source": "documentation", "confidence": 0.6},
+        {"id": "llm", "value": False, "source": "llm_inference", "confidence": 0.9},
+    ]
+    for claim in claims:
+        claim.update(subject="suite:unit", predicate="tests.pass", correlationGroup=claim["id"])
+    evidence.write_text(json.dumps({"claims": claims}), encoding="utf-8")
+    worktree = tmp_path / "suite"
+    worktree.mkdir()
+    command = assay_command(
+        "executor",
+        "run",
+        str(evidence),
+        "--subject",
+        "suite:unit",
+        "--predicate",
+        "tests.pass",
+        *(f"--{name}={target}" for name, target in stack.targets().items()),
+        "--ca",
+        str(creds.ca),
+        "--token-file",
+        str(creds.root / "tokens" / "operator.jwt"),
+        "--tenant",
+        "acme",
+        "--test-command",
+        f"{sys.executable} -c pass",
+        "--worktree",
+        str(worktree),
+        "--approval-wait",
+        "60",
+        *args,
+    )
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def decide_when_pending(
+    stack: Stack, creds: DevCredentials, process: subprocess.Popen[str], approve: bool, why: str
+) -> tuple[approval_pb.Approval, str, str]:
+    """As dave: wait for the executor's request, check it is still waiting, decide; then the
+    executor's output."""
+    try:
+        dave = Credentials.from_folder(creds.root, "dave")
+        with ApprovalClient(stack.adjudication.target, timeout=10, credentials=dave) as client:
+            pending: list[approval_pb.Approval] = eventually(
+                lambda: list(client.list_all("acme", "PENDING")),
+                message="the executor's approval request is PENDING",
+                timeout=30,
+            )
+            assert process.poll() is None, "the executor must wait for the decision"
+            client.decide(pending[0].approval_id, approve, why)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    return pending[0], stdout, stderr
+
+
+class TestExecutorAsksForApprovals:
+    def test_a_run_with_a_token_waits_for_the_grant_and_reports_its_id(
+        self, secured: tuple[Stack, DevCredentials], tmp_path: Path
+    ) -> None:
+        """With a token the run asks ApprovalService, waits, and after dave's grant reruns
+        the test; its JSON report carries the approval id."""
+        stack, creds = secured
+        process = asking_executor(stack, creds, tmp_path, "--json")
+        asked, stdout, stderr = decide_when_pending(stack, creds, process, True, "fine")
+        assert process.returncode == 0, stderr
+        report = json.loads(stdout)
+        acquisition = report["steps"][0]["acquisition"]
+        assert acquisition["probe"] == "RERUN_TEST"
+        assert acquisition["approvalId"] == asked.approval_id
+        assert report["steps"][0]["approval"]["outcome"] == "CONSUMED"
+        assert report["stopReason"] == "RESOLVED"
+        assert asked.requester.subject == "operator"
+
+    def test_a_denial_stops_the_run_and_shows_the_reason(
+        self, secured: tuple[Stack, DevCredentials], tmp_path: Path
+    ) -> None:
+        """The request's id and who must decide are printed while it waits; dave's denial
+        ends it APPROVAL_DENIED with his reason, and nothing ran."""
+        stack, creds = secured
+        process = asking_executor(stack, creds, tmp_path)
+        asked, stdout, stderr = decide_when_pending(
+            stack, creds, process, False, "not during the release freeze"
+        )
+        assert process.returncode == 0, stderr
+        text = " ".join(stdout.split())
+        assert f"approval {asked.approval_id} requested for RERUN_TEST" in text
+        assert "1 approver of tenant acme" in text
+        assert 'DENIED by dave: "not during the release freeze"' in text
+        assert "stopped: APPROVAL_DENIED" in text
+        assert "RERUN_TEST OBSERVED" not in text
