@@ -145,6 +145,7 @@ class TestOperatorPages:
             )
             await upload(page, "cases.jsonl", invalid)
             await expect(page.get_by_text("Nothing from cases.jsonl was stored")).to_be_visible()
+            await expect(page.locator(".rejected")).to_contain_text("The service said")
             text = await page.locator(".rejected").inner_text()
             assert "candidate_values" in text
             assert "subject" in text

@@ -153,9 +153,11 @@ def routes(console: app.Console) -> list[Route]:
         items = console.adjudication(session).export(tenant, include_reviews=True).__aiter__()
         # The first item is awaited here, so a refusal is a page in plain words, not a
         # broken download.
-        first = await items.__anext__()
+        first = await anext(items, None)
 
         async def all_items() -> Any:
+            if first is None:
+                return
             yield first
             async for item in items:
                 yield item

@@ -181,8 +181,18 @@ def routes(console: app.Console) -> list[Route]:
                 adj.EnqueueCasesRequest(request_id=request_id(form), cases=found.cases)
             )
         except InvalidArgumentError as error:
+            # The service lists a bounded number of violations and its message says how
+            # many more there are, so the message is shown beside the rows.
             problems = uploads.named(found, error.violations)
-            return await home(request, session, status=400, rejected=problems, file=name, stored=[])
+            return await home(
+                request,
+                session,
+                status=400,
+                rejected=problems,
+                said=error.message,
+                file=name,
+                stored=[],
+            )
         return await home(request, session, stored=list(reply.cases), file=name, rejected=[])
 
     async def agreement(request: Request, session: Session) -> Response:
