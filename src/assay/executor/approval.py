@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 import grpc
 
@@ -82,16 +83,16 @@ def ended(approval: pb.Approval) -> ApprovalRecord:
     )
 
 
-async def watch_until_decided(
-    client: AsyncApprovalClient, approval: pb.Approval, wait: float
-) -> pb.Approval:
-    """The approval once it is no longer PENDING, or as last seen when ``wait`` runs out."""
+Watch = AsyncGenerator[pb.Approval, None]
+
+
+async def until_decided(stream: Watch, approval: pb.Approval, seconds: float) -> pb.Approval:
+    """The approval once it is no longer PENDING, or as last seen when ``seconds`` run out.
+    The stream stays open (a ``break`` does not close it) for the use that may follow."""
     latest = approval
     try:
-        async with asyncio.timeout(wait + WATCH_GRACE_SECONDS):
-            async for seen in client.watch(
-                approval.approval_id, timeout=wait + WATCH_GRACE_SECONDS
-            ):
+        async with asyncio.timeout(seconds):
+            async for seen in stream:
                 latest = seen
                 if seen.state != pb.APPROVAL_STATE_PENDING:
                     break
@@ -101,6 +102,15 @@ async def watch_until_decided(
         if error.code is not grpc.StatusCode.DEADLINE_EXCEEDED:
             raise
     return latest
+
+
+async def drain(stream: Watch) -> None:
+    """Read a watch to its end after the grant was used (the server ends it at CONSUMED),
+    so the call finishes OK rather than cancelled; bounded, and nothing depends on it."""
+    with contextlib.suppress(TimeoutError, AssayCallError):
+        async with asyncio.timeout(WATCH_GRACE_SECONDS):
+            async for _ in stream:
+                pass
 
 
 async def ask_and_wait(
@@ -136,8 +146,24 @@ async def ask_and_wait(
             wait,
         )
     )
+    seconds = wait + WATCH_GRACE_SECONDS
+    stream = cast(Watch, client.watch(approval_id, timeout=seconds))
     try:
-        decided = await watch_until_decided(client, asked, wait)
+        record = await _decided_and_used(client, ask, asked, stream, seconds)
+        if record.outcome is ApprovalOutcome.CONSUMED:
+            await drain(stream)
+        return record
+    finally:
+        await stream.aclose()
+
+
+async def _decided_and_used(
+    client: AsyncApprovalClient, ask: Ask, asked: pb.Approval, stream: Watch, seconds: float
+) -> ApprovalRecord:
+    """Wait on ``stream`` for the decision; on a grant, use it for this candidate only."""
+    approval_id, wait = asked.approval_id, seconds - WATCH_GRACE_SECONDS
+    try:
+        decided = await until_decided(stream, asked, seconds)
     except AssayCallError as error:
         await _withdraw(client, approval_id, f"the executor's watch failed: {error.code.name}")
         return ApprovalRecord(approval_id, ApprovalOutcome.REFUSED, (), f"watch failed: {error}")
