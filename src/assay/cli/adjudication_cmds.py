@@ -23,7 +23,7 @@ from typing import Any
 from google.protobuf import json_format
 
 from assay.cli import adjudication_render as render
-from assay.cli import audit_log_cmds, case_batches, corpus_export
+from assay.cli import audit_log_cmds, case_batches, corpus_export, signin
 from assay.cli.common import (
     EXIT_OK,
     EXIT_VERIFICATION_FAILED,
@@ -141,11 +141,11 @@ def register(subparsers: Any) -> None:
         "adjudicator may decide",
         _queue,
     )
-    whose = queue.add_mutually_exclusive_group(required=True)
+    whose = queue.add_mutually_exclusive_group()
     whose.add_argument(
         "--reviewer",
         help="a reviewer's queue (blinded cases); with authentication on, your own token "
-        "subject unless you are an operator",
+        "subject unless you are an operator (default: the one `assay login` signed in)",
     )
     whose.add_argument(
         "--adjudicator",
@@ -158,8 +158,8 @@ def register(subparsers: Any) -> None:
     review.add_argument("case_id")
     review.add_argument(
         "--reviewer",
-        required=True,
-        help="your reviewer id; with authentication on it must equal your own token subject",
+        help="your reviewer id; with authentication on it must equal your own token subject "
+        "(default: the one `assay login` signed in)",
     )
     review.add_argument("--round", type=int, default=0, help="needed to reopen a frozen case")
     outcome = review.add_mutually_exclusive_group(required=True)
@@ -443,9 +443,21 @@ def _revisions(args: argparse.Namespace) -> int:
 # --- reviewing --------------------------------------------------------------
 
 
+def _signed_in_reviewer(args: argparse.Namespace) -> None:
+    """``--reviewer``, else the reviewer id of the current context's sign-in."""
+    if not args.reviewer:
+        try:
+            args.reviewer = signin.signed_in_reviewer()
+        except signin.SignInError as error:
+            raise CliError(str(error)) from None
+    if not args.reviewer:
+        raise usage_error("give --reviewer (or sign in: assay login, assay context)")
+
+
 def _queue(args: argparse.Namespace) -> int:
     if args.adjudicator:
         return _worklist(args)
+    _signed_in_reviewer(args)
     found = _every_page(
         args,
         "ListQueue",
@@ -472,6 +484,7 @@ def _worklist(args: argparse.Namespace) -> int:
 
 
 def _review(args: argparse.Namespace) -> int:
+    _signed_in_reviewer(args)
     request = pb.SubmitReviewRequest(
         request_id=_request_id(args),
         case_id=args.case_id,

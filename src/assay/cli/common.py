@@ -93,12 +93,14 @@ def usage_error(message: str) -> CliError:
 def add_target_argument(parser: argparse.ArgumentParser, service: str, default: str) -> None:
     """``--target host:port`` (env ``ASSAY_<SERVICE>_TARGET``), ``--timeout`` and the
     credential flags."""
+    from assay.cli.signin import context_target
     from assay.runtime.config import env_str
 
     env = f"ASSAY_{service.upper()}_TARGET"
     parser.add_argument(
         "--target",
-        default=env_str(env, default),
+        # The current context's target (``assay context``) stands in for the default.
+        default=env_str(env, context_target(service) or default),
         help=f"the {service} service address (env {env}; default {default})",
     )
     parser.add_argument(
@@ -162,6 +164,16 @@ def _env(name: str) -> str | None:
     return os.environ.get(name, "").strip() or None
 
 
+def _from_context(with_token: bool) -> tuple[Path | None, Path | None]:
+    """The current context's token file (when wanted) and CA (``assay context``, ``login``)."""
+    from assay.cli import signin
+
+    try:
+        return signin.context_credentials(with_token)
+    except signin.SignInError as error:
+        raise CliError(str(error)) from None
+
+
 def credentials_from_args(args: argparse.Namespace) -> Credentials | None:
     """The credentials the flags and their ``ASSAY_…`` twins give (None: none at all).
 
@@ -179,13 +191,16 @@ def credentials_from_args(args: argparse.Namespace) -> Credentials | None:
         if env_token is not None and env_file is not None:
             raise CliError("ASSAY_TOKEN and ASSAY_TOKEN_FILE are both set; unset one")
         token, token_file = env_token, Path(env_file) if env_file else None
+    given_token = token is not None or token_file is not None
+    context_token, context_ca = _from_context(with_token=not given_token)
+    token_file = token_file if given_token else context_token
 
     def path(flag: str, env: str) -> Path | None:
         given: Path | None = getattr(args, flag, None)
         from_env = _env(env)
         return given if given is not None else (Path(from_env) if from_env else None)
 
-    ca = path("ca", "ASSAY_CA")
+    ca = path("ca", "ASSAY_CA") or context_ca
     client_cert = path("client_cert", "ASSAY_CLIENT_CERT")
     client_key = path("client_key", "ASSAY_CLIENT_KEY")
     flag_tls = getattr(args, "tls", None)

@@ -95,6 +95,18 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "assay completion bash > ~/.local/share/bash-completion/completions/assay",
         "assay completion fish > ~/.config/fish/completions/assay.fish",
     ),
+    "login": (
+        "assay login --issuer https://idp.example.com --client-id assay-cli --name work",
+        "assay login                       # again, with what it remembered",
+    ),
+    "whoami": ("assay whoami -o json",),
+    "context": ("assay context list",),
+    "context add": (
+        "assay context add prod --adjudication adj.example.com:443 --ca ca.pem "
+        "--identity work --use",
+    ),
+    "context use": ("assay context use prod",),
+    "context list": ("assay context list -o json",),
 }
 
 

@@ -39,6 +39,7 @@ COMMAND_MODULES = (
     "assay.cli.approval_cmds",
     "assay.cli.executor_cmds",
     "assay.cli.completion_cmds",
+    "assay.cli.login_cmds",
 )
 
 

@@ -29,7 +29,7 @@ from assay.v1 import gold_pb2
 
 ROOT = Path(__file__).resolve().parents[3]
 # Commands that print no result to choose a format for: servers, set-up, the walkthrough.
-NO_RESULT = {"serve", "up", "dev-credentials", "demo", "completion"}
+NO_RESULT = {"serve", "up", "dev-credentials", "demo", "completion", "context add", "context use"}
 
 
 def leaves() -> list[tuple[str, argparse.ArgumentParser]]:
