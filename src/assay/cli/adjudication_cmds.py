@@ -23,7 +23,7 @@ from typing import Any
 from google.protobuf import json_format
 
 from assay.cli import adjudication_render as render
-from assay.cli import audit_log_cmds, case_batches, corpus_export, signin
+from assay.cli import audit_log_cmds, case_batches, signin
 from assay.cli.common import (
     EXIT_OK,
     EXIT_VERIFICATION_FAILED,
@@ -38,7 +38,7 @@ from assay.cli.common import (
 )
 from assay.cli.private_files import private_file, write_private
 from assay.cli.progress import progress
-from assay.client import AdjudicationClient
+from assay.client import AdjudicationClient, export_formats
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import gold_pb2
 
@@ -179,7 +179,7 @@ def register(subparsers: Any) -> None:
     export.add_argument("--tenant", default="", help="one of your tenants (default: all of them)")
     export.add_argument(
         "--format",
-        choices=corpus_export.FORMATS,
+        choices=export_formats.FORMATS,
         default="jsonl",
         help="jsonl: the records with their proofs; csv: (case_id, reviewer_id, label) rows, "
         "one per review of each label's round, for crowd-kit or krippendorff",
@@ -527,7 +527,7 @@ def _export(args: argparse.Namespace) -> int:
             if approvals_path is None
             else private_file(approvals_path) as approval_sink,
         ):
-            write = corpus_export.record_writer(args.format, sink)
+            write = export_formats.record_writer(args.format, sink)
             enabled = sys.stderr.isatty() and not args.json
             with progress("exporting gold labels", enabled=enabled, unit="records") as advance:
 
@@ -543,7 +543,7 @@ def _export(args: argparse.Namespace) -> int:
                             return item
                         if isinstance(item, pb.ExportedApproval):
                             assert approval_sink is not None
-                            corpus_export.write_line(approval_sink, item)
+                            export_formats.write_line(approval_sink, item)
                             continue
                         advance(write((item,)))
                     raise CliError("the export stream ended without a manifest")

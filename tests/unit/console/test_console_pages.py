@@ -3,12 +3,9 @@ upload's rows and the service's positions named by line, agreement in honest wor
 
 from __future__ import annotations
 
-import io
-
 import pytest
 
-from assay.cli import corpus_export
-from assay.console.pages import charts, exports, uploads
+from assay.console.pages import charts, uploads
 from assay.errors import FieldViolation
 from assay.v1 import adjudication_service_pb2 as adj
 
@@ -25,16 +22,6 @@ def records() -> list[adj.CorpusRecord]:
         review = record.reviews.add(reviewer_id=reviewer, round=round_, outcome=outcome)
         review.label_key = key
     return [record, adj.CorpusRecord()]
-
-
-class TestExportFormats:
-    @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
-    def test_the_console_writes_the_bytes_the_cli_writes(self, fmt: str) -> None:
-        """The console may not import the CLI, so its writer is held to the CLI's output."""
-        ours, theirs = io.StringIO(), io.StringIO()
-        exports.record_writer(fmt, ours)(records())
-        corpus_export.record_writer(fmt, theirs)(records())
-        assert ours.getvalue() == theirs.getvalue()
 
 
 class TestUploads:

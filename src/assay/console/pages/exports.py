@@ -1,63 +1,25 @@
 """An export download: the corpus streamed from ExportCorpus into one ZIP holding the
 records (JSON Lines, or CSV of one row per review) and the manifest that closes them.
 
-The records are written in the formats of ``assay export`` (``assay.cli.corpus_export``,
-which the console may not import: the import contract keeps the CLI out of it), so
-``assay audit verify-export`` checks a JSONL file from here; a test holds the two writers
-to the same bytes. The ZIP is
-written as the stream arrives (data descriptors, no seeking), so the console holds one
-batch at a time. A stream that ends without its manifest (``DataLossError`` from the
-client) breaks the download rather than giving a file that looks whole.
+The records are written by ``assay export``'s own writers (``assay.client.export_formats``),
+so ``assay audit verify-export`` checks a JSONL file from here. The ZIP is written as the
+stream arrives (data descriptors, no seeking), so the console holds one batch at a time. A
+stream that ends without its manifest (``DataLossError`` from the client) breaks the
+download rather than giving a file that looks whole.
 """
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import zipfile
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TextIO
+from collections.abc import AsyncIterator
 
 from google.protobuf import json_format
 
 from assay.client.export import ExportItem
+from assay.client.export_formats import record_writer
 from assay.v1 import adjudication_service_pb2 as adj
-
-CSV_HEADER = ("case_id", "reviewer_id", "label")
-_NOT_A_LABEL = {
-    adj.REVIEW_OUTCOME_UNRESOLVED: "unresolved",
-    adj.REVIEW_OUTCOME_NOT_EVALUABLE: "not evaluable",
-}
-Writer = Callable[[Sequence[adj.CorpusRecord]], None]
-
-
-def record_writer(fmt: str, sink: TextIO) -> Writer:
-    """Records as JSON Lines (proto JSON, keys sorted), or as CSV: a header, then one row
-    per review of the round each gold label was frozen from (a label by its key)."""
-    if fmt == "jsonl":
-
-        def lines(records: Sequence[adj.CorpusRecord]) -> None:
-            for record in records:
-                data = json_format.MessageToDict(record)
-                sink.write(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n")
-
-        return lines
-    out = csv.writer(sink, lineterminator="\n")
-    out.writerow(CSV_HEADER)
-
-    def rows(records: Sequence[adj.CorpusRecord]) -> None:
-        for record in records:
-            for review in record.reviews:
-                if review.round == record.revision.round:
-                    label = (
-                        review.label_key
-                        if review.outcome == adj.REVIEW_OUTCOME_LABEL
-                        else _NOT_A_LABEL.get(review.outcome, "unspecified")
-                    )
-                    out.writerow((record.revision.case_id, review.reviewer_id, label))
-
-    return rows
 
 
 class _Chunks(io.RawIOBase):

@@ -1,4 +1,4 @@
-"""How ``assay export`` writes what the server streams: JSON Lines or CSV.
+"""The export's file formats (``assay export``, the console's download): JSON Lines or CSV.
 
 JSON Lines are the records as sent, proofs and all: what ``assay audit verify-export``
 checks. CSV is for running one's own agreement or aggregation: one row per review,
