@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.console.oidc import OidcSignIn, SignInRefused
+from assay.console.oidc import OidcSignIn, SignInRefused, check_issuer
 from assay.console.sessions import Session, SessionStore
 from assay.console.settings import ConsoleSettings
 from tests.support.oidc import ALICE, CLIENT_ID, CLIENT_SECRET, Provider, oidc_provider
@@ -108,3 +108,13 @@ class TestCallback:
             sign_in.pending.take(state)
         with pytest.raises(SignInRefused, match="not valid or has expired"):
             await sign_in.finish(query, binding)
+
+
+class TestIssuer:
+    @pytest.mark.parametrize(
+        "issuer", ["http://idp.example.com", "ftp://127.0.0.1/", "https://", "idp.example.com"]
+    )
+    def test_only_https_or_loopback_http(self, issuer: str) -> None:
+        """The console talks to its provider over https (http only on loopback, for tests)."""
+        with pytest.raises(ValueError, match="expected https://"):
+            check_issuer(issuer)
