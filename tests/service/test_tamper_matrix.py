@@ -19,9 +19,10 @@ The controls — the untouched copy, and a tenant deletion the service does itse
 every one of those checks, so none of them fails for a reason other than the tampering.
 
 Approvals (``approvals``, ``approval_steps``) need an authenticated caller and the matrix's
-server is dev mode, so their reads, GetApproval and ListApprovals, call the running
-server's own ApprovalService servicer with an authenticated principal bound, as the
-runtime binds one after its gate (``tamper_approvals``), on the same store and ledger.
+server is dev mode, so their reads (GetApproval, ListApprovals) and changes call the
+running server's own ApprovalService servicer with an authenticated principal bound, as
+the runtime binds one after its gate (``tamper_approvals``), on the same store and ledger;
+an error becomes the status code the runtime's error table gives it.
 """
 
 from __future__ import annotations
