@@ -86,8 +86,10 @@ class Desk:
 
 
 @contextlib.asynccontextmanager
-async def desk(tmp_path: Path) -> AsyncIterator[Desk]:
-    async with secure_stack(tmp_path) as stack:
+async def desk(tmp_path: Path, db: str = "") -> AsyncIterator[Desk]:
+    """``db``: a ``postgresql://`` URL, or empty for a SQLite file."""
+    postgres = db if db.startswith("postgresql") else None
+    async with secure_stack(tmp_path, db=postgres) as stack:
         targets, root = stack.targets, stack.creds.root
         operator = Credentials.from_folder(root, "operator")
         dave = Credentials.from_folder(root, "dave")
@@ -130,12 +132,12 @@ def kinds_and_actors(events: list[adj.AuditEvent]) -> list[tuple[str, str]]:
 
 class TestAskingFirst:
     async def test_the_run_waits_for_the_decision_and_acts_on_the_consumed_grant(
-        self, tmp_path: Path
+        self, tmp_path: Path, adjudication_db: str
     ) -> None:
         """Blocked until dave approves; then the probe runs, the report names the approval,
         and the ledger has the request by operator, the grant by dave and the use by
-        operator."""
-        async with desk(tmp_path) as d:
+        operator (on each engine)."""
+        async with desk(tmp_path, adjudication_db) as d:
             seen: list[Any] = []
             task = run_in_background(d, d.settings(), seen)
             asked = await first_pending(d)
