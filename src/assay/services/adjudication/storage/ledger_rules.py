@@ -22,6 +22,7 @@ from assay.services.adjudication.domain.model import (
     Case,
     ChainHead,
     GoldLabelRevision,
+    RecordKind,
     Resolution,
     Review,
     Reviewer,
@@ -175,7 +176,25 @@ def check_recorded(
     through a write transaction's ``recorded``: a job decides on nothing a row edited outside
     the service says."""
     _check_through(recorded, APPROVALS, [approval], approval)
-    _check_through(recorded, APPROVAL_STEPS, steps, approval)
+    check_no_step_missing(_check_through(recorded, APPROVAL_STEPS, steps, approval), steps)
+
+
+def check_no_step_missing(recorded_ids: Iterable[str], steps: Sequence[Step]) -> None:
+    """DATA_LOSS naming the first step the ledger recorded (``recorded_ids``: its
+    "<approval id>#<step>" ids) that has no row among ``steps``: steps are never deleted, so
+    a missing one (deleted, or moved to another approval) is tampering, and an approval read
+    without it could look granted again, or unused."""
+    present = {records.step_id(step) for step in steps}
+    missing = sorted(
+        set(recorded_ids) - present,
+        key=lambda name: (name.rpartition("#")[0], int(name.rpartition("#")[2] or 0)),
+    )
+    if missing:
+        raise records.record_loss(
+            RecordKind.APPROVAL_STEP,
+            missing[0],
+            "its row is missing (approval steps are never deleted)",
+        )
 
 
 def _check_through(
@@ -183,9 +202,9 @@ def _check_through(
     rule: Rule[T],
     values: Sequence[T],
     approval: Approval,
-) -> None:
-    if not values:
-        return
+) -> set[str]:
+    """Check ``values`` against the events ``recorded`` gives for the approval; the record
+    ids of every such event."""
     found: dict[str, dict[str, str]] = {}
     for event_type in rule.event_types:
         for payload in recorded(event_type, rule.key, [approval.approval_id], approval.tenant):
@@ -198,3 +217,4 @@ def _check_through(
         why = records.mismatch(rule.commitment(value), found.get(name))
         if why:
             raise records.record_loss(kind, name, why)
+    return set(found)

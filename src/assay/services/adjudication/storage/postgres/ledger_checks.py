@@ -99,6 +99,12 @@ async def check_snapshot(db: queries.Db, snap: model.CaseSnapshot | None) -> Non
 
 
 async def check_approvals(db: queries.Db, found: Sequence[tuple[Approval, list[Step]]]) -> None:
-    """Each approval and each of its steps against the events that recorded them."""
+    """Each approval and each of its steps against the events that recorded them, and no
+    recorded step without its row."""
     await check(db, ledger_rules.APPROVALS, [a for a, _ in found])
-    await check(db, ledger_rules.APPROVAL_STEPS, [s for _, steps in found for s in steps])
+    rule = ledger_rules.APPROVAL_STEPS
+    steps = [s for _, steps in found for s in steps]
+    ids = sorted({a.approval_id for a, _ in found})
+    fetched = [r for t in rule.event_types for r in await db.fetch(_events_sql(t, rule.key), ids)]
+    recorded = [rows.audit_event(queries.row(r)) for r in fetched]
+    ledger_rules.check_no_step_missing(rule.match(steps, recorded), steps)

@@ -140,6 +140,11 @@ def check_snapshot(db: sqlite3.Connection, snap: model.CaseSnapshot | None) -> N
 
 
 def check_approvals(db: sqlite3.Connection, found: Sequence[tuple[Approval, list[Step]]]) -> None:
-    """Each approval and each of its steps against the events that recorded them."""
+    """Each approval and each of its steps against the events that recorded them, and no
+    recorded step without its row."""
     check(db, ledger_rules.APPROVALS, [a for a, _ in found])
-    check(db, ledger_rules.APPROVAL_STEPS, [s for _, steps in found for s in steps])
+    rule = ledger_rules.APPROVAL_STEPS
+    steps = [s for _, steps in found for s in steps]
+    ids = sorted({a.approval_id for a, _ in found})
+    recorded = [e for t in rule.event_types for e in events(db, t, rule.key, ids)]
+    ledger_rules.check_no_step_missing(rule.match(steps, recorded), steps)
