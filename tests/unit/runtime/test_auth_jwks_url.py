@@ -85,6 +85,10 @@ def token(key: ec.EllipticCurvePrivateKey, kid: str | None) -> str:
     return jwt.encode(body, key, "ES256", headers=headers)
 
 
+def without_kid(key: ec.EllipticCurvePrivateKey) -> dict[str, Any]:
+    return {k: v for k, v in public_jwk(key, "unused").items() if k != "kid"}
+
+
 def verifier(url: str) -> TokenVerifier:
     return TokenVerifier(url, frozenset({DEV_ISSUER}), DEV_AUDIENCE)
 
@@ -119,6 +123,21 @@ class TestJwksByUrl:
         with pytest.raises(Unauthenticated, match="not in the JWKS"):
             checking.verify(token(NEW, "made-up-again"))
         assert provider.fetches == 3
+
+    def test_a_provider_without_key_ids_rotating_its_key(
+        self, provider: Provider, clock: Clock
+    ) -> None:
+        """A set of one key without kid, replaced: a token the old key cannot verify sends
+        for the set again (bounded by the cooldown), and verifies with the new key."""
+        provider.document = {"keys": [without_kid(OLD)]}
+        checking = verifier(provider.url)
+        provider.document = {"keys": [without_kid(NEW)]}
+        with pytest.raises(Unauthenticated, match="Signature verification failed"):
+            checking.verify(token(NEW, None))  # inside the cooldown: no fetch yet
+        assert provider.fetches == 1
+        clock.now += jwks.URL_COOLDOWN_SECONDS
+        assert checking.verify(token(NEW, None))["sub"] == "alice"
+        assert provider.fetches == 2
 
     def test_refetched_after_its_lifespan_and_a_removed_key_is_refused(
         self, provider: Provider, clock: Clock

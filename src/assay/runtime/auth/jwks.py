@@ -5,7 +5,8 @@ signing, of an accepted algorithm, with unique ids). A file is re-read when it c
 (looked at at most once a second). A URL (https, or http on loopback) is fetched with
 PyJWT's ``PyJWKClient`` at start, kept for ``URL_LIFESPAN_SECONDS``, and fetched again at
 once when a token names a key id the set lacks (a provider rotating its keys), but never
-more often than once per ``URL_COOLDOWN_SECONDS``: a stream of made-up key ids costs the
+more often than once per ``URL_COOLDOWN_SECONDS`` (likewise when a provider that names no
+key id signs with a key the set's only key does not verify): a stream of made-up key ids costs the
 provider one request per cooldown, not one per call. The fetch is blocking with a short
 timeout, so the rare refetch holds the calling thread that long at most. A fetch or file
 that fails, or holds no usable key, keeps the keys that were good.

@@ -122,26 +122,39 @@ class TokenVerifier:
             raise invalid("the bearer token is not a JWT") from None
         key = self._key_for(header)
         try:
-            claims: dict[str, Any] = jwt.decode(
-                token,
-                key=key,
-                algorithms=[key.algorithm_name],
-                audience=self.audience,
-                issuer=self.issuers,
-                leeway=self.leeway,
-                options={
-                    "require": ["exp", "iss", "aud", "sub"],
-                    # The times are checked below, with their types and range.
-                    "verify_exp": False,
-                    "verify_nbf": False,
-                    "verify_iat": False,
-                },
-            )
+            claims = self._decode(token, key)
+        except jwt.InvalidSignatureError as error:
+            # A provider that names no kid (one key at a time) and rotated it: the URL is
+            # fetched again (bounded like an unknown kid) and the token tried once more.
+            if "kid" in header or not self.source.refetch():
+                raise invalid(f"token rejected: {error}") from None
+            try:
+                claims = self._decode(token, self._key_for(header))
+            except jwt.InvalidTokenError as again:
+                raise invalid(f"token rejected: {again}") from None
         except jwt.InvalidTokenError as error:
             raise invalid(f"token rejected: {error}") from None
         if not isinstance(claims.get("sub"), str) or not claims["sub"]:
             raise invalid("token has no subject")
         self._check_times(claims)
+        return claims
+
+    def _decode(self, token: str, key: jwt.PyJWK) -> dict[str, Any]:
+        claims: dict[str, Any] = jwt.decode(
+            token,
+            key=key,
+            algorithms=[key.algorithm_name],
+            audience=self.audience,
+            issuer=self.issuers,
+            leeway=self.leeway,
+            options={
+                "require": ["exp", "iss", "aud", "sub"],
+                # The times are checked below, with their types and range.
+                "verify_exp": False,
+                "verify_nbf": False,
+                "verify_iat": False,
+            },
+        )
         return claims
 
     def _check_times(self, claims: Mapping[str, Any]) -> None:
