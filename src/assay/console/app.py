@@ -29,8 +29,8 @@ from starlette.staticfiles import StaticFiles
 
 from assay.client.errors import AssayCallError
 from assay.console.backends import Backends
-from assay.console.oidc import OidcSignIn, SignInRefused
 from assay.console.observe import Observer, RequestLog
+from assay.console.oidc import OidcSignIn, SignInRefused
 from assay.console.pages import adjudicator, approver, auditor, operator
 from assay.console.plain_words import refusal
 from assay.console.security import SecurityHeaders, csrf_ok
