@@ -34,7 +34,7 @@ from assay.console.oidc import OidcSignIn, SignInRefused
 from assay.console.pages import adjudicator, approver, auditor, operator
 from assay.console.plain_words import refusal
 from assay.console.security import SecurityHeaders, csrf_ok
-from assay.console.sessions import COOKIE, Session, SessionStore, cookie_options
+from assay.console.sessions import COOKIE, SIGNIN_COOKIE, Session, SessionStore, cookie_options
 from assay.console.settings import DEV_MODE_ISSUER, ConsoleSettings
 from assay.runtime.auth.dev_credentials import DEV_ISSUER, DevCredentials
 from assay.transport import is_loopback
@@ -165,18 +165,37 @@ def routes(console: Console) -> list[Any]:
 
     async def signin(request: Request) -> Response:
         nxt = _safe_next(request.query_params.get("next"))
-        return console.render(
+        # The sign-in forms carry a token the browser also holds in a cookie of its own, so a
+        # page of another site cannot sign this browser in under a name it chose.
+        form_token = secrets.token_urlsafe(32)
+        response = console.render(
             request,
             "signin.html",
             next=nxt,
             dev_names=dev_names() if dev_enabled(request) else [],
             dev_mode=dev_mode(request),
             oidc=bool(settings.oidc_issuer),
+            form_token=form_token,
         )
+        response.set_cookie(
+            SIGNIN_COOKIE,
+            form_token,
+            max_age=600,
+            httponly=True,
+            secure=True,
+            samesite="strict",
+            path="/",
+        )
+        return response
+
+    def signin_form_ok(request: Request, form: Any) -> bool:
+        return csrf_ok(request.cookies.get(SIGNIN_COOKIE, ""), str(form.get("signin", "")))
 
     async def signin_typed(request: Request) -> Response:
         """Dev mode: the services authenticate nobody, so the typed name is who acts."""
         form = await request.form()
+        if not signin_form_ok(request, form):
+            return Response("this sign-in form has expired: reload the page", status_code=403)
         name = str(form.get("name", "")).strip()
         if not DEV_MODE_NAME.fullmatch(name):
             return console.render(
@@ -188,6 +207,7 @@ def routes(console: Console) -> list[Any]:
                 dev_mode=True,
                 oidc=bool(settings.oidc_issuer),
                 problem="Type a name: letters, digits, and . _ @ - (at most 64).",
+                form_token=request.cookies.get(SIGNIN_COOKIE, ""),
             )
         ends = time.time() + settings.session_lifetime.total_seconds()
         session = console.sessions.create(DEV_MODE_ISSUER, name, "", ends, name=name)
@@ -200,6 +220,8 @@ def routes(console: Console) -> list[Any]:
         if not dev_enabled(request):
             return Response("dev sign-in is not enabled", status_code=404)
         form = await request.form()
+        if not signin_form_ok(request, form):
+            return Response("this sign-in form has expired: reload the page", status_code=403)
         name = str(form.get("name", ""))
         if name not in dev_names():
             return Response("no such dev principal", status_code=400)

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 COOKIE = "__Host-assay"
+# Holds the token the sign-in page's forms carry (login CSRF), for ten minutes.
+SIGNIN_COOKIE = "__Host-assay-signin"
 MAX_SESSIONS = 10_000
 
 
