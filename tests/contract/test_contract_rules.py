@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
+from typing import Any
 
 import pytest
 from google.protobuf import descriptor_pb2
@@ -106,3 +107,21 @@ class TestReadOnlyRpcs:
         if method.name.startswith(READ_ONLY_PREFIXES) or method.full_name in READ_ONLY_METHODS:
             level = options.idempotency_level
             assert level == descriptor_pb2.MethodOptions.NO_SIDE_EFFECTS, method.name
+
+
+class TestExportedApproval:
+    def test_its_first_twelve_fields_are_approvals(self) -> None:
+        """The export reads an approval's request fields from ``Approval``'s bytes
+        (``wire.approval_export``): fields 1-12 must match in number, name and type."""
+        from assay.v1 import adjudication_service_pb2, approval_service_pb2
+
+        def shape(message: Any) -> list[tuple[int, str, int, str]]:
+            return [
+                (f.number, f.name, f.type, f.message_type.full_name if f.message_type else "")
+                for f in message.DESCRIPTOR.fields
+                if f.number <= 12
+            ]
+
+        exported = shape(adjudication_service_pb2.ExportedApproval)
+        assert exported == shape(approval_service_pb2.Approval)
+        assert len(exported) == 12

@@ -17,6 +17,7 @@ from assay.candidate_digest import candidate_digest
 from assay.errors import FieldViolation, InvalidArgument, Reason
 from assay.prototime import duration_problem
 from assay.services.adjudication.domain.approvals import (
+    Approval,
     ApprovalAsk,
     ApprovalCandidate,
     ApprovalState,
@@ -120,21 +121,22 @@ def state(number: int) -> ApprovalState | None:
     return found
 
 
-def _actor(actor: Actor | None) -> adj.AuditActor | None:
+def actor_message(actor: Actor | None) -> adj.AuditActor | None:
     return None if actor is None else adj.AuditActor(issuer=actor.issuer, subject=actor.subject)
 
 
 def _step(value: Step) -> pb.ApprovalStep:
     return pb.ApprovalStep(
         kind=to_proto_enum(pb.ApprovalStepKind, "APPROVAL_STEP_KIND_", value.kind),
-        actor=_actor(value.actor),
+        actor=actor_message(value.actor),
         reason=value.reason,
         occur_time=timestamp(value.occur_time),
     )
 
 
-def approval(view: ApprovalView) -> pb.Approval:
-    value = view.approval
+def request_part(value: Approval) -> pb.Approval:
+    """The fields the request stored (1–12 of ``Approval``; ``ExportedApproval`` numbers and
+    types its fields 1–12 the same, so the export reads them from these bytes)."""
     shown = plan_pb2.AcquisitionCandidate()
     json_format.Parse(value.candidate.detail, shown, ignore_unknown_fields=True)
     message = pb.Approval(
@@ -143,16 +145,21 @@ def approval(view: ApprovalView) -> pb.Approval:
         subject=value.subject,
         predicate=value.predicate,
         candidate=shown,
-        requester=_actor(value.requester),
+        requester=actor_message(value.requester),
         reason=value.reason,
         request_time=timestamp(value.request_time),
         expire_time=timestamp(value.expire_time),
         quorum=value.quorum,
         deny_ends=value.deny_ends,
-        state=to_proto_enum(pb.ApprovalState, "APPROVAL_STATE_", view.standing.state),
-        steps=[_step(s) for s in view.steps],
     )
     message.grant_lifetime.FromTimedelta(value.grant_lifetime)
+    return message
+
+
+def approval(view: ApprovalView) -> pb.Approval:
+    message = request_part(view.approval)
+    message.state = to_proto_enum(pb.ApprovalState, "APPROVAL_STATE_", view.standing.state)
+    message.steps.extend(_step(s) for s in view.steps)
     if view.standing.grant_expire_time is not None:
         message.grant_expire_time.CopyFrom(timestamp(view.standing.grant_expire_time))
     return message
