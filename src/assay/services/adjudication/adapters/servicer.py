@@ -18,32 +18,18 @@ from typing import Any, Generic, TypeVar
 import grpc
 
 from assay.runtime import paging
-from assay.runtime.auth.principal import current_principal
-from assay.services.adjudication.domain.model import Caller, ChainHead, ExportTally
+from assay.services.adjudication.adapters.call_context import caller, request_key, response_bytes
+from assay.services.adjudication.domain.model import ChainHead, ExportTally
 from assay.services.adjudication.domain.times import now
 from assay.services.adjudication.storage.interface import ApprovalBatch, ExportBatch
 from assay.services.adjudication.use_cases.lookups import Lookups
 from assay.services.adjudication.use_cases.operations import Adjudication
-from assay.services.adjudication.use_cases.retries import RequestKey
 from assay.services.adjudication.use_cases.transparency import TransparencyLog
-from assay.services.adjudication.wire import approval_export, convert, scalars
+from assay.services.adjudication.wire import approval_export, convert
 from assay.v1 import adjudication_service_pb2 as pb
 
 T = TypeVar("T")
 M = TypeVar("M", bound=Any)
-
-
-def _bytes(message: Any) -> bytes:
-    data: bytes = message.SerializeToString(deterministic=True)
-    return data
-
-
-def _key(method: str, request: Any) -> RequestKey:
-    return RequestKey(request.request_id, method, scalars.request_digest(request))
-
-
-def _caller() -> Caller:
-    return convert.caller(current_principal())
 
 
 class _Converted(Generic[T, M]):
@@ -111,19 +97,19 @@ class AdjudicationServicer:
     ) -> bytes:
         given = request.reviewer
         raw = await self.adjudication.register_reviewer(
-            _key("RegisterReviewer", request),
+            request_key("RegisterReviewer", request),
             given.reviewer_id,
             convert.reviewer_kind(given.kind),
             given.attested_by,
-            lambda r: _bytes(pb.RegisterReviewerResponse(reviewer=convert.reviewer(r))),
-            _caller(),
+            lambda r: response_bytes(pb.RegisterReviewerResponse(reviewer=convert.reviewer(r))),
+            caller(),
         )
         return raw
 
     async def GetReviewer(
         self, request: pb.GetReviewerRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetReviewerResponse:
-        found = await self.lookups.reviewer(request.reviewer_id, _caller())
+        found = await self.lookups.reviewer(request.reviewer_id, caller())
         return pb.GetReviewerResponse(reviewer=convert.reviewer(found))
 
     async def ListReviewers(
@@ -140,10 +126,10 @@ class AdjudicationServicer:
     ) -> bytes:
         item = convert.batch_item(request.case, "case")
         raw = await self.adjudication.enqueue_case(
-            _key("EnqueueCase", request),
+            request_key("EnqueueCase", request),
             item.data,
-            lambda c: _bytes(pb.EnqueueCaseResponse(case=convert.case(c))),
-            _caller(),
+            lambda c: response_bytes(pb.EnqueueCaseResponse(case=convert.case(c))),
+            caller(),
             item.unreadable,
         )
         return raw
@@ -151,12 +137,12 @@ class AdjudicationServicer:
     async def GetCase(
         self, request: pb.GetCaseRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetCaseResponse:
-        return convert.case_detail(await self.lookups.case_detail(request.case_id, _caller()))
+        return convert.case_detail(await self.lookups.case_detail(request.case_id, caller()))
 
     async def GetBlindedCase(
         self, request: pb.GetBlindedCaseRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetBlindedCaseResponse:
-        found = await self.lookups.blinded(request.case_id, _caller())
+        found = await self.lookups.blinded(request.case_id, caller())
         return pb.GetBlindedCaseResponse(case=convert.blinded(found))
 
     async def ListQueue(
@@ -168,7 +154,7 @@ class AdjudicationServicer:
             request.tenant,
             request.page_size,
             request.page_token,
-            _caller(),
+            caller(),
             views.size,
         )
         return pb.ListQueueResponse(
@@ -178,7 +164,7 @@ class AdjudicationServicer:
     async def GetCaseState(
         self, request: pb.GetCaseStateRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetCaseStateResponse:
-        snap, state = await self.lookups.case_state(request.case_id, _caller())
+        snap, state = await self.lookups.case_state(request.case_id, caller())
         return pb.GetCaseStateResponse(
             case_id=snap.case.case_id,
             state=convert.case_state(state),
@@ -194,12 +180,12 @@ class AdjudicationServicer:
         self, request: pb.SubmitReviewRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
         raw = await self.adjudication.submit_review(
-            _key("SubmitReview", request),
+            request_key("SubmitReview", request),
             convert.submission(request),
-            lambda r: _bytes(
+            lambda r: response_bytes(
                 pb.SubmitReviewResponse(review=convert.review(r[0]), state=convert.case_state(r[1]))
             ),
-            _caller(),
+            caller(),
         )
         return raw
 
@@ -207,14 +193,14 @@ class AdjudicationServicer:
         self, request: pb.ResolveCaseRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
         raw = await self.adjudication.resolve_case(
-            _key("ResolveCase", request),
+            request_key("ResolveCase", request),
             convert.resolve_request(request),
-            lambda r: _bytes(
+            lambda r: response_bytes(
                 pb.ResolveCaseResponse(
                     resolution=convert.resolution(r[0]), state=convert.case_state(r[1])
                 )
             ),
-            _caller(),
+            caller(),
         )
         return raw
 
@@ -222,11 +208,13 @@ class AdjudicationServicer:
         self, request: pb.FreezeGoldLabelRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
         raw = await self.adjudication.freeze(
-            _key("FreezeGoldLabel", request),
+            request_key("FreezeGoldLabel", request),
             request.case_id,
             request.expected_revision,
-            lambda rev: _bytes(pb.FreezeGoldLabelResponse(revision=convert.gold_label(rev))),
-            _caller(),
+            lambda rev: response_bytes(
+                pb.FreezeGoldLabelResponse(revision=convert.gold_label(rev))
+            ),
+            caller(),
         )
         return raw
 
@@ -237,7 +225,7 @@ class AdjudicationServicer:
     ) -> pb.ListGoldLabelRevisionsResponse:
         revisions = _Converted(convert.gold_label)
         page = await self.lookups.gold_labels(
-            request.case_id, request.page_size, request.page_token, _caller(), revisions.size
+            request.case_id, request.page_size, request.page_token, caller(), revisions.size
         )
         return pb.ListGoldLabelRevisionsResponse(
             revisions=[revisions(r) for r in page.items],
@@ -254,7 +242,7 @@ class AdjudicationServicer:
         async for item in self.lookups.export(
             request.tenant,
             request.batch_size,
-            _caller(),
+            caller(),
             request.include_reviews,
             request.include_approvals,
         ):
@@ -307,7 +295,7 @@ class AdjudicationServicer:
     async def ComputeAgreement(
         self, request: pb.ComputeAgreementRequest, context: grpc.aio.ServicerContext
     ) -> pb.ComputeAgreementResponse:
-        found = await self.lookups.agreement(request.tenant, request.bootstrap_resamples, _caller())
+        found = await self.lookups.agreement(request.tenant, request.bootstrap_resamples, caller())
         return convert.agreement(found)
 
     # --- the ledger and deletion -------------------------------------------
@@ -321,7 +309,7 @@ class AdjudicationServicer:
         self, request: pb.ListAuditEventsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListAuditEventsResponse:
         page = await self.lookups.audit_events(
-            request.page_size, request.page_token, _caller(), self.log.disagreeing
+            request.page_size, request.page_token, caller(), self.log.disagreeing
         )
         return pb.ListAuditEventsResponse(
             events=[convert.audit_event(e) for e in page.items],
@@ -332,12 +320,12 @@ class AdjudicationServicer:
         self, request: pb.DeleteTenantRecordsRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
         raw = await self.adjudication.delete_tenant(
-            _key("DeleteTenantRecords", request),
+            request_key("DeleteTenantRecords", request),
             request.tenant,
-            lambda r: _bytes(
+            lambda r: response_bytes(
                 pb.DeleteTenantRecordsResponse(deleted=convert.deleted(r[0]), audit_sequence=r[1])
             ),
-            _caller(),
+            caller(),
         )
         return raw
 
@@ -345,11 +333,11 @@ class AdjudicationServicer:
         self, request: pb.SweepExpiredRecordsRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
         raw = await self.adjudication.sweep(
-            _key("SweepExpiredRecords", request),
-            lambda r: _bytes(
+            request_key("SweepExpiredRecords", request),
+            lambda r: response_bytes(
                 pb.SweepExpiredRecordsResponse(deleted=convert.deleted(r[0]), audit_sequence=r[1])
             ),
-            _caller(),
+            caller(),
         )
         return raw
 
@@ -385,10 +373,12 @@ class AdjudicationServicer:
         self, request: pb.EnqueueCasesRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
         raw = await self.adjudication.enqueue_cases(
-            _key("EnqueueCases", request),
+            request_key("EnqueueCases", request),
             convert.batch_items(request.cases),
-            lambda stored: _bytes(pb.EnqueueCasesResponse(cases=[convert.case(c) for c in stored])),
-            _caller(),
+            lambda stored: response_bytes(
+                pb.EnqueueCasesResponse(cases=[convert.case(c) for c in stored])
+            ),
+            caller(),
         )
         return raw
 
@@ -401,7 +391,7 @@ class AdjudicationServicer:
             request.tenant,
             request.page_size,
             request.page_token,
-            _caller(),
+            caller(),
             items.size,
         )
         return pb.ListAdjudicationQueueResponse(
