@@ -20,8 +20,16 @@ CELL = 56
 LABEL = 120
 BAR_WIDTH = 360
 BAR_ROW = 28
-# Kappa from -1 to 1 in five bands, red to blue; grey where there is no number.
-_BANDS = ((0.0, "#d73027"), (0.2, "#fc8d59"), (0.4, "#fee090"), (0.6, "#91bfdb"), (1.01, "#4575b4"))
+# Kappa from -1 to 1 in five bands, red to blue; grey where there is no number. Each band
+# with the colour of the number written on it: white on the two dark ends (black on them
+# falls short of the 4.5:1 contrast WCAG asks of text), black on the rest.
+_BANDS = (
+    (0.0, "#d73027", "#fff"),
+    (0.2, "#fc8d59", "#000"),
+    (0.4, "#fee090", "#000"),
+    (0.6, "#91bfdb", "#000"),
+    (1.01, "#4575b4", "#fff"),
+)
 NO_VALUE = "#d0d7de"
 _UNDEFINED = {
     adj.AGREEMENT_UNDEFINED_REASON_DEGENERATE_MARGINALS: "every answer falls in one category",
@@ -44,10 +52,11 @@ def said(figure: Any) -> str:
     return "not reported"
 
 
-def colour(figure: adj.AgreementFigure) -> str:
+def colour(figure: adj.AgreementFigure) -> tuple[str, str]:
+    """The cell's fill and the colour of the number on it."""
     if figure.status != adj.AGREEMENT_STATUS_COMPUTED:
-        return NO_VALUE
-    return next(c for top, c in _BANDS if figure.value < top)
+        return NO_VALUE, "#000"
+    return next((fill, ink) for top, fill, ink in _BANDS if figure.value < top)
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,7 @@ class Cell:
     x: int
     y: int
     fill: str
+    ink: str
     text: str
     title: str
 
@@ -76,8 +86,9 @@ def heatmap(pairs: list[adj.PairAgreement]) -> Heatmap:
         short = f"{figure.value:.2f}" if figure.status == adj.AGREEMENT_STATUS_COMPUTED else "–"
         title = f"{pair.reviewer_a} and {pair.reviewer_b}: {said(figure)}"
         a, b = at[pair.reviewer_a], at[pair.reviewer_b]
+        fill, ink = colour(figure)
         for row, col in {(a, b), (b, a)}:
-            cells.append(Cell(LABEL + col * CELL, LABEL + row * CELL, colour(figure), short, title))
+            cells.append(Cell(LABEL + col * CELL, LABEL + row * CELL, fill, ink, short, title))
     return Heatmap(names, cells, LABEL + len(names) * CELL)
 
 
