@@ -30,6 +30,7 @@ from assay.v1 import approval_service_pb2 as pb
 from assay.v1 import approval_service_pb2_grpc as pb_grpc
 from assay.v1 import gold_pb2, plan_pb2
 from tests.support.browser import console_for, launch
+from tests.support.eventually import eventually_async
 from tests.support.secure import SecureStack, secure_stack
 
 TIMEOUT = 20.0
@@ -236,6 +237,14 @@ async def signed_in(browser: Browser, watch: Watch, url: str, start: str, name: 
     return page
 
 
+async def choose(page: Page, key: str) -> None:
+    """Choose with ``key`` once the page's script listens, and submit with Enter."""
+    await page.wait_for_load_state("domcontentloaded")
+    await page.keyboard.press(key)
+    await expect(page.locator(f"input[data-key='{key}']")).to_be_checked()
+    await page.keyboard.press("Enter")
+
+
 class TestHostileContent:
     async def test_case_fields_reasons_and_attestations_are_shown_as_text(
         self, tmp_path: Path, browser: Browser
@@ -268,8 +277,7 @@ class TestHostileContent:
                 *(as_json(v) for v in CANDIDATES),
             )
             assert VERDICT not in await page.content()
-            await page.keyboard.press("2")
-            await page.keyboard.press("Enter")
+            await choose(page, "2")
             await expect(page.get_by_text("Nothing is waiting for your review")).to_be_visible()
             await watch.check(page)
 
@@ -289,8 +297,7 @@ class TestHostileContent:
                 REVIEW_REASON,
             )
             assert VERDICT not in await carol.content()
-            await carol.keyboard.press("1")
-            await carol.keyboard.press("Enter")
+            await choose(carol, "1")
             await expect(carol.get_by_text("Your decision is recorded")).to_be_visible()
             await watch.check(carol)
 
@@ -349,3 +356,31 @@ class TestHostileContent:
             await expect(page.get_by_text("Your decision is recorded")).to_be_visible()
             await expect(page.locator(".state")).to_contain_text("granted")
             await watch.check(page, *shown)
+
+    async def test_the_watch_sees_an_injection_the_policy_blocks(
+        self, tmp_path: Path, browser: Browser
+    ) -> None:
+        """The checks above can fail: an inline script and an inline event handler put into
+        a console page by hand are refused by the policy, reported, and found in the DOM."""
+        async with secure_stack(tmp_path) as stack, console_for(stack) as url:
+            watch = Watch(url)
+            page = watch.attach(await browser.new_page())
+            await page.goto(f"{url}/signin")
+            await page.evaluate(
+                """() => {
+                    const script = document.createElement("script");
+                    script.textContent = "alert(1)";
+                    document.body.appendChild(script);
+                    const image = document.createElement("img");
+                    image.setAttribute("onerror", "alert(2)");
+                    image.src = "x";
+                    document.body.appendChild(image);
+                }"""
+            )
+            await expect(page.locator("img[src=x]")).to_have_count(1)
+            await eventually_async(
+                lambda: len(watch.refused) >= 2, message="both refusals reported"
+            )
+            assert watch.dialogs == []
+            with pytest.raises(AssertionError):
+                await watch.check(page)
