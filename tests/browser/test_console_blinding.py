@@ -137,6 +137,17 @@ async def seed(stack: SecureStack) -> list[str]:
         return made
 
 
+async def stored(stack: SecureStack, case_id: str) -> adj.GetCaseResponse:
+    """The case as the operator reads it: the verdict and every review."""
+    async with stack.channel("adjudication") as channel:
+        reply: adj.GetCaseResponse = await adj_grpc.AdjudicationServiceStub(channel).GetCase(
+            adj.GetCaseRequest(case_id=case_id),
+            metadata=stack.auth("operator"),
+            timeout=TIMEOUT,
+        )
+        return reply
+
+
 def alice_only(stack: SecureStack, directory: Path) -> Path:
     """A credentials folder for the console's dev sign-in holding alice's token only."""
     (directory / "tokens").mkdir(parents=True)
@@ -192,3 +203,11 @@ async def test_no_reviewer_page_shows_another_reviewers_answer_or_the_verdict(
             assert all(f'"{v}"' in everything for v in CANDIDATES)
             assert "Signed in as <strong>alice</strong>" in everything
             assert recorder.leaks() == []
+        # What must not leak was there to leak: the verdicts and bob's answers are stored.
+        for case_id, verdict, (outcome, label, reason) in zip(
+            cases, VERDICTS, BOB_ANSWERS, strict=True
+        ):
+            full = await stored(stack, case_id)
+            assert full.case.local_verdict.string_value == verdict
+            (bobs,) = [r for r in full.reviews if r.reviewer_id == "bob"]
+            assert (bobs.outcome, bobs.label.string_value, bobs.reason) == (outcome, label, reason)
