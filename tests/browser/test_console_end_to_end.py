@@ -302,11 +302,14 @@ async def test_people_label_adjudicate_freeze_export_and_approve_in_the_console(
             "/operate",
             "/audit",
             "/operate/agreement?tenant=acme",
+            "/audit/export?tenant=acme",
         ):
             await mallory.goto(f"{url}{path}")
             await expect(mallory.locator("h1")).to_be_visible()
             shown = await mallory.content()
             assert [a for a in acme if a in shown] == [], path
+            if "tenant=acme" not in path:  # else the tenant she asked for is hers to see
+                assert "acme" not in shown, path
         # Pages naming an acme id: the same page as for an id that does not exist.
         for path, real, made_up in (
             ("/review/{}", case_id, "case_0000000000000000"),
