@@ -56,7 +56,8 @@ class Walk:
     names: list[str] = field(default_factory=list)
 
     async def check(self, page: Page, name: str) -> None:
-        """Screenshot ``page`` as ``name``.png and run axe-core on it."""
+        """Screenshot ``page`` as ``name``.png and run axe-core on it; and, what axe does not
+        try, the first Tab from the page's top reaches "Skip to content", shown on screen."""
         await page.wait_for_load_state("load")
         await page.screenshot(path=str(self.screens / f"{name}.png"), full_page=True)
         results = await self.axe.run(page)
@@ -67,9 +68,17 @@ class Walk:
             for v in violations
             if v["impact"] in REFUSED_IMPACTS
         ]
-        self.names.append(name)
         if refused:
             self.found[name] = refused
+        if not await page.locator("dialog[open]").count():
+            await self.skip_link_comes_first(page, name)
+        self.names.append(name)
+
+    async def skip_link_comes_first(self, page: Page, name: str) -> None:
+        text, shown = await first_tab_stop(page)
+        if (text, shown) != ("Skip to content", True):
+            problem = f"the first Tab stop is {text!r}" + ("" if shown else ", off screen")
+            self.found.setdefault(name, []).append(problem)
 
 
 def contrast(one: str, other: str) -> float:
@@ -98,6 +107,22 @@ async def heatmap_contrasts(page: Page) -> list[float]:
         assert ink, "a heatmap number says its colour"
         contrasts.append(contrast(fill, ink))
     return contrasts
+
+
+async def first_tab_stop(page: Page) -> tuple[str, bool]:
+    """The text of what the first Tab from the top of ``page`` focuses, and whether it is
+    inside the viewport."""
+    # Focus starts at the document's top (as on arriving at the page, autofocus aside).
+    await page.evaluate(
+        "() => { const top = document.documentElement; top.tabIndex = -1; top.focus();"
+        " top.removeAttribute('tabindex'); window.scrollTo(0, 0); }"
+    )
+    await page.keyboard.press("Tab")
+    focused = page.locator(":focus")
+    text = (await focused.inner_text()).strip()
+    box = await focused.bounding_box()
+    shown = box is not None and box["x"] >= 0 and box["y"] >= 0 and box["width"] > 0
+    return text, shown
 
 
 def screens_folder(tmp_path: Path) -> Path:
@@ -200,6 +225,9 @@ async def waiting_cases(stack: SecureStack, count: int) -> None:
             )
 
 
+# Some twenty pages, each loaded, photographed and checked by axe: longer than one
+# browser test's default bound on a loaded machine.
+@pytest.mark.timeout(300)
 async def test_every_page_has_no_serious_or_critical_accessibility_violation(
     tmp_path: Path, browser: Browser
 ) -> None:
@@ -263,6 +291,11 @@ async def test_every_page_has_no_serious_or_critical_accessibility_violation(
         await dave.goto(f"{url}/approvals/{asked}")
         await expect(dave.locator("article.approval")).to_have_count(1)
         await walk.check(dave, "approval")
+        await dave.get_by_label("Approve").check()
+        await dave.get_by_label("Why").fill("the CI query only reads")
+        await dave.get_by_role("button", name="Record my decision").click()
+        await expect(dave.get_by_text("Your decision is recorded")).to_be_visible()
+        await walk.check(dave, "approval-decided")
 
         operator = await person(browser, url, "operator", "/operate")
         await expect(operator.get_by_role("heading", name="Operate", exact=True)).to_be_visible()
@@ -283,10 +316,21 @@ async def test_every_page_has_no_serious_or_critical_accessibility_violation(
         await operator.get_by_role("button", name="Enqueue all or nothing").click()
         await expect(operator.locator("tr.rejected-row")).to_have_count(1)
         await walk.check(operator, "operate-upload-refused")
+        await operator.get_by_label("Reviewer id").fill("erin")
+        await operator.get_by_label("vouch that this reviewer is a person").check()
+        await operator.get_by_role("button", name="Register").click()
+        await expect(operator.get_by_role("status")).to_have_text("Registered erin.")
+        await walk.check(operator, "operate-registered")
 
         await operator.goto(f"{url}/audit")
         await expect(operator.locator(".chain-ok")).to_contain_text("Verified")
         await walk.check(operator, "audit")
+        await operator.locator("#checkpoint").set_input_files(
+            {"name": "old.txt", "mimeType": "text/plain", "buffer": b"not a checkpoint\n"}
+        )
+        await operator.get_by_role("button", name="Check consistency").click()
+        await expect(operator.locator(".consistency")).to_contain_text("No:")
+        await walk.check(operator, "audit-consistency-refused")
         await operator.goto(f"{url}/audit/inclusion?sequence=1")
         await expect(operator.locator(".inclusion")).to_contain_text("Yes")
         await walk.check(operator, "audit-inclusion")
