@@ -55,7 +55,7 @@ async def seed_disagreement(stack: SecureStack) -> str:
             metadata=operator,
             timeout=TIMEOUT,
         )
-        case_id = made.case.case_id
+        case_id: str = made.case.case_id
         for name, label in (("alice", "key"), ("bob", "none")):
             answer = adj.SubmitReviewRequest(
                 request_id=rid(),
@@ -101,6 +101,7 @@ class TestAdjudicatorPages:
             await expect(page.get_by_text(CONTEXT)).to_be_visible()
             assert await page.locator("main b").count() == 0
             assert HIDDEN_VERDICT not in await page.content()
+            await page.wait_for_load_state("load")  # the keyboard script is deferred
             await page.keyboard.press("2")
             await page.keyboard.press("Enter")
             await expect(page.get_by_text("Your decision is recorded")).to_be_visible()

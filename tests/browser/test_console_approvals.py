@@ -120,7 +120,7 @@ class TestApproverPages:
             await expect(card.get_by_text(REASON)).to_be_visible()
             assert await card.locator("i").count() == 0
             form = card.locator("form.decide")
-            fields = {
+            fields: dict[str, str | float | bool] = {
                 "csrf": await form.locator("input[name=csrf]").input_value(),
                 "attempt": await form.locator("input[name=attempt]").input_value(),
                 "decision": "approve",
