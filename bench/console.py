@@ -322,11 +322,13 @@ ROUTES = {
 
 def server_side(records: list[dict[str, Any]], start: float, end: float) -> dict[str, Any]:
     """By page: the console's time, the gRPC time inside it, and the calls made."""
-    found: dict[str, Any] = {}
+    found: dict[str, Any] = {"rpc": {}}
     for record in records:
         page = ROUTES.get((record["method"], record["route"]))
         if page is None or not start <= record["at"] <= end:
             continue
+        for method, seconds in record["grpc"]:
+            found["rpc"].setdefault(f"{method} ({page})", []).append(seconds)
         mine = found.setdefault(page, {"total": [], "grpc": [], "own": [], "calls": Counter()})
         spent = sum(s for _, s in record["grpc"])
         mine["total"].append(record["seconds"])
@@ -392,6 +394,10 @@ def report(
         print(f"    {page:8} {len(mine['total']):6,d}   {ms(mine['total'], 0.5)} "
               f"{ms(mine['total'], 0.95)}   {ms(mine['grpc'], 0.5)} {ms(mine['grpc'], 0.95)}"
               f"  {ms(mine['own'], 0.5)} {ms(mine['own'], 0.95)}   {calls}")  # fmt: skip
+    print("    each gRPC call (on which page), as the console waited for it: " + ", ".join(
+        f"{m} p50 {ms(t, 0.5).strip()} / p95 {ms(t, 0.95).strip()} ms (n {len(t):,})"
+        for m, t in sorted(side["rpc"].items())
+    ))  # fmt: skip
     print("  CPU over the window, in cores: " + ", ".join(
         f"{name} {seconds / window:.2f}" for name, seconds in cpu.items()
     ) + f"; the machine's load average (1 min) at the end: {seen.load:.1f}")  # fmt: skip
