@@ -1,7 +1,9 @@
 """Every page of the console checked with axe-core in a real Chromium, each as the role it is
 for and with seeded data (a queue, a disagreement, an approval, charted agreement, a frozen
-case in the ledger): no serious or critical violation. The same walk saves a screenshot of
-each page, under the test's folder or, when ``ASSAY_SCREENSHOTS`` names a folder, there
+case in the ledger): no serious or critical violation. What axe does not try is checked
+beside it: the skip link comes first, no page scrolls sideways at 320 px, the heatmap's
+numbers have the contrast text needs, and each chart's figures are also in a table. The same
+walk saves a screenshot of each page, under the test's folder or, when ``ASSAY_SCREENSHOTS`` names a folder, there
 (how the pictures in docs/console.md are made again).
 
 axe-core comes from the axe-playwright-python wheel (axe.min.js is inside it): nothing is
@@ -33,8 +35,7 @@ from tests.support.browser import console_for, launch
 from tests.support.secure import SecureStack, secure_stack
 
 TIMEOUT = 20.0
-# What the issue allows no page to have; moderate and minor findings are reported by axe
-# but not failed on.
+# What no page may have; axe's moderate and minor findings are not failed on.
 REFUSED_IMPACTS = ("serious", "critical")
 # The width the screenshots are taken at (docs/console.md shows them at this width).
 VIEWPORT: ViewportSize = {"width": 1200, "height": 800}
@@ -50,7 +51,7 @@ async def browser() -> AsyncIterator[Browser]:
 
 @dataclass
 class Walk:
-    """Checks pages with axe, saves their screenshots, and remembers what axe refused."""
+    """Checks pages, saves their screenshots, and remembers what each check found."""
 
     screens: Path
     axe: Axe = field(default_factory=Axe)
