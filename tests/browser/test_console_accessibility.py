@@ -3,8 +3,8 @@ for and with seeded data (a queue, a disagreement, an approval, charted agreemen
 case in the ledger): no serious or critical violation. What axe does not try is checked
 beside it: the skip link comes first, no page scrolls sideways at 320 px, the heatmap's
 numbers have the contrast text needs, and each chart's figures are also in a table. The same
-walk saves a screenshot of each page, under the test's folder or, when ``ASSAY_SCREENSHOTS`` names a folder, there
-(how the pictures in docs/console.md are made again).
+walk saves a screenshot of each page, under the test's folder or, when ``ASSAY_SCREENSHOTS``
+names a folder, there (how the pictures in docs/console.md are made again).
 
 axe-core comes from the axe-playwright-python wheel (axe.min.js is inside it): nothing is
 fetched while the tests run."""
