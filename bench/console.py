@@ -11,7 +11,8 @@ holding ``--cases`` queued cases (default 10,000) for ``--seconds`` (after ``--w
 2. per page, the console's own time (from the request's arrival in the application to its
    last byte) next to the time inside the gRPC calls it made, measured in the console's
    process by ``bench/console_timed.py`` (an outermost ASGI wrapper and a client
-   interceptor); the difference is the console's own overhead;
+   interceptor); the difference is the console's own overhead; and before any load, the same
+   gRPC calls one at a time from one reviewer's client (the floor they set);
 3. what the pages' script and stylesheet weigh: as served (per view: every console response
    says ``no-store``) and gzip-compressed;
 4. each process's CPU over the measured window, to tell where the two cores went.
@@ -47,7 +48,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
@@ -162,6 +163,37 @@ def console_process(scratch: Path, settings: dict[str, Any]) -> Iterator[tuple[i
                 process.kill()
                 process.wait(timeout=10)
         log.close()
+
+
+async def calls_alone(target: str, creds: Path, name: str, repeats: int = 30) -> str:
+    """The gRPC calls the pages make, one at a time from one reviewer's client before any
+    load: ListQueue of 50 (the queue page) and of 1 (after a submit), GetBlindedCase."""
+    person = Credentials.from_folder(creds, name)
+    async with AsyncAdjudicationClient(target, timeout=60, credentials=person) as client:
+        head = await client.list_queue(adj.ListQueueRequest(reviewer_id=name, page_size=1))
+        case_id = head.cases[0].case_id
+        calls: dict[str, Callable[[], Awaitable[object]]] = {
+            "ListQueue(50)": lambda: client.list_queue(
+                adj.ListQueueRequest(reviewer_id=name, page_size=50)
+            ),
+            "ListQueue(1)": lambda: client.list_queue(
+                adj.ListQueueRequest(reviewer_id=name, page_size=1)
+            ),
+            "GetBlindedCase": lambda: client.get_blinded_case(
+                adj.GetBlindedCaseRequest(case_id=case_id)
+            ),
+        }
+        said = []
+        for label, call in calls.items():
+            times = []
+            for _ in range(repeats):
+                started = time.perf_counter()
+                await call()
+                times.append(time.perf_counter() - started)
+            said.append(f"{label} p50 {ms(times, 0.5).strip()} / min {min(times) * 1e3:.1f} ms")
+    return f"  the pages' gRPC calls alone (one client, no load, {repeats} each): " + ", ".join(
+        said
+    )
 
 
 async def wait_console(base: str) -> None:
@@ -468,6 +500,11 @@ def main() -> int:
     parser.add_argument("--pairs", action="store_true",
                         help="a tenant per pair of reviewers (the cases spread evenly), so no"
                         " two pairs meet on a case")  # fmt: skip
+    parser.add_argument(
+        "--calls-only",
+        action="store_true",
+        help="time the pages' gRPC calls alone after the setup, then stop",
+    )
     parser.add_argument("--think", type=float, default=0.0,
                         help="mean seconds a reviewer reads a case before submitting"
                         " (0: none, the console saturated)")  # fmt: skip
@@ -495,6 +532,9 @@ def main() -> int:
             print(f"setup: {args.reviewers} reviewer principals, {args.cases:,} cases ({layout})"
                   f" enqueued in batches of up to {BATCH:,}; adjudication over TLS with"
                   f" tokens on a SQLite file; {time.perf_counter() - started:.1f} s")  # fmt: skip
+            print(asyncio.run(calls_alone(server.target, creds, names[0])))
+            if args.calls_only:
+                return 0
             settings = console_settings(free_port(), server.target, creds)
             base = f"http://127.0.0.1:{settings['port']}"
             if args.console == "in-process":
