@@ -28,7 +28,8 @@ sign-in form (GET /signin for the form token and its cookie, POST /signin/dev), 
 follow the redirect to the next case; a refused submit goes back to the queue. The console's
 cookies are Secure and httpx sends those over https only, so each client keeps its own
 cookies. ``--think`` makes each reviewer read a case for a while before submitting (default
-none: the console saturated). The console sends everyone to the head of their queue, so on
+none: the console saturated); ``--queue-every N`` sends them back to the queue page after
+every N accepted submits. The console sends everyone to the head of their queue, so on
 one tenant the reviewers meet on the same case and most submits are refused; ``--pairs``
 gives each pair of reviewers its own tenant (the cases spread evenly), so every submit is a
 review. Figures and ratios to the targets, never a verdict.
@@ -80,6 +81,7 @@ LISTED = re.compile(r'href="/review/([^"]+)" data-item')
 CHOICES = re.compile(r'name="answer" value="(\d+)"')
 HEADLINE = re.compile(r"<h1>(.*?)</h1>", re.S)
 Sampler = Callable[[], dict[str, float]]
+Pace = tuple[float, int]  # think seconds per case, back to the queue after every N submits
 
 
 def reviewer_names(count: int) -> list[str]:
@@ -220,6 +222,7 @@ class Seen:
     start: float
     end: float
     think: float
+    queue_every: int
     seconds: dict[str, list[float]] = field(default_factory=dict)
     sizes: dict[str, list[int]] = field(default_factory=dict)
     submits: Counter[int] = field(default_factory=Counter)
@@ -279,7 +282,9 @@ async def timed(
 
 async def work(browser: Browser, seen: Seen, rng: random.Random) -> None:
     """The queue, its first case, then submit and follow the redirect until refused (back to
-    the queue), the queue is empty, or the window ends."""
+    the queue; also after every ``queue_every`` accepted submits), the queue is empty, or the
+    window ends."""
+    accepted = 0
     while time.perf_counter() < seen.end:
         queue = await timed(browser, seen, "queue", "GET", "/review")
         listed = LISTED.findall(queue.text)
@@ -313,10 +318,13 @@ async def work(browser: Browser, seen: Seen, rng: random.Random) -> None:
                 return
             page = await timed(browser, seen, "case", "GET", path)
             seen.add("next", started, time.perf_counter() - started, 0)
+            accepted += 1
+            if seen.queue_every and accepted % seen.queue_every == 0:
+                break  # a look at the queue, then its first case
 
 
 async def reviewers(
-    base: str, names: list[str], warmup: float, seconds: float, think: float, sample: Sampler
+    base: str, names: list[str], warmup: float, seconds: float, pace: Pace, sample: Sampler
 ) -> Seen:
     """Every reviewer signed in, then working until the window ends; ``sample`` (CPU by
     process) is read as the window opens and as it closes."""
@@ -324,7 +332,7 @@ async def reviewers(
     try:
         await asyncio.gather(*(b.sign_in(n) for b, n in zip(browsers, names, strict=True)))
         now = time.perf_counter()
-        seen = Seen(now + warmup, now + warmup + seconds, think)
+        seen = Seen(now + warmup, now + warmup + seconds, *pace)
 
         async def cpu() -> None:
             await asyncio.sleep(warmup)
@@ -392,8 +400,11 @@ def ms(values: list[float], share: float) -> str:
 def report(
     seen: Seen, side: dict[str, Any], cpu: dict[str, float], window: float, where: str
 ) -> None:
-    print(f"\nmeasured window: {window:.0f} s; console {where}; think time {seen.think:g} s"
-          " per case (0.5-1.5x)")  # fmt: skip
+    print(
+        f"\nmeasured window: {window:.0f} s; console {where}; think time {seen.think:g} s"
+        " per case (0.5-1.5x); the queue page after "
+        + (f"every {seen.queue_every} accepted submits" if seen.queue_every else "a refusal")
+    )
     print("  as the clients see it (client send -> body read), and bytes transferred:")
     print("    page                  n      p50 ms  p95 ms   p95/target   bytes p50   max")
     for page, target in (("queue", PAGE_P95_TARGET), ("case", PAGE_P95_TARGET),
@@ -463,7 +474,7 @@ async def run_in_process(
     names: list[str],
     warmup: float,
     seconds: float,
-    think: float,
+    pace: Pace,
     sample: Sampler,
     log: TextIO,
 ) -> tuple[Seen, list[dict[str, Any]], str]:
@@ -484,7 +495,7 @@ async def run_in_process(
     try:
         base = f"http://127.0.0.1:{settings['port']}"
         await wait_console(base)
-        seen = await reviewers(base, names, warmup, seconds, think, sample)
+        seen = await reviewers(base, names, warmup, seconds, pace, sample)
         return seen, records, await static_weight(base)
     finally:
         running.should_exit = True
@@ -505,6 +516,9 @@ def main() -> int:
         action="store_true",
         help="time the pages' gRPC calls alone after the setup, then stop",
     )
+    parser.add_argument("--queue-every", type=int, default=0, metavar="N",
+                        help="back to the queue page after every N accepted submits"
+                        " (default 0: only after a refusal)")  # fmt: skip
     parser.add_argument("--think", type=float, default=0.0,
                         help="mean seconds a reviewer reads a case before submitting"
                         " (0: none, the console saturated)")  # fmt: skip
@@ -514,6 +528,7 @@ def main() -> int:
     if not 1 <= args.reviewers <= 1000 or args.cases < 1 or args.seconds <= 0:
         parser.error("--reviewers 1-1000, --cases >= 1, --seconds > 0")
     names = reviewer_names(args.reviewers)
+    pace = (args.think, args.queue_every)
     with tempfile.TemporaryDirectory(prefix="assay-bench-console-") as tmp:
         scratch = Path(tmp)
         started = time.perf_counter()
@@ -547,7 +562,7 @@ def main() -> int:
                 with (scratch / "console.log").open("w", encoding="utf-8") as log:
                     seen, records, weight = asyncio.run(
                         run_in_process(
-                            settings, names, args.warmup, args.seconds, args.think, sample, log
+                            settings, names, args.warmup, args.seconds, pace, sample, log
                         )
                     )
             else:
@@ -561,7 +576,7 @@ def main() -> int:
 
                     asyncio.run(wait_console(base))
                     seen = asyncio.run(
-                        reviewers(base, names, args.warmup, args.seconds, args.think, sample)
+                        reviewers(base, names, args.warmup, args.seconds, pace, sample)
                     )
                     weight = asyncio.run(static_weight(base))
                 records = [json.loads(line) for line in path.read_text().splitlines()]
