@@ -1,38 +1,17 @@
-"""Console benchmark: signed-in reviewers working through one queue over real HTTP.
+"""Console benchmark: signed-in reviewers working through a queue over real HTTP.
 
-Not a test: a script (``python bench/console.py``) that prints, from one run, what
-``--reviewers`` people (default 50) see while each works through the queue of one tenant
-holding ``--cases`` queued cases (default 10,000) for ``--seconds`` (after ``--warmup``):
+Not a test: ``python bench/console.py`` prints, per page (queue, case, submit, submit -> next
+case), p50/p95 as the client sees it and the bytes transferred; beside them the console's own
+time and the gRPC time inside it (recorded in the console's process by ``console_timed.py``),
+the same calls alone before the load, submits accepted and refused, the static files' gzip
+size and each process's CPU. Figures and ratios to the targets, never a verdict.
 
-1. per page -- the queue (``GET /review``), a case (``GET /review/{id}``), a submit
-   (``POST /review/{id}``) and submit -> next case (the POST, its 303, and the GET of the
-   case it names) -- p50/p95 as the client sees it, and the bytes it transferred (status
-   line, headers and body);
-2. per page, the console's own time (from the request's arrival in the application to its
-   last byte) next to the time inside the gRPC calls it made, measured in the console's
-   process by ``bench/console_timed.py`` (an outermost ASGI wrapper and a client
-   interceptor); the difference is the console's own overhead; and before any load, the same
-   gRPC calls one at a time from one reviewer's client (the floor they set);
-3. what the pages' script and stylesheet weigh: as served (per view: every console response
-   says ``no-store``) and gzip-compressed;
-4. each process's CPU over the measured window, to tell where the two cores went.
-
-Setup, all on loopback in a temporary directory: ``write_dev_credentials`` with an operator
-and one principal per reviewer (role reviewer, tenant ``bench``); ``assay serve adjudication
---credentials`` (TLS, ES256 tokens, a SQLite file) in its own process; the operator registers
-the reviewers (HUMAN) and enqueues the cases in ``EnqueueCases`` batches of 1,000; the
-console in its own process (``--console in-process`` runs it on this process's loop beside
-the clients instead). Each reviewer is an ``httpx.AsyncClient`` signing in through the dev
-sign-in form (GET /signin for the form token and its cookie, POST /signin/dev), then: GET
-/review, the first case listed, POST a label with the page's CSRF and attempt tokens, and
-follow the redirect to the next case; a refused submit goes back to the queue. The console's
-cookies are Secure and httpx sends those over https only, so each client keeps its own
-cookies. ``--think`` makes each reviewer read a case for a while before submitting (default
-none: the console saturated); ``--queue-every N`` sends them back to the queue page after
-every N accepted submits. The console sends everyone to the head of their queue, so on
-one tenant the reviewers meet on the same case and most submits are refused; ``--pairs``
-gives each pair of reviewers its own tenant (the cases spread evenly), so every submit is a
-review. Figures and ratios to the targets, never a verdict.
+Setup on loopback: dev credentials with one principal per reviewer, ``assay serve adjudication
+--credentials`` (TLS, tokens, SQLite), the cases enqueued in EnqueueCases batches, the console
+in its own process (or ``--console in-process``). Each reviewer is an httpx client signed in
+through the dev sign-in form and keeping its own cookies (they are Secure, which httpx sends
+over https only). ``--think``, ``--queue-every`` and ``--pairs`` (a tenant per pair, so the
+reviewers do not all meet at the head of one queue) shape the load.
 """
 
 from __future__ import annotations
