@@ -8,7 +8,8 @@ and tenants against the contract's ``access`` rules before a method runs.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import grpc
 
@@ -17,6 +18,11 @@ from assay.services.adjudication.domain.approvals import ApprovalView
 from assay.services.adjudication.use_cases.approvals import Approvals
 from assay.services.adjudication.wire import approvals as wire
 from assay.v1 import approval_service_pb2 as pb
+
+
+def _renders(response: Callable[..., Any]) -> Callable[[ApprovalView], bytes]:
+    """The render of a change's response: its message holding the approval, as bytes."""
+    return lambda view: response_bytes(response(approval=wire.approval(view)))
 
 
 class ApprovalServicer:
@@ -28,9 +34,7 @@ class ApprovalServicer:
     async def RequestApproval(
         self, request: pb.RequestApprovalRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        def render(view: ApprovalView) -> bytes:
-            return response_bytes(pb.RequestApprovalResponse(approval=wire.approval(view)))
-
+        render = _renders(pb.RequestApprovalResponse)
         return await self.approvals.request(
             request_key("RequestApproval", request), wire.ask(request), render, caller()
         )
@@ -58,9 +62,7 @@ class ApprovalServicer:
     async def DecideApproval(
         self, request: pb.DecideApprovalRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        def render(view: ApprovalView) -> bytes:
-            return response_bytes(pb.DecideApprovalResponse(approval=wire.approval(view)))
-
+        render = _renders(pb.DecideApprovalResponse)
         return await self.approvals.decide(
             request_key("DecideApproval", request),
             request.approval_id,
@@ -73,9 +75,7 @@ class ApprovalServicer:
     async def RevokeApproval(
         self, request: pb.RevokeApprovalRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        def render(view: ApprovalView) -> bytes:
-            return response_bytes(pb.RevokeApprovalResponse(approval=wire.approval(view)))
-
+        render = _renders(pb.RevokeApprovalResponse)
         return await self.approvals.revoke(
             request_key("RevokeApproval", request),
             request.approval_id,
@@ -87,9 +87,7 @@ class ApprovalServicer:
     async def ConsumeApproval(
         self, request: pb.ConsumeApprovalRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        def render(view: ApprovalView) -> bytes:
-            return response_bytes(pb.ConsumeApprovalResponse(approval=wire.approval(view)))
-
+        render = _renders(pb.ConsumeApprovalResponse)
         return await self.approvals.consume(
             request_key("ConsumeApproval", request),
             request.approval_id,

@@ -12,7 +12,7 @@ here; each method hands the caller (``current_principal()``, as a domain
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
 import grpc
@@ -22,7 +22,7 @@ from assay.services.adjudication.adapters.call_context import caller, request_ke
 from assay.services.adjudication.domain.model import ChainHead, ExportTally
 from assay.services.adjudication.domain.times import now
 from assay.services.adjudication.storage.interface import ApprovalBatch, ExportBatch
-from assay.services.adjudication.use_cases.lookups import Lookups
+from assay.services.adjudication.use_cases.lookups import Lookups, Page
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.transparency import TransparencyLog
 from assay.services.adjudication.wire import approval_export, convert
@@ -80,6 +80,26 @@ def _split(
         split.append(make(items[start : start + kept]))
         start += kept
     return split
+
+
+async def _person_page(
+    lookup: Callable[..., Awaitable[Page[T]]],
+    person_id: str,
+    request: pb.ListQueueRequest | pb.ListAdjudicationQueueRequest,
+    convert_one: Callable[[T], M],
+) -> tuple[list[M], str]:
+    """One page of a person's list (a reviewer's queue, an adjudicator's worklist): each item
+    converted once, measured against the page's byte budget, and the next page's token."""
+    converted = _Converted(convert_one)
+    page = await lookup(
+        person_id,
+        request.tenant,
+        request.page_size,
+        request.page_token,
+        caller(),
+        converted.size,
+    )
+    return [converted(item) for item in page.items], page.next_page_token
 
 
 class AdjudicationServicer:
@@ -148,18 +168,10 @@ class AdjudicationServicer:
     async def ListQueue(
         self, request: pb.ListQueueRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListQueueResponse:
-        views = _Converted(convert.blinded)
-        page = await self.lookups.queue(
-            request.reviewer_id,
-            request.tenant,
-            request.page_size,
-            request.page_token,
-            caller(),
-            views.size,
+        cases, token = await _person_page(
+            self.lookups.queue, request.reviewer_id, request, convert.blinded
         )
-        return pb.ListQueueResponse(
-            cases=[views(c) for c in page.items], next_page_token=page.next_page_token
-        )
+        return pb.ListQueueResponse(cases=cases, next_page_token=token)
 
     async def GetCaseState(
         self, request: pb.GetCaseStateRequest, context: grpc.aio.ServicerContext
@@ -385,16 +397,7 @@ class AdjudicationServicer:
     async def ListAdjudicationQueue(
         self, request: pb.ListAdjudicationQueueRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListAdjudicationQueueResponse:
-        items = _Converted(convert.adjudication_item)
-        page = await self.lookups.worklist(
-            request.adjudicator_id,
-            request.tenant,
-            request.page_size,
-            request.page_token,
-            caller(),
-            items.size,
+        items, token = await _person_page(
+            self.lookups.worklist, request.adjudicator_id, request, convert.adjudication_item
         )
-        return pb.ListAdjudicationQueueResponse(
-            items=[items(d) for d in page.items],
-            next_page_token=page.next_page_token,
-        )
+        return pb.ListAdjudicationQueueResponse(items=items, next_page_token=token)
