@@ -275,7 +275,7 @@ async def test_every_page_has_no_serious_or_critical_accessibility_violation(
         await alice.goto(f"{url}/review")
         await expect(alice.get_by_role("heading", name="My queue")).to_be_visible()
         await walk.check(alice, "review-queue")
-        await alice.get_by_role("link", name="Start with the first").click()
+        await alice.get_by_role("link", name="Start reviewing").click()
         await expect(alice.locator("form")).not_to_have_count(0)
         await walk.check(alice, "review-case")
         await alice.keyboard.press("?")

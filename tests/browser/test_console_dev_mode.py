@@ -76,7 +76,7 @@ async def test_a_person_signs_in_by_name_on_up_and_reviews(
         await expect(page.get_by_role("heading", name="My queue")).to_be_visible()
         await expect(page.get_by_text("(dev mode)")).to_be_visible()
         await expect(page.get_by_text("1 case waiting")).to_be_visible()
-        await page.get_by_role("link", name="Start with the first").click()
+        await page.get_by_role("link", name="Start reviewing").click()
         await expect(page).to_have_url(f"{url}/review/{case_id}")
         await page.keyboard.press("1")
         await page.keyboard.press("Enter")

@@ -132,7 +132,7 @@ async def register(page: Page, reviewer_id: str) -> None:
 async def answer(page: Page, url: str, case_id: str, key: str) -> None:
     """Open the queue's first case (``case_id``), choose with ``key``, submit."""
     await expect(page.get_by_text("1 case waiting")).to_be_visible()
-    await page.get_by_role("link", name="Start with the first").click()
+    await page.get_by_role("link", name="Start reviewing").click()
     await expect(page).to_have_url(re.compile(f".*/{case_id}$"))
     await page.wait_for_load_state("domcontentloaded")  # the keyboard's script has run
     await page.keyboard.press(key)

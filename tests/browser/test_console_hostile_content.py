@@ -266,7 +266,7 @@ class TestHostileContent:
             await page.goto(f"{url}/review")
             await expect(page.get_by_text("1 case waiting")).to_be_visible()
             await watch.check(page, CASE_SUBJECT, CASE_PREDICATE)
-            await page.get_by_role("link", name="Start with the first").click()
+            await page.get_by_role("link", name="Start reviewing").click()
             await expect(page).to_have_url(f"{url}/review/{case_id}")
             await watch.check(
                 page,

@@ -4,6 +4,7 @@ a digit to choose, Enter to submit, the next case straight after."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -26,12 +27,13 @@ async def browser() -> AsyncIterator[Browser]:
         yield found
 
 
-async def seed(stack: SecureStack, cases: int) -> list[str]:
-    """alice and bob registered (fixtures, bound to their sign-in), ``cases`` acme cases."""
+async def seed(stack: SecureStack, cases: int, also: tuple[str, ...] = ()) -> list[str]:
+    """alice, bob (and ``also``) registered (fixtures, bound to their sign-in), ``cases``
+    acme cases."""
     async with stack.channel("adjudication") as channel:
         stub = adj_grpc.AdjudicationServiceStub(channel)
         operator = stack.auth("operator")
-        for name in ("alice", "bob"):
+        for name in ("alice", "bob", *also):
             await stub.RegisterReviewer(
                 adj.RegisterReviewerRequest(
                     request_id=rid(),
@@ -64,13 +66,17 @@ async def test_a_reviewer_works_through_the_queue_with_the_keyboard(
         await page.get_by_role("button", name="Sign in as alice").click()
         await expect(page.get_by_role("heading", name="My queue")).to_be_visible()
         await expect(page.get_by_text("2 cases waiting")).to_be_visible()
-        await page.get_by_role("link", name="Start with the first").click()
-        await expect(page).to_have_url(f"{url}/review/{made[0]}")
+        await page.get_by_role("link", name="Start reviewing").click()
+        # The next case is drawn from the head of the queue, so colleagues are spread out.
+        first = re.compile(f"{url}/review/({made[0]}|{made[1]})$")
+        await expect(page).to_have_url(first)
+        opened = page.url.rsplit("/", 1)[1]
         await page.wait_for_load_state("load")  # the keyboard script is deferred
         await page.keyboard.press("1")
         await expect(page.locator('input[data-key="1"]')).to_be_checked()
         await page.keyboard.press("Enter")
-        await expect(page).to_have_url(f"{url}/review/{made[1]}")
+        (other,) = [c for c in made if c != opened]
+        await expect(page).to_have_url(f"{url}/review/{other}")
         await page.wait_for_load_state("load")
         await page.keyboard.press("2")
         await expect(page.locator('input[data-key="2"]')).to_be_checked()
@@ -81,3 +87,34 @@ async def test_a_reviewer_works_through_the_queue_with_the_keyboard(
         assert session["httpOnly"]
         assert session["secure"]
         assert session["sameSite"] == "Lax"
+
+
+async def test_a_case_colleagues_finished_first_sends_the_reviewer_on(
+    tmp_path: Path, browser: Browser
+) -> None:
+    """alice opens a case; bob and carol complete its round before she submits: her submit
+    is not an error page but the next case, with a line saying why."""
+    async with secure_stack(tmp_path) as stack, console_for(stack) as url:
+        made = await seed(stack, 2, also=("carol",))
+        page = await browser.new_page()
+        await page.goto(f"{url}/signin?next=/review")
+        await page.get_by_role("button", name="Sign in as alice").click()
+        await page.get_by_role("link", name="Start reviewing").click()
+        await expect(page.locator("#review-form")).to_be_visible()
+        opened = page.url.rsplit("/", 1)[1]
+        async with stack.channel("adjudication") as channel:
+            stub = adj_grpc.AdjudicationServiceStub(channel)
+            for name in ("bob", "carol"):
+                answer = adj.SubmitReviewRequest(
+                    request_id=rid(),
+                    case_id=opened,
+                    reviewer_id=name,
+                    outcome=adj.REVIEW_OUTCOME_LABEL,
+                )
+                answer.label.string_value = "key"
+                await stub.SubmitReview(answer, metadata=stack.auth(name), timeout=TIMEOUT)
+        await page.get_by_label('"key"').check()
+        await page.get_by_role("button", name="Submit and go to the next case").click()
+        (other,) = [c for c in made if c != opened]
+        await expect(page).to_have_url(f"{url}/review/{other}?gone=1")
+        await expect(page.get_by_role("status")).to_contain_text("no longer needs your review")

@@ -33,7 +33,7 @@ from assay.console.observe import Observer, RequestLog
 from assay.console.oidc import OidcSignIn, SignInRefused
 from assay.console.pages import adjudicator, approver, auditor, operator
 from assay.console.plain_words import refusal
-from assay.console.security import SecurityHeaders, csrf_ok
+from assay.console.security import CompressStatic, SecurityHeaders, csrf_ok
 from assay.console.sessions import COOKIE, SIGNIN_COOKIE, Session, SessionStore, cookie_options
 from assay.console.settings import DEV_MODE_ISSUER, ConsoleSettings
 from assay.runtime.auth.dev_credentials import DEV_ISSUER, DevCredentials
@@ -42,6 +42,12 @@ from assay.v1 import adjudication_service_pb2 as adj
 
 Handler = Callable[[Request, Session], Awaitable[Response]]
 QUEUE_PAGE = 50
+# The next case is drawn from this many at the head of the person's queue, so colleagues
+# working one tenant's queue at once are not all sent to the same case.
+NEXT_SPREAD = 20
+# A submit refused because colleagues' reviews completed the round (or took the case
+# out of the person's queue) first: the person is sent on to another case, and told.
+_TAKEN_FIRST = frozenset({"ERROR_REASON_ROUND_COMPLETE", "ERROR_REASON_CASE_NOT_FOUND"})
 # A name typed at the dev-mode sign-in: what a subject looks like, nothing to escape.
 DEV_MODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 
@@ -283,11 +289,29 @@ def routes(console: Console) -> list[Any]:
             more=bool(reply.next_page_token),
         )
 
+    async def next_case(request: Request, session: Session) -> Response:
+        """A case from the head of the queue, at random; the queue page when it is empty.
+        ``gone``: the case the person had went to others first (said on the next one)."""
+        waiting = await console.adjudication(session).list_queue(
+            adj.ListQueueRequest(reviewer_id=session.subject, page_size=NEXT_SPREAD)
+        )
+        left = [c.case_id for c in waiting.cases if c.case_id != request.query_params.get("after")]
+        gone = "?gone=1" if request.query_params.get("gone") else ""
+        if not left:
+            return RedirectResponse(f"/review?done=1{gone.replace('?', '&')}", status_code=303)
+        return RedirectResponse(f"/review/{quote(secrets.choice(left))}{gone}", status_code=303)
+
     async def case(request: Request, session: Session) -> Response:
         case_id = request.path_params["case_id"]
-        reply = await console.adjudication(session).get_blinded_case(
-            adj.GetBlindedCaseRequest(case_id=case_id)
-        )
+        try:
+            reply = await console.adjudication(session).get_blinded_case(
+                adj.GetBlindedCaseRequest(case_id=case_id)
+            )
+        except AssayCallError as error:
+            if error.reason != "ERROR_REASON_CASE_NOT_FOUND" or request.query_params.get("gone"):
+                raise
+            # Not (or no longer) waiting for this person: finished by colleagues first.
+            return RedirectResponse("/review/next?gone=1", status_code=303)
         shown = reply.case
         values = [
             json.dumps(json_format.MessageToDict(v), ensure_ascii=False)
@@ -300,13 +324,20 @@ def routes(console: Console) -> list[Any]:
             case=shown,
             values=values,
             attempt=secrets.token_urlsafe(16),
+            gone=bool(request.query_params.get("gone")),
         )
 
     async def submit(request: Request, session: Session) -> Response:
         case_id = request.path_params["case_id"]
         form = await request.form()
         client = console.adjudication(session)
-        shown = (await client.get_blinded_case(adj.GetBlindedCaseRequest(case_id=case_id))).case
+        try:
+            asked = adj.GetBlindedCaseRequest(case_id=case_id)
+            shown = (await client.get_blinded_case(asked)).case
+        except AssayCallError as error:
+            if error.reason not in _TAKEN_FIRST:
+                raise
+            return RedirectResponse("/review/next?gone=1", status_code=303)
         choice = str(form.get("answer", ""))
         reason = str(form.get("reason", ""))
         attempt = str(form.get("attempt", ""))[:64]
@@ -339,13 +370,13 @@ def routes(console: Console) -> list[Any]:
                 attempt=attempt,
                 problem="Choose a label, or say why you cannot.",
             )
-        await client.submit_review(review)
-        following = await client.list_queue(
-            adj.ListQueueRequest(reviewer_id=session.subject, page_size=1)
-        )
-        if following.cases:
-            return RedirectResponse(f"/review/{quote(following.cases[0].case_id)}", 303)
-        return RedirectResponse("/review?done=1", status_code=303)
+        try:
+            await client.submit_review(review)
+        except AssayCallError as error:
+            if error.reason not in _TAKEN_FIRST:
+                raise
+            return RedirectResponse("/review/next?gone=1", status_code=303)
+        return RedirectResponse(f"/review/next?after={quote(case_id)}", status_code=303)
 
     static = resources.files("assay.console") / "static"
     return [
@@ -357,6 +388,7 @@ def routes(console: Console) -> list[Any]:
         Route("/signout", signed_in(console, signout), methods=["POST"]),
         Route("/", signed_in(console, home)),
         Route("/review", signed_in(console, queue)),
+        Route("/review/next", signed_in(console, next_case)),
         Route("/review/{case_id}", signed_in(console, case)),
         Route("/review/{case_id}", signed_in(console, submit), methods=["POST"]),
         *adjudicator.routes(console),
@@ -387,6 +419,7 @@ def build_app(
 
     app = Starlette(routes=routes(console), lifespan=lifespan)
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(CompressStatic)
     app.add_middleware(RequestLog, observer=observer or Observer())
     app.state.console = console
     return app

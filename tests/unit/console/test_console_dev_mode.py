@@ -119,3 +119,18 @@ class TestRequestLog:
         text = stream.getvalue()
         for secret in ("case-123", "secret-code", "cookie-x"):
             assert secret not in text
+
+
+class TestCachingAndCompression:
+    async def test_static_files_are_kept_and_compressed_pages_are_neither(self) -> None:
+        """The package's script may be cached and gzipped; a page (a CSRF token beside
+        stored text) is never stored and never compressed (BREACH)."""
+        async with client(ConsoleSettings(dev_mode=True)) as browser:
+            gzip = {"accept-encoding": "gzip"}
+            script = await browser.get("/static/console.js", headers=gzip)
+            page = await browser.get("/signin", headers=gzip)
+        assert script.headers["content-encoding"] == "gzip"
+        assert script.headers["cache-control"] == "public, max-age=3600"
+        assert "content-security-policy" in script.headers
+        assert "content-encoding" not in page.headers
+        assert page.headers["cache-control"] == "no-store"
