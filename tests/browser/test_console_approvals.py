@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, Page, expect
 
-from assay.candidate_digest import candidate_digest
 from assay.runtime.auth.dev_credentials import EXAMPLE_PRINCIPALS, Grantee
 from assay.v1 import approval_service_pb2 as pb
 from assay.v1 import approval_service_pb2_grpc as pb_grpc
-from assay.v1 import plan_pb2
 from tests.service.adjudication_support import rid
+from tests.support.approvals import PREDICATE, SUBJECT, candidate
 from tests.support.browser import console_for, launch
 from tests.support.secure import SecureStack, secure_stack
 
@@ -34,7 +33,6 @@ deny_ends = true
 [approvals.quorum]
 NETWORK_CALL = 1
 """
-SUBJECT, PREDICATE = "payments-api", "idempotency.mode"
 # The requester's reason is stored text: shown as text, never as markup.
 REASON = "<i>CI status</i> would settle the conflict"
 
@@ -43,22 +41,6 @@ REASON = "<i>CI status</i> would settle the conflict"
 async def browser() -> AsyncIterator[Browser]:
     async for found in launch():
         yield found
-
-
-def candidate() -> plan_pb2.AcquisitionCandidate:
-    """A network-calling candidate the plan blocked for want of the grant."""
-    effects = (plan_pb2.SIDE_EFFECT_CLASS_NETWORK_CALL,)
-    message = plan_pb2.AcquisitionCandidate(
-        candidate_id="query_ci_status/process_result",
-        probe=plan_pb2.PROBE_KIND_QUERY_CI_STATUS,
-        target_signal_class=plan_pb2.SIGNAL_CLASS_PROCESS_RESULT,
-        availability=plan_pb2.AVAILABILITY_REQUIRES_APPROVAL,
-        required_side_effects=effects,
-        missing_grants=effects,
-        blocking_reasons=(plan_pb2.AVAILABILITY_REASON_SIDE_EFFECT_NOT_GRANTED,),
-    )
-    message.candidate_digest = candidate_digest(SUBJECT, PREDICATE, message)
-    return message
 
 
 async def ask(stack: SecureStack, by: str) -> pb.Approval:

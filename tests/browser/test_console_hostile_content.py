@@ -22,13 +22,13 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, ConsoleMessage, Dialog, Page, Response, expect
 
-from assay.candidate_digest import candidate_digest
 from assay.runtime.auth.dev_credentials import EXAMPLE_PRINCIPALS, Grantee
 from assay.v1 import adjudication_service_pb2 as adj
 from assay.v1 import adjudication_service_pb2_grpc as adj_grpc
 from assay.v1 import approval_service_pb2 as pb
 from assay.v1 import approval_service_pb2_grpc as pb_grpc
-from assay.v1 import gold_pb2, plan_pb2
+from assay.v1 import gold_pb2
+from tests.support.approvals import candidate
 from tests.support.browser import console_for, launch
 from tests.support.eventually import eventually_async
 from tests.support.secure import SecureStack, secure_stack
@@ -183,21 +183,6 @@ async def bob_cannot_decide(stack: SecureStack, case_id: str) -> None:
         )
 
 
-def hostile_candidate() -> plan_pb2.AcquisitionCandidate:
-    effects = (plan_pb2.SIDE_EFFECT_CLASS_NETWORK_CALL,)
-    message = plan_pb2.AcquisitionCandidate(
-        candidate_id="query_ci_status/process_result",
-        probe=plan_pb2.PROBE_KIND_QUERY_CI_STATUS,
-        target_signal_class=plan_pb2.SIGNAL_CLASS_PROCESS_RESULT,
-        availability=plan_pb2.AVAILABILITY_REQUIRES_APPROVAL,
-        required_side_effects=effects,
-        missing_grants=effects,
-        blocking_reasons=(plan_pb2.AVAILABILITY_REASON_SIDE_EFFECT_NOT_GRANTED,),
-    )
-    message.candidate_digest = candidate_digest(APPROVAL_SUBJECT, APPROVAL_PREDICATE, message)
-    return message
-
-
 async def seed_approval(stack: SecureStack) -> str:
     """The hostile operator asks; dave approves with a hostile reason; one more approval is
     needed, so it stays pending with dave's step shown."""
@@ -208,7 +193,7 @@ async def seed_approval(stack: SecureStack) -> str:
                 tenant="acme",
                 subject=APPROVAL_SUBJECT,
                 predicate=APPROVAL_PREDICATE,
-                candidate=hostile_candidate(),
+                candidate=candidate(APPROVAL_SUBJECT, APPROVAL_PREDICATE),
                 reason=APPROVAL_REASON,
                 request_id="hostile-approval",
             ),

@@ -21,7 +21,6 @@ import grpc
 import pytest
 from google.protobuf import duration_pb2, timestamp_pb2
 
-from assay.candidate_digest import candidate_digest
 from assay.runtime.auth.dev_credentials import EXAMPLE_PRINCIPALS, Grantee
 from assay.runtime.status import decode_rpc_error
 from assay.v1 import adjudication_service_pb2 as adj
@@ -31,6 +30,7 @@ from assay.v1 import approval_service_pb2_grpc as pb_grpc
 from assay.v1 import plan_pb2
 from tests.service import tamper_sql
 from tests.service.adjudication_support import adjudication_server, failure, is_postgres, rid
+from tests.support.approvals import PREDICATE, SUBJECT, candidate
 from tests.support.secure import SecureStack, secure_stack
 
 TIMEOUT = 20.0
@@ -47,27 +47,6 @@ deny_ends = true
 PROCESS_SPAWN = 2
 NETWORK_CALL = 1
 """
-SUBJECT, PREDICATE = "payments-api", "idempotency.mode"
-
-
-def candidate(
-    probe: int = plan_pb2.PROBE_KIND_QUERY_CI_STATUS,
-    effects: tuple[int, ...] = (plan_pb2.SIDE_EFFECT_CLASS_NETWORK_CALL,),
-    availability: int = plan_pb2.AVAILABILITY_REQUIRES_APPROVAL,
-    blocking: tuple[int, ...] = (plan_pb2.AVAILABILITY_REASON_SIDE_EFFECT_NOT_GRANTED,),
-) -> plan_pb2.AcquisitionCandidate:
-    """A candidate as the planner writes it, its digest included."""
-    message = plan_pb2.AcquisitionCandidate(
-        candidate_id="query_ci_status/process_result",
-        probe=probe,  # type: ignore[arg-type]
-        target_signal_class=plan_pb2.SIGNAL_CLASS_PROCESS_RESULT,
-        availability=availability,  # type: ignore[arg-type]
-        required_side_effects=effects,  # type: ignore[arg-type]
-        missing_grants=effects,  # type: ignore[arg-type]
-        blocking_reasons=blocking,  # type: ignore[arg-type]
-    )
-    message.candidate_digest = candidate_digest(SUBJECT, PREDICATE, message)
-    return message
 
 
 class As:
