@@ -16,10 +16,6 @@ import pytest
 from playwright.async_api import Browser, Page, Route, expect
 
 from assay.transport import is_loopback
-from assay.v1 import adjudication_service_pb2 as adj
-from assay.v1 import adjudication_service_pb2_grpc as adj_grpc
-from assay.v1 import gold_pb2
-from tests.service.adjudication_support import case_message, rid
 from tests.support.browser import console_for, launch
 from tests.support.eventually import eventually_async
 from tests.support.oidc import (
@@ -30,6 +26,7 @@ from tests.support.oidc import (
     Provider,
     oidc_provider,
     oidc_stack,
+    seed,
 )
 from tests.support.processes import free_port
 
@@ -66,30 +63,6 @@ async def console(
         **overrides,
     ) as url:
         yield url
-
-
-async def seed(stack: OidcStack, cases: int) -> list[str]:
-    """alice registered (bound to her provider subject) and ``cases`` acme cases."""
-    async with stack.channel("adjudication") as channel:
-        stub = adj_grpc.AdjudicationServiceStub(channel)
-        operator = stack.auth("operator")
-        await stub.RegisterReviewer(
-            adj.RegisterReviewerRequest(
-                request_id=rid(),
-                reviewer=adj.Reviewer(reviewer_id="alice", kind=gold_pb2.REVIEWER_KIND_HUMAN),
-            ),
-            metadata=operator,
-            timeout=TIMEOUT,
-        )
-        made = []
-        for _ in range(cases):
-            reply = await stub.EnqueueCase(
-                adj.EnqueueCaseRequest(request_id=rid(), case=case_message(tenant="acme")),
-                metadata=operator,
-                timeout=TIMEOUT,
-            )
-            made.append(reply.case.case_id)
-        return sorted(made)
 
 
 async def loopback_only(route: Route) -> None:

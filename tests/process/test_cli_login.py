@@ -24,10 +24,6 @@ from typing import Any
 import httpx
 import pytest
 
-from assay.v1 import adjudication_service_pb2 as adj
-from assay.v1 import adjudication_service_pb2_grpc as adj_grpc
-from assay.v1 import gold_pb2
-from tests.service.adjudication_support import case_message, rid
 from tests.support.oidc import (
     ALICE,
     CLIENT_ID,
@@ -36,6 +32,7 @@ from tests.support.oidc import (
     Provider,
     oidc_provider,
     oidc_stack,
+    seed,
 )
 from tests.support.processes import assay_command
 
@@ -48,28 +45,6 @@ TIMEOUT = 20.0
 def provider() -> Iterator[Provider]:
     with oidc_provider() as running:
         yield running
-
-
-async def seed(stack: OidcStack) -> str:
-    """alice registered (bound to her provider subject) and one acme case."""
-    async with stack.channel("adjudication") as channel:
-        stub = adj_grpc.AdjudicationServiceStub(channel)
-        operator = stack.auth("operator")
-        await stub.RegisterReviewer(
-            adj.RegisterReviewerRequest(
-                request_id=rid(),
-                reviewer=adj.Reviewer(reviewer_id="alice", kind=gold_pb2.REVIEWER_KIND_HUMAN),
-            ),
-            metadata=operator,
-            timeout=TIMEOUT,
-        )
-        reply = await stub.EnqueueCase(
-            adj.EnqueueCaseRequest(request_id=rid(), case=case_message(tenant="acme")),
-            metadata=operator,
-            timeout=TIMEOUT,
-        )
-        case_id: str = reply.case.case_id
-        return case_id
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +61,8 @@ def stack(
         state["loop"], state["stop"] = asyncio.get_running_loop(), stop
         try:
             async with oidc_stack(directory, provider) as running:
-                state["stack"], state["case"] = running, await seed(running)
+                (state["case"],) = await seed(running, 1)
+                state["stack"] = running
                 ready.set()
                 await stop.wait()
         finally:

@@ -9,7 +9,8 @@ flow (PKCE, state, nonce) for a test that needs a person's tokens without a brow
 ``oidc_stack`` serves the three services over TLS with an auth policy whose ``[tokens]``
 trusts the provider by ``jwks_url`` for the console's client id; alice's provider subject is
 ``ALICE`` (not a valid reviewer id), bound to reviewer id ``alice``. The planner calls the
-resolver with an ID token of its own from the provider.
+resolver with an ID token of its own from the provider. ``seed`` registers alice (bound to
+that subject) and enqueues acme cases for her to review.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ from assay.runtime.auth.dev_credentials import write_dev_credentials
 from assay.runtime.auth.gate import Gate
 from assay.runtime.security import Security
 from assay.runtime.tls import ClientTls, ServerTls
+from assay.v1 import adjudication_service_pb2 as adj
+from assay.v1 import adjudication_service_pb2_grpc as adj_grpc
+from assay.v1 import gold_pb2
+from tests.service.adjudication_support import case_message, rid
 from tests.support.eventually import eventually
 from tests.support.processes import free_port
 from tests.support.secure import SecureStack
@@ -45,6 +50,7 @@ CLIENT_SECRET = "any-secret-will-do"
 ALICE = "auth0|5f0c3e9a41b2d7"
 SUBJECTS = {"alice": ALICE, "bob": "bob", "operator": "operator", "planner": "planner"}
 STARTUP_SECONDS = 20.0
+SEED_TIMEOUT = 20.0
 
 
 @dataclass(frozen=True)
@@ -212,3 +218,28 @@ async def oidc_stack(
     )
     async with local_stack(directory / "assay.db", security=security) as targets:
         yield OidcStack(targets, creds, provider)
+
+
+async def seed(stack: OidcStack, cases: int) -> list[str]:
+    """alice registered (bound to her provider subject) and ``cases`` acme cases, whose ids
+    are returned sorted."""
+    async with stack.channel("adjudication") as channel:
+        stub = adj_grpc.AdjudicationServiceStub(channel)
+        operator = stack.auth("operator")
+        await stub.RegisterReviewer(
+            adj.RegisterReviewerRequest(
+                request_id=rid(),
+                reviewer=adj.Reviewer(reviewer_id="alice", kind=gold_pb2.REVIEWER_KIND_HUMAN),
+            ),
+            metadata=operator,
+            timeout=SEED_TIMEOUT,
+        )
+        made = []
+        for _ in range(cases):
+            reply = await stub.EnqueueCase(
+                adj.EnqueueCaseRequest(request_id=rid(), case=case_message(tenant="acme")),
+                metadata=operator,
+                timeout=SEED_TIMEOUT,
+            )
+            made.append(reply.case.case_id)
+        return sorted(made)
