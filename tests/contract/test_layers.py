@@ -34,6 +34,26 @@ def lint_imports(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def without_exceptions(name: str, directory: Path) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` over only the forbidden contract ``name``, with its sources and
+    forbidden modules as in ``pyproject.toml`` but none of its named exceptions."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    [contract] = [c for c in config["contracts"] if c["name"] == name]
+    forbidden = ", ".join(f'"{m}"' for m in contract["forbidden_modules"])
+    sources = ", ".join(f'"{m}"' for m in contract["source_modules"])
+    path = directory / "no_exceptions.toml"
+    path.write_text(
+        "[tool.importlinter]\n"
+        'root_packages = ["assay"]\n\n'
+        "[[tool.importlinter.contracts]]\n"
+        f'name = "{name}"\n'
+        'type = "forbidden"\n'
+        f"source_modules = [{sources}]\n"
+        f"forbidden_modules = [{forbidden}]\n"
+    )
+    return lint_imports("--config", str(path))
+
+
 class TestLayers:
     def test_every_contract_is_kept(self) -> None:
         """Every contract of ``[tool.importlinter]`` is kept, and there are some."""
@@ -63,21 +83,7 @@ class TestLayers:
     def test_the_registry_contract_sees_the_cli_import_services(self, tmp_path: Path) -> None:
         """The registry contract is not vacuous: without its named exceptions it finds the
         CLI's real imports of a service (the export commands' adjudication rules)."""
-        config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-        [contract] = [c for c in config["contracts"] if c["name"] == REGISTRY_CONTRACT]
-        forbidden = ", ".join(f'"{m}"' for m in contract["forbidden_modules"])
-        sources = ", ".join(f'"{m}"' for m in contract["source_modules"])
-        path = tmp_path / "no_exceptions.toml"
-        path.write_text(
-            "[tool.importlinter]\n"
-            'root_packages = ["assay"]\n\n'
-            "[[tool.importlinter.contracts]]\n"
-            f'name = "{REGISTRY_CONTRACT}"\n'
-            'type = "forbidden"\n'
-            f"source_modules = [{sources}]\n"
-            f"forbidden_modules = [{forbidden}]\n"
-        )
-        result = lint_imports("--config", str(path))
+        result = without_exceptions(REGISTRY_CONTRACT, tmp_path)
         assert result.returncode != 0
         assert f"{REGISTRY_CONTRACT} BROKEN" in result.stdout
         assert "assay.cli.export_events -> assay.services.adjudication.domain" in result.stdout
@@ -85,21 +91,7 @@ class TestLayers:
     def test_the_console_contract_sees_the_serve_wiring(self, tmp_path: Path) -> None:
         """Without its named exceptions the console contract finds ``assay serve``'s real
         import of the console, so the exceptions are what keeps it, not a wrong name."""
-        config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-        [contract] = [c for c in config["contracts"] if c["name"] == CONSOLE_HOST_CONTRACT]
-        forbidden = ", ".join(f'"{m}"' for m in contract["forbidden_modules"])
-        sources = ", ".join(f'"{m}"' for m in contract["source_modules"])
-        path = tmp_path / "no_exceptions.toml"
-        path.write_text(
-            "[tool.importlinter]\n"
-            'root_packages = ["assay"]\n\n'
-            "[[tool.importlinter.contracts]]\n"
-            f'name = "{CONSOLE_HOST_CONTRACT}"\n'
-            'type = "forbidden"\n'
-            f"source_modules = [{sources}]\n"
-            f"forbidden_modules = [{forbidden}]\n"
-        )
-        result = lint_imports("--config", str(path))
+        result = without_exceptions(CONSOLE_HOST_CONTRACT, tmp_path)
         assert result.returncode != 0
         assert f"{CONSOLE_HOST_CONTRACT} BROKEN" in result.stdout
         assert "assay.cli.serve_cmds -> assay.console" in result.stdout
