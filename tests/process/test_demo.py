@@ -14,6 +14,16 @@ pytestmark = pytest.mark.process
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_BOUND_SECONDS = 60
+# ``assay executor run`` on the example plan, before the flags a test adds.
+EXAMPLE_RUN = (
+    "executor",
+    "run",
+    "examples/executor/idempotency-conflict.json",
+    "--subject",
+    "api:checkout.submit",
+    "--predicate",
+    "idempotency.mode",
+)
 
 
 def run(*args: str, timeout: float = DEMO_BOUND_SECONDS) -> subprocess.CompletedProcess[str]:
@@ -160,13 +170,7 @@ class TestExecutorCli:
     def test_unknown_grant_or_probe_names_are_one_line_errors(self, flag: str, value: str) -> None:
         """A typo in a policy flag is refused before anything runs: one line, exit 1."""
         done = run(
-            "executor",
-            "run",
-            "examples/executor/idempotency-conflict.json",
-            "--subject",
-            "api:checkout.submit",
-            "--predicate",
-            "idempotency.mode",
+            *EXAMPLE_RUN,
             flag,
             value,
             timeout=30,
@@ -179,13 +183,7 @@ class TestExecutorCli:
         """--approve is dev mode only: with a token the run must ask the approval service,
         so the two are never combined; refused before anything runs."""
         done = run(
-            "executor",
-            "run",
-            "examples/executor/idempotency-conflict.json",
-            "--subject",
-            "api:checkout.submit",
-            "--predicate",
-            "idempotency.mode",
+            *EXAMPLE_RUN,
             "--approve",
             "RERUN_TEST",
             "--token",
@@ -206,13 +204,7 @@ class TestExecutorCli:
     def test_no_services_running_is_a_one_line_error(self) -> None:
         """Against nothing listening, the executor says which service is unreachable."""
         done = run(
-            "executor",
-            "run",
-            "examples/executor/idempotency-conflict.json",
-            "--subject",
-            "api:checkout.submit",
-            "--predicate",
-            "idempotency.mode",
+            *EXAMPLE_RUN,
             "--resolver",
             "127.0.0.1:1",
             "--timeout",
