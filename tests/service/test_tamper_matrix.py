@@ -106,6 +106,7 @@ ANN, BOB = "reviewer_id = 'fx-ann'", "reviewer_id = 'fx-bob'"
 APPROVAL_LIST = ("ListApprovals", "")
 PENDING_READS = (("GetApproval", "pending"), APPROVAL_LIST)
 CONSUMED_READS = (("GetApproval", "consumed"), APPROVAL_LIST)
+DENIED_READS = (("GetApproval", "denied"), APPROVAL_LIST)
 FIRST = "seq = 1"
 FORGED_DIGEST = "sha256:" + "ab" * 32
 
@@ -451,7 +452,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "approvals/tenant/edit",
         sql("UPDATE approvals SET tenant = 'tenant-a' WHERE approval_id = ?", approval("denied")),
         named=approvals_named("denied"),
-        reads=(("GetApproval", "denied"), APPROVAL_LIST),
+        reads=DENIED_READS,
     ),
     Scenario(
         "approvals/candidate/edit",
@@ -466,7 +467,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "approvals/content/edit",
         sql("UPDATE approvals SET reason = 'forged' WHERE approval_id = ?", approval("denied")),
         named=approvals_named("denied"),
-        reads=(("GetApproval", "denied"), APPROVAL_LIST),
+        reads=DENIED_READS,
     ),
     Scenario(
         "approvals/quorum/edit",
@@ -479,7 +480,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "approvals/deny_ends/edit",
         sql("UPDATE approvals SET deny_ends = 0 WHERE approval_id = ?", approval("denied")),
         named=approvals_named("denied"),
-        reads=(("GetApproval", "denied"), APPROVAL_LIST),
+        reads=DENIED_READS,
         writes=(("DecideApproval", "denied"),),
     ),
     Scenario(
@@ -537,7 +538,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             approval("denied"),
         ),
         named=steps_named("denied#1"),
-        reads=(("GetApproval", "denied"), APPROVAL_LIST),
+        reads=DENIED_READS,
         writes=(("ConsumeApproval", "denied"),),
     ),
     Scenario(
@@ -557,7 +558,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             approval("denied"),
         ),
         named=steps_named("denied#1"),
-        reads=(("GetApproval", "denied"), APPROVAL_LIST),
+        reads=DENIED_READS,
     ),
     Scenario(
         "approval_steps/candidate/edit",
@@ -583,7 +584,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "approval_steps/row/delete",
         sql("DELETE FROM approval_steps WHERE approval_id = ?", approval("denied")),
         named=steps_named("denied#1"),
-        gone=(("GetApproval", "denied"), APPROVAL_LIST),
+        gone=DENIED_READS,
         writes=(("DecideApproval", "denied"),),
     ),
     Scenario(
@@ -852,7 +853,7 @@ class TestControls:
             assert await status_of(stub.ExportCorpus(pb.ExportCorpusRequest())) == (
                 grpc.StatusCode.OK
             )
-            for read in (("GetApproval", "denied"), APPROVAL_LIST):
+            for read in DENIED_READS:
                 code = await status_of(call(served, pristine.ids, read))
                 assert code == grpc.StatusCode.OK, (read, code)
             assert await extends_checkpoint(stub, pristine)
