@@ -7,6 +7,7 @@ their own request; another tenant's people see no acme approval."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -72,9 +73,22 @@ async def stored(stack: SecureStack, approval_id: str) -> pb.Approval:
         return approval
 
 
-async def sign_in(page: Page, url: str, name: str) -> None:
+@contextlib.asynccontextmanager
+async def approvals_console(directory: Path) -> AsyncIterator[tuple[SecureStack, str]]:
+    """The secure stack with the approval policy, and the console's URL in front of it."""
+    async with (
+        secure_stack(directory, True, PRINCIPALS, approvals=POLICY) as stack,
+        console_for(stack) as url,
+    ):
+        yield stack, url
+
+
+async def sign_in(browser: Browser, url: str, name: str) -> Page:
+    """A new page signed in as ``name`` (dev sign-in), on the approvals list."""
+    page = await browser.new_page()
     await page.goto(f"{url}/approvals")
     await page.get_by_role("button", name=f"Sign in as {name}", exact=True).click()
+    return page
 
 
 class TestApproverPages:
@@ -83,13 +97,9 @@ class TestApproverPages:
     ) -> None:
         """The pending approval with what it asks for; approve with a reason; GRANTED, and a
         second send of the same rendered form is the same one decision."""
-        async with (
-            secure_stack(tmp_path, True, PRINCIPALS, approvals=POLICY) as stack,
-            console_for(stack) as url,
-        ):
+        async with approvals_console(tmp_path) as (stack, url):
             asked = await ask(stack, "operator")
-            page = await browser.new_page()
-            await sign_in(page, url, "dave")
+            page = await sign_in(browser, url, "dave")
             await expect(page.get_by_role("heading", name="Approvals waiting")).to_be_visible()
             card = page.locator("article.approval")
             await expect(card).to_have_count(1)
@@ -139,13 +149,9 @@ class TestApproverPages:
         self, tmp_path: Path, browser: Browser
     ) -> None:
         """The service's APPROVER_IS_REQUESTER said as a sentence; the approval stays pending."""
-        async with (
-            secure_stack(tmp_path, True, PRINCIPALS, approvals=POLICY) as stack,
-            console_for(stack) as url,
-        ):
+        async with approvals_console(tmp_path) as (stack, url):
             asked = await ask(stack, "both")
-            page = await browser.new_page()
-            await sign_in(page, url, "both")
+            page = await sign_in(browser, url, "both")
             card = page.locator("article.approval")
             await expect(card.locator(".requester")).to_have_text("both")
             await card.get_by_label("Approve").check()
@@ -161,13 +167,9 @@ class TestApproverPages:
     ) -> None:
         """erin has the request open while dave denies it (one denial ends it): her approve
         is refused as no longer pending, in plain words."""
-        async with (
-            secure_stack(tmp_path, True, PRINCIPALS, approvals=POLICY) as stack,
-            console_for(stack) as url,
-        ):
+        async with approvals_console(tmp_path) as (stack, url):
             asked = await ask(stack, "operator")
-            page = await browser.new_page()
-            await sign_in(page, url, "erin")
+            page = await sign_in(browser, url, "erin")
             card = page.locator("article.approval")
             await card.get_by_label("Approve").check()
             await card.get_by_label("Why").fill("fine by me")
@@ -193,13 +195,9 @@ class TestApproverPages:
     ) -> None:
         """mallory (globex, no approver role) is told so, and no acme request reaches her;
         gina (globex's approver) finds nothing pending."""
-        async with (
-            secure_stack(tmp_path, True, PRINCIPALS, approvals=POLICY) as stack,
-            console_for(stack) as url,
-        ):
+        async with approvals_console(tmp_path) as (stack, url):
             asked = await ask(stack, "operator")
-            page = await browser.new_page()
-            await sign_in(page, url, "mallory")
+            page = await sign_in(browser, url, "mallory")
             await expect(
                 page.get_by_role("heading", name="Your account does not have the role")
             ).to_be_visible()
@@ -208,8 +206,7 @@ class TestApproverPages:
             content = await page.content()
             assert asked.approval_id not in content
             assert "payments-api" not in content
-            other = await browser.new_page()
-            await sign_in(other, url, "gina")
+            other = await sign_in(browser, url, "gina")
             await expect(other.get_by_text("No approval is waiting")).to_be_visible()
             await other.goto(f"{url}/approvals/{asked.approval_id}")
             await expect(
