@@ -41,11 +41,6 @@ from assay.executor.model import (
     Settings,
     StopReason,
 )
-from assay.executor.stack import local_stack
-from assay.runtime.auth.dev_credentials import write_dev_credentials
-from assay.runtime.auth.gate import Gate
-from assay.runtime.security import Security
-from assay.runtime.tls import ClientTls, ServerTls
 from assay.v1 import adjudication_service_pb2 as adj
 from assay.v1 import adjudication_service_pb2_grpc as adj_grpc
 from assay.v1 import approval_service_pb2 as pb
@@ -55,7 +50,7 @@ from tests.browser.test_console_operate import case_json
 from tests.service.test_executor_approvals import EVIDENCE, PREDICATE, RERUN, SUBJECT, TENANT
 from tests.support.browser import launch
 from tests.support.eventually import eventually_async
-from tests.support.oidc import ALICE, OidcStack, Provider, oidc_policy, oidc_provider
+from tests.support.oidc import ALICE, OidcStack, Provider, oidc_provider, oidc_stack
 
 TIMEOUT = 20.0
 # Beyond the provider-trusting policy's operator, alice, bob and planner.
@@ -87,25 +82,6 @@ async def browser() -> AsyncIterator[Browser]:
 def provider() -> Iterator[Provider]:
     with oidc_provider() as running:
         yield running
-
-
-@contextlib.asynccontextmanager
-async def people_stack(directory: Path, provider: Provider) -> AsyncIterator[OidcStack]:
-    """The services over TLS trusting only ``provider``'s ID tokens, for everyone here."""
-    creds = write_dev_credentials(directory / "creds", ())
-    policy = directory / "policy.toml"
-    policy.write_text(oidc_policy(provider) + MORE_PEOPLE, encoding="utf-8")
-    planner_token = directory / "planner.jwt"
-    planner_token.touch(mode=0o600)
-    planner_token.write_text(provider.id_token("planner") + "\n", encoding="ascii")
-    security = Security(
-        tls=ServerTls(creds.server_cert, creds.server_key),
-        gate=Gate.from_files(policy, None, client_certificates=False),
-        peer_tls=ClientTls(ca=creds.ca),
-        peer_token=planner_token,
-    )
-    async with local_stack(directory / "assay.db", security=security) as targets:
-        yield OidcStack(targets, creds, provider)
 
 
 async def person(
@@ -189,7 +165,7 @@ async def test_people_label_adjudicate_freeze_export_and_approve_in_the_console(
     tmp_path: Path, browser: Browser, provider: Provider
 ) -> None:
     async with (
-        people_stack(tmp_path, provider) as stack,
+        oidc_stack(tmp_path, provider, more_principals=MORE_PEOPLE) as stack,
         console(stack, provider, tmp_path) as url,
     ):
         contexts: list[BrowserContext] = []

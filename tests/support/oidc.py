@@ -200,13 +200,14 @@ class OidcStack(SecureStack):
 
 @contextlib.asynccontextmanager
 async def oidc_stack(
-    directory: Path, provider: Provider, client_id: str = CLIENT_ID
+    directory: Path, provider: Provider, client_id: str = CLIENT_ID, more_principals: str = ""
 ) -> AsyncIterator[OidcStack]:
     """The services over TLS (certificates from ``write_dev_credentials``), trusting only
-    ``provider``'s ID tokens for ``client_id``, on ``directory/assay.db``."""
+    ``provider``'s ID tokens for ``client_id``, on ``directory/assay.db``.
+    ``more_principals`` (policy TOML) is appended to the policy's own principals."""
     creds = write_dev_credentials(directory / "creds", ())
     policy = directory / "oidc-policy.toml"
-    policy.write_text(oidc_policy(provider, client_id), encoding="utf-8")
+    policy.write_text(oidc_policy(provider, client_id) + more_principals, encoding="utf-8")
     planner_token = directory / "planner.jwt"
     planner_token.touch(mode=0o600)
     planner_token.write_text(provider.id_token("planner", client_id) + "\n", encoding="ascii")
