@@ -106,6 +106,10 @@ class World:
         approval: pb.Approval = reply.approval
         return approval
 
+    async def granted(self) -> pb.Approval:
+        """An approval the operator asked for (the default candidate) and dave granted."""
+        return await self.decide((await self.request()).approval_id, "dave")
+
     def consume(self, approval: pb.Approval, digest: str = "", by: str = "operator") -> Any:
         return self.as_(by).ConsumeApproval(
             pb.ConsumeApprovalRequest(
@@ -354,7 +358,7 @@ class TestUsingOnce:
         self, tmp_path: Path, adjudication_db: str
     ) -> None:
         async with world(tmp_path, adjudication_db) as w:
-            granted = await w.decide((await w.request()).approval_id, "dave")
+            granted = await w.granted()
             outcomes = await asyncio.gather(
                 *(w.consume(granted) for _ in range(8)), return_exceptions=True
             )
@@ -369,7 +373,7 @@ class TestUsingOnce:
     ) -> None:
         async with world(tmp_path, adjudication_db) as w:
             for _ in range(3):
-                granted = await w.decide((await w.request()).approval_id, "dave")
+                granted = await w.granted()
                 revoke = w.as_("operator").RevokeApproval(
                     pb.RevokeApprovalRequest(
                         approval_id=granted.approval_id, reason="stop", request_id=rid()
@@ -449,7 +453,7 @@ class TestTheLedger:
         self, tmp_path: Path, adjudication_db: str
     ) -> None:
         async with world(tmp_path, adjudication_db) as w:
-            granted = await w.decide((await w.request()).approval_id, "dave")
+            granted = await w.granted()
             auditor = w.stack.auth("operator")
             verdict = await w.adjudication.VerifyAuditChain(
                 adj.VerifyAuditChainRequest(), metadata=auditor, timeout=TIMEOUT
@@ -485,7 +489,7 @@ async def test_a_deleted_approval_row_is_reported(
     tmp_path: Path, adjudication_db: str, table: str
 ) -> None:
     async with world(tmp_path, adjudication_db) as w:
-        granted = await w.decide((await w.request()).approval_id, "dave")
+        granted = await w.granted()
         with tamper_sql.tampering(w.db) as raw:
             if table == "approvals":
                 raw.execute("DELETE FROM approval_steps WHERE approval_id = ?", granted.approval_id)
