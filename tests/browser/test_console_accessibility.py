@@ -28,9 +28,10 @@ from assay.v1 import adjudication_service_pb2_grpc as adj_grpc
 from assay.v1 import approval_service_pb2 as approvals
 from assay.v1 import approval_service_pb2_grpc as approvals_grpc
 from assay.v1 import gold_pb2
-from tests.browser.test_console_approvals import POLICY, PREDICATE, SUBJECT, candidate
+from tests.browser.test_console_approvals import POLICY
 from tests.browser.test_console_operate import resolve_as_carol, reviewed_pairs
 from tests.service.adjudication_support import case_message, rid
+from tests.support.approvals import PREDICATE, SUBJECT, candidate
 from tests.support.browser import console_for, launch
 from tests.support.secure import SecureStack, secure_stack
 

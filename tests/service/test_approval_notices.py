@@ -15,7 +15,8 @@ from typing import Any
 from assay.v1 import adjudication_service_pb2_grpc as adj_grpc
 from assay.v1 import approval_service_pb2 as pb
 from assay.v1 import approval_service_pb2_grpc as pb_grpc
-from tests.service.test_approvals import PRINCIPALS, World, candidate
+from tests.service.test_approvals import PRINCIPALS, World
+from tests.support.approvals import candidate
 from tests.support.eventually import eventually_async
 from tests.support.secure import secure_stack
 

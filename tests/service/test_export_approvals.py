@@ -32,15 +32,8 @@ from assay.v1 import approval_service_pb2 as pb
 from assay.v1 import approval_service_pb2_grpc as pb_grpc
 from tests.service import tamper_sql
 from tests.service.adjudication_support import is_postgres, rid
-from tests.service.test_approvals import (
-    POLICY,
-    PREDICATE,
-    PRINCIPALS,
-    SUBJECT,
-    As,
-    candidate,
-    world,
-)
+from tests.service.test_approvals import POLICY, PRINCIPALS, As, world
+from tests.support.approvals import PREDICATE, SUBJECT, candidate
 from tests.support.secure import SecureStack, secure_stack
 
 TIMEOUT = 20.0
