@@ -354,22 +354,23 @@ class Approvals:
     async def watch(self, approval_id: str, caller: Caller) -> AsyncIterator[ApprovalView]:
         """The approval now, then after each change, until a final state. At a deadline the
         watcher records the expiry itself (if no one has), so it hears of it on time."""
-        seen = self.hub.version(approval_id)
-        view = await self.get(approval_id, caller)
-        yield view
-        while not view.standing.state.final:
-            deadline = approvals.expires_at(view.approval, view.steps, self.clock())
-            timeout = None
-            if deadline is not None:
-                timeout = max(0.0, (deadline - self.clock()).total_seconds())
-            changed = await self.hub.wait(approval_id, seen, timeout)
-            if not changed:
-                await self.expire(approval_id)
+        with self.hub.watching(approval_id):
             seen = self.hub.version(approval_id)
-            latest = await self.get(approval_id, caller)
-            if latest.steps != view.steps or latest.standing.state is not view.standing.state:
-                view = latest
-                yield view
+            view = await self.get(approval_id, caller)
+            yield view
+            while not view.standing.state.final:
+                deadline = approvals.expires_at(view.approval, view.steps, self.clock())
+                timeout = None
+                if deadline is not None:
+                    timeout = max(0.0, (deadline - self.clock()).total_seconds())
+                changed = await self.hub.wait(approval_id, seen, timeout)
+                if not changed:
+                    await self.expire(approval_id)
+                seen = self.hub.version(approval_id)
+                latest = await self.get(approval_id, caller)
+                if latest.steps != view.steps or latest.standing.state is not view.standing.state:
+                    view = latest
+                    yield view
 
 
 def _revoked(a: Approval, steps: list[Step], actor: Actor, at: datetime, reason: str) -> Step:
