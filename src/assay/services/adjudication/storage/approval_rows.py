@@ -1,9 +1,10 @@
-"""Approval rows for both engines: the tables, their columns, decoding, and the statements.
+"""Approval rows for both engines: their columns, decoding, parameters and read statements.
 
-Two insert-only tables: ``approvals`` (one row per request, its content digested and
-committed by its APPROVAL_REQUESTED event) and ``approval_steps`` (one row per step, keyed
-by approval and ``seq``, each committed by its own event). Statements are written once
-here; an engine passes its parameter markers (``mark(i)``: ``?`` or ``$i``) and runs them.
+Two insert-only tables (``ddl.APPROVALS``): ``approvals`` (one row per request, its content
+digested and committed by its APPROVAL_REQUESTED event) and ``approval_steps`` (one row per
+step, keyed by approval and ``seq``, each committed by its own event). The reads are
+written once here, each engine passing its parameter markers and tenant filter; each
+engine inserts the rows its own way, from these columns and parameters.
 Decoding a row that no longer holds a valid value is DATA_LOSS naming it, as for every
 other record.
 """
@@ -11,7 +12,7 @@ other record.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -25,9 +26,6 @@ from assay.services.adjudication.domain.approvals import (
 from assay.services.adjudication.domain.model import Actor
 from assay.services.adjudication.domain.times import from_micros, to_micros
 from assay.services.adjudication.storage.rows import Row
-
-# An engine's parameter marker for the i-th value (1-based): ``?`` or ``$i``.
-Mark = Callable[[int], str]
 
 APPROVAL_COLUMNS = (
     "approval_id, tenant, subject, predicate, candidate_id, probe, target_signal_class, "
@@ -147,16 +145,6 @@ def step_params(value: Step) -> tuple[Any, ...]:
         to_micros(value.occur_time),
         value.candidate_digest,
     )
-
-
-def insert_approval_sql(mark: Mark) -> str:
-    marks = ", ".join(mark(i) for i in range(1, APPROVAL_WIDTH + 1))
-    return f"INSERT INTO approvals ({APPROVAL_COLUMNS}) VALUES ({marks})"
-
-
-def insert_step_sql(mark: Mark) -> str:
-    marks = ", ".join(mark(i) for i in range(1, STEP_WIDTH + 1))
-    return f"INSERT INTO approval_steps ({STEP_COLUMNS}) VALUES ({marks})"
 
 
 def one_sql(approval_id: str, lock: str = "") -> str:

@@ -274,14 +274,18 @@ class WriteTx:
 
     def insert_approval(self, value: Approval) -> None:
         self.wrote = True
+        marks = ", ".join("?" * approval_rows.APPROVAL_WIDTH)
         self._db.execute(
-            approval_rows.insert_approval_sql(lambda _: "?"), approval_rows.approval_params(value)
+            f"INSERT INTO approvals ({approval_rows.APPROVAL_COLUMNS}) VALUES ({marks})",
+            approval_rows.approval_params(value),
         )
 
     def insert_step(self, value: Step) -> None:
         self.wrote = True
+        marks = ", ".join("?" * approval_rows.STEP_WIDTH)
         self._db.execute(
-            approval_rows.insert_step_sql(lambda _: "?"), approval_rows.step_params(value)
+            f"INSERT INTO approval_steps ({approval_rows.STEP_COLUMNS}) VALUES ({marks})",
+            approval_rows.step_params(value),
         )
 
     def notify_approval(self, approval_id: str) -> None:
