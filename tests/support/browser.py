@@ -8,7 +8,6 @@ machine's closed network needs (no background networking, no component updates).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import shutil
@@ -18,9 +17,8 @@ from typing import Any
 import pytest
 from playwright.async_api import Browser, async_playwright
 
-from assay.console.server import server
+from assay.console.server import start
 from assay.console.settings import ConsoleSettings
-from tests.support.eventually import eventually_async
 from tests.support.secure import SecureStack
 
 FLAGS = (
@@ -70,18 +68,8 @@ async def console_for(stack: SecureStack, **overrides: Any) -> AsyncIterator[str
         "dev_credentials": stack.creds.root,
     }
     values.update(overrides)
-    running = server(ConsoleSettings(**values))
-    task = asyncio.create_task(running.serve())
-
-    def bound() -> bool:
-        if task.done():
-            task.result()  # a start that failed raises here
-        return bool(running.started)
-
-    await eventually_async(bound, message="the console started")
-    port = running.servers[0].sockets[0].getsockname()[1]
+    running = await start(ConsoleSettings(**values))
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield running.address
     finally:
-        running.should_exit = True
-        await task
+        await running.stop()
