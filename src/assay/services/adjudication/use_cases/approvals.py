@@ -119,18 +119,22 @@ class Approvals:
         def run(tx: WriteTx, at: datetime) -> ApprovalView:
             view = job(tx, at)
             tx.notify_approval(view.approval.approval_id)
-            done.append(view)
+            done[:] = [view]  # a batch the writer runs again records its view once
             return view
 
         raw = await self.store.write(
             retryable(owned, run, render, lambda v: (v.approval.tenant, ""), self.clock),
             small=True,
         )
-        for view in done:  # empty when the request id answered a retry
+        self._announce(done)  # empty when the request id answered a retry
+        return raw
+
+    def _announce(self, committed: list[ApprovalView]) -> None:
+        """After the commit: wake this process's watchers, tell the webhook."""
+        for view in committed:
             self.hub.changed(view.approval.approval_id)
             if self.notifier is not None:
                 self.notifier.send(view)
-        return raw
 
     async def request(
         self,
@@ -270,6 +274,7 @@ class Approvals:
         recorded: list[ApprovalView] = []
 
         def job(tx: WriteTx) -> None:
+            recorded.clear()  # a batch the writer runs again starts from nothing
             found = tx.approval(approval_id)
             if found is None:
                 return
@@ -281,10 +286,7 @@ class Approvals:
                 tx.notify_approval(approval_id)
 
         await self.store.write(job, small=True)
-        for view in recorded:
-            self.hub.changed(approval_id)
-            if self.notifier is not None:
-                self.notifier.send(view)
+        self._announce(recorded)
         return bool(recorded)
 
     async def expire_due(self, limit: int = 500) -> datetime | None:
