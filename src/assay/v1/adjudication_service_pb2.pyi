@@ -38,6 +38,10 @@ class _ReviewOutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ReviewO
     """The reviewer could not decide; `reason` says why."""
     REVIEW_OUTCOME_NOT_EVALUABLE: _ReviewOutcome.ValueType  # 3
     """The case cannot be judged as posed; `reason` says why."""
+    REVIEW_OUTCOME_WITHDRAWN: _ReviewOutcome.ValueType  # 4
+    """Output only: the reviewer withdrew the review this one supersedes; it
+    counts as no review. Never accepted as input.
+    """
 
 class ReviewOutcome(_ReviewOutcome, metaclass=_ReviewOutcomeEnumTypeWrapper):
     """ReviewOutcome says what kind of answer a review is; machines switch on it."""
@@ -50,6 +54,10 @@ REVIEW_OUTCOME_UNRESOLVED: ReviewOutcome.ValueType  # 2
 """The reviewer could not decide; `reason` says why."""
 REVIEW_OUTCOME_NOT_EVALUABLE: ReviewOutcome.ValueType  # 3
 """The case cannot be judged as posed; `reason` says why."""
+REVIEW_OUTCOME_WITHDRAWN: ReviewOutcome.ValueType  # 4
+"""Output only: the reviewer withdrew the review this one supersedes; it
+counts as no review. Never accepted as input.
+"""
 Global___ReviewOutcome: _TypeAlias = ReviewOutcome  # noqa: Y015
 
 class _CaseState:
@@ -85,6 +93,11 @@ class _CaseStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CaseState.V
     reviewers), in place of AGREED or DISAGREED, either of which would tell
     one reviewer the other's answer before the round is decided.
     """
+    CASE_STATE_AWAITING_MORE_REVIEWS: _CaseState.ValueType  # 10
+    """Two or more reviews in the current round, fewer than the case's
+    `required_reviews` (a round that needs three or more). With one review
+    the state is AWAITING_SECOND_REVIEW whatever the round needs.
+    """
 
 class CaseState(_CaseState, metaclass=_CaseStateEnumTypeWrapper):
     """CaseState is a case's position in the review process, derived from its
@@ -118,7 +131,72 @@ an operator nor an auditor, and not an adjudicator outside the round's
 reviewers), in place of AGREED or DISAGREED, either of which would tell
 one reviewer the other's answer before the round is decided.
 """
+CASE_STATE_AWAITING_MORE_REVIEWS: CaseState.ValueType  # 10
+"""Two or more reviews in the current round, fewer than the case's
+`required_reviews` (a round that needs three or more). With one review
+the state is AWAITING_SECOND_REVIEW whatever the round needs.
+"""
 Global___CaseState: _TypeAlias = CaseState  # noqa: Y015
+
+class _AssignmentRule:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _AssignmentRuleEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_AssignmentRule.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    ASSIGNMENT_RULE_UNSPECIFIED: _AssignmentRule.ValueType  # 0
+    """Never valid."""
+    ASSIGNMENT_RULE_EACH: _AssignmentRule.ValueType  # 1
+    """Every named reviewer gets every case."""
+    ASSIGNMENT_RULE_ROUND_ROBIN: _AssignmentRule.ValueType  # 2
+    """Cases in request order take the next `reviewers_per_case` reviewers of
+    the pool in turn.
+    """
+    ASSIGNMENT_RULE_LEAST_LOADED: _AssignmentRule.ValueType  # 3
+    """Each case, in request order, takes the `reviewers_per_case` reviewers
+    with the fewest open assignments (counting this call's), ties by id.
+    """
+
+class AssignmentRule(_AssignmentRule, metaclass=_AssignmentRuleEnumTypeWrapper):
+    """AssignmentRule says how AssignCases distributes cases over its reviewers."""
+
+ASSIGNMENT_RULE_UNSPECIFIED: AssignmentRule.ValueType  # 0
+"""Never valid."""
+ASSIGNMENT_RULE_EACH: AssignmentRule.ValueType  # 1
+"""Every named reviewer gets every case."""
+ASSIGNMENT_RULE_ROUND_ROBIN: AssignmentRule.ValueType  # 2
+"""Cases in request order take the next `reviewers_per_case` reviewers of
+the pool in turn.
+"""
+ASSIGNMENT_RULE_LEAST_LOADED: AssignmentRule.ValueType  # 3
+"""Each case, in request order, takes the `reviewers_per_case` reviewers
+with the fewest open assignments (counting this call's), ties by id.
+"""
+Global___AssignmentRule: _TypeAlias = AssignmentRule  # noqa: Y015
+
+class _CaseOrder:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _CaseOrderEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CaseOrder.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CASE_ORDER_UNSPECIFIED: _CaseOrder.ValueType  # 0
+    """Oldest first (the default)."""
+    CASE_ORDER_OLDEST_FIRST: _CaseOrder.ValueType  # 1
+    """By create_time then case id, oldest first."""
+    CASE_ORDER_NEWEST_FIRST: _CaseOrder.ValueType  # 2
+    """By create_time then case id, newest first."""
+
+class CaseOrder(_CaseOrder, metaclass=_CaseOrderEnumTypeWrapper):
+    """CaseOrder orders a case listing."""
+
+CASE_ORDER_UNSPECIFIED: CaseOrder.ValueType  # 0
+"""Oldest first (the default)."""
+CASE_ORDER_OLDEST_FIRST: CaseOrder.ValueType  # 1
+"""By create_time then case id, oldest first."""
+CASE_ORDER_NEWEST_FIRST: CaseOrder.ValueType  # 2
+"""By create_time then case id, newest first."""
+Global___CaseOrder: _TypeAlias = CaseOrder  # noqa: Y015
 
 class _ExportExclusionReason:
     ValueType = _typing.NewType("ValueType", _builtins.int)
@@ -184,6 +262,8 @@ class _AgreementUndefinedReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapp
     """Every answer of both raters falls in one category."""
     AGREEMENT_UNDEFINED_REASON_ZERO_DENOMINATOR: _AgreementUndefinedReason.ValueType  # 2
     """The expected agreement is 1, so kappa's denominator is zero."""
+    AGREEMENT_UNDEFINED_REASON_LABELS_NOT_ORDERED: _AgreementUndefinedReason.ValueType  # 3
+    """AC2 needs ordered labels: some answer is not a numeric label."""
 
 class AgreementUndefinedReason(_AgreementUndefinedReason, metaclass=_AgreementUndefinedReasonEnumTypeWrapper):
     """AgreementUndefinedReason says why kappa is undefined."""
@@ -194,6 +274,8 @@ AGREEMENT_UNDEFINED_REASON_DEGENERATE_MARGINALS: AgreementUndefinedReason.ValueT
 """Every answer of both raters falls in one category."""
 AGREEMENT_UNDEFINED_REASON_ZERO_DENOMINATOR: AgreementUndefinedReason.ValueType  # 2
 """The expected agreement is 1, so kappa's denominator is zero."""
+AGREEMENT_UNDEFINED_REASON_LABELS_NOT_ORDERED: AgreementUndefinedReason.ValueType  # 3
+"""AC2 needs ordered labels: some answer is not a numeric label."""
 Global___AgreementUndefinedReason: _TypeAlias = AgreementUndefinedReason  # noqa: Y015
 
 class _AuditProblem:
@@ -338,6 +420,18 @@ class _AuditEventTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_AuditE
     """A granted approval was used."""
     AUDIT_EVENT_TYPE_APPROVAL_EXPIRED: _AuditEventType.ValueType  # 14
     """An approval expired undecided or unused."""
+    AUDIT_EVENT_TYPE_CASE_ASSIGNED: _AuditEventType.ValueType  # 15
+    """Reviewers were assigned to a case. Payload: `case_id`, `tenant`,
+    `reviewer_ids` (comma-separated, the ones added).
+    """
+    AUDIT_EVENT_TYPE_CASE_UNASSIGNED: _AuditEventType.ValueType  # 16
+    """Reviewers were removed from a case's assignment. Payload as
+    CASE_ASSIGNED (the ones removed).
+    """
+    AUDIT_EVENT_TYPE_CASE_REASSIGNED: _AuditEventType.ValueType  # 17
+    """Reviewers of a case were replaced by others: payload `case_id`,
+    `tenant`, `from_reviewer_ids`, `to_reviewer_ids`.
+    """
 
 class AuditEventType(_AuditEventType, metaclass=_AuditEventTypeEnumTypeWrapper):
     """AuditEventType is what a ledger event records."""
@@ -372,6 +466,18 @@ AUDIT_EVENT_TYPE_APPROVAL_CONSUMED: AuditEventType.ValueType  # 13
 """A granted approval was used."""
 AUDIT_EVENT_TYPE_APPROVAL_EXPIRED: AuditEventType.ValueType  # 14
 """An approval expired undecided or unused."""
+AUDIT_EVENT_TYPE_CASE_ASSIGNED: AuditEventType.ValueType  # 15
+"""Reviewers were assigned to a case. Payload: `case_id`, `tenant`,
+`reviewer_ids` (comma-separated, the ones added).
+"""
+AUDIT_EVENT_TYPE_CASE_UNASSIGNED: AuditEventType.ValueType  # 16
+"""Reviewers were removed from a case's assignment. Payload as
+CASE_ASSIGNED (the ones removed).
+"""
+AUDIT_EVENT_TYPE_CASE_REASSIGNED: AuditEventType.ValueType  # 17
+"""Reviewers of a case were replaced by others: payload `case_id`,
+`tenant`, `from_reviewer_ids`, `to_reviewer_ids`.
+"""
 Global___AuditEventType: _TypeAlias = AuditEventType  # noqa: Y015
 
 @_typing.final
@@ -476,6 +582,7 @@ class Case(_message.Message):
     EXPIRE_TIME_FIELD_NUMBER: _builtins.int
     CONTENT_DIGEST_FIELD_NUMBER: _builtins.int
     CONTENT_DIGEST_VERSION_FIELD_NUMBER: _builtins.int
+    REQUIRED_REVIEWS_FIELD_NUMBER: _builtins.int
     case_id: _builtins.str
     """Output only. Assigned by EnqueueCase."""
     tenant: _builtins.str
@@ -497,6 +604,13 @@ class Case(_message.Message):
     "assay.case.v2" (RFC 8785, JCS, with `"v": "assay.case.v2"` in the
     digested object) for cases enqueued since, "assay.case.v1" (Assay's
     earlier canonical JSON, no `v` member) for older ones.
+    """
+    required_reviews: _builtins.int
+    """How many independent reviews each round needs before it can be
+    resolved: 2 to 10. Optional on input: 0 takes the batch's value
+    (EnqueueCasesRequest.required_reviews), else the server policy's default
+    for the predicate, else 2. Agreed only when every one of them agrees.
+    Digested with the case (as member `required_reviews` when not 2).
     """
     @_builtins.property
     def candidate_values(self) -> _containers.RepeatedCompositeFieldContainer[_struct_pb2.Value]:
@@ -544,10 +658,11 @@ class Case(_message.Message):
         expire_time: _timestamp_pb2.Timestamp | None = ...,
         content_digest: _builtins.str = ...,
         content_digest_version: _builtins.str = ...,
+        required_reviews: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "expire_time", b"expire_time", "lineage", b"lineage", "local_verdict", b"local_verdict"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidate_values", b"candidate_values", "case_id", b"case_id", "content_digest", b"content_digest", "content_digest_version", b"content_digest_version", "context", b"context", "create_time", b"create_time", "evidence_refs", b"evidence_refs", "expire_time", b"expire_time", "lineage", b"lineage", "local_verdict", b"local_verdict", "predicate", b"predicate", "subject", b"subject", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidate_values", b"candidate_values", "case_id", b"case_id", "content_digest", b"content_digest", "content_digest_version", b"content_digest_version", "context", b"context", "create_time", b"create_time", "evidence_refs", b"evidence_refs", "expire_time", b"expire_time", "lineage", b"lineage", "local_verdict", b"local_verdict", "predicate", b"predicate", "required_reviews", b"required_reviews", "subject", b"subject", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -569,6 +684,7 @@ class BlindedCase(_message.Message):
     EVIDENCE_REFS_FIELD_NUMBER: _builtins.int
     CONTEXT_FIELD_NUMBER: _builtins.int
     ROUND_FIELD_NUMBER: _builtins.int
+    ASSIGNED_FIELD_NUMBER: _builtins.int
     case_id: _builtins.str
     """The case id."""
     subject: _builtins.str
@@ -579,6 +695,10 @@ class BlindedCase(_message.Message):
     """Context for the reviewer."""
     round: _builtins.int
     """The current review round (1 until the case is first frozen)."""
+    assigned: _builtins.bool
+    """True when the case is assigned to the reviewer whose queue listed it.
+    Who else is assigned is never shown to a reviewer.
+    """
     @_builtins.property
     def candidate_values(self) -> _containers.RepeatedCompositeFieldContainer[_struct_pb2.Value]:
         """The values to choose from, in enqueue order."""
@@ -597,10 +717,11 @@ class BlindedCase(_message.Message):
         evidence_refs: _abc.Iterable[_builtins.str] | None = ...,
         context: _builtins.str = ...,
         round: _builtins.int = ...,
+        assigned: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidate_values", b"candidate_values", "case_id", b"case_id", "context", b"context", "evidence_refs", b"evidence_refs", "predicate", b"predicate", "round", b"round", "subject", b"subject"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assigned", b"assigned", "candidate_values", b"candidate_values", "case_id", b"case_id", "context", b"context", "evidence_refs", b"evidence_refs", "predicate", b"predicate", "round", b"round", "subject", b"subject"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -621,6 +742,9 @@ class Review(_message.Message):
     LABEL_KEY_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
     SUBMIT_TIME_FIELD_NUMBER: _builtins.int
+    RATIONALE_FIELD_NUMBER: _builtins.int
+    SUPERSEDES_REVIEW_ID_FIELD_NUMBER: _builtins.int
+    SUPERSEDED_FIELD_NUMBER: _builtins.int
     review_id: _builtins.str
     """Output only. Assigned by SubmitReview."""
     case_id: _builtins.str
@@ -635,6 +759,19 @@ class Review(_message.Message):
     """Output only. Canonical JSON of the label, or empty."""
     reason: _builtins.str
     """Output only. Why, for UNRESOLVED and NOT_EVALUABLE."""
+    rationale: _builtins.str
+    """Output only. The reviewer's note for the adjudicator (untrusted text,
+    at most 2,000 characters). Shown to adjudicators and operators, never
+    to another reviewer.
+    """
+    supersedes_review_id: _builtins.str
+    """Output only. The review this revision amends or withdraws (empty for a
+    first submission).
+    """
+    superseded: _builtins.bool
+    """Output only. True when a later revision supersedes this one: it no
+    longer counts.
+    """
     @_builtins.property
     def label(self) -> _struct_pb2.Value:
         """Output only. The label, for outcome LABEL."""
@@ -655,10 +792,13 @@ class Review(_message.Message):
         label_key: _builtins.str = ...,
         reason: _builtins.str = ...,
         submit_time: _timestamp_pb2.Timestamp | None = ...,
+        rationale: _builtins.str = ...,
+        supersedes_review_id: _builtins.str = ...,
+        superseded: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["label", b"label", "submit_time", b"submit_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["case_id", b"case_id", "label", b"label", "label_key", b"label_key", "outcome", b"outcome", "reason", b"reason", "review_id", b"review_id", "reviewer_id", b"reviewer_id", "round", b"round", "submit_time", b"submit_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["case_id", b"case_id", "label", b"label", "label_key", b"label_key", "outcome", b"outcome", "rationale", b"rationale", "reason", b"reason", "review_id", b"review_id", "reviewer_id", b"reviewer_id", "round", b"round", "submit_time", b"submit_time", "superseded", b"superseded", "supersedes_review_id", b"supersedes_review_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -678,6 +818,7 @@ class Resolution(_message.Message):
     ADJUDICATOR_REVIEWER_ID_FIELD_NUMBER: _builtins.int
     REVIEW_IDS_FIELD_NUMBER: _builtins.int
     RESOLVE_TIME_FIELD_NUMBER: _builtins.int
+    RATIONALE_FIELD_NUMBER: _builtins.int
     case_id: _builtins.str
     """Output only. The case."""
     round: _builtins.int
@@ -688,6 +829,11 @@ class Resolution(_message.Message):
     """Output only. Canonical JSON of the label, or empty."""
     adjudicator_reviewer_id: _builtins.str
     """Output only. The adjudicator, when one decided."""
+    rationale: _builtins.str
+    """Output only. Why the round was decided so (untrusted text, at most
+    2,000 characters); exported beside the gold label
+    (`CorpusRecord.rationale`).
+    """
     @_builtins.property
     def label(self) -> _struct_pb2.Value:
         """Output only. The label, for UNANIMOUS_AGREEMENT and ADJUDICATOR_DECISION."""
@@ -711,10 +857,11 @@ class Resolution(_message.Message):
         adjudicator_reviewer_id: _builtins.str = ...,
         review_ids: _abc.Iterable[_builtins.str] | None = ...,
         resolve_time: _timestamp_pb2.Timestamp | None = ...,
+        rationale: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["label", b"label", "resolve_time", b"resolve_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["adjudicator_reviewer_id", b"adjudicator_reviewer_id", "basis", b"basis", "case_id", b"case_id", "label", b"label", "label_key", b"label_key", "resolve_time", b"resolve_time", "review_ids", b"review_ids", "round", b"round"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["adjudicator_reviewer_id", b"adjudicator_reviewer_id", "basis", b"basis", "case_id", b"case_id", "label", b"label", "label_key", b"label_key", "rationale", b"rationale", "resolve_time", b"resolve_time", "review_ids", b"review_ids", "round", b"round"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -932,8 +1079,13 @@ class EnqueueCasesRequest(_message.Message):
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     CASES_FIELD_NUMBER: _builtins.int
+    REQUIRED_REVIEWS_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     """Optional retry key (1-128 printable ASCII characters) for the batch."""
+    required_reviews: _builtins.int
+    """Optional: the reviews each case of the batch needs where the case does
+    not say (2 to 10; 0: the policy's default).
+    """
     @_builtins.property
     def cases(self) -> _containers.RepeatedCompositeFieldContainer[Global___Case]:
         """Required, 1 to 1,000 cases; output-only fields are ignored."""
@@ -943,10 +1095,11 @@ class EnqueueCasesRequest(_message.Message):
         *,
         request_id: _builtins.str = ...,
         cases: _abc.Iterable[Global___Case] | None = ...,
+        required_reviews: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cases", b"cases", "request_id", b"request_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cases", b"cases", "request_id", b"request_id", "required_reviews", b"required_reviews"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1009,6 +1162,8 @@ class GetCaseResponse(_message.Message):
     ROUND_FIELD_NUMBER: _builtins.int
     REVIEWS_FIELD_NUMBER: _builtins.int
     RESOLUTIONS_FIELD_NUMBER: _builtins.int
+    ASSIGNED_REVIEWER_IDS_FIELD_NUMBER: _builtins.int
+    ROUND_AGREEMENTS_FIELD_NUMBER: _builtins.int
     state: Global___CaseState.ValueType
     """Its derived state."""
     round: _builtins.int
@@ -1025,6 +1180,14 @@ class GetCaseResponse(_message.Message):
     def resolutions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Resolution]:
         """Every resolution, by round."""
 
+    @_builtins.property
+    def assigned_reviewer_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The reviewers the case is assigned to, by id (operators only)."""
+
+    @_builtins.property
+    def round_agreements(self) -> _containers.RepeatedCompositeFieldContainer[Global___RoundAgreement]:
+        """How far each shown round's final reviews agree (rounds with two or more)."""
+
     def __init__(
         self,
         *,
@@ -1033,14 +1196,57 @@ class GetCaseResponse(_message.Message):
         round: _builtins.int = ...,
         reviews: _abc.Iterable[Global___Review] | None = ...,
         resolutions: _abc.Iterable[Global___Resolution] | None = ...,
+        assigned_reviewer_ids: _abc.Iterable[_builtins.str] | None = ...,
+        round_agreements: _abc.Iterable[Global___RoundAgreement] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["case", b"case"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "resolutions", b"resolutions", "reviews", b"reviews", "round", b"round", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assigned_reviewer_ids", b"assigned_reviewer_ids", "case", b"case", "resolutions", b"resolutions", "reviews", b"reviews", "round", b"round", "round_agreements", b"round_agreements", "state", b"state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetCaseResponse: _TypeAlias = GetCaseResponse  # noqa: Y015
+
+@_typing.final
+class RoundAgreement(_message.Message):
+    """RoundAgreement is agreement within one case round: how many of its final
+    reviews (latest revision of each reviewer, withdrawals left out) give the
+    most common answer.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ROUND_FIELD_NUMBER: _builtins.int
+    REVIEW_COUNT_FIELD_NUMBER: _builtins.int
+    AGREEING_COUNT_FIELD_NUMBER: _builtins.int
+    AGREEING_SHARE_FIELD_NUMBER: _builtins.int
+    PAIRWISE_AGREEMENT_FIELD_NUMBER: _builtins.int
+    round: _builtins.int
+    """The round."""
+    review_count: _builtins.int
+    """Final reviews in the round."""
+    agreeing_count: _builtins.int
+    """Reviews giving the most common answer (outcome and label)."""
+    agreeing_share: _builtins.float
+    """agreeing_count / review_count."""
+    pairwise_agreement: _builtins.float
+    """Unordered pairs of reviews that agree over all pairs."""
+    def __init__(
+        self,
+        *,
+        round: _builtins.int = ...,
+        review_count: _builtins.int = ...,
+        agreeing_count: _builtins.int = ...,
+        agreeing_share: _builtins.float = ...,
+        pairwise_agreement: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agreeing_count", b"agreeing_count", "agreeing_share", b"agreeing_share", "pairwise_agreement", b"pairwise_agreement", "review_count", b"review_count", "round", b"round"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RoundAgreement: _TypeAlias = RoundAgreement  # noqa: Y015
 
 @_typing.final
 class GetBlindedCaseRequest(_message.Message):
@@ -1261,6 +1467,7 @@ class SubmitReviewRequest(_message.Message):
     OUTCOME_FIELD_NUMBER: _builtins.int
     LABEL_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
+    RATIONALE_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     """Optional retry key (1-128 printable ASCII characters)."""
     case_id: _builtins.str
@@ -1278,6 +1485,10 @@ class SubmitReviewRequest(_message.Message):
     """Required for UNRESOLVED and NOT_EVALUABLE (at most 1024 characters);
     must be empty for LABEL.
     """
+    rationale: _builtins.str
+    """Optional note for the adjudicator: at most 2,000 characters, no
+    control characters but line breaks and tabs. Untrusted text.
+    """
     @_builtins.property
     def label(self) -> _struct_pb2.Value:
         """Required for LABEL, and must be one of the case's candidate values;
@@ -1294,14 +1505,463 @@ class SubmitReviewRequest(_message.Message):
         outcome: Global___ReviewOutcome.ValueType = ...,
         label: _struct_pb2.Value | None = ...,
         reason: _builtins.str = ...,
+        rationale: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["label", b"label"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["case_id", b"case_id", "label", b"label", "outcome", b"outcome", "reason", b"reason", "request_id", b"request_id", "reviewer_id", b"reviewer_id", "round", b"round"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["case_id", b"case_id", "label", b"label", "outcome", b"outcome", "rationale", b"rationale", "reason", b"reason", "request_id", b"request_id", "reviewer_id", b"reviewer_id", "round", b"round"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SubmitReviewRequest: _TypeAlias = SubmitReviewRequest  # noqa: Y015
+
+@_typing.final
+class AmendReviewRequest(_message.Message):
+    """AmendReviewRequest replaces the caller's own latest review of a round."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    REVIEW_ID_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    LABEL_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    RATIONALE_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """Optional retry key (1-128 printable ASCII characters)."""
+    review_id: _builtins.str
+    """Required. The review to amend: the caller's latest in its round."""
+    outcome: Global___ReviewOutcome.ValueType
+    """Required. The new answer, as in SubmitReviewRequest."""
+    reason: _builtins.str
+    """As in SubmitReviewRequest."""
+    rationale: _builtins.str
+    """As in SubmitReviewRequest."""
+    @_builtins.property
+    def label(self) -> _struct_pb2.Value:
+        """As in SubmitReviewRequest."""
+
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        review_id: _builtins.str = ...,
+        outcome: Global___ReviewOutcome.ValueType = ...,
+        label: _struct_pb2.Value | None = ...,
+        reason: _builtins.str = ...,
+        rationale: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["label", b"label"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["label", b"label", "outcome", b"outcome", "rationale", b"rationale", "reason", b"reason", "request_id", b"request_id", "review_id", b"review_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AmendReviewRequest: _TypeAlias = AmendReviewRequest  # noqa: Y015
+
+@_typing.final
+class AmendReviewResponse(_message.Message):
+    """AmendReviewResponse is the new revision."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REVIEW_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    state: Global___CaseState.ValueType
+    """The case's state right after it, as SubmitReview reports it."""
+    @_builtins.property
+    def review(self) -> Global___Review:
+        """The new review record (`supersedes_review_id` is the amended one)."""
+
+    def __init__(
+        self,
+        *,
+        review: Global___Review | None = ...,
+        state: Global___CaseState.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["review", b"review"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["review", b"review", "state", b"state"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AmendReviewResponse: _TypeAlias = AmendReviewResponse  # noqa: Y015
+
+@_typing.final
+class WithdrawReviewRequest(_message.Message):
+    """WithdrawReviewRequest withdraws the caller's own latest review."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    REVIEW_ID_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """Optional retry key (1-128 printable ASCII characters)."""
+    review_id: _builtins.str
+    """Required. The review to withdraw: the caller's latest in its round."""
+    reason: _builtins.str
+    """Optional. Why (at most 1,024 characters)."""
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        review_id: _builtins.str = ...,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["reason", b"reason", "request_id", b"request_id", "review_id", b"review_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WithdrawReviewRequest: _TypeAlias = WithdrawReviewRequest  # noqa: Y015
+
+@_typing.final
+class WithdrawReviewResponse(_message.Message):
+    """WithdrawReviewResponse is the withdrawal record."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REVIEW_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    state: Global___CaseState.ValueType
+    """The case's state right after it, as SubmitReview reports it."""
+    @_builtins.property
+    def review(self) -> Global___Review:
+        """The record with outcome WITHDRAWN."""
+
+    def __init__(
+        self,
+        *,
+        review: Global___Review | None = ...,
+        state: Global___CaseState.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["review", b"review"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["review", b"review", "state", b"state"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WithdrawReviewResponse: _TypeAlias = WithdrawReviewResponse  # noqa: Y015
+
+@_typing.final
+class AssignCasesRequest(_message.Message):
+    """AssignCasesRequest assigns cases to reviewers."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    CASE_IDS_FIELD_NUMBER: _builtins.int
+    REVIEWER_IDS_FIELD_NUMBER: _builtins.int
+    RULE_FIELD_NUMBER: _builtins.int
+    REVIEWERS_PER_CASE_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """Optional retry key (1-128 printable ASCII characters)."""
+    rule: Global___AssignmentRule.ValueType
+    """Required."""
+    reviewers_per_case: _builtins.int
+    """For ROUND_ROBIN and LEAST_LOADED: reviewers per case (0: each case's
+    `required_reviews`); at most the pool's size. Must be 0 for EACH.
+    """
+    @_builtins.property
+    def case_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Required. 1 to 1,000 distinct cases."""
+
+    @_builtins.property
+    def reviewer_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Required. The reviewers (or the pool): 1 to 100 distinct registered
+        HUMAN reviewers.
+        """
+
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        case_ids: _abc.Iterable[_builtins.str] | None = ...,
+        reviewer_ids: _abc.Iterable[_builtins.str] | None = ...,
+        rule: Global___AssignmentRule.ValueType = ...,
+        reviewers_per_case: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["case_ids", b"case_ids", "request_id", b"request_id", "reviewer_ids", b"reviewer_ids", "reviewers_per_case", b"reviewers_per_case", "rule", b"rule"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AssignCasesRequest: _TypeAlias = AssignCasesRequest  # noqa: Y015
+
+@_typing.final
+class CaseAssignment(_message.Message):
+    """CaseAssignment is who a case is assigned to."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CASE_ID_FIELD_NUMBER: _builtins.int
+    REVIEWER_IDS_FIELD_NUMBER: _builtins.int
+    case_id: _builtins.str
+    """The case."""
+    @_builtins.property
+    def reviewer_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Its assigned reviewers, by id."""
+
+    def __init__(
+        self,
+        *,
+        case_id: _builtins.str = ...,
+        reviewer_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["case_id", b"case_id", "reviewer_ids", b"reviewer_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CaseAssignment: _TypeAlias = CaseAssignment  # noqa: Y015
+
+@_typing.final
+class AssignCasesResponse(_message.Message):
+    """AssignCasesResponse is every named case's assignment after the call."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ASSIGNMENTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def assignments(self) -> _containers.RepeatedCompositeFieldContainer[Global___CaseAssignment]:
+        """In request order."""
+
+    def __init__(
+        self,
+        *,
+        assignments: _abc.Iterable[Global___CaseAssignment] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assignments", b"assignments"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AssignCasesResponse: _TypeAlias = AssignCasesResponse  # noqa: Y015
+
+@_typing.final
+class UnassignCaseRequest(_message.Message):
+    """UnassignCaseRequest removes (and optionally replaces) assigned reviewers."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    CASE_ID_FIELD_NUMBER: _builtins.int
+    REVIEWER_IDS_FIELD_NUMBER: _builtins.int
+    TO_REVIEWER_IDS_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """Optional retry key (1-128 printable ASCII characters)."""
+    case_id: _builtins.str
+    """Required."""
+    @_builtins.property
+    def reviewer_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Required. Reviewers assigned to the case, to remove."""
+
+    @_builtins.property
+    def to_reviewer_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Optional. Reviewers to assign in their place (a reassignment)."""
+
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        case_id: _builtins.str = ...,
+        reviewer_ids: _abc.Iterable[_builtins.str] | None = ...,
+        to_reviewer_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["case_id", b"case_id", "request_id", b"request_id", "reviewer_ids", b"reviewer_ids", "to_reviewer_ids", b"to_reviewer_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UnassignCaseRequest: _TypeAlias = UnassignCaseRequest  # noqa: Y015
+
+@_typing.final
+class UnassignCaseResponse(_message.Message):
+    """UnassignCaseResponse is the case's assignment after the call."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ASSIGNMENT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def assignment(self) -> Global___CaseAssignment:
+        """The assignment."""
+
+    def __init__(
+        self,
+        *,
+        assignment: Global___CaseAssignment | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["assignment", b"assignment"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assignment", b"assignment"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UnassignCaseResponse: _TypeAlias = UnassignCaseResponse  # noqa: Y015
+
+@_typing.final
+class ListCasesRequest(_message.Message):
+    """ListCasesRequest filters and pages cases."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    STATES_FIELD_NUMBER: _builtins.int
+    PREDICATE_FIELD_NUMBER: _builtins.int
+    ASSIGNED_REVIEWER_ID_FIELD_NUMBER: _builtins.int
+    CREATE_AFTER_FIELD_NUMBER: _builtins.int
+    CREATE_BEFORE_FIELD_NUMBER: _builtins.int
+    ORDER_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    """Optional: only this tenant's cases."""
+    predicate: _builtins.str
+    """Optional: only this predicate."""
+    assigned_reviewer_id: _builtins.str
+    """Optional: only cases assigned to this reviewer."""
+    order: Global___CaseOrder.ValueType
+    """Oldest (default) or newest first."""
+    page_size: _builtins.int
+    """At most this many (0 means 50; at most 1000)."""
+    page_token: _builtins.str
+    """From a previous response; empty for the first page."""
+    @_builtins.property
+    def states(self) -> _containers.RepeatedScalarFieldContainer[Global___CaseState.ValueType]:
+        """Optional: only cases in one of these derived states (as an operator
+        sees them; AWAITING_RESOLUTION is not a filter).
+        """
+
+    @_builtins.property
+    def create_after(self) -> _timestamp_pb2.Timestamp:
+        """Optional: only cases created at or after this time."""
+
+    @_builtins.property
+    def create_before(self) -> _timestamp_pb2.Timestamp:
+        """Optional: only cases created before this time."""
+
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        states: _abc.Iterable[Global___CaseState.ValueType] | None = ...,
+        predicate: _builtins.str = ...,
+        assigned_reviewer_id: _builtins.str = ...,
+        create_after: _timestamp_pb2.Timestamp | None = ...,
+        create_before: _timestamp_pb2.Timestamp | None = ...,
+        order: Global___CaseOrder.ValueType = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["create_after", b"create_after", "create_before", b"create_before"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assigned_reviewer_id", b"assigned_reviewer_id", "create_after", b"create_after", "create_before", b"create_before", "order", b"order", "page_size", b"page_size", "page_token", b"page_token", "predicate", b"predicate", "states", b"states", "tenant", b"tenant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListCasesRequest: _TypeAlias = ListCasesRequest  # noqa: Y015
+
+@_typing.final
+class CaseSummary(_message.Message):
+    """CaseSummary is one line of a case listing."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CASE_ID_FIELD_NUMBER: _builtins.int
+    TENANT_FIELD_NUMBER: _builtins.int
+    SUBJECT_FIELD_NUMBER: _builtins.int
+    PREDICATE_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    ROUND_FIELD_NUMBER: _builtins.int
+    REVIEW_COUNT_FIELD_NUMBER: _builtins.int
+    REQUIRED_REVIEWS_FIELD_NUMBER: _builtins.int
+    CREATE_TIME_FIELD_NUMBER: _builtins.int
+    EXPIRE_TIME_FIELD_NUMBER: _builtins.int
+    ASSIGNED_REVIEWER_IDS_FIELD_NUMBER: _builtins.int
+    case_id: _builtins.str
+    """The case."""
+    tenant: _builtins.str
+    """Its tenant."""
+    subject: _builtins.str
+    """What it is about."""
+    predicate: _builtins.str
+    """The disputed property."""
+    state: Global___CaseState.ValueType
+    """Its derived state."""
+    round: _builtins.int
+    """Its current round."""
+    review_count: _builtins.int
+    """Final reviews in the current round."""
+    required_reviews: _builtins.int
+    """Reviews each round needs."""
+    @_builtins.property
+    def create_time(self) -> _timestamp_pb2.Timestamp:
+        """When it was enqueued."""
+
+    @_builtins.property
+    def expire_time(self) -> _timestamp_pb2.Timestamp:
+        """When it expires."""
+
+    @_builtins.property
+    def assigned_reviewer_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Its assigned reviewers, by id."""
+
+    def __init__(
+        self,
+        *,
+        case_id: _builtins.str = ...,
+        tenant: _builtins.str = ...,
+        subject: _builtins.str = ...,
+        predicate: _builtins.str = ...,
+        state: Global___CaseState.ValueType = ...,
+        round: _builtins.int = ...,
+        review_count: _builtins.int = ...,
+        required_reviews: _builtins.int = ...,
+        create_time: _timestamp_pb2.Timestamp | None = ...,
+        expire_time: _timestamp_pb2.Timestamp | None = ...,
+        assigned_reviewer_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "expire_time", b"expire_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assigned_reviewer_ids", b"assigned_reviewer_ids", "case_id", b"case_id", "create_time", b"create_time", "expire_time", b"expire_time", "predicate", b"predicate", "required_reviews", b"required_reviews", "review_count", b"review_count", "round", b"round", "state", b"state", "subject", b"subject", "tenant", b"tenant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CaseSummary: _TypeAlias = CaseSummary  # noqa: Y015
+
+@_typing.final
+class ListCasesResponse(_message.Message):
+    """ListCasesResponse is one page of cases."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CASES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Empty on the last page."""
+    @_builtins.property
+    def cases(self) -> _containers.RepeatedCompositeFieldContainer[Global___CaseSummary]:
+        """The cases, in the requested order."""
+
+    def __init__(
+        self,
+        *,
+        cases: _abc.Iterable[Global___CaseSummary] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cases", b"cases", "next_page_token", b"next_page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListCasesResponse: _TypeAlias = ListCasesResponse  # noqa: Y015
 
 @_typing.final
 class SubmitReviewResponse(_message.Message):
@@ -1365,6 +2025,7 @@ class GetCaseStateResponse(_message.Message):
     REVIEW_COUNT_FIELD_NUMBER: _builtins.int
     REVISION_COUNT_FIELD_NUMBER: _builtins.int
     EXPIRED_FIELD_NUMBER: _builtins.int
+    REQUIRED_REVIEWS_FIELD_NUMBER: _builtins.int
     case_id: _builtins.str
     """The case."""
     state: Global___CaseState.ValueType
@@ -1372,11 +2033,15 @@ class GetCaseStateResponse(_message.Message):
     round: _builtins.int
     """The current round."""
     review_count: _builtins.int
-    """Reviews in the current round."""
+    """Final reviews in the current round (withdrawn and superseded ones left
+    out).
+    """
     revision_count: _builtins.int
     """Gold-label revisions so far."""
     expired: _builtins.bool
     """True when the case is past its expire_time."""
+    required_reviews: _builtins.int
+    """Reviews each round of the case needs."""
     def __init__(
         self,
         *,
@@ -1386,10 +2051,11 @@ class GetCaseStateResponse(_message.Message):
         review_count: _builtins.int = ...,
         revision_count: _builtins.int = ...,
         expired: _builtins.bool = ...,
+        required_reviews: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["case_id", b"case_id", "expired", b"expired", "review_count", b"review_count", "revision_count", b"revision_count", "round", b"round", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["case_id", b"case_id", "expired", b"expired", "required_reviews", b"required_reviews", "review_count", b"review_count", "revision_count", b"revision_count", "round", b"round", "state", b"state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1406,6 +2072,7 @@ class ResolveCaseRequest(_message.Message):
     BASIS_FIELD_NUMBER: _builtins.int
     LABEL_FIELD_NUMBER: _builtins.int
     ADJUDICATOR_REVIEWER_ID_FIELD_NUMBER: _builtins.int
+    RATIONALE_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     """Optional retry key (1-128 printable ASCII characters)."""
     case_id: _builtins.str
@@ -1416,6 +2083,10 @@ class ResolveCaseRequest(_message.Message):
     """Required for ADJUDICATOR_DECISION; optional for UNRESOLVED and
     NOT_EVALUABLE (needed unless every review says so); must be empty for
     UNANIMOUS_AGREEMENT. Never one of the round's reviewers.
+    """
+    rationale: _builtins.str
+    """Optional: why (at most 2,000 characters, as a review's rationale).
+    Recorded with the resolution; exported beside its gold label.
     """
     @_builtins.property
     def label(self) -> _struct_pb2.Value:
@@ -1431,10 +2102,11 @@ class ResolveCaseRequest(_message.Message):
         basis: _gold_pb2.ResolutionBasis.ValueType = ...,
         label: _struct_pb2.Value | None = ...,
         adjudicator_reviewer_id: _builtins.str = ...,
+        rationale: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["label", b"label"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["adjudicator_reviewer_id", b"adjudicator_reviewer_id", "basis", b"basis", "case_id", b"case_id", "label", b"label", "request_id", b"request_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["adjudicator_reviewer_id", b"adjudicator_reviewer_id", "basis", b"basis", "case_id", b"case_id", "label", b"label", "rationale", b"rationale", "request_id", b"request_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1637,12 +2309,19 @@ class CorpusRecord(_message.Message):
     REVISION_DIGESTED_FIELD_NUMBER: _builtins.int
     CASE_BINDING_FIELD_NUMBER: _builtins.int
     REVIEW_BINDINGS_FIELD_NUMBER: _builtins.int
+    RATIONALE_FIELD_NUMBER: _builtins.int
+    RESOLVED_FIELD_NUMBER: _builtins.int
     revision_digested: _builtins.str
     """The text `revision.digest` is the SHA-256 of: the canonical JSON of the
     revision's digested fields in its `digest_version`'s form (see
     docs/adjudication.md, "Digests, for auditors"). A verifier that finds it
     hashes to the digest compares each field of `revision` with it, and so
     names the field an edit changed.
+    """
+    rationale: _builtins.str
+    """The adjudicator's (or resolver's) rationale for the resolution the
+    revision froze; empty when none was given. Untrusted text. It lives
+    with the case, not in the gold label, so deleting the tenant removes it.
     """
     @_builtins.property
     def case(self) -> Global___BlindedCase:
@@ -1677,6 +2356,13 @@ class CorpusRecord(_message.Message):
         each to its REVIEW_SUBMITTED event.
         """
 
+    @_builtins.property
+    def resolved(self) -> Global___EventInclusion:
+        """The round's CASE_RESOLVED event, whose payload `rationale` is "sha256:"
+        + hex SHA-256 of the UTF-8 rationale (absent when it is empty). Unset
+        when the case's resolution is gone (tenant deleted).
+        """
+
     def __init__(
         self,
         *,
@@ -1687,10 +2373,12 @@ class CorpusRecord(_message.Message):
         revision_digested: _builtins.str = ...,
         case_binding: Global___CaseBinding | None = ...,
         review_bindings: _abc.Iterable[Global___ReviewBinding] | None = ...,
+        rationale: _builtins.str = ...,
+        resolved: Global___EventInclusion | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "case_binding", b"case_binding", "inclusion", b"inclusion", "revision", b"revision"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "case_binding", b"case_binding", "inclusion", b"inclusion", "resolved", b"resolved", "revision", b"revision"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "case_binding", b"case_binding", "inclusion", b"inclusion", "review_bindings", b"review_bindings", "reviews", b"reviews", "revision", b"revision", "revision_digested", b"revision_digested"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "case_binding", b"case_binding", "inclusion", b"inclusion", "rationale", b"rationale", "resolved", b"resolved", "review_bindings", b"review_bindings", "reviews", b"reviews", "revision", b"revision", "revision_digested", b"revision_digested"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1808,7 +2496,8 @@ class ReviewBinding(_message.Message):
     answer_opening: _builtins.str
     """The text the REVIEW_SUBMITTED event's `answer` is "sha256:" + hex
     SHA-256 of: the canonical JSON array [salt, outcome, label_key, reason]
-    (without the salt for a review stored before answers were salted). The
+    (without the salt for a review stored before answers were salted), with
+    the rationale appended when the review has one. The
     salt keeps the ledger from revealing an answer; the export reveals the
     answer anyway.
     """
@@ -2450,6 +3139,10 @@ class ComputeAgreementResponse(_message.Message):
     CATEGORIES_FIELD_NUMBER: _builtins.int
     FLEISS_KAPPA_FIELD_NUMBER: _builtins.int
     KRIPPENDORFF_ALPHA_FIELD_NUMBER: _builtins.int
+    PERCENT_AGREEMENT_FIELD_NUMBER: _builtins.int
+    GWET_AC1_FIELD_NUMBER: _builtins.int
+    GWET_AC2_FIELD_NUMBER: _builtins.int
+    REVIEWERS_FIELD_NUMBER: _builtins.int
     status: Global___AgreementStatus.ValueType
     """COMPUTED, INSUFFICIENT or UNDEFINED."""
     case_count: _builtins.int
@@ -2498,6 +3191,33 @@ class ComputeAgreementResponse(_message.Message):
         rounds.
         """
 
+    @_builtins.property
+    def percent_agreement(self) -> Global___AgreementFigure:
+        """Percent agreement: over every case round with two or more final
+        reviews, the share of agreeing review pairs, averaged over rounds (with
+        the bootstrap interval over case rounds). No chance correction.
+        """
+
+    @_builtins.property
+    def gwet_ac1(self) -> Global___AgreementFigure:
+        """Gwet's AC1 (nominal) over the same case rounds, with Gwet's variance
+        and a 95% t interval. Unlike kappa it stays meaningful when one label
+        dominates.
+        """
+
+    @_builtins.property
+    def gwet_ac2(self) -> Global___AgreementFigure:
+        """Gwet's AC2 with quadratic weights, when every answer of the compared
+        rounds is a numeric label (ordered); otherwise UNDEFINED with
+        LABELS_NOT_ORDERED.
+        """
+
+    @_builtins.property
+    def reviewers(self) -> _containers.RepeatedCompositeFieldContainer[Global___ReviewerAgreement]:
+        """Per reviewer, by id: how often their final answer matched the frozen
+        gold label of the round (the latest revision of each case).
+        """
+
     def __init__(
         self,
         *,
@@ -2517,10 +3237,14 @@ class ComputeAgreementResponse(_message.Message):
         categories: _abc.Iterable[Global___CategoryAgreement] | None = ...,
         fleiss_kappa: Global___AgreementFigure | None = ...,
         krippendorff_alpha: Global___AgreementFigure | None = ...,
+        percent_agreement: Global___AgreementFigure | None = ...,
+        gwet_ac1: Global___AgreementFigure | None = ...,
+        gwet_ac2: Global___AgreementFigure | None = ...,
+        reviewers: _abc.Iterable[Global___ReviewerAgreement] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_ci_lower", b"_ci_lower", "_ci_upper", b"_ci_upper", "_expected_agreement", b"_expected_agreement", "_kappa", b"_kappa", "_observed_agreement", b"_observed_agreement", "_standard_error", b"_standard_error", "ci_lower", b"ci_lower", "ci_upper", b"ci_upper", "expected_agreement", b"expected_agreement", "fleiss_kappa", b"fleiss_kappa", "kappa", b"kappa", "krippendorff_alpha", b"krippendorff_alpha", "observed_agreement", b"observed_agreement", "standard_error", b"standard_error"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_ci_lower", b"_ci_lower", "_ci_upper", b"_ci_upper", "_expected_agreement", b"_expected_agreement", "_kappa", b"_kappa", "_observed_agreement", b"_observed_agreement", "_standard_error", b"_standard_error", "ci_lower", b"ci_lower", "ci_upper", b"ci_upper", "expected_agreement", b"expected_agreement", "fleiss_kappa", b"fleiss_kappa", "gwet_ac1", b"gwet_ac1", "gwet_ac2", b"gwet_ac2", "kappa", b"kappa", "krippendorff_alpha", b"krippendorff_alpha", "observed_agreement", b"observed_agreement", "percent_agreement", b"percent_agreement", "standard_error", b"standard_error"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_ci_lower", b"_ci_lower", "_ci_upper", b"_ci_upper", "_expected_agreement", b"_expected_agreement", "_kappa", b"_kappa", "_observed_agreement", b"_observed_agreement", "_standard_error", b"_standard_error", "case_count", b"case_count", "categories", b"categories", "category_count", b"category_count", "ci_lower", b"ci_lower", "ci_upper", b"ci_upper", "expected_agreement", b"expected_agreement", "fixture_reviewers_contributed", b"fixture_reviewers_contributed", "fleiss_kappa", b"fleiss_kappa", "kappa", b"kappa", "krippendorff_alpha", b"krippendorff_alpha", "min_cases", b"min_cases", "observed_agreement", b"observed_agreement", "pairs", b"pairs", "standard_error", b"standard_error", "status", b"status", "undefined_reason", b"undefined_reason"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_ci_lower", b"_ci_lower", "_ci_upper", b"_ci_upper", "_expected_agreement", b"_expected_agreement", "_kappa", b"_kappa", "_observed_agreement", b"_observed_agreement", "_standard_error", b"_standard_error", "case_count", b"case_count", "categories", b"categories", "category_count", b"category_count", "ci_lower", b"ci_lower", "ci_upper", b"ci_upper", "expected_agreement", b"expected_agreement", "fixture_reviewers_contributed", b"fixture_reviewers_contributed", "fleiss_kappa", b"fleiss_kappa", "gwet_ac1", b"gwet_ac1", "gwet_ac2", b"gwet_ac2", "kappa", b"kappa", "krippendorff_alpha", b"krippendorff_alpha", "min_cases", b"min_cases", "observed_agreement", b"observed_agreement", "pairs", b"pairs", "percent_agreement", b"percent_agreement", "reviewers", b"reviewers", "standard_error", b"standard_error", "status", b"status", "undefined_reason", b"undefined_reason"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__ci_lower: _TypeAlias = _typing.Literal["ci_lower"]  # noqa: Y015
     _WhichOneofArgType__ci_lower: _TypeAlias = _typing.Literal["_ci_lower", b"_ci_lower"]  # noqa: Y015
@@ -2548,6 +3272,38 @@ class ComputeAgreementResponse(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__standard_error) -> _WhichOneofReturnType__standard_error | None: ...
 
 Global___ComputeAgreementResponse: _TypeAlias = ComputeAgreementResponse  # noqa: Y015
+
+@_typing.final
+class ReviewerAgreement(_message.Message):
+    """ReviewerAgreement is one reviewer's agreement with the gold labels."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REVIEWER_ID_FIELD_NUMBER: _builtins.int
+    GOLD_AGREEMENT_FIELD_NUMBER: _builtins.int
+    reviewer_id: _builtins.str
+    """The reviewer."""
+    @_builtins.property
+    def gold_agreement(self) -> Global___AgreementFigure:
+        """The share of their final answers in frozen rounds that equal the
+        round's gold label (an UNRESOLVED or NOT_EVALUABLE answer equals a
+        label of that basis), with a Wilson 95% interval. INSUFFICIENT below
+        `min_cases` rounds; never a number then.
+        """
+
+    def __init__(
+        self,
+        *,
+        reviewer_id: _builtins.str = ...,
+        gold_agreement: Global___AgreementFigure | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["gold_agreement", b"gold_agreement"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["gold_agreement", b"gold_agreement", "reviewer_id", b"reviewer_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReviewerAgreement: _TypeAlias = ReviewerAgreement  # noqa: Y015
 
 @_typing.final
 class VerifyAuditChainRequest(_message.Message):
@@ -2734,19 +3490,49 @@ class ListAuditEventsRequest(_message.Message):
 
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    EVENT_TYPES_FIELD_NUMBER: _builtins.int
+    ACTOR_SUBJECT_FIELD_NUMBER: _builtins.int
+    CASE_ID_FIELD_NUMBER: _builtins.int
+    OCCUR_AFTER_FIELD_NUMBER: _builtins.int
+    OCCUR_BEFORE_FIELD_NUMBER: _builtins.int
+    NEWEST_FIRST_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """At most this many (0 means 50; at most 1000)."""
     page_token: _builtins.str
     """From a previous response; empty for the first page."""
+    actor_subject: _builtins.str
+    """Optional: only events whose actor has this subject."""
+    case_id: _builtins.str
+    """Optional: only events whose payload names this case (`case_id`)."""
+    newest_first: _builtins.bool
+    """Newest first instead of in sequence order."""
+    @_builtins.property
+    def event_types(self) -> _containers.RepeatedScalarFieldContainer[Global___AuditEventType.ValueType]:
+        """Optional: only events of these types."""
+
+    @_builtins.property
+    def occur_after(self) -> _timestamp_pb2.Timestamp:
+        """Optional: only events at or after this time."""
+
+    @_builtins.property
+    def occur_before(self) -> _timestamp_pb2.Timestamp:
+        """Optional: only events before this time."""
+
     def __init__(
         self,
         *,
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
+        event_types: _abc.Iterable[Global___AuditEventType.ValueType] | None = ...,
+        actor_subject: _builtins.str = ...,
+        case_id: _builtins.str = ...,
+        occur_after: _timestamp_pb2.Timestamp | None = ...,
+        occur_before: _timestamp_pb2.Timestamp | None = ...,
+        newest_first: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["occur_after", b"occur_after", "occur_before", b"occur_before"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actor_subject", b"actor_subject", "case_id", b"case_id", "event_types", b"event_types", "newest_first", b"newest_first", "occur_after", b"occur_after", "occur_before", b"occur_before", "page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

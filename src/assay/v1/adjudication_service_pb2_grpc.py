@@ -115,6 +115,31 @@ class AdjudicationServiceStub:
                 request_serializer=assay_dot_v1_dot_adjudication__service__pb2.SubmitReviewRequest.SerializeToString,
                 response_deserializer=assay_dot_v1_dot_adjudication__service__pb2.SubmitReviewResponse.FromString,
                 _registered_method=True)
+        self.AmendReview = channel.unary_unary(
+                '/assay.v1.AdjudicationService/AmendReview',
+                request_serializer=assay_dot_v1_dot_adjudication__service__pb2.AmendReviewRequest.SerializeToString,
+                response_deserializer=assay_dot_v1_dot_adjudication__service__pb2.AmendReviewResponse.FromString,
+                _registered_method=True)
+        self.WithdrawReview = channel.unary_unary(
+                '/assay.v1.AdjudicationService/WithdrawReview',
+                request_serializer=assay_dot_v1_dot_adjudication__service__pb2.WithdrawReviewRequest.SerializeToString,
+                response_deserializer=assay_dot_v1_dot_adjudication__service__pb2.WithdrawReviewResponse.FromString,
+                _registered_method=True)
+        self.AssignCases = channel.unary_unary(
+                '/assay.v1.AdjudicationService/AssignCases',
+                request_serializer=assay_dot_v1_dot_adjudication__service__pb2.AssignCasesRequest.SerializeToString,
+                response_deserializer=assay_dot_v1_dot_adjudication__service__pb2.AssignCasesResponse.FromString,
+                _registered_method=True)
+        self.UnassignCase = channel.unary_unary(
+                '/assay.v1.AdjudicationService/UnassignCase',
+                request_serializer=assay_dot_v1_dot_adjudication__service__pb2.UnassignCaseRequest.SerializeToString,
+                response_deserializer=assay_dot_v1_dot_adjudication__service__pb2.UnassignCaseResponse.FromString,
+                _registered_method=True)
+        self.ListCases = channel.unary_unary(
+                '/assay.v1.AdjudicationService/ListCases',
+                request_serializer=assay_dot_v1_dot_adjudication__service__pb2.ListCasesRequest.SerializeToString,
+                response_deserializer=assay_dot_v1_dot_adjudication__service__pb2.ListCasesResponse.FromString,
+                _registered_method=True)
         self.GetCaseState = channel.unary_unary(
                 '/assay.v1.AdjudicationService/GetCaseState',
                 request_serializer=assay_dot_v1_dot_adjudication__service__pb2.GetCaseStateRequest.SerializeToString,
@@ -362,6 +387,85 @@ class AdjudicationServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AmendReview(self, request, context):
+        """Amends the caller's own review while its round is undecided: a new
+        review record that supersedes the one named (REVIEW_SUBMITTED with
+        `supersedes`), never an edit. The latest revision is the reviewer's
+        answer; earlier ones stay in the ledger and in GetCase's history, and
+        agreement uses final answers only. Once the round is resolved nothing
+        changes but by a new round.
+
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (review_id,
+        outcome, label, reason, rationale) or ERROR_REASON_LABEL_NOT_A_CANDIDATE;
+        NOT_FOUND with ERROR_REASON_REVIEW_NOT_FOUND; PERMISSION_DENIED with
+        ERROR_REASON_IDENTITY_MISMATCH (another reviewer's review);
+        FAILED_PRECONDITION with ERROR_REASON_REVIEW_SUPERSEDED (not the latest
+        revision; metadata `latest_review_id`), ERROR_REASON_REVIEW_WITHDRAWN (a
+        withdrawn review is not amended: submit a new one),
+        ERROR_REASON_ROUND_ALREADY_RESOLVED, ERROR_REASON_CASE_FROZEN or
+        ERROR_REASON_CASE_EXPIRED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WithdrawReview(self, request, context):
+        """Withdraws the caller's own review while its round is undecided: a new
+        record with outcome WITHDRAWN supersedes it, so the round counts one
+        review fewer and the case returns to the reviewer's queue (a later
+        SubmitReview supersedes the withdrawal). Errors as AmendReview's.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AssignCases(self, request, context):
+        """Assigns cases to reviewers: every named reviewer to every case (EACH),
+        or `reviewers_per_case` of the pool per case, in turn (ROUND_ROBIN) or
+        to whoever holds the fewest open assignments (LEAST_LOADED; ties by
+        reviewer id). Adding a reviewer a case has already is a no-op. One
+        CASE_ASSIGNED event per case that changed. A reviewer's queue lists
+        their assigned cases first; a case assigned to others is out of their
+        queue and refuses their review. Reviewers must be registered HUMAN
+        reviewers.
+
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`case_ids`: empty,
+        over 1,000 or repeated; `reviewer_ids[i]`: malformed, unknown, not
+        HUMAN or repeated; `rule`; `reviewers_per_case`: negative, or more than
+        the pool); NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND naming
+        `case_ids[i]`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnassignCase(self, request, context):
+        """Removes reviewers from a case's assignment (CASE_UNASSIGNED). A review
+        they already gave stays. With `to_reviewer_ids`, the same call assigns
+        those instead, as one CASE_REASSIGNED event.
+
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD
+        (`reviewer_ids[i]`: not assigned to the case; `to_reviewer_ids[i]`: as
+        in AssignCases); NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCases(self, request, context):
+        """Lists cases with filters (state, predicate, assigned reviewer, age),
+        oldest or newest first, paginated. The state is derived per case as
+        GetCaseState derives it; a page may hold fewer than `page_size` cases
+        while a next page exists (each page examines a bounded number).
+
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`states[i]`,
+        `create_after`, `create_before`, `order`, `page_size`) or
+        ERROR_REASON_INVALID_PAGE_TOKEN.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetCaseState(self, request, context):
         """Returns a case's derived state. State is computed from reviews,
         resolutions and revisions on every call; it is never stored. Blinding:
@@ -461,9 +565,13 @@ class AdjudicationServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListAuditEvents(self, request, context):
-        """Lists audit events in sequence order, paginated.
+        """Lists audit events in sequence order (or newest first), paginated,
+        filtered by type, actor, case and time. A filtered page may hold fewer
+        than `page_size` events while a next page exists.
 
-        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_PAGE_TOKEN.
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_PAGE_TOKEN or
+        ERROR_REASON_INVALID_FIELD (`event_types[i]`, `occur_after`,
+        `occur_before`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -578,6 +686,31 @@ def add_AdjudicationServiceServicer_to_server(servicer, server):
                     servicer.SubmitReview,
                     request_deserializer=assay_dot_v1_dot_adjudication__service__pb2.SubmitReviewRequest.FromString,
                     response_serializer=assay_dot_v1_dot_adjudication__service__pb2.SubmitReviewResponse.SerializeToString,
+            ),
+            'AmendReview': grpc.unary_unary_rpc_method_handler(
+                    servicer.AmendReview,
+                    request_deserializer=assay_dot_v1_dot_adjudication__service__pb2.AmendReviewRequest.FromString,
+                    response_serializer=assay_dot_v1_dot_adjudication__service__pb2.AmendReviewResponse.SerializeToString,
+            ),
+            'WithdrawReview': grpc.unary_unary_rpc_method_handler(
+                    servicer.WithdrawReview,
+                    request_deserializer=assay_dot_v1_dot_adjudication__service__pb2.WithdrawReviewRequest.FromString,
+                    response_serializer=assay_dot_v1_dot_adjudication__service__pb2.WithdrawReviewResponse.SerializeToString,
+            ),
+            'AssignCases': grpc.unary_unary_rpc_method_handler(
+                    servicer.AssignCases,
+                    request_deserializer=assay_dot_v1_dot_adjudication__service__pb2.AssignCasesRequest.FromString,
+                    response_serializer=assay_dot_v1_dot_adjudication__service__pb2.AssignCasesResponse.SerializeToString,
+            ),
+            'UnassignCase': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnassignCase,
+                    request_deserializer=assay_dot_v1_dot_adjudication__service__pb2.UnassignCaseRequest.FromString,
+                    response_serializer=assay_dot_v1_dot_adjudication__service__pb2.UnassignCaseResponse.SerializeToString,
+            ),
+            'ListCases': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCases,
+                    request_deserializer=assay_dot_v1_dot_adjudication__service__pb2.ListCasesRequest.FromString,
+                    response_serializer=assay_dot_v1_dot_adjudication__service__pb2.ListCasesResponse.SerializeToString,
             ),
             'GetCaseState': grpc.unary_unary_rpc_method_handler(
                     servicer.GetCaseState,
@@ -946,6 +1079,141 @@ class AdjudicationService:
             '/assay.v1.AdjudicationService/SubmitReview',
             assay_dot_v1_dot_adjudication__service__pb2.SubmitReviewRequest.SerializeToString,
             assay_dot_v1_dot_adjudication__service__pb2.SubmitReviewResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AmendReview(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/assay.v1.AdjudicationService/AmendReview',
+            assay_dot_v1_dot_adjudication__service__pb2.AmendReviewRequest.SerializeToString,
+            assay_dot_v1_dot_adjudication__service__pb2.AmendReviewResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WithdrawReview(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/assay.v1.AdjudicationService/WithdrawReview',
+            assay_dot_v1_dot_adjudication__service__pb2.WithdrawReviewRequest.SerializeToString,
+            assay_dot_v1_dot_adjudication__service__pb2.WithdrawReviewResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AssignCases(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/assay.v1.AdjudicationService/AssignCases',
+            assay_dot_v1_dot_adjudication__service__pb2.AssignCasesRequest.SerializeToString,
+            assay_dot_v1_dot_adjudication__service__pb2.AssignCasesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnassignCase(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/assay.v1.AdjudicationService/UnassignCase',
+            assay_dot_v1_dot_adjudication__service__pb2.UnassignCaseRequest.SerializeToString,
+            assay_dot_v1_dot_adjudication__service__pb2.UnassignCaseResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCases(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/assay.v1.AdjudicationService/ListCases',
+            assay_dot_v1_dot_adjudication__service__pb2.ListCasesRequest.SerializeToString,
+            assay_dot_v1_dot_adjudication__service__pb2.ListCasesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -170,6 +170,65 @@ class AdjudicationServiceStub:
     The response's `state` is as GetCaseState shows it to the caller: a
     reviewer gets AWAITING_RESOLUTION, never AGREED or DISAGREED.
     """
+    AmendReview: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.AmendReviewRequest, _adjudication_service_pb2.AmendReviewResponse]
+    """Amends the caller's own review while its round is undecided: a new
+    review record that supersedes the one named (REVIEW_SUBMITTED with
+    `supersedes`), never an edit. The latest revision is the reviewer's
+    answer; earlier ones stay in the ledger and in GetCase's history, and
+    agreement uses final answers only. Once the round is resolved nothing
+    changes but by a new round.
+
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (review_id,
+    outcome, label, reason, rationale) or ERROR_REASON_LABEL_NOT_A_CANDIDATE;
+    NOT_FOUND with ERROR_REASON_REVIEW_NOT_FOUND; PERMISSION_DENIED with
+    ERROR_REASON_IDENTITY_MISMATCH (another reviewer's review);
+    FAILED_PRECONDITION with ERROR_REASON_REVIEW_SUPERSEDED (not the latest
+    revision; metadata `latest_review_id`), ERROR_REASON_REVIEW_WITHDRAWN (a
+    withdrawn review is not amended: submit a new one),
+    ERROR_REASON_ROUND_ALREADY_RESOLVED, ERROR_REASON_CASE_FROZEN or
+    ERROR_REASON_CASE_EXPIRED.
+    """
+    WithdrawReview: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.WithdrawReviewRequest, _adjudication_service_pb2.WithdrawReviewResponse]
+    """Withdraws the caller's own review while its round is undecided: a new
+    record with outcome WITHDRAWN supersedes it, so the round counts one
+    review fewer and the case returns to the reviewer's queue (a later
+    SubmitReview supersedes the withdrawal). Errors as AmendReview's.
+    """
+    AssignCases: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.AssignCasesRequest, _adjudication_service_pb2.AssignCasesResponse]
+    """Assigns cases to reviewers: every named reviewer to every case (EACH),
+    or `reviewers_per_case` of the pool per case, in turn (ROUND_ROBIN) or
+    to whoever holds the fewest open assignments (LEAST_LOADED; ties by
+    reviewer id). Adding a reviewer a case has already is a no-op. One
+    CASE_ASSIGNED event per case that changed. A reviewer's queue lists
+    their assigned cases first; a case assigned to others is out of their
+    queue and refuses their review. Reviewers must be registered HUMAN
+    reviewers.
+
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`case_ids`: empty,
+    over 1,000 or repeated; `reviewer_ids[i]`: malformed, unknown, not
+    HUMAN or repeated; `rule`; `reviewers_per_case`: negative, or more than
+    the pool); NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND naming
+    `case_ids[i]`.
+    """
+    UnassignCase: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.UnassignCaseRequest, _adjudication_service_pb2.UnassignCaseResponse]
+    """Removes reviewers from a case's assignment (CASE_UNASSIGNED). A review
+    they already gave stays. With `to_reviewer_ids`, the same call assigns
+    those instead, as one CASE_REASSIGNED event.
+
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD
+    (`reviewer_ids[i]`: not assigned to the case; `to_reviewer_ids[i]`: as
+    in AssignCases); NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND.
+    """
+    ListCases: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.ListCasesRequest, _adjudication_service_pb2.ListCasesResponse]
+    """Lists cases with filters (state, predicate, assigned reviewer, age),
+    oldest or newest first, paginated. The state is derived per case as
+    GetCaseState derives it; a page may hold fewer than `page_size` cases
+    while a next page exists (each page examines a bounded number).
+
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`states[i]`,
+    `create_after`, `create_before`, `order`, `page_size`) or
+    ERROR_REASON_INVALID_PAGE_TOKEN.
+    """
     GetCaseState: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetCaseStateRequest, _adjudication_service_pb2.GetCaseStateResponse]
     """Returns a case's derived state. State is computed from reviews,
     resolutions and revisions on every call; it is never stored. Blinding:
@@ -241,9 +300,13 @@ class AdjudicationServiceStub:
     Errors: only the common ones.
     """
     ListAuditEvents: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.ListAuditEventsRequest, _adjudication_service_pb2.ListAuditEventsResponse]
-    """Lists audit events in sequence order, paginated.
+    """Lists audit events in sequence order (or newest first), paginated,
+    filtered by type, actor, case and time. A filtered page may hold fewer
+    than `page_size` events while a next page exists.
 
-    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_PAGE_TOKEN.
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_PAGE_TOKEN or
+    ERROR_REASON_INVALID_FIELD (`event_types[i]`, `occur_after`,
+    `occur_before`).
     """
     DeleteTenantRecords: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.DeleteTenantRecordsRequest, _adjudication_service_pb2.DeleteTenantRecordsResponse]
     """Deletes a tenant's cases with their reviews and resolutions (queue
@@ -425,6 +488,65 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
     The response's `state` is as GetCaseState shows it to the caller: a
     reviewer gets AWAITING_RESOLUTION, never AGREED or DISAGREED.
     """
+    AmendReview: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.AmendReviewRequest, _adjudication_service_pb2.AmendReviewResponse]  # type: ignore[assignment]
+    """Amends the caller's own review while its round is undecided: a new
+    review record that supersedes the one named (REVIEW_SUBMITTED with
+    `supersedes`), never an edit. The latest revision is the reviewer's
+    answer; earlier ones stay in the ledger and in GetCase's history, and
+    agreement uses final answers only. Once the round is resolved nothing
+    changes but by a new round.
+
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (review_id,
+    outcome, label, reason, rationale) or ERROR_REASON_LABEL_NOT_A_CANDIDATE;
+    NOT_FOUND with ERROR_REASON_REVIEW_NOT_FOUND; PERMISSION_DENIED with
+    ERROR_REASON_IDENTITY_MISMATCH (another reviewer's review);
+    FAILED_PRECONDITION with ERROR_REASON_REVIEW_SUPERSEDED (not the latest
+    revision; metadata `latest_review_id`), ERROR_REASON_REVIEW_WITHDRAWN (a
+    withdrawn review is not amended: submit a new one),
+    ERROR_REASON_ROUND_ALREADY_RESOLVED, ERROR_REASON_CASE_FROZEN or
+    ERROR_REASON_CASE_EXPIRED.
+    """
+    WithdrawReview: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.WithdrawReviewRequest, _adjudication_service_pb2.WithdrawReviewResponse]  # type: ignore[assignment]
+    """Withdraws the caller's own review while its round is undecided: a new
+    record with outcome WITHDRAWN supersedes it, so the round counts one
+    review fewer and the case returns to the reviewer's queue (a later
+    SubmitReview supersedes the withdrawal). Errors as AmendReview's.
+    """
+    AssignCases: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.AssignCasesRequest, _adjudication_service_pb2.AssignCasesResponse]  # type: ignore[assignment]
+    """Assigns cases to reviewers: every named reviewer to every case (EACH),
+    or `reviewers_per_case` of the pool per case, in turn (ROUND_ROBIN) or
+    to whoever holds the fewest open assignments (LEAST_LOADED; ties by
+    reviewer id). Adding a reviewer a case has already is a no-op. One
+    CASE_ASSIGNED event per case that changed. A reviewer's queue lists
+    their assigned cases first; a case assigned to others is out of their
+    queue and refuses their review. Reviewers must be registered HUMAN
+    reviewers.
+
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`case_ids`: empty,
+    over 1,000 or repeated; `reviewer_ids[i]`: malformed, unknown, not
+    HUMAN or repeated; `rule`; `reviewers_per_case`: negative, or more than
+    the pool); NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND naming
+    `case_ids[i]`.
+    """
+    UnassignCase: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.UnassignCaseRequest, _adjudication_service_pb2.UnassignCaseResponse]  # type: ignore[assignment]
+    """Removes reviewers from a case's assignment (CASE_UNASSIGNED). A review
+    they already gave stays. With `to_reviewer_ids`, the same call assigns
+    those instead, as one CASE_REASSIGNED event.
+
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD
+    (`reviewer_ids[i]`: not assigned to the case; `to_reviewer_ids[i]`: as
+    in AssignCases); NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND.
+    """
+    ListCases: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.ListCasesRequest, _adjudication_service_pb2.ListCasesResponse]  # type: ignore[assignment]
+    """Lists cases with filters (state, predicate, assigned reviewer, age),
+    oldest or newest first, paginated. The state is derived per case as
+    GetCaseState derives it; a page may hold fewer than `page_size` cases
+    while a next page exists (each page examines a bounded number).
+
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`states[i]`,
+    `create_after`, `create_before`, `order`, `page_size`) or
+    ERROR_REASON_INVALID_PAGE_TOKEN.
+    """
     GetCaseState: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.GetCaseStateRequest, _adjudication_service_pb2.GetCaseStateResponse]  # type: ignore[assignment]
     """Returns a case's derived state. State is computed from reviews,
     resolutions and revisions on every call; it is never stored. Blinding:
@@ -496,9 +618,13 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
     Errors: only the common ones.
     """
     ListAuditEvents: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.ListAuditEventsRequest, _adjudication_service_pb2.ListAuditEventsResponse]  # type: ignore[assignment]
-    """Lists audit events in sequence order, paginated.
+    """Lists audit events in sequence order (or newest first), paginated,
+    filtered by type, actor, case and time. A filtered page may hold fewer
+    than `page_size` events while a next page exists.
 
-    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_PAGE_TOKEN.
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_PAGE_TOKEN or
+    ERROR_REASON_INVALID_FIELD (`event_types[i]`, `occur_after`,
+    `occur_before`).
     """
     DeleteTenantRecords: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.DeleteTenantRecordsRequest, _adjudication_service_pb2.DeleteTenantRecordsResponse]  # type: ignore[assignment]
     """Deletes a tenant's cases with their reviews and resolutions (queue
@@ -739,6 +865,95 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         """
 
     @_abc_1.abstractmethod
+    def AmendReview(
+        self,
+        request: _adjudication_service_pb2.AmendReviewRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_adjudication_service_pb2.AmendReviewResponse, _abc.Awaitable[_adjudication_service_pb2.AmendReviewResponse]]:
+        """Amends the caller's own review while its round is undecided: a new
+        review record that supersedes the one named (REVIEW_SUBMITTED with
+        `supersedes`), never an edit. The latest revision is the reviewer's
+        answer; earlier ones stay in the ledger and in GetCase's history, and
+        agreement uses final answers only. Once the round is resolved nothing
+        changes but by a new round.
+
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (review_id,
+        outcome, label, reason, rationale) or ERROR_REASON_LABEL_NOT_A_CANDIDATE;
+        NOT_FOUND with ERROR_REASON_REVIEW_NOT_FOUND; PERMISSION_DENIED with
+        ERROR_REASON_IDENTITY_MISMATCH (another reviewer's review);
+        FAILED_PRECONDITION with ERROR_REASON_REVIEW_SUPERSEDED (not the latest
+        revision; metadata `latest_review_id`), ERROR_REASON_REVIEW_WITHDRAWN (a
+        withdrawn review is not amended: submit a new one),
+        ERROR_REASON_ROUND_ALREADY_RESOLVED, ERROR_REASON_CASE_FROZEN or
+        ERROR_REASON_CASE_EXPIRED.
+        """
+
+    @_abc_1.abstractmethod
+    def WithdrawReview(
+        self,
+        request: _adjudication_service_pb2.WithdrawReviewRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_adjudication_service_pb2.WithdrawReviewResponse, _abc.Awaitable[_adjudication_service_pb2.WithdrawReviewResponse]]:
+        """Withdraws the caller's own review while its round is undecided: a new
+        record with outcome WITHDRAWN supersedes it, so the round counts one
+        review fewer and the case returns to the reviewer's queue (a later
+        SubmitReview supersedes the withdrawal). Errors as AmendReview's.
+        """
+
+    @_abc_1.abstractmethod
+    def AssignCases(
+        self,
+        request: _adjudication_service_pb2.AssignCasesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_adjudication_service_pb2.AssignCasesResponse, _abc.Awaitable[_adjudication_service_pb2.AssignCasesResponse]]:
+        """Assigns cases to reviewers: every named reviewer to every case (EACH),
+        or `reviewers_per_case` of the pool per case, in turn (ROUND_ROBIN) or
+        to whoever holds the fewest open assignments (LEAST_LOADED; ties by
+        reviewer id). Adding a reviewer a case has already is a no-op. One
+        CASE_ASSIGNED event per case that changed. A reviewer's queue lists
+        their assigned cases first; a case assigned to others is out of their
+        queue and refuses their review. Reviewers must be registered HUMAN
+        reviewers.
+
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`case_ids`: empty,
+        over 1,000 or repeated; `reviewer_ids[i]`: malformed, unknown, not
+        HUMAN or repeated; `rule`; `reviewers_per_case`: negative, or more than
+        the pool); NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND naming
+        `case_ids[i]`.
+        """
+
+    @_abc_1.abstractmethod
+    def UnassignCase(
+        self,
+        request: _adjudication_service_pb2.UnassignCaseRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_adjudication_service_pb2.UnassignCaseResponse, _abc.Awaitable[_adjudication_service_pb2.UnassignCaseResponse]]:
+        """Removes reviewers from a case's assignment (CASE_UNASSIGNED). A review
+        they already gave stays. With `to_reviewer_ids`, the same call assigns
+        those instead, as one CASE_REASSIGNED event.
+
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD
+        (`reviewer_ids[i]`: not assigned to the case; `to_reviewer_ids[i]`: as
+        in AssignCases); NOT_FOUND with ERROR_REASON_CASE_NOT_FOUND.
+        """
+
+    @_abc_1.abstractmethod
+    def ListCases(
+        self,
+        request: _adjudication_service_pb2.ListCasesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_adjudication_service_pb2.ListCasesResponse, _abc.Awaitable[_adjudication_service_pb2.ListCasesResponse]]:
+        """Lists cases with filters (state, predicate, assigned reviewer, age),
+        oldest or newest first, paginated. The state is derived per case as
+        GetCaseState derives it; a page may hold fewer than `page_size` cases
+        while a next page exists (each page examines a bounded number).
+
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`states[i]`,
+        `create_after`, `create_before`, `order`, `page_size`) or
+        ERROR_REASON_INVALID_PAGE_TOKEN.
+        """
+
+    @_abc_1.abstractmethod
     def GetCaseState(
         self,
         request: _adjudication_service_pb2.GetCaseStateRequest,
@@ -856,9 +1071,13 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _adjudication_service_pb2.ListAuditEventsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_adjudication_service_pb2.ListAuditEventsResponse, _abc.Awaitable[_adjudication_service_pb2.ListAuditEventsResponse]]:
-        """Lists audit events in sequence order, paginated.
+        """Lists audit events in sequence order (or newest first), paginated,
+        filtered by type, actor, case and time. A filtered page may hold fewer
+        than `page_size` events while a next page exists.
 
-        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_PAGE_TOKEN.
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_PAGE_TOKEN or
+        ERROR_REASON_INVALID_FIELD (`event_types[i]`, `occur_after`,
+        `occur_before`).
         """
 
     @_abc_1.abstractmethod

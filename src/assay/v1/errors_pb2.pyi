@@ -271,6 +271,21 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """The consume names another candidate than the one granted.
     Code: FAILED_PRECONDITION.
     """
+    ERROR_REASON_REVIEW_NOT_FOUND: _ErrorReason.ValueType  # 140
+    """No review with that id in the caller's tenants. Code: NOT_FOUND."""
+    ERROR_REASON_REVIEW_SUPERSEDED: _ErrorReason.ValueType  # 141
+    """The review was amended or withdrawn since: only the latest revision of
+    a reviewer's review may be amended or withdrawn. Code:
+    FAILED_PRECONDITION, with metadata `latest_review_id`.
+    """
+    ERROR_REASON_REVIEW_WITHDRAWN: _ErrorReason.ValueType  # 142
+    """The review is a withdrawal; submit a new review instead. Code:
+    FAILED_PRECONDITION.
+    """
+    ERROR_REASON_CASE_NOT_ASSIGNED: _ErrorReason.ValueType  # 143
+    """The case is assigned to other reviewers, or the tenant takes reviews of
+    assigned cases only. Code: FAILED_PRECONDITION.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """ErrorReason is the vocabulary of `google.rpc.ErrorInfo.reason` for every
@@ -533,5 +548,20 @@ ERROR_REASON_APPROVAL_ALREADY_CONSUMED: ErrorReason.ValueType  # 138
 ERROR_REASON_APPROVAL_CANDIDATE_MISMATCH: ErrorReason.ValueType  # 139
 """The consume names another candidate than the one granted.
 Code: FAILED_PRECONDITION.
+"""
+ERROR_REASON_REVIEW_NOT_FOUND: ErrorReason.ValueType  # 140
+"""No review with that id in the caller's tenants. Code: NOT_FOUND."""
+ERROR_REASON_REVIEW_SUPERSEDED: ErrorReason.ValueType  # 141
+"""The review was amended or withdrawn since: only the latest revision of
+a reviewer's review may be amended or withdrawn. Code:
+FAILED_PRECONDITION, with metadata `latest_review_id`.
+"""
+ERROR_REASON_REVIEW_WITHDRAWN: ErrorReason.ValueType  # 142
+"""The review is a withdrawal; submit a new review instead. Code:
+FAILED_PRECONDITION.
+"""
+ERROR_REASON_CASE_NOT_ASSIGNED: ErrorReason.ValueType  # 143
+"""The case is assigned to other reviewers, or the tenant takes reviews of
+assigned cases only. Code: FAILED_PRECONDITION.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

@@ -401,3 +401,39 @@ class AdjudicationServicer:
             self.lookups.worklist, request.adjudicator_id, request, convert.adjudication_item
         )
         return pb.ListAdjudicationQueueResponse(items=items, next_page_token=token)
+
+    # --- review revisions (being built) ---------------------------------------
+
+    async def AmendReview(
+        self, request: pb.AmendReviewRequest, context: grpc.aio.ServicerContext
+    ) -> bytes:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "AmendReview is being built")
+        raise AssertionError
+
+    async def WithdrawReview(
+        self, request: pb.WithdrawReviewRequest, context: grpc.aio.ServicerContext
+    ) -> bytes:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "WithdrawReview is being built")
+        raise AssertionError
+
+    # --- assignment (being built) ---------------------------------------------
+
+    async def AssignCases(
+        self, request: pb.AssignCasesRequest, context: grpc.aio.ServicerContext
+    ) -> bytes:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "AssignCases is being built")
+        raise AssertionError
+
+    async def UnassignCase(
+        self, request: pb.UnassignCaseRequest, context: grpc.aio.ServicerContext
+    ) -> bytes:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "UnassignCase is being built")
+        raise AssertionError
+
+    # --- finding work (being built) -------------------------------------------
+
+    async def ListCases(
+        self, request: pb.ListCasesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListCasesResponse:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "ListCases is being built")
+        raise AssertionError
