@@ -34,6 +34,8 @@ class AgreementStatus(Enum):
 class UndefinedReason(Enum):
     DEGENERATE_MARGINALS = "DEGENERATE_MARGINALS"
     ZERO_DENOMINATOR = "ZERO_DENOMINATOR"
+    # Gwet's AC2 weighs answers by their distance, so it needs every answer a number.
+    LABELS_NOT_ORDERED = "LABELS_NOT_ORDERED"
 
 
 @dataclass(frozen=True)

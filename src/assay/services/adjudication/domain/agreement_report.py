@@ -1,20 +1,22 @@
-"""Every agreement figure of a corpus, from one read of its multiply reviewed case rounds.
+"""Every agreement figure of a corpus, from its multiply reviewed case rounds and gold labels.
 
 One pooled kappa hides who disagrees and about what. So beside it come Cohen's kappa per
 reviewer pair (over the case rounds both reviewed: a reviewer who drifts shows up in every
 pair they are in) and per category (one category against the rest, over the same first
 and second reviews as the pooled kappa: which answers people cannot agree on), and the
-multi-rater figures of ``multirater``. Every figure is a ``Figure`` under the pooled
-kappa's rules, so a pair of two shared cases reads INSUFFICIENT, not a kappa of 1.
+multi-rater figures of ``multirater``, percent agreement (``percent_agreement``), Gwet's
+AC1/AC2 (``gwet``: chance-corrected, yet meaningful when one answer dominates) and each
+reviewer against the gold labels (``gold_agreement``). Every figure is a ``Figure`` under
+the pooled kappa's rules, so a pair of two shared cases reads INSUFFICIENT, not a kappa of 1.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from assay.services.adjudication.domain import multirater
+from assay.services.adjudication.domain import gwet, multirater
 from assay.services.adjudication.domain.agreement import (
     Agreement,
     Figure,
@@ -24,6 +26,12 @@ from assay.services.adjudication.domain.agreement import (
     figure_of,
 )
 from assay.services.adjudication.domain.fields import bad
+from assay.services.adjudication.domain.gold_agreement import (
+    GoldAnswer,
+    ReviewerFigure,
+    reviewer_agreements,
+)
+from assay.services.adjudication.domain.percent_agreement import percent_agreement
 
 # The two sides of a one-against-the-rest table.
 _THIS, _REST = "this", "rest"
@@ -51,6 +59,10 @@ class AgreementReport:
     categories: tuple[CategoryFigure, ...]
     fleiss: Figure
     krippendorff: Figure
+    percent: Figure
+    gwet_ac1: Figure
+    gwet_ac2: Figure
+    reviewers: tuple[ReviewerFigure, ...]
 
 
 def resample_count(requested: int, path: str = "bootstrap_resamples") -> int:
@@ -93,9 +105,12 @@ def _one_against_rest(pairs: Sequence[RatedPair], category: str) -> list[RatedPa
     return [RatedPair(side(p.first), side(p.second), p.fixture_involved) for p in pairs]
 
 
-def report(units: Sequence[RatedRound], resamples: int) -> AgreementReport:
-    """All the figures over ``units`` (case rounds with two or more reviews); Krippendorff's
-    interval from ``resamples`` bootstrap resamples."""
+def report(
+    units: Sequence[RatedRound], resamples: int, gold: Iterable[GoldAnswer] = ()
+) -> AgreementReport:
+    """All the figures over ``units`` (case rounds with two or more reviews), and each
+    reviewer's against ``gold`` (their answers in frozen rounds); the bootstrap intervals
+    (Krippendorff's alpha, percent agreement) from ``resamples`` resamples."""
     pooled = [unit.first_pair() for unit in units]
     return AgreementReport(
         pooled=cohens_kappa(pooled),
@@ -103,4 +118,8 @@ def report(units: Sequence[RatedRound], resamples: int) -> AgreementReport:
         categories=category_kappas(pooled),
         fleiss=multirater.fleiss_kappa(units),
         krippendorff=multirater.krippendorff_alpha(units, resamples),
+        percent=percent_agreement(units, resamples),
+        gwet_ac1=gwet.gwet_ac1(units),
+        gwet_ac2=gwet.gwet_ac2(units),
+        reviewers=reviewer_agreements(gold),
     )

@@ -54,9 +54,14 @@ def value_counts(units: Sequence[RatedRound]) -> tuple[Counts, list[str]]:
     return table, categories
 
 
-def _refusal(units: Sequence[RatedRound], categories: int) -> Figure | None:
+def fixture_involved(units: Sequence[RatedRound]) -> bool:
+    """Whether any review of ``units`` comes from a fixture reviewer."""
+    return any(r.fixture for unit in units for r in unit.ratings)
+
+
+def refusal(units: Sequence[RatedRound], categories: int) -> Figure | None:
     """The INSUFFICIENT or degenerate UNDEFINED figure, or None when a value may be computed."""
-    fixture = any(r.fixture for unit in units for r in unit.ratings)
+    fixture = fixture_involved(units)
     if len(units) < MIN_KAPPA_CASES:
         return Figure(AgreementStatus.INSUFFICIENT, len(units), fixture)
     if categories < 2:
@@ -69,10 +74,11 @@ def _refusal(units: Sequence[RatedRound], categories: int) -> Figure | None:
     return None
 
 
-def _undefined_if_nan(value: float, units: Sequence[RatedRound]) -> Figure | None:
+def undefined_if_nan(value: float, units: Sequence[RatedRound]) -> Figure | None:
+    """The ZERO_DENOMINATOR figure when ``value`` is not a number, else None."""
     if math.isfinite(value):
         return None
-    fixture = any(r.fixture for unit in units for r in unit.ratings)
+    fixture = fixture_involved(units)
     return Figure(
         AgreementStatus.UNDEFINED,
         len(units),
@@ -101,15 +107,15 @@ def fleiss_kappa(units: Sequence[RatedRound]) -> Figure:
     """Fleiss' kappa (statsmodels) over the modal units; it has no interval."""
     chosen = modal_units(units)
     table, categories = value_counts(chosen)
-    refused = _refusal(chosen, len(categories))
+    refused = refusal(chosen, len(categories))
     if refused is not None:
         return refused
     with np.errstate(divide="ignore", invalid="ignore"):
         value = float(statsmodels_fleiss_kappa(table, method="fleiss"))
-    undefined = _undefined_if_nan(value, chosen)
+    undefined = undefined_if_nan(value, chosen)
     if undefined is not None:
         return undefined
-    fixture = any(r.fixture for unit in chosen for r in unit.ratings)
+    fixture = fixture_involved(chosen)
     return Figure(AgreementStatus.COMPUTED, len(chosen), fixture, value=value)
 
 
@@ -118,16 +124,16 @@ def krippendorff_alpha(units: Sequence[RatedRound], resamples: int) -> Figure:
     percentile interval of ``resamples`` resamples (left out, the value kept, when any
     resample has no alpha: the data are too near one category for an interval)."""
     table, categories = value_counts(units)
-    refused = _refusal(units, len(categories))
+    refused = refusal(units, len(categories))
     if refused is not None:
         return refused
     with np.errstate(divide="ignore", invalid="ignore"):
         value = float(krippendorff.alpha(value_counts=table, level_of_measurement="nominal"))
-    undefined = _undefined_if_nan(value, units)
+    undefined = undefined_if_nan(value, units)
     if undefined is not None:
         return undefined
     low, high = bootstrap_interval(table, resamples, data_seed(table, categories))
-    fixture = any(r.fixture for unit in units for r in unit.ratings)
+    fixture = fixture_involved(units)
     return Figure(
         AgreementStatus.COMPUTED, len(units), fixture, value=value, ci_lower=low, ci_upper=high
     )
