@@ -25,7 +25,7 @@ from assay.services.adjudication.storage.interface import ApprovalBatch, ExportB
 from assay.services.adjudication.use_cases.lookups import Lookups, Page
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.transparency import TransparencyLog
-from assay.services.adjudication.wire import approval_export, convert
+from assay.services.adjudication.wire import approval_export, convert, listings
 from assay.v1 import adjudication_service_pb2 as pb
 
 T = TypeVar("T")
@@ -321,7 +321,11 @@ class AdjudicationServicer:
         self, request: pb.ListAuditEventsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListAuditEventsResponse:
         page = await self.lookups.audit_events(
-            request.page_size, request.page_token, caller(), self.log.disagreeing
+            request.page_size,
+            request.page_token,
+            caller(),
+            self.log.disagreeing,
+            listings.audit_query(request),
         )
         return pb.ListAuditEventsResponse(
             events=[convert.audit_event(e) for e in page.items],
@@ -430,10 +434,13 @@ class AdjudicationServicer:
         await context.abort(grpc.StatusCode.UNIMPLEMENTED, "UnassignCase is being built")
         raise AssertionError
 
-    # --- finding work (being built) -------------------------------------------
+    # --- finding work ---------------------------------------------------------
 
     async def ListCases(
         self, request: pb.ListCasesRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListCasesResponse:
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "ListCases is being built")
-        raise AssertionError
+        page = await self.lookups.cases(listings.case_query(request), caller())
+        return pb.ListCasesResponse(
+            cases=[listings.case_summary(c) for c in page.items],
+            next_page_token=page.next_page_token,
+        )

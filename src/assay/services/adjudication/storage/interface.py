@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol, TypeVar
 
-from assay.services.adjudication.domain import model
+from assay.services.adjudication.domain import audit_filters, case_listing, model
 from assay.services.adjudication.domain.agreement import RatedRound
 from assay.services.adjudication.domain.approvals import Approval, ExportedApproval, Step
 from assay.services.adjudication.domain.records import gold_id
@@ -228,6 +228,31 @@ class Store(Protocol):
 
     async def chain_hashes(self, after: int) -> list[tuple[int, str]]:
         """(sequence, hash) of every committed audit event after ``after``, in order."""
+        ...
+
+    async def case_page(
+        self,
+        scope: model.TenantScope,
+        where: case_listing.CaseWhere,
+        after: tuple[str, int] | None,
+        limit: int,
+    ) -> list[case_listing.ListedCase]:
+        """Up to ``limit`` cases of ``scope`` that ``where`` keeps, in its order, after
+        ``after`` (case id, creation time in microseconds), each with the snapshot
+        GetCaseState derives its state from, every row it rests on checked (ListCases)."""
+        ...
+
+    async def audit_page(
+        self,
+        scope: model.TenantScope,
+        where: audit_filters.AuditWhere,
+        after: int,
+        scan: int,
+        limit: int,
+    ) -> audit_filters.AuditScan:
+        """Up to ``limit`` events that ``where`` keeps among the next ``scan`` events of
+        ``scope`` after sequence ``after`` (before it, newest first; 0: from the start),
+        each re-hashed and linked like ``audit_events`` (filtered ListAuditEvents)."""
         ...
 
     async def rated_rounds(self, scope: model.TenantScope) -> list[RatedRound]: ...

@@ -27,7 +27,9 @@ from assay.services.adjudication.domain.agreement_report import (
     report,
     resample_count,
 )
+from assay.services.adjudication.domain.audit_filters import AuditQuery
 from assay.services.adjudication.domain.blinding import blind
+from assay.services.adjudication.domain.case_listing import CaseQuery, CaseSummary
 from assay.services.adjudication.domain.cases import case_not_found
 from assay.services.adjudication.domain.fields import optional_id, optional_tenant, require_id
 from assay.services.adjudication.domain.model import (
@@ -45,6 +47,7 @@ from assay.services.adjudication.domain.model import (
 from assay.services.adjudication.domain.reviewers import check_reviewer_id, reviewer_not_found
 from assay.services.adjudication.domain.times import now
 from assay.services.adjudication.storage.interface import ApprovalBatch, ExportBatch, Store
+from assay.services.adjudication.use_cases import listings
 from assay.transport import DEFAULT_MAX_MESSAGE_BYTES
 
 T = TypeVar("T")
@@ -236,17 +239,30 @@ class Lookups:
             self.page_bytes,
         )
 
+    async def cases(self, query: CaseQuery, caller: Caller) -> Page[CaseSummary]:
+        """ListCases: the caller's cases (or one granted tenant's) filtered and in order, each
+        state derived as GetCaseState derives it (``listings.cases``)."""
+        items, token = await listings.cases(self.store, query, caller)
+        return Page(items, token)
+
     async def audit_events(
         self,
         page_size: int,
         page_token: str,
         caller: Caller,
         logged: Callable[[Sequence[tuple[int, str]]], int] | None = None,
+        filters: AuditQuery | None = None,
     ) -> Page[AuditEvent]:
         """Events of the caller's tenants; those about no single tenant only for callers
         granted every tenant. Storage re-checks each event's hash and link; ``logged`` (the
         transparency log's ``disagreeing``) gives the first whose hash is not the log's leaf
-        for it: DATA_LOSS naming it."""
+        for it: DATA_LOSS naming it. With ``filters``, ``listings.audit_events``."""
+        if filters is not None:
+            filtered = await listings.audit_events(
+                self.store, filters, page_size, page_token, caller, logged
+            )
+            if filtered is not None:
+                return Page(*filtered)
         problems = Violations()
         with problems.catching():
             size = paging.page_size(page_size)

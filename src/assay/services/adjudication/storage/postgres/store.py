@@ -17,6 +17,8 @@ import asyncpg
 
 from assay.runtime.database_url import parse_database_url
 from assay.services.adjudication.domain.agreement import RatedRound
+from assay.services.adjudication.domain.audit_filters import AuditScan, AuditWhere
+from assay.services.adjudication.domain.case_listing import CaseWhere, ListedCase
 from assay.services.adjudication.domain.model import (
     AuditEvent,
     CaseSnapshot,
@@ -31,7 +33,14 @@ from assay.services.adjudication.domain.model import (
 from assay.services.adjudication.storage import faults
 from assay.services.adjudication.storage.interface import ApprovalBatch, ApprovalRecord, ExportBatch
 from assay.services.adjudication.storage.page_steps import PageReads, Steps
-from assay.services.adjudication.storage.postgres import approvals, pages, queries, schema, verify
+from assay.services.adjudication.storage.postgres import (
+    approvals,
+    listings,
+    pages,
+    queries,
+    schema,
+    verify,
+)
 from assay.services.adjudication.storage.postgres import ledger_checks as checks
 from assay.services.adjudication.storage.postgres.faults import lost, quiet_pool_log
 from assay.services.adjudication.storage.postgres.tx import PostgresWriteTx
@@ -137,22 +146,24 @@ class PostgresStore(PageReads):
         return await self._read(work)
 
     async def case_state(self, case_id: str) -> CaseSnapshot | None:
-        """The snapshot GetCaseState derives the state from, with every row it rests on
-        checked: the case, all its reviews, resolutions and gold labels."""
+        """The snapshot GetCaseState derives the state from (``_state_snapshot``)."""
+        return await self._read(lambda db: _state_snapshot(db, case_id))
 
-        async def work(db: queries.Db) -> CaseSnapshot | None:
-            snap = await queries.snapshot(db, case_id)
-            if snap is None:
-                return None
-            reviews, resolutions = await queries.case_history(db, case_id)
-            await checks.check_cases(db, [snap.case])
-            await checks.check_reviews(db, reviews)
-            await checks.check_resolutions(db, resolutions)
-            labels = await queries.gold_labels(db, case_id, None, snap.revision_count + 1)
-            await checks.check_gold_labels(db, labels)
-            return snap
+    async def case_page(
+        self, scope: TenantScope, where: CaseWhere, after: tuple[str, int] | None, limit: int
+    ) -> list[ListedCase]:
+        """Up to ``limit`` cases of ``scope`` after ``after`` that ``where`` keeps, each read
+        and checked as GetCaseState reads it, in one snapshot."""
+        return await self._read(
+            lambda db: listings.case_page(db, scope, where, after, limit, _state_snapshot)
+        )
 
-        return await self._read(work)
+    async def audit_page(
+        self, scope: TenantScope, where: AuditWhere, after: int, scan: int, limit: int
+    ) -> AuditScan:
+        return await self._read(
+            lambda db: listings.audit_page(db, scope, where, after, scan, limit)
+        )
 
     async def case_detail(
         self, case_id: str
@@ -239,3 +250,18 @@ class PostgresStore(PageReads):
     async def verify_chain(self) -> ChainVerdict:
         """Walk every event, then cross-check every record row against the ledger."""
         return await self._read(verify.verify_chain)
+
+
+async def _state_snapshot(db: queries.Db, case_id: str) -> CaseSnapshot | None:
+    """The snapshot GetCaseState derives the state from, with every row it rests on checked:
+    the case, all its reviews, resolutions and gold labels."""
+    snap = await queries.snapshot(db, case_id)
+    if snap is None:
+        return None
+    reviews, resolutions = await queries.case_history(db, case_id)
+    await checks.check_cases(db, [snap.case])
+    await checks.check_reviews(db, reviews)
+    await checks.check_resolutions(db, resolutions)
+    labels = await queries.gold_labels(db, case_id, None, snap.revision_count + 1)
+    await checks.check_gold_labels(db, labels)
+    return snap

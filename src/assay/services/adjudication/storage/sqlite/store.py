@@ -20,7 +20,9 @@ from typing import Any, TypeVar
 
 from assay.services.adjudication.domain import cases
 from assay.services.adjudication.domain.agreement import RatedRound
+from assay.services.adjudication.domain.audit_filters import AuditScan, AuditWhere
 from assay.services.adjudication.domain.blinding import blind
+from assay.services.adjudication.domain.case_listing import CaseWhere, ListedCase
 from assay.services.adjudication.domain.model import (
     AuditEvent,
     CaseSnapshot,
@@ -42,6 +44,7 @@ from assay.services.adjudication.storage.sqlite import (
     approvals,
     files,
     ledger_checks,
+    listings,
     pages,
     queries,
 )
@@ -193,24 +196,24 @@ class Store(PageReads):
         return await self._read(work)
 
     async def case_state(self, case_id: str) -> CaseSnapshot | None:
-        """The snapshot GetCaseState derives the state from, with every row the state rests
-        on checked: the case, all its reviews and resolutions (an earlier round's edited
-        review or resolution is as much tampering as the current one's) and its gold labels,
-        whose count makes the round."""
+        """The snapshot GetCaseState derives the state from (``_state_snapshot``)."""
+        return await self._read(lambda db: _state_snapshot(db, case_id))
 
-        def work(db: sqlite3.Connection) -> CaseSnapshot | None:
-            snap = queries.snapshot(db, case_id)
-            if snap is None:
-                return None
-            reviews, resolutions = queries.case_history(db, case_id)
-            ledger_checks.check_cases(db, [snap.case])
-            ledger_checks.check_reviews(db, reviews)
-            ledger_checks.check_resolutions(db, resolutions)
-            labels = queries.gold_labels(db, case_id, None, snap.revision_count + 1)
-            ledger_checks.check_gold_labels(db, labels)
-            return snap
+    async def case_page(
+        self, scope: TenantScope, where: CaseWhere, after: tuple[str, int] | None, limit: int
+    ) -> list[ListedCase]:
+        """Up to ``limit`` cases of ``scope`` after ``after`` that ``where`` keeps, each read
+        and checked as GetCaseState reads it, in one snapshot."""
+        return await self._read(
+            lambda db: listings.case_page(db, scope, where, after, limit, _state_snapshot)
+        )
 
-        return await self._read(work)
+    async def audit_page(
+        self, scope: TenantScope, where: AuditWhere, after: int, scan: int, limit: int
+    ) -> AuditScan:
+        return await self._read(
+            lambda db: listings.audit_page(db, scope, where, after, scan, limit)
+        )
 
     async def case_detail(
         self, case_id: str
@@ -343,6 +346,23 @@ class Store(PageReads):
             return await db.run(_verify)
         finally:
             await db.close()
+
+
+def _state_snapshot(db: sqlite3.Connection, case_id: str) -> CaseSnapshot | None:
+    """The snapshot GetCaseState derives the state from, with every row the state rests on
+    checked: the case, all its reviews and resolutions (an earlier round's edited review or
+    resolution is as much tampering as the current one's) and its gold labels, whose count
+    makes the round."""
+    snap = queries.snapshot(db, case_id)
+    if snap is None:
+        return None
+    reviews, resolutions = queries.case_history(db, case_id)
+    ledger_checks.check_cases(db, [snap.case])
+    ledger_checks.check_reviews(db, reviews)
+    ledger_checks.check_resolutions(db, resolutions)
+    labels = queries.gold_labels(db, case_id, None, snap.revision_count + 1)
+    ledger_checks.check_gold_labels(db, labels)
+    return snap
 
 
 def _verify(raw: sqlite3.Connection) -> ChainVerdict:
