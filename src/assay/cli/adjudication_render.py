@@ -227,6 +227,9 @@ def agreement(a: pb.ComputeAgreementResponse) -> None:
         )
     out.print(f"Fleiss' kappa: {figure_text(a.fleiss_kappa)}")
     out.print(f"Krippendorff's alpha (nominal): {figure_text(a.krippendorff_alpha)}")
+    out.print(f"Percent agreement (no chance correction): {figure_text(a.percent_agreement)}")
+    out.print(f"Gwet's AC1 (nominal): {figure_text(a.gwet_ac1)}")
+    out.print(f"Gwet's AC2 (quadratic weights): {figure_text(a.gwet_ac2)}")
     if a.pairs:
         pairs = Table("reviewer a", "reviewer b", "Cohen's kappa")
         for p in a.pairs:
@@ -237,6 +240,11 @@ def agreement(a: pb.ComputeAgreementResponse) -> None:
         for c in a.categories:
             categories.add_row(c.category, Text.from_markup(figure_text(c.kappa)))
         print_table(categories, out)
+    if a.reviewers:
+        reviewers = Table("reviewer", "agreement with the gold labels")
+        for r in a.reviewers:
+            reviewers.add_row(r.reviewer_id, Text.from_markup(figure_text(r.gold_agreement)))
+        print_table(id_columns(reviewers, "reviewer"), out)
 
 
 def figure_text(f: pb.AgreementFigure) -> str:

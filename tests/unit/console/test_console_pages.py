@@ -67,8 +67,47 @@ class TestAgreementWords:
                 "0.50 (95% interval 0.25 to 0.75)",
             ),
             (adj.AgreementFigure(status=adj.AGREEMENT_STATUS_COMPUTED, value=0.5), "0.50"),
+            (
+                adj.AgreementFigure(
+                    status=adj.AGREEMENT_STATUS_UNDEFINED,
+                    undefined_reason=adj.AGREEMENT_UNDEFINED_REASON_LABELS_NOT_ORDERED,
+                ),
+                "undefined: some answers are not numbers to order",
+            ),
         ],
     )
     def test_a_number_only_when_computed(self, figure: adj.AgreementFigure, words: str) -> None:
         """The service's honesty rules, said as the page says them."""
         assert charts.said(figure) == words
+
+    def test_the_page_says_every_figure_and_each_reviewer(self) -> None:
+        """Percent agreement, AC1, AC2 and each reviewer's agreement with gold (counted in
+        frozen rounds) are on the page beside the kappas."""
+        computed = adj.AgreementFigure(
+            status=adj.AGREEMENT_STATUS_COMPUTED, value=0.9, ci_lower=0.8, ci_upper=0.95
+        )
+        reply = adj.ComputeAgreementResponse(
+            percent_agreement=computed,
+            gwet_ac1=adj.AgreementFigure(status=adj.AGREEMENT_STATUS_COMPUTED, value=0.7),
+            gwet_ac2=adj.AgreementFigure(
+                status=adj.AGREEMENT_STATUS_UNDEFINED,
+                undefined_reason=adj.AGREEMENT_UNDEFINED_REASON_LABELS_NOT_ORDERED,
+            ),
+            reviewers=[
+                adj.ReviewerAgreement(reviewer_id="amy", gold_agreement=computed),
+                adj.ReviewerAgreement(
+                    reviewer_id="bob",
+                    gold_agreement=adj.AgreementFigure(
+                        status=adj.AGREEMENT_STATUS_INSUFFICIENT, case_count=3, min_cases=20
+                    ),
+                ),
+            ],
+        )
+        view = charts.agreement_view(reply)
+        assert view["percent"] == "0.90 (95% interval 0.80 to 0.95)"
+        assert view["ac1"] == "0.70"
+        assert view["ac2"] == "undefined: some answers are not numbers to order"
+        assert view["reviewers"] == [
+            ("amy", "0.90 (95% interval 0.80 to 0.95)"),
+            ("bob", "insufficient: 3 of 20 frozen rounds"),
+        ]

@@ -2,11 +2,11 @@
 
 Every figure follows the service's honesty rules: a number (with its 95% interval when
 the method has one) only when COMPUTED; otherwise the words why ("insufficient: 12 of 20
-double-reviewed cases"). The charts are geometry computed here — a heatmap of Cohen's
-kappa per reviewer pair, and bars of the one-against-the-rest kappa per category with
-their intervals — drawn by the template with SVG attributes only (the Content-Security-
-Policy forbids inline style and script). Names on the charts are stored text: the
-template escapes them.
+double-reviewed cases"), each reviewer's agreement with the gold labels included. The
+charts are geometry computed here — a heatmap of Cohen's kappa per reviewer pair, and bars
+of the one-against-the-rest kappa per category with their intervals — drawn by the
+template with SVG attributes only (the Content-Security-Policy forbids inline style and
+script). Names on the charts are stored text: the template escapes them.
 """
 
 from __future__ import annotations
@@ -34,11 +34,13 @@ NO_VALUE = "#d0d7de"
 _UNDEFINED = {
     adj.AGREEMENT_UNDEFINED_REASON_DEGENERATE_MARGINALS: "every answer falls in one category",
     adj.AGREEMENT_UNDEFINED_REASON_ZERO_DENOMINATOR: "chance agreement is 1",
+    adj.AGREEMENT_UNDEFINED_REASON_LABELS_NOT_ORDERED: "some answers are not numbers to order",
 }
 
 
-def said(figure: Any) -> str:
-    """A figure (AgreementFigure or the pooled response) in words, honestly."""
+def said(figure: Any, units: str = "double-reviewed cases") -> str:
+    """A figure (AgreementFigure or the pooled response) in words, honestly; ``units``: what
+    it counts, for the words of an insufficient one."""
     if figure.status == adj.AGREEMENT_STATUS_COMPUTED:
         value = figure.kappa if isinstance(figure, adj.ComputeAgreementResponse) else figure.value
         text = f"{value:.2f}"
@@ -46,7 +48,7 @@ def said(figure: Any) -> str:
             text += f" (95% interval {figure.ci_lower:.2f} to {figure.ci_upper:.2f})"
         return text
     if figure.status == adj.AGREEMENT_STATUS_INSUFFICIENT:
-        return f"insufficient: {figure.case_count} of {figure.min_cases} double-reviewed cases"
+        return f"insufficient: {figure.case_count} of {figure.min_cases} {units}"
     if figure.status == adj.AGREEMENT_STATUS_UNDEFINED:
         return f"undefined: {_UNDEFINED.get(figure.undefined_reason, 'no value here')}"
     return "not reported"
@@ -147,6 +149,12 @@ def agreement_view(reply: adj.ComputeAgreementResponse) -> dict[str, Any]:
         "min_cases": reply.min_cases,
         "fleiss": said(reply.fleiss_kappa),
         "alpha": said(reply.krippendorff_alpha),
+        "percent": said(reply.percent_agreement),
+        "ac1": said(reply.gwet_ac1),
+        "ac2": said(reply.gwet_ac2),
+        "reviewers": [
+            (r.reviewer_id, said(r.gold_agreement, "frozen rounds")) for r in reply.reviewers
+        ],
         "fixtures": reply.fixture_reviewers_contributed,
         "pairs": [(p.reviewer_a, p.reviewer_b, said(p.kappa)) for p in reply.pairs],
         "heatmap": heatmap(list(reply.pairs)),
