@@ -13,7 +13,11 @@ import numpy as np
 import pytest
 
 from assay.services.adjudication.domain import gwet
-from assay.services.adjudication.domain.agreement import AgreementStatus, UndefinedReason
+from assay.services.adjudication.domain.agreement import (
+    AgreementStatus,
+    UndefinedReason,
+    cohens_kappa,
+)
 from tests.unit.adjudication.test_agreement_breadth import KRIPPENDORFF_EXAMPLE, unit
 
 # irrCAC's cac.raw4raters: 4 raters, 12 subjects, categories 1-5, missing ratings; subject 12
@@ -114,12 +118,13 @@ class TestFigures:
         assert result.fixture_reviewers_contributed
 
     def test_ac1_stays_high_where_kappa_collapses(self) -> None:
-        """One label in 95% of answers and 95% raw agreement: AC1 stays near the raw figure
-        (the kappa paradox Gwet's coefficient answers)."""
-        units = [unit('"yes"', '"yes"')] * 37 + [unit('"yes"', '"no"')] * 2 + [unit('"no"', '"no"')]
-        result = gwet.gwet_ac1(units)
-        assert result.value is not None
-        assert result.value > 0.9
+        """Agreement on 90 of 100 rounds with 95% of answers one label: kappa's chance
+        agreement is 0.905 and kappa −0.053; Gwet's is 2·0.95·0.05 = 0.095 and AC1
+        (0.9 − 0.095)/(1 − 0.095) (the kappa paradox Gwet's coefficient answers)."""
+        units = [unit('"y"', '"y"')] * 90 + [unit('"y"', '"n"')] * 5 + [unit('"n"', '"y"')] * 5
+        kappa = cohens_kappa([u.first_pair() for u in units]).kappa
+        assert kappa == pytest.approx((0.9 - 0.905) / (1 - 0.905))
+        assert gwet.gwet_ac1(units).value == pytest.approx((0.9 - 0.095) / (1 - 0.095))
 
     def test_insufficient_and_degenerate(self) -> None:
         """Below twenty rounds: INSUFFICIENT; one category throughout: UNDEFINED."""
