@@ -23,7 +23,7 @@ from typing import Any
 from google.protobuf import json_format
 
 from assay.cli import adjudication_render as render
-from assay.cli import audit_log_cmds, case_batches, signin
+from assay.cli import audit_log_cmds, case_batches, finding_cmds, signin
 from assay.cli.common import (
     EXIT_OK,
     EXIT_VERIFICATION_FAILED,
@@ -131,6 +131,13 @@ def register(subparsers: Any) -> None:
     freeze = _command(sub, "freeze", "freeze the resolved round into a gold label", _freeze, True)
     freeze.add_argument("case_id")
     freeze.add_argument("--expected-revision", type=int, default=0)
+    listing = _command(
+        sub,
+        "list",
+        "find cases: by derived state, predicate, assigned reviewer and age, oldest first",
+        _case_list,
+    )
+    finding_cmds.add_case_filters(listing)
     revisions = _command(sub, "revisions", "list gold-label revisions", _revisions)
     revisions.add_argument("case_id", nargs="?", default="", help="one case (default: all)")
 
@@ -257,7 +264,8 @@ def register(subparsers: Any) -> None:
     add_json_argument(vexport)
     vexport.set_defaults(handler=audit_log_cmds.verify_export)
     events = _command(sub, "events", "list audit events", _audit_events)
-    events.add_argument("--limit", type=int, default=100)
+    events.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
+    finding_cmds.add_event_filters(events)
 
     tenant = subparsers.add_parser("tenant", help="delete a tenant's records")
     sub = tenant.add_subparsers(dest="tenant_command", metavar="COMMAND", required=True)
@@ -392,6 +400,13 @@ def _case_enqueue(args: argparse.Namespace) -> int:
     cases, many = read_cases(args.file)
     case_batches.emit(args, case_batches.enqueue(args, cases, many), many)
     return 0
+
+
+def _case_list(args: argparse.Namespace) -> int:
+    request = finding_cmds.cases_request(args)
+    found = finding_cmds.collect(args, _rpc, "ListCases", request, "cases")
+    reply = pb.ListCasesResponse(cases=found)
+    return _emit(args, reply, lambda r: finding_cmds.case_table(found), found)
 
 
 def _case_show(args: argparse.Namespace) -> int:
@@ -594,18 +609,8 @@ def _audit_verify(args: argparse.Namespace) -> int:
 
 
 def _audit_events(args: argparse.Namespace) -> int:
-    if args.limit < 1:
-        raise usage_error("--limit must be at least 1")
-    found: list[Any] = []
-    token = ""
-    while len(found) < args.limit:
-        size = min(1000, args.limit - len(found))
-        request = pb.ListAuditEventsRequest(page_size=size, page_token=token)
-        page = _rpc(args, "ListAuditEvents", request)
-        found.extend(page.events)
-        token = page.next_page_token
-        if not token:
-            break
+    request = finding_cmds.events_request(args)
+    found = finding_cmds.collect(args, _rpc, "ListAuditEvents", request, "events")
     reply = pb.ListAuditEventsResponse(events=found)
     return _emit(args, reply, lambda r: render.audit_events(found), found)
 

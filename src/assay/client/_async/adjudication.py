@@ -15,11 +15,11 @@ channel's automatic retry of UNAVAILABLE never acts twice; pass your own
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from assay.client import builders
+from assay.client import builders, listing_builders
 from assay.client._async.base import AsyncClient, follow_pages, unary, unary_default_request
 from assay.client.export import ExportItem, ExportTracker
 from assay.v1 import adjudication_service_pb2 as adj
@@ -45,6 +45,7 @@ class AsyncAdjudicationClient(AsyncClient):
     list_adjudication_queue = unary(
         adj.ListAdjudicationQueueRequest, adj.ListAdjudicationQueueResponse
     )
+    list_cases = unary_default_request(adj.ListCasesRequest, adj.ListCasesResponse)
     submit_review = unary(adj.SubmitReviewRequest, adj.SubmitReviewResponse)
     get_case_state = unary(adj.GetCaseStateRequest, adj.GetCaseStateResponse)
     resolve_case = unary(adj.ResolveCaseRequest, adj.ResolveCaseResponse)
@@ -230,9 +231,57 @@ class AsyncAdjudicationClient(AsyncClient):
         ):
             yield item
 
-    async def audit_events(self, *, timeout: float | None = None) -> AsyncIterator[adj.AuditEvent]:
-        """The whole audit ledger in sequence order, following pages."""
-        request = adj.ListAuditEventsRequest()
+    async def cases(
+        self,
+        *,
+        tenant: str = "",
+        states: Iterable[int | str] = (),
+        predicate: str = "",
+        assigned_reviewer_id: str = "",
+        create_after: datetime | None = None,
+        create_before: datetime | None = None,
+        newest_first: bool = False,
+        page_size: int = 0,
+        timeout: float | None = None,
+    ) -> AsyncIterator[adj.CaseSummary]:
+        """Every case the filters keep (each a ``CaseSummary`` with its derived state),
+        oldest first unless ``newest_first``, following pages; ``states`` by number or
+        name (``"DISAGREED"``)."""
+        request = listing_builders.list_cases_request(
+            tenant=tenant,
+            states=states,
+            predicate=predicate,
+            assigned_reviewer_id=assigned_reviewer_id,
+            create_after=create_after,
+            create_before=create_before,
+            newest_first=newest_first,
+            page_size=page_size,
+        )
+        async for case in follow_pages(self.list_cases, request, lambda page: page.cases, timeout):
+            yield case
+
+    async def audit_events(
+        self,
+        *,
+        event_types: Iterable[int | str] = (),
+        actor_subject: str = "",
+        case_id: str = "",
+        occur_after: datetime | None = None,
+        occur_before: datetime | None = None,
+        newest_first: bool = False,
+        timeout: float | None = None,
+    ) -> AsyncIterator[adj.AuditEvent]:
+        """The audit ledger in sequence order (or newest first), following pages; with
+        filters, only the events of those types (by number or name), caused by that subject,
+        naming that case, or in that time range."""
+        request = listing_builders.audit_events_request(
+            event_types=event_types,
+            actor_subject=actor_subject,
+            case_id=case_id,
+            occur_after=occur_after,
+            occur_before=occur_before,
+            newest_first=newest_first,
+        )
         async for event in follow_pages(
             self.list_audit_events, request, lambda page: page.events, timeout
         ):
