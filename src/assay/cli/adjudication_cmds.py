@@ -205,7 +205,7 @@ def register(subparsers: Any) -> None:
         subparsers,
         "agreement",
         "Cohen's kappa of double reviews, per reviewer pair and per category; Fleiss' kappa; "
-        "Krippendorff's alpha",
+        "Krippendorff's alpha; percent agreement; Gwet's AC1/AC2; each reviewer against gold",
         _agreement,
     )
     agreement.add_argument(
@@ -216,7 +216,8 @@ def register(subparsers: Any) -> None:
         type=int,
         default=0,
         metavar="N",
-        help="resamples for Krippendorff's alpha's interval (default 1,000; at most 10,000)",
+        help="resamples for the bootstrap intervals of Krippendorff's alpha and percent "
+        "agreement (default 1,000; at most 10,000)",
     )
 
     audit = subparsers.add_parser("audit", help="verify and list the audit ledger")
