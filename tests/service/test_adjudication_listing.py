@@ -11,6 +11,7 @@ import grpc
 import pytest
 from google.protobuf import timestamp_pb2
 
+from assay.client import AsyncAdjudicationClient
 from assay.services.adjudication.use_cases import listings
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1.adjudication_service_pb2_grpc import AdjudicationServiceStub as Stub
@@ -23,6 +24,7 @@ from tests.service.adjudication_support import (
     register,
     review,
 )
+from tests.service.test_adjudication_security import assert_refused, parties
 
 AGREED = pb.CASE_STATE_AGREED
 DISAGREED = pb.CASE_STATE_DISAGREED
@@ -256,3 +258,55 @@ class TestTampering:
                 server.stub.ListCases(pb.ListCasesRequest(states=[AGREED]), timeout=TIMEOUT)
             )
         assert error.code is grpc.StatusCode.DATA_LOSS
+
+
+class TestTenantWalls:
+    async def test_another_tenants_cases_are_never_listed(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
+        """globex's operator lists only globex's cases, whatever the filters; naming acme is
+        TENANT_NOT_PERMITTED; a token the every-tenant operator was given is no use to them."""
+        async with parties(tmp_path, adjudication_db) as p:
+            acme = [await p.enqueue("acme") for _ in range(2)]
+            globex = await p.enqueue("globex", by="gloria")
+            operator, gloria = p.as_("operator"), p.as_("gloria")
+            everything = await operator.ListCases(pb.ListCasesRequest())
+            assert [c.case_id for c in everything.cases] == [*acme, globex]
+            for request in (
+                pb.ListCasesRequest(),
+                pb.ListCasesRequest(states=[AWAITING]),
+                pb.ListCasesRequest(order=pb.CASE_ORDER_NEWEST_FIRST, page_size=1),
+            ):
+                seen = await gloria.ListCases(request)
+                assert [c.case_id for c in seen.cases] == [globex]
+                assert {c.tenant for c in seen.cases} == {"globex"}
+            error = await failure(gloria.ListCases(pb.ListCasesRequest(tenant="acme")))
+            assert_refused(
+                error, grpc.StatusCode.PERMISSION_DENIED, "TENANT_NOT_PERMITTED", "tenant"
+            )
+            token = (await operator.ListCases(pb.ListCasesRequest(page_size=1))).next_page_token
+            error = await failure(
+                gloria.ListCases(pb.ListCasesRequest(page_size=1, page_token=token))
+            )
+            assert_refused(error, grpc.StatusCode.INVALID_ARGUMENT, "INVALID_PAGE_TOKEN")
+
+
+class TestClient:
+    async def test_the_python_client_follows_every_page(self, adjudication_db: str) -> None:
+        """``AsyncAdjudicationClient.cases`` gives every matching case, states by name."""
+        async with adjudication_server(adjudication_db) as server:
+            made = await mixed(server.stub)
+            async with AsyncAdjudicationClient(server.target) as client:
+                found = [c.case_id async for c in client.cases(page_size=1)]
+                assert found == list(made.values())
+                split = [c.case_id async for c in client.cases(states=["disagreed"])]
+                assert split == [made["split"]]
+                newest = [c.case_id async for c in client.cases(newest_first=True, page_size=2)]
+                assert newest == found[::-1]
+                reviews = [
+                    e.sequence
+                    async for e in client.audit_events(
+                        event_types=["REVIEW_SUBMITTED"], case_id=made["agreed"]
+                    )
+                ]
+                assert len(reviews) == 2
