@@ -368,3 +368,27 @@ class TestTrustBoundary:
             assert [(c.case_id, c.assigned) for c in reply.cases] == [(case_id, True)]
             error = await failure(p.review("bob", case_id))
             assert_refused(error, grpc.StatusCode.FAILED_PRECONDITION, "CASE_NOT_ASSIGNED")
+
+
+class TestListing:
+    async def test_list_cases_filters_and_shows_assignments(self, adjudication_db: str) -> None:
+        """ListCases by assigned reviewer lists ann's cases only; every summary names its
+        assigned reviewers (none for an unassigned case)."""
+        async with adjudication_server(adjudication_db) as server:
+            stub = server.stub
+            await humans(stub, "ann", "bob")
+            first, second, third = await cases(stub, 3)
+            await assign(stub, [first, third], ["ann"])
+            await assign(stub, [second, third], ["bob"])
+            request = pb.ListCasesRequest(assigned_reviewer_id="ann")
+            reply = await stub.ListCases(request, timeout=TIMEOUT)
+            assert [c.case_id for c in reply.cases] == [first, third]
+            reply = await stub.ListCases(pb.ListCasesRequest(), timeout=TIMEOUT)
+            assert {c.case_id: list(c.assigned_reviewer_ids) for c in reply.cases} == {
+                first: ["ann"],
+                second: ["bob"],
+                third: ["ann", "bob"],
+            }
+            await unassign(stub, first, ["ann"])
+            reply = await stub.ListCases(pb.ListCasesRequest(assigned_reviewer_id="ann"))
+            assert [c.case_id for c in reply.cases] == [third]

@@ -23,7 +23,7 @@ from assay.services.adjudication.domain.audit_filters import AuditWhere
 from assay.services.adjudication.domain.case_listing import CaseWhere
 from assay.services.adjudication.domain.model import TenantScope
 from assay.services.adjudication.domain.times import rfc3339, to_micros
-from assay.services.adjudication.storage import rows
+from assay.services.adjudication.storage import assignment_rows, rows
 
 
 @dataclass(frozen=True)
@@ -68,9 +68,9 @@ def _where(clauses: list[str]) -> str:
 
 
 def assigned_to(reviewer_id: str, params: Params) -> str:
-    """Cases assigned to ``reviewer_id``: the hook case assignment fills with its table. Until
-    assignments are stored no case is assigned to anyone, so none is."""
-    return "1 = 0"
+    """Cases assigned to ``reviewer_id`` now (``assignment_rows``: the latest row of the
+    case and reviewer adds them); each listed case's rows are checked as it is read."""
+    return assignment_rows.assigned_to("c.case_id", params.mark("assigned", reviewer_id))
 
 
 def case_page(

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
+from assay.services.adjudication.domain.assignment import current
 from assay.services.adjudication.domain.audit_filters import AuditScan, AuditWhere
 from assay.services.adjudication.domain.case_listing import CaseWhere, ListedCase
 from assay.services.adjudication.domain.model import CaseSnapshot, TenantScope
 from assay.services.adjudication.storage import listing_sql, rows
-from assay.services.adjudication.storage.postgres import ledger_checks, queries
+from assay.services.adjudication.storage.postgres import assignments, ledger_checks, queries
 
 
 def _texts(values: Sequence[str]) -> list[str]:
@@ -43,7 +44,9 @@ async def case_page(
         snap = await checked(db, str(row["case_id"]))
         if snap is not None:
             found.append(ListedCase(snap))
-    return found
+    # Who each is assigned to, every change checked against its ledger event.
+    held = await assignments.of_cases(db, [listed.snapshot.case.case_id for listed in found])
+    return [ListedCase(c.snapshot, current(held.get(c.snapshot.case.case_id, []))) for c in found]
 
 
 async def audit_page(

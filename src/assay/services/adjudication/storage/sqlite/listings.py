@@ -12,11 +12,12 @@ import json
 import sqlite3
 from collections.abc import Callable, Sequence
 
+from assay.services.adjudication.domain.assignment import current
 from assay.services.adjudication.domain.audit_filters import AuditScan, AuditWhere
 from assay.services.adjudication.domain.case_listing import CaseWhere, ListedCase
 from assay.services.adjudication.domain.model import CaseSnapshot, TenantScope
 from assay.services.adjudication.storage import listing_sql, rows
-from assay.services.adjudication.storage.sqlite import ledger_checks
+from assay.services.adjudication.storage.sqlite import assignments, ledger_checks
 
 
 def _texts(values: Sequence[str]) -> str:
@@ -46,7 +47,9 @@ def case_page(
         snap = checked(db, str(row["case_id"]))
         if snap is not None:
             found.append(ListedCase(snap))
-    return found
+    # Who each is assigned to, every change checked against its ledger event.
+    held = assignments.of_cases(db, [listed.snapshot.case.case_id for listed in found])
+    return [ListedCase(c.snapshot, current(held.get(c.snapshot.case.case_id, []))) for c in found]
 
 
 def audit_page(
