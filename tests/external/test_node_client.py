@@ -20,10 +20,10 @@ pytestmark = [pytest.mark.external, pytest.mark.timeout(900)]
 
 NODE_TEST_TIMEOUT_SECONDS = 180
 DOC = node.ROOT / "docs" / "using-node-and-grpcurl.md"
-# The number of tests in clients/node/test/client.test.js, services.test.js and
-# approvals.test.js, at least (secure.test.js and the approvals round trip are skipped here;
-# tests/external/test_node_secure.py runs them).
-MINIMUM_NODE_TESTS = 22
+# The number of tests in clients/node/test/client.test.js, services.test.js, listing.test.js
+# and approvals.test.js, at least (secure.test.js and the approvals round trip are skipped
+# here; tests/external/test_node_secure.py runs them).
+MINIMUM_NODE_TESTS = 24
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,13 @@ class TestNodeClient:
             for proc in (stack.resolver, stack.planner, stack.adjudication)
             for line in proc.log_lines()
         }
-        for rpc in ("ResolveSemantic", "PlanEvidence", "RegisterReviewer", "GetBlindedCase"):
+        for rpc in (
+            "ResolveSemantic",
+            "PlanEvidence",
+            "RegisterReviewer",
+            "GetBlindedCase",
+            "ListCases",
+        ):
             assert any(m.endswith(rpc) for m in methods), sorted(methods)
 
     def test_the_documented_node_snippet_runs(self, stack: Stack) -> None:
