@@ -64,9 +64,14 @@ async def _freeze(
     basis: gold_pb2.ResolutionBasis.ValueType,
     label: str = "",
     by: str = "",
+    rationale: str = "",
 ) -> None:
     request = pb.ResolveCaseRequest(
-        request_id=rid(), case_id=case_id, basis=basis, adjudicator_reviewer_id=by
+        request_id=rid(),
+        case_id=case_id,
+        basis=basis,
+        adjudicator_reviewer_id=by,
+        rationale=rationale,
     )
     if by:
         request.label.string_value = label
@@ -90,9 +95,22 @@ async def _populate_and_export(db: str | Path, corpus: Path) -> dict[str, str]:
         case = await enqueue(stub)
         kinds[case.case_id] = "adjudicated"
         await review(stub, case.case_id, "ann", "key")
-        await review(stub, case.case_id, "bob", "none")
+        first = await review(stub, case.case_id, "bob", "key")
+        amend = pb.AmendReviewRequest(
+            request_id=rid(),
+            review_id=first.review.review_id,
+            outcome=pb.REVIEW_OUTCOME_LABEL,
+            rationale="the changelog says otherwise",
+        )
+        amend.label.string_value = "none"
+        await stub.AmendReview(amend, timeout=TIMEOUT)
         await _freeze(
-            stub, case.case_id, gold_pb2.RESOLUTION_BASIS_ADJUDICATOR_DECISION, "none", "cid"
+            stub,
+            case.case_id,
+            gold_pb2.RESOLUTION_BASIS_ADJUDICATOR_DECISION,
+            "none",
+            "cid",
+            rationale="bob's source is the newer one",
         )
         case = await enqueue(stub)
         kinds[case.case_id] = "unresolved"
@@ -160,6 +178,9 @@ def _changed(value: Any, key: str) -> Any:
 # What an unset field is set to (proto JSON leaves unset and empty fields out).
 UNSET = {
     "reason": "x",
+    "rationale": "x",
+    "supersedesReviewId": "rev_0000000000000000",
+    "superseded": True,
     "adjudicatorReviewerId": "cid",
     "label": "key",
     "labelKey": '"key"',

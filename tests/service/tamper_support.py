@@ -142,10 +142,30 @@ async def populate(served: Served) -> Ids:
     ids.cases["open"] = (await enqueue(stub)).case_id
     await reviewed("open", {"fx-ann": "key"})
 
+    # A review amended before its round is decided: two records, the second counts.
+    ids.cases["amended"] = (await enqueue(stub)).case_id
+    await reviewed("amended", {"hu-hana": "key"})
+    amend = pb.AmendReviewRequest(
+        review_id=ids.reviews["amended/hu-hana"], outcome=pb.REVIEW_OUTCOME_LABEL
+    )
+    amend.label.string_value = "none"
+    amended = await stub.AmendReview(amend, timeout=TIMEOUT)
+    ids.reviews["amended/hu-hana/amend"] = amended.review.review_id
+
     # Approvals before the second tenant's case, whose freeze stays the ledger's last event.
     ids.approvals = await tamper_approvals.populate(served.approvals)
 
     ids.cases["other"] = (await enqueue(stub, tenant="tenant-b")).case_id
+    # A case assigned to hana and hugo (change 1), then hugo taken off it (change 2).
+    ids.cases["assigned"] = (await enqueue(stub)).case_id
+    assign = pb.AssignCasesRequest(
+        case_ids=[ids.cases["assigned"]],
+        reviewer_ids=["hu-hana", "hu-hugo"],
+        rule=pb.ASSIGNMENT_RULE_EACH,
+    )
+    await stub.AssignCases(assign, timeout=TIMEOUT)
+    unassign = pb.UnassignCaseRequest(case_id=ids.cases["assigned"], reviewer_ids=["hu-hugo"])
+    await stub.UnassignCase(unassign, timeout=TIMEOUT)
     await reviewed("other", {"fx-ann": "key", "fx-bob": "key"})
     await _resolve(stub, ids.cases["other"], basis=unanimous)
     await _freeze(stub, ids.cases["other"])

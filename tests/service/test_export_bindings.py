@@ -80,17 +80,45 @@ FIELDS: list[tuple[str, str]] = [
         for name in ("caseId", "reviewerId", "round", "outcome", "labelKey", "reason", "submitTime")
     ],
     ("reviews[0].label", "reviews[0].label"),
+    *[
+        (f"reviews[{i}].{name}", f"reviews[{i}].{name}")
+        for i in (0, 1)
+        for name in ("rationale", "supersedesReviewId", "superseded")
+    ],
+    ("rationale", "rationale"),
+    *[
+        (f"resolved.event.payload.{key}", f"resolved.event.payload.{key}")
+        for key in ("case_id", "round", "rationale")
+    ],
+    *[
+        (f"resolved.event.payload.{key}", "resolved.event")
+        for key in (
+            "basis",
+            "label",
+            "adjudicator_reviewer_id",
+            "review_ids",
+            "resolve_time",
+        )
+    ],
     ("reviewBindings[0].answerOpening", "reviewBindings[0].answerOpening"),
     *[
         (
             f"reviewBindings[0].submitted.event.payload.{key}",
             f"reviewBindings[0].submitted.event.payload.{key}",
         )
-        for key in ("review_id", "case_id", "reviewer_id", "round", "answer", "submit_time")
+        for key in (
+            "review_id",
+            "case_id",
+            "reviewer_id",
+            "round",
+            "answer",
+            "submit_time",
+            "supersedes",
+        )
     ],
 ]
 # Every ledger event of a record, edited the same ways wherever it is.
-for event in ("inclusion", "caseBinding.enqueued", "reviewBindings[1].submitted"):
+for event in ("inclusion", "caseBinding.enqueued", "reviewBindings[1].submitted", "resolved"):
     FIELDS += [
         (f"{event}.event.sequence", f"{event}.event.sequence"),
         (f"{event}.event.eventType", f"{event}.event.eventType"),

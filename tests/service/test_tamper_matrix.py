@@ -50,6 +50,7 @@ from tests.service.tamper_edits import (
     append_copy_of_last,
     approval,
     approvals_named,
+    assignments_named,
     call,
     case,
     delete_approval,
@@ -108,6 +109,8 @@ PENDING_READS = (("GetApproval", "pending"), APPROVAL_LIST)
 CONSUMED_READS = (("GetApproval", "consumed"), APPROVAL_LIST)
 DENIED_READS = (("GetApproval", "denied"), APPROVAL_LIST)
 FIRST = "seq = 1"
+HANA_1 = "change = 1 AND reviewer_id = 'hu-hana'"
+ASSIGNED_READS = (("GetCase", "assigned"), ("ListQueue", "hu-hana"), ("ListCases", ""))
 FORGED_DIGEST = "sha256:" + "ab" * 32
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -188,6 +191,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         sql("UPDATE cases SET subject = 'api:forged' WHERE case_id = ?", case("split")),
         named=lambda ids: {(CASE, ids.cases["split"])},
         reads=(*SPLIT_READS, ("GetBlindedCase", "split"), ("ExportCorpus", "")),
+    ),
+    Scenario(
+        # Fewer reviews would let a round be decided early; the count is digested.
+        "cases/overlap/edit",
+        sql("UPDATE cases SET required_reviews = 3 WHERE case_id = ?", case("open")),
+        named=lambda ids: {(CASE, ids.cases["open"])},
+        reads=OPEN_READS,
     ),
     Scenario(
         "cases/provenance/edit",
@@ -285,6 +295,29 @@ SCENARIOS: tuple[Scenario, ...] = (
         reads=SPLIT_READS,
     ),
     Scenario(
+        "reviews/rationale/edit",
+        sql("UPDATE reviews SET rationale = 'forged' WHERE review_id = ?", rev(HUGO)),
+        named=review_named(HUGO),
+        reads=SPLIT_READS,
+    ),
+    Scenario(
+        # Pointing hugo's review at hana's would make hers superseded, so it stops counting.
+        "reviews/supersedes/edit",
+        sql(
+            "UPDATE reviews SET supersedes = ? WHERE review_id = ?",
+            rev("split/hu-hana"),
+            rev(HUGO),
+        ),
+        named=review_named(HUGO),
+        reads=SPLIT_READS,
+    ),
+    Scenario(
+        # The amendment gone, the first answer would count again: the ledger still has it.
+        "reviews/amendment/delete",
+        sql("DELETE FROM reviews WHERE review_id = ?", rev("amended/hu-hana/amend")),
+        named=review_named("amended/hu-hana/amend"),
+    ),
+    Scenario(
         "reviews/label/rewrite",
         then_reforge(
             sql("UPDATE reviews SET label_key = '\"key\"' WHERE review_id = ?", rev(HUGO))
@@ -293,6 +326,12 @@ SCENARIOS: tuple[Scenario, ...] = (
         verdict=False,
     ),
     # resolutions
+    Scenario(
+        "resolutions/rationale/edit",
+        sql("UPDATE resolutions SET rationale = 'forged' WHERE case_id = ?", case("split")),
+        named=resolution_named("split", 1),
+        reads=SPLIT_READS,
+    ),
     Scenario(
         "resolutions/identity/edit",
         sql(
@@ -618,6 +657,64 @@ SCENARIOS: tuple[Scenario, ...] = (
         then_reforge(denial_made_grant),
         rewritten=True,
         verdict=False,
+    ),
+    # case assignments (the "assigned" case: hana and hugo in change 1, hugo out in 2)
+    Scenario(
+        "case_assignments/identity/edit",
+        sql(
+            f"UPDATE case_assignments SET reviewer_id = 'hu-ada' WHERE case_id = ? AND {HANA_1}",
+            case("assigned"),
+        ),
+        named=assignments_named("assigned#1"),
+        reads=(*ASSIGNED_READS, ("ListQueue", "hu-ada")),
+    ),
+    Scenario(
+        "case_assignments/action/edit",
+        sql(
+            f"UPDATE case_assignments SET action = 'REMOVE' WHERE case_id = ? AND {HANA_1}",
+            case("assigned"),
+        ),
+        named=assignments_named("assigned#1"),
+        reads=ASSIGNED_READS,
+    ),
+    Scenario(
+        "case_assignments/tenant/edit",
+        sql(
+            f"UPDATE case_assignments SET tenant = 'tenant-b' WHERE case_id = ? AND {HANA_1}",
+            case("assigned"),
+        ),
+        named=assignments_named("assigned#1"),
+        reads=ASSIGNED_READS,
+    ),
+    Scenario(
+        # A forged change giving the case to ada: it has no event.
+        "case_assignments/row/insert",
+        forged_copy(
+            "case_assignments",
+            f"case_id = ? AND {HANA_1}",
+            case("assigned"),
+            change=3,
+            reviewer_id="hu-ada",
+        ),
+        named=assignments_named("assigned#3"),
+        reads=(*ASSIGNED_READS, ("ListQueue", "hu-ada")),
+    ),
+    Scenario(
+        # Hugo's removal gone, he would look assigned again: the ledger still has it.
+        "case_assignments/row/delete",
+        sql("DELETE FROM case_assignments WHERE case_id = ? AND change = 2", case("assigned")),
+        named=assignments_named("assigned#2"),
+        reads=(("GetCase", "assigned"), ("ListQueue", "hu-hugo"), ("ListCases", "")),
+    ),
+    Scenario(
+        "case_assignments/row/move",
+        sql(
+            "UPDATE case_assignments SET case_id = ? WHERE case_id = ? AND change = 2",
+            case("open"),
+            case("assigned"),
+        ),
+        named=assignments_named("assigned#2", "open#2"),
+        reads=(("GetCase", "assigned"), ("GetCase", "open"), ("ListCases", "")),
     ),
     # the audit ledger
     Scenario(

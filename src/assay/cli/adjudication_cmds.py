@@ -23,7 +23,7 @@ from typing import Any
 from google.protobuf import json_format
 
 from assay.cli import adjudication_render as render
-from assay.cli import audit_log_cmds, case_batches, finding_cmds, signin
+from assay.cli import assignment_cmds, audit_log_cmds, case_batches, finding_cmds, signin
 from assay.cli.common import (
     EXIT_OK,
     EXIT_VERIFICATION_FAILED,
@@ -128,6 +128,9 @@ def register(subparsers: Any) -> None:
         help="reviewer id of the adjudicator, not one of the round's reviewers; with "
         "authentication on it must equal your own token subject",
     )
+    resolve.add_argument(
+        "--rationale", default="", help="why it was decided so (at most 2,000 characters)"
+    )
     freeze = _command(sub, "freeze", "freeze the resolved round into a gold label", _freeze, True)
     freeze.add_argument("case_id")
     freeze.add_argument("--expected-revision", type=int, default=0)
@@ -138,6 +141,14 @@ def register(subparsers: Any) -> None:
         _case_list,
     )
     finding_cmds.add_case_filters(listing)
+    assign = _command(
+        sub, "assign", "assign cases to reviewers (each, round-robin, least-loaded)", _assign, True
+    )
+    assignment_cmds.add_assign_arguments(assign)
+    unassign = _command(
+        sub, "unassign", "take reviewers off a case, or (--to) replace them", _unassign, True
+    )
+    assignment_cmds.add_unassign_arguments(unassign)
     revisions = _command(sub, "revisions", "list gold-label revisions", _revisions)
     revisions.add_argument("case_id", nargs="?", default="", help="one case (default: all)")
 
@@ -169,10 +180,27 @@ def register(subparsers: Any) -> None:
         "(default: the one `assay login` signed in)",
     )
     review.add_argument("--round", type=int, default=0, help="needed to reopen a frozen case")
-    outcome = review.add_mutually_exclusive_group(required=True)
-    outcome.add_argument("--label", help="the label (JSON, or a bare string)")
-    outcome.add_argument("--unresolved", metavar="REASON", help="cannot decide, and why")
-    outcome.add_argument("--not-evaluable", metavar="REASON", help="cannot be judged as posed")
+    _answer_arguments(review)
+
+    amend = _command(
+        subparsers,
+        "amend",
+        "replace your latest review of an undecided round (a new record; the old one stays "
+        "on the ledger)",
+        _amend,
+        True,
+    )
+    amend.add_argument("review_id", help="your latest review of the case's current round")
+    _answer_arguments(amend)
+    withdraw = _command(
+        subparsers,
+        "withdraw",
+        "withdraw your latest review of an undecided round (the case returns to your queue)",
+        _withdraw,
+        True,
+    )
+    withdraw.add_argument("review_id", help="your latest review of the case's current round")
+    withdraw.add_argument("--reason", default="", help="why (at most 1,024 characters)")
 
     export = _command(
         subparsers, "export", "write the gold corpus as JSON lines, or reviews as CSV", _export
@@ -426,11 +454,23 @@ def _case_resolve(args: argparse.Namespace) -> int:
         case_id=args.case_id,
         basis=BASES[args.basis],
         adjudicator_reviewer_id=args.adjudicator,
+        rationale=args.rationale,
     )
     if args.label is not None:
         _set_value(request.label, args.label)
     reply = _rpc(args, "ResolveCase", request)
     return _emit(args, reply, render.resolution)
+
+
+def _assign(args: argparse.Namespace) -> int:
+    reply = _rpc(args, "AssignCases", assignment_cmds.assign_request(args, _request_id(args)))
+    found = list(reply.assignments)
+    return _emit(args, reply, lambda r: assignment_cmds.table(found), found)
+
+
+def _unassign(args: argparse.Namespace) -> int:
+    reply = _rpc(args, "UnassignCase", assignment_cmds.unassign_request(args, _request_id(args)))
+    return _emit(args, reply, lambda r: assignment_cmds.table([r.assignment]))
 
 
 def _freeze(args: argparse.Namespace) -> int:
@@ -499,14 +539,23 @@ def _worklist(args: argparse.Namespace) -> int:
     return _emit(args, reply, lambda r: render.worklist(args.adjudicator, items), items)
 
 
-def _review(args: argparse.Namespace) -> int:
-    _signed_in_reviewer(args)
-    request = pb.SubmitReviewRequest(
-        request_id=_request_id(args),
-        case_id=args.case_id,
-        reviewer_id=args.reviewer,
-        round=args.round,
+def _answer_arguments(parser: argparse.ArgumentParser) -> None:
+    """A review's answer (one of --label, --unresolved, --not-evaluable) and its rationale."""
+    outcome = parser.add_mutually_exclusive_group(required=True)
+    outcome.add_argument("--label", help="the label (JSON, or a bare string)")
+    outcome.add_argument("--unresolved", metavar="REASON", help="cannot decide, and why")
+    outcome.add_argument("--not-evaluable", metavar="REASON", help="cannot be judged as posed")
+    parser.add_argument(
+        "--rationale",
+        default="",
+        help="a note for the adjudicator (at most 2,000 characters; never shown to other "
+        "reviewers)",
     )
+
+
+def _answer(
+    args: argparse.Namespace, request: pb.SubmitReviewRequest | pb.AmendReviewRequest
+) -> None:
     if args.label is not None:
         request.outcome = pb.REVIEW_OUTCOME_LABEL
         _set_value(request.label, args.label)
@@ -516,7 +565,34 @@ def _review(args: argparse.Namespace) -> int:
     else:
         request.outcome = pb.REVIEW_OUTCOME_NOT_EVALUABLE
         request.reason = args.not_evaluable
+    request.rationale = args.rationale
+
+
+def _review(args: argparse.Namespace) -> int:
+    _signed_in_reviewer(args)
+    request = pb.SubmitReviewRequest(
+        request_id=_request_id(args),
+        case_id=args.case_id,
+        reviewer_id=args.reviewer,
+        round=args.round,
+    )
+    _answer(args, request)
     reply = _rpc(args, "SubmitReview", request)
+    return _emit(args, reply, render.submitted)
+
+
+def _amend(args: argparse.Namespace) -> int:
+    request = pb.AmendReviewRequest(request_id=_request_id(args), review_id=args.review_id)
+    _answer(args, request)
+    reply = _rpc(args, "AmendReview", request)
+    return _emit(args, reply, render.submitted)
+
+
+def _withdraw(args: argparse.Namespace) -> int:
+    request = pb.WithdrawReviewRequest(
+        request_id=_request_id(args), review_id=args.review_id, reason=args.reason
+    )
+    reply = _rpc(args, "WithdrawReview", request)
     return _emit(args, reply, render.submitted)
 
 

@@ -119,14 +119,18 @@ def resolution(reply: pb.ResolveCaseResponse) -> None:
     _print_resolution(reply.resolution)
 
 
-def submitted(reply: pb.SubmitReviewResponse) -> None:
+def submitted(
+    reply: pb.SubmitReviewResponse | pb.AmendReviewResponse | pb.WithdrawReviewResponse,
+) -> None:
+    """A review record written by SubmitReview, AmendReview or WithdrawReview."""
     r = reply.review
     outcome = _name(pb.ReviewOutcome, r.outcome, "REVIEW_OUTCOME_")
     state = _name(pb.CaseState, reply.state, "CASE_STATE_")
+    replaces = f", replacing {_m(r.supersedes_review_id)}" if r.supersedes_review_id else ""
     console().print(
         f"review {_m(r.review_id)} recorded: {_m(r.reviewer_id)} → {outcome} "
         f"{_m(r.label_key or r.reason)} "
-        f"(round {r.round}); case now {state}"
+        f"(round {r.round}{replaces}); case now {state}"
     )
 
 

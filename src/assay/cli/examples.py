@@ -46,7 +46,12 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "assay queue --reviewer ann",
         "assay queue --adjudicator cy -o jsonl | jq -r .case.caseId",
     ),
-    "review": ("assay review case_1d6fc0a8b7c94e0e --reviewer ann --label key",),
+    "review": (
+        "assay review case_1d6fc0a8b7c94e0e --reviewer ann --label key "
+        "--rationale 'the changelog says so'",
+    ),
+    "amend": ("assay amend rev_5b2c90e4a1d37f68 --label none --rationale 'misread the doc'",),
+    "withdraw": ("assay withdraw rev_5b2c90e4a1d37f68 --reason 'wrong case'",),
     "export": (
         "assay export --out corpus.jsonl   # and corpus.jsonl.manifest.json",
         "assay export --out - --format csv > reviews.csv",

@@ -145,9 +145,10 @@ def check_case(case: pb.BlindedCase, binding: pb.CaseBinding, shown: str) -> Non
 
 
 def check_answer(where: str, review: pb.Review, opening_at: str, opening: str, answer: str) -> None:
-    """``review``'s outcome, label key and reason (``where``: its path) against ``opening``
-    (found at ``opening_at``), which must hash to the ``answer`` its proven REVIEW_SUBMITTED
-    event holds."""
+    """``review``'s outcome, label key, reason and rationale (``where``: its path) against
+    ``opening`` (found at ``opening_at``), which must hash to the ``answer`` its proven
+    REVIEW_SUBMITTED event holds: [salt, outcome, label_key, reason] (no salt before answers
+    were salted), with the rationale appended when there is one (salted reviews only)."""
     if text_digest(opening) != answer:
         raise BadRecord(
             opening_at, "does not hash to its REVIEW_SUBMITTED event's answer: it was altered"
@@ -156,15 +157,17 @@ def check_answer(where: str, review: pb.Review, opening_at: str, opening: str, a
         opened = json.loads(opening)
     except json.JSONDecodeError:
         raise BadRecord(opening_at, "is not JSON") from None
-    if not isinstance(opened, list) or len(opened) not in (3, 4):
-        raise BadRecord(opening_at, "is not [salt, outcome, label_key, reason]")
+    if not isinstance(opened, list) or len(opened) not in (3, 4, 5):
+        raise BadRecord(opening_at, "is not [salt, outcome, label_key, reason(, rationale)]")
+    answered = opened[-4:] if len(opened) == 5 else [*opened[-3:], ""]
     exported = (
         enum_name(review.outcome, pb.ReviewOutcome, "REVIEW_OUTCOME_"),
         review.label_key,
         review.reason,
+        review.rationale,
     )
     for name, recorded, value in zip(
-        ("outcome", "labelKey", "reason"), opened[-3:], exported, strict=True
+        ("outcome", "labelKey", "reason", "rationale"), answered, exported, strict=True
     ):
         if recorded != value:
             raise BadRecord(f"{where}.{name}", f"is not what the ledger recorded ({recorded!r})")

@@ -71,8 +71,36 @@ def check_record(record: pb.CorpusRecord, signed: Checkpoint) -> list[Unproven]:
     gaps: list[Unproven] = []
     _check_case(record, signed, gaps)
     _check_reviews(record, signed, gaps)
+    _check_rationale(record, signed)
     check_contributors(record)
     return gaps
+
+
+def _check_rationale(record: pb.CorpusRecord, signed: Checkpoint) -> None:
+    """The rationale against the CASE_RESOLVED event of the round the label froze, which
+    commits to its digest (a record without the event may carry no rationale)."""
+    if not record.HasField("resolved"):
+        if record.rationale:
+            raise BadRecord("rationale", "is set, but no CASE_RESOLVED event proves it")
+        return
+    revision = record.revision
+    expected = text_digest(record.rationale) if record.rationale else ""
+    claims = {"case_id": revision.case_id, "round": str(revision.round), "rationale": expected}
+    resolved = record.resolved
+    payload = proven_payload(
+        "resolved",
+        resolved.event,
+        resolved.leaf_index,
+        resolved.inclusion_path,
+        signed,
+        pb.AUDIT_EVENT_TYPE_CASE_RESOLVED,
+        claims,
+    )
+    for key in ("case_id", "round"):
+        if payload.get(key) != claims[key]:
+            raise BadRecord(f"resolved.event.payload.{key}", "resolves another round")
+    if payload.get("rationale", "") != expected:
+        raise BadRecord("rationale", "is not what the ledger recorded")
 
 
 def _check_label(record: pb.CorpusRecord, signed: Checkpoint) -> None:
@@ -202,6 +230,7 @@ def _check_review(
         "round": str(review.round),
         "submit_time": _micros(review.submit_time),
         "answer": text_digest(binding.answer_opening),
+        "supersedes": review.supersedes_review_id,
     }
     submitted = binding.submitted
     payload = proven_payload(
@@ -223,6 +252,8 @@ def _check_review(
             raise BadRecord(
                 f"{where}.{camel(key)}", f"is not what the ledger recorded ({payload.get(key)!r})"
             )
+    if payload.get("supersedes", "") != review.supersedes_review_id:
+        raise BadRecord(f"{where}.supersedesReviewId", "is not what the ledger recorded")
     if binding.review_id != review.review_id:
         raise BadRecord(f"{at}.reviewId", f"is {binding.review_id!r}, not {where}'s review")
     if "submit_time" not in payload:
@@ -242,9 +273,14 @@ def check_contributors(record: pb.CorpusRecord) -> None:
     if not record.reviews:
         return
     revision = record.revision
+    superseded = {r.supersedes_review_id for r in record.reviews if r.supersedes_review_id}
     for i, review in enumerate(record.reviews):
         if review.case_id != revision.case_id:
             raise BadRecord(f"reviews[{i}].caseId", "is another case's")
+        if review.superseded != (review.review_id in superseded):
+            raise BadRecord(
+                f"reviews[{i}].superseded", "disagrees with the reviews that supersede it"
+            )
     rounds = [r.round for r in record.reviews]
     if rounds != sorted(rounds):
         raise BadRecord("reviews", "are not in round order")

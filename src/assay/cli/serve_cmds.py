@@ -259,6 +259,7 @@ async def _build(
             columns_max_bytes=args.columns_max_bytes,
             columns_max_ratio=args.columns_max_ratio,
             approvals=security.gate.policy.approvals if security.gate.policy else {},
+            review=security.gate.policy.review if security.gate.policy else {},
         )
         try:
             specs.append(await SERVICES[name].builder()(options))

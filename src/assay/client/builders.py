@@ -235,7 +235,7 @@ def enqueue_case_request(
 
 
 def label_review_request(
-    case_id: str, reviewer_id: str, label: Any, round: int = 0
+    case_id: str, reviewer_id: str, label: Any, round: int = 0, rationale: str = ""
 ) -> adj.SubmitReviewRequest:
     """A review choosing ``label`` (one of the case's candidate values)."""
     return adj.SubmitReviewRequest(
@@ -244,6 +244,7 @@ def label_review_request(
         round=round,
         outcome=adj.REVIEW_OUTCOME_LABEL,
         label=to_value(label),
+        rationale=rationale,
     )
 
 
@@ -257,13 +258,16 @@ def no_label_review_request(
     )
 
 
-def adjudicate_request(case_id: str, adjudicator_id: str, label: Any) -> adj.ResolveCaseRequest:
+def adjudicate_request(
+    case_id: str, adjudicator_id: str, label: Any, rationale: str = ""
+) -> adj.ResolveCaseRequest:
     """An adjudicator (not one of the round's reviewers) decides a disagreement."""
     return adj.ResolveCaseRequest(
         case_id=case_id,
         basis=gold_pb2.RESOLUTION_BASIS_ADJUDICATOR_DECISION,
         label=to_value(label),
         adjudicator_reviewer_id=adjudicator_id,
+        rationale=rationale,
     )
 
 

@@ -57,6 +57,8 @@ class ServeOptions:
     # Adjudication's approvals: the auth policy's ``[approvals]`` table (quorums, lifetimes,
     # the webhook), as written.
     approvals: Mapping[str, Any] = field(default_factory=dict)
+    # Adjudication's review work: the auth policy's ``[review]`` table, as written.
+    review: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -43,9 +43,10 @@ class TestCaseFieldsAreClassified:
         assert field_names(pb.Case.DESCRIPTOR) == set(blinding.FIELD_VISIBILITY)
 
     def test_blinded_case_has_exactly_the_shown_fields(self) -> None:
-        """BlindedCase = SHOWN fields + round; nothing HIDDEN, no verdict-like field."""
+        """BlindedCase = SHOWN fields + round + whether it is assigned to the viewer; nothing
+        HIDDEN, no verdict-like field."""
         blinded = field_names(pb.BlindedCase.DESCRIPTOR)
-        assert blinded == blinding.shown_fields() | {"round"}
+        assert blinded == blinding.shown_fields() | {"round", "assigned"}
         assert not any(
             w in name for name in nested_names(pb.BlindedCase.DESCRIPTOR) for w in VERDICT_WORDS
         )

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from assay.client import builders, listing_builders
+from assay.client import assignment_builders, builders, listing_builders
 from assay.client._async.base import AsyncClient, follow_pages, unary, unary_default_request
 from assay.client.export import ExportItem, ExportTracker
 from assay.v1 import adjudication_service_pb2 as adj
@@ -47,6 +47,10 @@ class AsyncAdjudicationClient(AsyncClient):
     )
     list_cases = unary_default_request(adj.ListCasesRequest, adj.ListCasesResponse)
     submit_review = unary(adj.SubmitReviewRequest, adj.SubmitReviewResponse)
+    amend_review = unary(adj.AmendReviewRequest, adj.AmendReviewResponse)
+    withdraw_review = unary(adj.WithdrawReviewRequest, adj.WithdrawReviewResponse)
+    assign_cases = unary(adj.AssignCasesRequest, adj.AssignCasesResponse)
+    unassign_case = unary(adj.UnassignCaseRequest, adj.UnassignCaseResponse)
     get_case_state = unary(adj.GetCaseStateRequest, adj.GetCaseStateResponse)
     resolve_case = unary(adj.ResolveCaseRequest, adj.ResolveCaseResponse)
     freeze_gold_label = unary(adj.FreezeGoldLabelRequest, adj.FreezeGoldLabelResponse)
@@ -141,11 +145,37 @@ class AsyncAdjudicationClient(AsyncClient):
         label: Any,
         *,
         round: int = 0,
+        rationale: str = "",
         timeout: float | None = None,
     ) -> adj.SubmitReviewResponse:
-        """Submit a review choosing ``label``."""
-        request = builders.label_review_request(case_id, reviewer_id, label, round)
+        """Submit a review choosing ``label``, with an optional note for the adjudicator."""
+        request = builders.label_review_request(case_id, reviewer_id, label, round, rationale)
         return await self.submit_review(request, timeout=timeout)
+
+    async def amend(
+        self,
+        review_id: str,
+        label: Any,
+        *,
+        rationale: str = "",
+        timeout: float | None = None,
+    ) -> adj.AmendReviewResponse:
+        """Replace your latest review of an undecided round by one choosing ``label``."""
+        request = adj.AmendReviewRequest(
+            review_id=review_id,
+            outcome=adj.REVIEW_OUTCOME_LABEL,
+            label=builders.to_value(label),
+            rationale=rationale,
+        )
+        return await self.amend_review(request, timeout=timeout)
+
+    async def withdraw(
+        self, review_id: str, *, reason: str = "", timeout: float | None = None
+    ) -> adj.WithdrawReviewResponse:
+        """Withdraw your latest review of an undecided round (the case returns to your
+        queue)."""
+        request = adj.WithdrawReviewRequest(review_id=review_id, reason=reason)
+        return await self.withdraw_review(request, timeout=timeout)
 
     async def decline(
         self,
@@ -164,11 +194,19 @@ class AsyncAdjudicationClient(AsyncClient):
         return await self.submit_review(request, timeout=timeout)
 
     async def adjudicate(
-        self, case_id: str, adjudicator_id: str, label: Any, *, timeout: float | None = None
+        self,
+        case_id: str,
+        adjudicator_id: str,
+        label: Any,
+        *,
+        rationale: str = "",
+        timeout: float | None = None,
     ) -> adj.ResolveCaseResponse:
-        """Resolve a disagreement: the adjudicator (not a reviewer of the round) chooses."""
+        """Resolve a disagreement: the adjudicator (not a reviewer of the round) chooses, and
+        may say why."""
         return await self.resolve_case(
-            builders.adjudicate_request(case_id, adjudicator_id, label), timeout=timeout
+            builders.adjudicate_request(case_id, adjudicator_id, label, rationale),
+            timeout=timeout,
         )
 
     async def resolve_unanimous(
@@ -184,6 +222,35 @@ class AsyncAdjudicationClient(AsyncClient):
         request = adj.FreezeGoldLabelRequest(case_id=case_id, expected_revision=expected_revision)
         response = await self.freeze_gold_label(request, timeout=timeout)
         return response.revision
+
+    async def assign(
+        self,
+        case_ids: Sequence[str],
+        reviewer_ids: Sequence[str],
+        *,
+        rule: str | int = "each",
+        per_case: int = 0,
+        timeout: float | None = None,
+    ) -> list[adj.CaseAssignment]:
+        """Assign cases (operators): every reviewer to every case (``"each"``), or
+        ``per_case`` of them per case in turn (``"round-robin"``) or to the least loaded
+        (``"least-loaded"``; 0: each case's required reviews). Each case's assignment after."""
+        request = assignment_builders.assign_request(case_ids, reviewer_ids, rule, per_case)
+        response = await self.assign_cases(request, timeout=timeout)
+        return list(response.assignments)
+
+    async def unassign(
+        self,
+        case_id: str,
+        reviewer_ids: Sequence[str],
+        *,
+        to: Sequence[str] = (),
+        timeout: float | None = None,
+    ) -> adj.CaseAssignment:
+        """Take reviewers off a case, or (``to``) replace them; the assignment after."""
+        request = assignment_builders.unassign_request(case_id, reviewer_ids, to)
+        response = await self.unassign_case(request, timeout=timeout)
+        return response.assignment
 
     async def gold_labels(
         self, case_id: str = "", *, timeout: float | None = None

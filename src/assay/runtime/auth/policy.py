@@ -74,6 +74,9 @@ class AuthPolicy:
     # The ``[approvals]`` table as written: the adjudication service reads it (quorums,
     # lifetimes, the notification webhook); the runtime only checks that it is a table.
     approvals: Mapping[str, Any] = field(default_factory=dict)
+    # The ``[review]`` table as written (reviews per round, assigned-only tenants): the
+    # adjudication service reads it; the runtime only checks that it is a table.
+    review: Mapping[str, Any] = field(default_factory=dict)
 
     def principal(self, issuer: str, subject: str, claims: Mapping[str, Any]) -> Principal:
         roles: set[Role] = set()
@@ -200,7 +203,7 @@ def _tokens(table: object, base: Path) -> TokenSettings:
 
 
 def parse_policy(data: Mapping[str, Any], base: Path) -> AuthPolicy:
-    unknown = set(data) - {"tokens", "principals", "approvals"}
+    unknown = set(data) - {"tokens", "principals", "approvals", "review"}
     if unknown:
         raise ValueError(f"unknown top-level keys {sorted(unknown)}")
     entries = data.get("principals", [])
@@ -210,9 +213,12 @@ def parse_policy(data: Mapping[str, Any], base: Path) -> AuthPolicy:
     approvals = data.get("approvals", {})
     if not isinstance(approvals, dict):
         raise ValueError("approvals: expected a table")
+    review = data.get("review", {})
+    if not isinstance(review, dict):
+        raise ValueError("review: expected a table")
     grants = tuple(_grant(i, e) for i, e in enumerate(entries))
     _check_reviewer_ids(grants, tokens.reviewer_issuer if tokens else X509_ISSUER)
-    return AuthPolicy(grants, tokens, approvals)
+    return AuthPolicy(grants, tokens, approvals, review)
 
 
 def load_policy(path: Path) -> AuthPolicy:

@@ -29,6 +29,7 @@ from assay.services.adjudication.domain.approval_policy import (
     parse_approval_policy,
 )
 from assay.services.adjudication.domain.permissions import RegistrationPolicy
+from assay.services.adjudication.domain.review_policy import ReviewPolicy, parse_review_policy
 from assay.services.adjudication.storage.interface import Store
 from assay.services.adjudication.storage.postgres import PostgresStore
 from assay.services.adjudication.storage.postgres import SchemaTooNew as PostgresSchemaTooNew
@@ -95,6 +96,7 @@ async def build_spec(options: ServeOptions) -> ServiceSpec:
     register reviewers (they change nothing without authentication). The ledger signing key
     (``signing_key_path``, created on first start) signs the transparency log's checkpoints."""
     policy = approval_policy(options)  # a bad [approvals] table opens nothing
+    review = review_policy(options)
     key_path = signing_key_path(options)
     if key_path.exists():
         # A key file others may read is refused before the database is opened or created.
@@ -109,7 +111,7 @@ async def build_spec(options: ServeOptions) -> ServiceSpec:
             await log.sync()  # the tree over the stored ledger, built before serving
         except (OSError, ValueError) as error:
             raise ValueError(f"ledger signing key {key_path}: {error}") from None
-        return _spec(store, log, options, policy)
+        return _spec(store, log, options, policy, review)
     except BaseException:
         await store.close()
         raise
@@ -123,8 +125,20 @@ def approval_policy(options: ServeOptions) -> ApprovalPolicy:
         raise ConfigurationError(f"auth policy: {error}") from None
 
 
+def review_policy(options: ServeOptions) -> ReviewPolicy:
+    """The auth policy's ``[review]`` table; ConfigurationError naming the key at fault."""
+    try:
+        return parse_review_policy(options.review)
+    except ValueError as error:
+        raise ConfigurationError(f"auth policy: {error}") from None
+
+
 def _spec(
-    store: Store, log: TransparencyLog, options: ServeOptions, policy: ApprovalPolicy
+    store: Store,
+    log: TransparencyLog,
+    options: ServeOptions,
+    policy: ApprovalPolicy,
+    review: ReviewPolicy,
 ) -> ServiceSpec:
     notifier = Notifier(policy.webhook_url, policy.webhook_attempts) if policy.webhook_url else None
     approvals = Approvals(store, policy, notifier=notifier)
@@ -148,6 +162,7 @@ def _spec(
                     reviewer_issuer=options.reviewer_issuer,
                     reviewer_subjects=options.reviewer_subjects,
                 ),
+                review=review,
             ),
             Lookups(store, max_message_bytes=options.max_message_bytes),
             log,

@@ -22,10 +22,12 @@ from assay.services.adjudication.adapters.call_context import caller, request_ke
 from assay.services.adjudication.domain.model import ChainHead, ExportTally
 from assay.services.adjudication.domain.times import now
 from assay.services.adjudication.storage.interface import ApprovalBatch, ExportBatch
+from assay.services.adjudication.use_cases.assignments import Assignments
 from assay.services.adjudication.use_cases.lookups import Lookups, Page
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.transparency import TransparencyLog
 from assay.services.adjudication.wire import approval_export, convert, listings
+from assay.services.adjudication.wire import assignments as wire_assignments
 from assay.v1 import adjudication_service_pb2 as pb
 
 T = TypeVar("T")
@@ -109,6 +111,9 @@ class AdjudicationServicer:
         self.adjudication = adjudication
         self.lookups = lookups
         self.log = log
+        self.assignments = Assignments(
+            adjudication.store, adjudication.clock, adjudication.review, lookups.page_bytes
+        )
 
     # --- reviewers ---------------------------------------------------------
 
@@ -157,7 +162,11 @@ class AdjudicationServicer:
     async def GetCase(
         self, request: pb.GetCaseRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetCaseResponse:
-        return convert.case_detail(await self.lookups.case_detail(request.case_id, caller()))
+        who = caller()
+        found = convert.case_detail(await self.lookups.case_detail(request.case_id, who))
+        if who.operator:  # who else is assigned is never shown to a reviewer or adjudicator
+            found.assigned_reviewer_ids.extend(await self.assignments.assigned(request.case_id))
+        return found
 
     async def GetBlindedCase(
         self, request: pb.GetBlindedCaseRequest, context: grpc.aio.ServicerContext
@@ -169,7 +178,7 @@ class AdjudicationServicer:
         self, request: pb.ListQueueRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListQueueResponse:
         cases, token = await _person_page(
-            self.lookups.queue, request.reviewer_id, request, convert.blinded
+            self.assignments.queue, request.reviewer_id, request, wire_assignments.queue_item
         )
         return pb.ListQueueResponse(cases=cases, next_page_token=token)
 
@@ -184,6 +193,7 @@ class AdjudicationServicer:
             review_count=len(snap.round_reviews),
             revision_count=snap.revision_count,
             expired=now() >= snap.case.expire_time,
+            required_reviews=snap.case.required_reviews,
         )
 
     # --- reviews and resolutions ---------------------------------------------
@@ -294,7 +304,7 @@ class AdjudicationServicer:
             {
                 event.sequence
                 for r in item.records
-                for event in (r.event, r.case_event, *r.review_events)
+                for event in (r.event, r.case_event, r.resolution_event, *r.review_events)
                 if event is not None
             }
         )
@@ -395,6 +405,7 @@ class AdjudicationServicer:
                 pb.EnqueueCasesResponse(cases=[convert.case(c) for c in stored])
             ),
             caller(),
+            request.required_reviews,
         )
         return raw
 
@@ -406,33 +417,61 @@ class AdjudicationServicer:
         )
         return pb.ListAdjudicationQueueResponse(items=items, next_page_token=token)
 
-    # --- review revisions (being built) ---------------------------------------
+    # --- review revisions -----------------------------------------------------
 
     async def AmendReview(
         self, request: pb.AmendReviewRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "AmendReview is being built")
-        raise AssertionError
+        raw = await self.adjudication.revise_review(
+            request_key("AmendReview", request),
+            convert.amendment(request),
+            lambda r: response_bytes(
+                pb.AmendReviewResponse(review=convert.review(r[0]), state=convert.case_state(r[1]))
+            ),
+            caller(),
+        )
+        return raw
 
     async def WithdrawReview(
         self, request: pb.WithdrawReviewRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "WithdrawReview is being built")
-        raise AssertionError
+        raw = await self.adjudication.revise_review(
+            request_key("WithdrawReview", request),
+            convert.withdrawal(request),
+            lambda r: response_bytes(
+                pb.WithdrawReviewResponse(
+                    review=convert.review(r[0]), state=convert.case_state(r[1])
+                )
+            ),
+            caller(),
+        )
+        return raw
 
-    # --- assignment (being built) ---------------------------------------------
+    # --- assignment -------------------------------------------------------------
 
     async def AssignCases(
         self, request: pb.AssignCasesRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "AssignCases is being built")
-        raise AssertionError
+        raw = await self.assignments.assign(
+            request_key("AssignCases", request),
+            wire_assignments.assign_request(request),
+            lambda found: response_bytes(wire_assignments.assignments(found)),
+            caller(),
+        )
+        return raw
 
     async def UnassignCase(
         self, request: pb.UnassignCaseRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "UnassignCase is being built")
-        raise AssertionError
+        raw = await self.assignments.unassign(
+            request_key("UnassignCase", request),
+            wire_assignments.unassign_request(request),
+            lambda found: response_bytes(
+                pb.UnassignCaseResponse(assignment=wire_assignments.case_assignment(found))
+            ),
+            caller(),
+        )
+        return raw
 
     # --- finding work ---------------------------------------------------------
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from assay.errors import FieldViolation, PermissionDenied, Reason, Violations
-from assay.services.adjudication.domain.cases import case_violations
+from assay.services.adjudication.domain.cases import case_violations, required_reviews_violations
 from assay.services.adjudication.domain.fields import check_request_id
 from assay.services.adjudication.domain.model import Caller, Case, CaseInput
 
@@ -39,10 +39,14 @@ def path(index: int) -> str:
     return f"cases[{index}]"
 
 
-def check_batch(request_id: str, items: Sequence[BatchItem], now: datetime) -> None:
-    """INVALID_ARGUMENT listing every violation of the batch (capped), else nothing."""
+def check_batch(
+    request_id: str, items: Sequence[BatchItem], now: datetime, required_reviews: int = 0
+) -> None:
+    """INVALID_ARGUMENT listing every violation of the batch (capped), else nothing
+    (``required_reviews``: the batch's reviews per round, 0 when it names none)."""
     found = Violations()
     found.check(check_request_id, request_id)
+    found.extend(required_reviews_violations(required_reviews, "required_reviews"))
     if not items:
         found.add("cases", "at least one case is required")
     elif len(items) > MAX_CASES:

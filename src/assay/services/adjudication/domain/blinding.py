@@ -39,6 +39,9 @@ FIELD_VISIBILITY: dict[str, Visibility] = {
     "expire_time": Visibility.HIDDEN,
     "content_digest": Visibility.HIDDEN,
     "content_digest_version": Visibility.HIDDEN,
+    # How many reviews a round takes: a predicate's overlap hints at how risky the system
+    # judged it (safety predicates take more), so a reviewer is not told.
+    "required_reviews": Visibility.HIDDEN,
 }
 
 

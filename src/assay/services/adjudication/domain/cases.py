@@ -9,12 +9,16 @@ The content digest is versioned per case (``Case.content_digest_version``): new
 cases get ``assay.case.v2``, RFC 8785 over the documented object with a
 ``"v": "assay.case.v2"`` member; cases enqueued before keep ``assay.case.v1``, the
 legacy canonical JSON of the same object without ``v``. A case is checked in its
-own version's form, and an unknown version is an unreadable row.
+own version's form, and an unknown version is an unreadable row. A case that
+needs other than two reviews per round (``required_reviews``) has that number in
+its digested object too, so an edited overlap is tampering; a case of two has
+none, which keeps every older case's digest as it was.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -34,6 +38,10 @@ from assay.services.adjudication.domain.fields import (
     require_text,
 )
 from assay.services.adjudication.domain.model import Case, CaseInput, JsonValue
+from assay.services.adjudication.domain.state import (
+    DEFAULT_REQUIRED_REVIEWS,
+    MAX_REQUIRED_REVIEWS,
+)
 from assay.services.adjudication.domain.times import rfc3339
 
 DEFAULT_TTL = timedelta(days=90)
@@ -127,6 +135,15 @@ def case_violations(
             yield FieldViolation(f"{prefix}.expire_time", "must be in the future")
         elif data.expire_time - now > MAX_TTL:
             yield FieldViolation(f"{prefix}.expire_time", "must be within 10 years")
+    yield from required_reviews_violations(data.required_reviews, f"{prefix}.required_reviews")
+
+
+def required_reviews_violations(value: int, path: str) -> Iterator[FieldViolation]:
+    """0 (the default) or 2 to ``MAX_REQUIRED_REVIEWS``: one review is no agreement at all."""
+    if value != 0 and not DEFAULT_REQUIRED_REVIEWS <= value <= MAX_REQUIRED_REVIEWS:
+        yield FieldViolation(
+            path, f"must be 0 (the default) or 2 to {MAX_REQUIRED_REVIEWS} (it is {value})"
+        )
 
 
 def content_digest(
@@ -155,6 +172,8 @@ def content_digest(
         "create_time": rfc3339(create),
         "expire_time": rfc3339(expire),
     }
+    if data.required_reviews not in (0, DEFAULT_REQUIRED_REVIEWS):
+        fields["required_reviews"] = data.required_reviews
     if version == DIGEST_V2:
         return jcs_digest({"v": DIGEST_V2, **fields})
     if version == DIGEST_V1:
@@ -162,10 +181,18 @@ def content_digest(
     raise ValueError(f"unknown case digest version {version!r}")
 
 
-def new_case(case_id: str, data: CaseInput, now: datetime, prefix: str = "case") -> Case:
-    """A validated case with its expiry and content digest fixed (``prefix``: where the case
-    is in its request, for the field paths of a violation)."""
+def new_case(
+    case_id: str,
+    data: CaseInput,
+    now: datetime,
+    prefix: str = "case",
+    default_reviews: int = DEFAULT_REQUIRED_REVIEWS,
+) -> Case:
+    """A validated case with its expiry, overlap and content digest fixed (``prefix``: where
+    the case is in its request, for the field paths of a violation; ``default_reviews``:
+    the reviews per round when the case does not say)."""
     validate_case(data, now, prefix)
+    data = replace(data, required_reviews=data.required_reviews or default_reviews)
     expire = data.expire_time if data.expire_time is not None else now + DEFAULT_TTL
     return Case(
         case_id=case_id,
@@ -181,6 +208,7 @@ def new_case(case_id: str, data: CaseInput, now: datetime, prefix: str = "case")
         expire_time=expire,
         content_digest=content_digest(case_id, data, now, expire, DIGEST_VERSION),
         content_digest_version=DIGEST_VERSION,
+        required_reviews=data.required_reviews,
     )
 
 

@@ -8,6 +8,7 @@ description says what is wrong with a value, never quoting the value itself.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from assay.errors import InvalidArgument, Reason, invalid_field
 
@@ -64,4 +65,13 @@ def bounded_text(value: str, path: str, max_length: int) -> str:
     """A string of at most ``max_length`` characters; the error gives its length, not it."""
     if len(value) > max_length:
         raise bad(path, f"must be at most {max_length} characters (it has {len(value)})")
+    return value
+
+
+def note_text(value: str, path: str, max_length: int) -> str:
+    """Free text a person writes for another (a rationale): bounded, and with no control
+    character but line breaks and tabs, so it cannot rewrite a terminal or a log line."""
+    bounded_text(value, path, max_length)
+    if any(unicodedata.category(c) == "Cc" and c not in "\n\t" for c in value):
+        raise bad(path, "must not contain control characters other than line breaks and tabs")
     return value

@@ -45,6 +45,8 @@ class Outcome(Enum):
     LABEL = "LABEL"
     UNRESOLVED = "UNRESOLVED"
     NOT_EVALUABLE = "NOT_EVALUABLE"
+    # A record that withdraws the review it supersedes: it counts as no review.
+    WITHDRAWN = "WITHDRAWN"
 
 
 class CaseState(Enum):
@@ -58,6 +60,7 @@ class CaseState(Enum):
     FROZEN = "FROZEN"
     # Only as some callers see AGREED or DISAGREED (``permissions.state_seen_by``).
     AWAITING_RESOLUTION = "AWAITING_RESOLUTION"
+    AWAITING_MORE_REVIEWS = "AWAITING_MORE_REVIEWS"
 
 
 class AuditEventType(Enum):
@@ -75,6 +78,9 @@ class AuditEventType(Enum):
     APPROVAL_REVOKED = "APPROVAL_REVOKED"
     APPROVAL_CONSUMED = "APPROVAL_CONSUMED"
     APPROVAL_EXPIRED = "APPROVAL_EXPIRED"
+    CASE_ASSIGNED = "CASE_ASSIGNED"
+    CASE_UNASSIGNED = "CASE_UNASSIGNED"
+    CASE_REASSIGNED = "CASE_REASSIGNED"
 
 
 class AuditProblem(Enum):
@@ -98,6 +104,7 @@ class RecordKind(Enum):
     GOLD_LABEL = "GOLD_LABEL"
     APPROVAL = "APPROVAL"
     APPROVAL_STEP = "APPROVAL_STEP"
+    CASE_ASSIGNMENT = "CASE_ASSIGNMENT"
 
 
 @dataclass(frozen=True)
@@ -131,6 +138,8 @@ class CaseInput:
     local_verdict: JsonValue
     lineage: Lineage
     expire_time: datetime | None
+    # Reviews each round needs; 0: the server's default for the predicate (see ``overlap``).
+    required_reviews: int = 0
 
 
 @dataclass(frozen=True)
@@ -152,6 +161,8 @@ class Case:
     # Which canonical form ``content_digest`` is in ("assay.case.v1" / "assay.case.v2",
     # see ``cases.content_digest``): each case is checked in its own.
     content_digest_version: str
+    # Independent reviews each round needs before it can be resolved (2 for older cases).
+    required_reviews: int = 2
 
 
 @dataclass(frozen=True)
@@ -181,6 +192,10 @@ class Review:
     # Hex of 16 random bytes: what makes the audit commitment to the answer unguessable
     # ("" for reviews stored before salting; see ``reviews.answer_commitment``).
     salt: str = ""
+    # The reviewer's note for the adjudicator (untrusted text; "" when none).
+    rationale: str = ""
+    # The review record this one amends or withdraws ("" for a first submission).
+    supersedes: str = ""
 
 
 @dataclass(frozen=True)
@@ -193,6 +208,8 @@ class Resolution:
     adjudicator_reviewer_id: str
     review_ids: tuple[str, ...]
     resolve_time: datetime
+    # Why the round was decided so (untrusted text; "" when none was given).
+    rationale: str = ""
 
 
 @dataclass(frozen=True)
@@ -220,17 +237,42 @@ class GoldLabelRevision:
 
 @dataclass(frozen=True)
 class CaseSnapshot:
-    """What the state rules need about one case, read in one transaction."""
+    """What the state rules need about one case, read in one transaction.
+
+    ``round_rows`` are every review record of the current round in the order stored,
+    amendments and withdrawals included; ``round_reviews`` are the ones that count."""
 
     case: Case
     revision_count: int
-    round_reviews: tuple[Review, ...]  # reviews of the current round, in submit order
+    round_rows: tuple[Review, ...]
     round_resolution: Resolution | None  # the current round's resolution, if any
 
     @property
     def round(self) -> int:
         # The round is derived from the number of frozen revisions (ADR 0014).
         return self.revision_count + 1
+
+    @property
+    def round_reviews(self) -> tuple[Review, ...]:
+        """The final reviews of the current round, in the order their records were stored."""
+        return final_reviews(self.round_rows)
+
+    def latest_of(self, reviewer_id: str) -> Review | None:
+        """The reviewer's latest record in the current round (a withdrawal included)."""
+        return next(
+            (r for r in current_records(self.round_rows) if r.reviewer_id == reviewer_id), None
+        )
+
+
+def current_records(rows: tuple[Review, ...]) -> tuple[Review, ...]:
+    """The records no later record supersedes: each reviewer's latest, withdrawals included."""
+    superseded = {r.supersedes for r in rows if r.supersedes}
+    return tuple(r for r in rows if r.review_id not in superseded)
+
+
+def final_reviews(rows: tuple[Review, ...]) -> tuple[Review, ...]:
+    """The reviews that count: each reviewer's latest record, unless it is a withdrawal."""
+    return tuple(r for r in current_records(rows) if r.outcome is not Outcome.WITHDRAWN)
 
 
 @dataclass(frozen=True)
@@ -349,6 +391,10 @@ class ExportRecord:
     # of ``reviews`` (set once the case and reviews were checked against them).
     case_event: AuditEvent | None = None
     review_events: tuple[AuditEvent, ...] = ()
+    # The resolution the revision froze, and its CASE_RESOLVED event (its rationale is
+    # exported; None once the case is gone).
+    resolution: Resolution | None = None
+    resolution_event: AuditEvent | None = None
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from assay.errors import DataLoss, Reason
 from assay.services.adjudication.domain import approvals, cases, openings, reviews
 from assay.services.adjudication.domain.approvals import Approval, Step
-from assay.services.adjudication.domain.digests import digest
+from assay.services.adjudication.domain.digests import digest, text_digest
 from assay.services.adjudication.domain.model import (
     Case,
     GoldLabelRevision,
@@ -55,7 +55,13 @@ EVENT_KEYS = {
     "APPROVAL_REVOKED": (RecordKind.APPROVAL_STEP, ("approval_id", "step")),
     "APPROVAL_CONSUMED": (RecordKind.APPROVAL_STEP, ("approval_id", "step")),
     "APPROVAL_EXPIRED": (RecordKind.APPROVAL_STEP, ("approval_id", "step")),
+    "CASE_ASSIGNED": (RecordKind.CASE_ASSIGNMENT, ("case_id", "change")),
+    "CASE_UNASSIGNED": (RecordKind.CASE_ASSIGNMENT, ("case_id", "change")),
+    "CASE_REASSIGNED": (RecordKind.CASE_ASSIGNMENT, ("case_id", "change")),
 }
+# Kinds recorded by several event types whose payloads alone do not say which: what a
+# record is compared with includes the event's type (``committed``).
+_TYPED_KINDS = frozenset({RecordKind.CASE_ASSIGNMENT})
 
 
 def record_key(event_type: str, payload: Mapping[str, str]) -> tuple[RecordKind, str] | None:
@@ -65,6 +71,15 @@ def record_key(event_type: str, payload: Mapping[str, str]) -> tuple[RecordKind,
         return None
     kind, names = found
     return kind, "#".join(str(payload.get(name, "")) for name in names)
+
+
+def committed(event_type: str, payload: Mapping[str, str]) -> Mapping[str, str]:
+    """What an event commits its record to: its payload, with ``event_type`` added for the
+    kinds whose payloads do not tell their event types apart (an assignment change)."""
+    found = EVENT_KEYS.get(event_type)
+    if found is None or found[0] not in _TYPED_KINDS:
+        return payload
+    return {**payload, "event_type": event_type}
 
 
 def reviewer_commitment(value: Reviewer) -> Commitment:
@@ -107,6 +122,8 @@ def review_commitment(value: Review) -> Commitment:
         "round": str(value.round),
         "answer": reviews.answer_commitment(value),
         "submit_time": str(to_micros(value.submit_time)),
+        # "" for a first submission (an event that holds none counts as "").
+        "supersedes": value.supersedes,
     }
 
 
@@ -119,7 +136,14 @@ def resolution_commitment(value: Resolution) -> Commitment:
         "adjudicator_reviewer_id": value.adjudicator_reviewer_id,
         "review_ids": ",".join(value.review_ids),
         "resolve_time": str(to_micros(value.resolve_time)),
+        "rationale": rationale_digest(value.rationale),
     }
+
+
+def rationale_digest(rationale: str) -> str:
+    """What CASE_RESOLVED commits to for a rationale: ``sha256:`` + hex SHA-256 of its UTF-8
+    text ("" when there is none, as events written before rationales hold none)."""
+    return text_digest(rationale) if rationale else ""
 
 
 def resolution_id(value: Resolution) -> str:

@@ -1,6 +1,6 @@
 """Closing a review round on an explicit basis — and never by majority vote.
 
-The bases are: unanimous agreement of two or more reviewers; a decision by an
+The bases are: unanimous agreement of all the reviewers the case requires; a decision by an
 adjudicator who is not one of the round's (disagreeing) reviewers; or an
 explicit UNRESOLVED / NOT_EVALUABLE, which carries no label and is never
 collapsed into one. "Most reviewers said X" is not a basis: a split round
@@ -15,7 +15,7 @@ from datetime import datetime
 from assay.errors import FailedPrecondition, Reason, Violations
 from assay.services.adjudication.domain import cases
 from assay.services.adjudication.domain.digests import same_label_key
-from assay.services.adjudication.domain.fields import require_id
+from assay.services.adjudication.domain.fields import note_text, require_id
 from assay.services.adjudication.domain.model import (
     Basis,
     CaseSnapshot,
@@ -24,6 +24,7 @@ from assay.services.adjudication.domain.model import (
     Resolution,
 )
 from assay.services.adjudication.domain.reviewers import check_reviewer_id
+from assay.services.adjudication.domain.reviews import MAX_RATIONALE
 from assay.services.adjudication.domain.state import unanimous
 
 _OUTCOME_FOR_BASIS = {
@@ -38,6 +39,7 @@ class ResolveRequest:
     basis: Basis | None
     label: JsonValue
     adjudicator_reviewer_id: str
+    rationale: str = ""
 
 
 def validate_resolve(req: ResolveRequest, found: Violations | None = None) -> None:
@@ -45,6 +47,7 @@ def validate_resolve(req: ResolveRequest, found: Violations | None = None) -> No
     without one, raised together."""
     into = Violations() if found is None else found
     into.check(require_id, req.case_id, "case_id")
+    into.check(note_text, req.rationale, "rationale", MAX_RATIONALE)
     adjudicator = req.adjudicator_reviewer_id
     if req.basis is None:
         into.add(
@@ -81,9 +84,11 @@ def decide(snapshot: CaseSnapshot, req: ResolveRequest, now: datetime) -> Resolu
         raise _fail(Reason.CASE_EXPIRED, f"case {case.case_id} has expired")
     if snapshot.round_resolution is not None:
         raise _fail(Reason.ROUND_ALREADY_RESOLVED, f"{where} is resolved already")
-    if len(reviews) < 2:
+    needed = case.required_reviews
+    if len(reviews) < needed:
         raise _fail(
-            Reason.NOT_ENOUGH_REVIEWS, f"{where} has {len(reviews)} review(s); 2 are needed"
+            Reason.NOT_ENOUGH_REVIEWS,
+            f"{where} has {len(reviews)} review(s); {needed} are needed",
         )
     agreed = unanimous(reviews)
     reviewer_ids = {r.reviewer_id for r in reviews}
@@ -134,4 +139,5 @@ def decide(snapshot: CaseSnapshot, req: ResolveRequest, now: datetime) -> Resolu
         adjudicator_reviewer_id=adjudicator,
         review_ids=tuple(sorted(r.review_id for r in reviews)),
         resolve_time=now,
+        rationale=req.rationale,
     )

@@ -2,7 +2,10 @@
 
 There is no state column anywhere, so no write path can move a case from
 DISAGREED to AGREED by overwriting a field: the only way to change the state is
-to append a review, a resolution or a revision, each of which is audited.
+to append a review (or a revision of one), a resolution or a gold-label
+revision, each of which is audited. A round is AGREED only when every one of
+the reviews its case requires gives the same answer; anything else with all of
+them in is DISAGREED and goes to an adjudicator — never to a majority.
 """
 
 from __future__ import annotations
@@ -12,9 +15,11 @@ from collections.abc import Sequence
 from assay.services.adjudication.domain.digests import same_label_key
 from assay.services.adjudication.domain.model import Basis, CaseSnapshot, CaseState, Outcome, Review
 
-# Reviews a round takes: with this many it waits for a resolution and refuses more (a
-# third review could turn an agreed round into a disagreed one).
-REVIEWS_PER_ROUND = 2
+# Reviews a round takes unless its case says otherwise, and the most a case may ask for. A
+# round with all it takes waits for a resolution and refuses more (a late review could turn
+# an agreed round into a disagreed one).
+DEFAULT_REQUIRED_REVIEWS = 2
+MAX_REQUIRED_REVIEWS = 10
 
 _STATE_BY_BASIS = {
     Basis.UNANIMOUS_AGREEMENT: CaseState.RESOLVED,
@@ -38,8 +43,8 @@ def unanimous(reviews: Sequence[Review]) -> bool:
 
 
 def round_complete(snapshot: CaseSnapshot) -> bool:
-    """The current round has all the reviews it takes."""
-    return len(snapshot.round_reviews) >= REVIEWS_PER_ROUND
+    """The current round has all the reviews its case takes."""
+    return len(snapshot.round_reviews) >= snapshot.case.required_reviews
 
 
 def derive_state(snapshot: CaseSnapshot) -> CaseState:
@@ -52,4 +57,6 @@ def derive_state(snapshot: CaseSnapshot) -> CaseState:
         return CaseState.FROZEN if snapshot.revision_count > 0 else CaseState.AWAITING_REVIEW
     if len(reviews) == 1:
         return CaseState.AWAITING_SECOND_REVIEW
+    if len(reviews) < snapshot.case.required_reviews:
+        return CaseState.AWAITING_MORE_REVIEWS
     return CaseState.AGREED if unanimous(reviews) else CaseState.DISAGREED

@@ -217,3 +217,81 @@ AUDIT_LOOKUPS_V6 = (
     ("audit_approval_consumed", "approval_id", "APPROVAL_CONSUMED"),
     ("audit_approval_expired", "approval_id", "APPROVAL_EXPIRED"),
 )
+
+
+# V7, review work as teams run it: each case's reviews per round (2 for older cases); a
+# review's rationale and the record it supersedes (NULL for a first submission: UNIQUE then
+# admits one successor per record); a resolution's rationale. A reviewer's first record in
+# a round stays unique per (case, round, reviewer); later ones amend or withdraw it.
+def reviews_v7(table: str, micros: str, order_column: str = "") -> str:
+    """Version 7's ``reviews`` table, created as ``table``: version 1's with the outcome
+    WITHDRAWN, ``salt``, ``rationale`` and ``supersedes``, and no UNIQUE over
+    (case, round, reviewer) (``REVIEW_INDEXES_V7`` restates it for first submissions)."""
+    order = f"\n    {order_column}," if order_column else ""
+    return f"""CREATE TABLE {table} (
+    review_id   TEXT PRIMARY KEY,
+    case_id     TEXT NOT NULL REFERENCES cases (case_id) ON DELETE CASCADE,
+    reviewer_id TEXT NOT NULL REFERENCES reviewers (reviewer_id),
+    round       INTEGER NOT NULL CHECK (round >= 1),
+    outcome     TEXT NOT NULL
+        CHECK (outcome IN ('LABEL', 'UNRESOLVED', 'NOT_EVALUABLE', 'WITHDRAWN')),
+    label_key   TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    submit_time {micros} NOT NULL,{order}
+    salt        TEXT NOT NULL DEFAULT '',
+    rationale   TEXT NOT NULL DEFAULT '',
+    supersedes  TEXT,
+    CHECK ((outcome = 'LABEL') = (label_key <> ''))
+);"""
+
+
+REVIEW_INDEXES_V7 = """
+CREATE UNIQUE INDEX reviews_first_per_round ON reviews (case_id, round, reviewer_id)
+    WHERE supersedes IS NULL;
+CREATE UNIQUE INDEX reviews_one_successor ON reviews (supersedes);
+CREATE INDEX reviews_by_round ON reviews (case_id, round, reviewer_id);
+"""
+
+CASES_RESOLUTIONS_V7 = """
+ALTER TABLE cases ADD COLUMN required_reviews INTEGER NOT NULL DEFAULT 2
+    CHECK (required_reviews BETWEEN 2 AND 10);
+ALTER TABLE resolutions ADD COLUMN rationale TEXT NOT NULL DEFAULT '';
+"""
+
+
+def review_views(position: str) -> str:
+    """The reviews that count, as views every query of them reads: ``current_reviews``, the
+    records no later record supersedes (each reviewer's latest, withdrawals included), and
+    ``final_reviews``, those that are not withdrawals. ``position``: the engine's expression
+    for the order records were stored in, exposed as the column ``position``."""
+    return f"""
+CREATE VIEW current_reviews AS
+    SELECT {position}, r.review_id, r.case_id, r.reviewer_id, r.round, r.outcome, r.label_key,
+           r.reason, r.submit_time, r.salt, r.rationale, r.supersedes
+    FROM reviews r
+    WHERE NOT EXISTS (SELECT 1 FROM reviews s WHERE s.supersedes = r.review_id);
+CREATE VIEW final_reviews AS
+    SELECT * FROM current_reviews WHERE outcome <> 'WITHDRAWN';
+"""
+
+# V8: case assignment changes (``assignment_rows``), a row per reviewer a change added or
+# removed; insert-only, deleted only with their case (each engine's triggers). No foreign
+# key: the rows go after their case, in the same transaction.
+ASSIGNMENTS = """
+CREATE TABLE case_assignments (
+    case_id TEXT NOT NULL,
+    change INTEGER NOT NULL CHECK (change >= 1),
+    reviewer_id TEXT NOT NULL,
+    action TEXT NOT NULL CHECK (action IN ('ADD', 'REMOVE')),
+    tenant TEXT NOT NULL,
+    PRIMARY KEY (case_id, change, reviewer_id)
+);
+CREATE INDEX case_assignments_by_reviewer ON case_assignments (reviewer_id, case_id, change);
+CREATE INDEX case_assignments_latest ON case_assignments (case_id, reviewer_id, change);
+"""
+# What reading an assignment looks up in the ledger: its changes' events, by case.
+AUDIT_LOOKUPS_V8 = (
+    ("audit_case_assigned", "case_id", "CASE_ASSIGNED"),
+    ("audit_case_unassigned", "case_id", "CASE_UNASSIGNED"),
+    ("audit_case_reassigned", "case_id", "CASE_REASSIGNED"),
+)

@@ -18,7 +18,7 @@ has to understand the other's dialect.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol, TypeVar
@@ -26,7 +26,9 @@ from typing import Protocol, TypeVar
 from assay.services.adjudication.domain import audit_filters, case_listing, model
 from assay.services.adjudication.domain.agreement import RatedRound
 from assay.services.adjudication.domain.approvals import Approval, ExportedApproval, Step
-from assay.services.adjudication.domain.records import gold_id
+from assay.services.adjudication.domain.assignment import AssignmentChange, QueueTier
+from assay.services.adjudication.domain.gold_agreement import GoldAnswer
+from assay.services.adjudication.domain.records import gold_id, resolution_id
 
 T = TypeVar("T")
 # An approval and its steps, in ``seq`` order.
@@ -69,6 +71,25 @@ class ExportBatch:
                     review_events=tuple(events[v.review_id] for v in mine),
                 )
             )
+        self.records = attached
+
+    def frozen_rounds(self) -> list[tuple[str, int]]:
+        """The (case id, round) each record's revision froze."""
+        return [(r.revision.case_id, r.revision.round) for r in self.records]
+
+    def attach_resolutions(
+        self, found: Iterable[model.Resolution], events: Mapping[str, model.AuditEvent]
+    ) -> None:
+        """Give each record the resolution its revision froze (its rationale is exported) with
+        its CASE_RESOLVED event (``events``, by ``records.resolution_id``)."""
+        by_round = {(r.case_id, r.round): r for r in found}
+        attached = []
+        for record in self.records:
+            decided = by_round.get((record.revision.case_id, record.revision.round))
+            if decided is not None:
+                event = events[resolution_id(decided)]
+                record = replace(record, resolution=decided, resolution_event=event)
+            attached.append(record)
         self.records = attached
 
     def attach_events(
@@ -127,6 +148,10 @@ class WriteTx(Protocol):
 
     def snapshot(self, case_id: str) -> model.CaseSnapshot | None: ...
 
+    def review(self, review_id: str) -> model.Review | None:
+        """One review record by id (any round, superseded or not)."""
+        ...
+
     def remember_snapshot(self, value: model.CaseSnapshot) -> None:
         """The case's round as the job leaves it (an engine may keep it between jobs)."""
         ...
@@ -178,6 +203,18 @@ class WriteTx(Protocol):
         (``Store.listen_approvals``); nothing to do where there is one process."""
         ...
 
+    def assignments(self, case_ids: Sequence[str]) -> dict[str, list[AssignmentChange]]:
+        """Each case's assignment changes in order (a case with none: absent), every one
+        checked against its ledger event, and none recorded missing (DATA_LOSS)."""
+        ...
+
+    def insert_assignment(self, value: AssignmentChange) -> None: ...
+
+    def open_assignments(self, reviewer_ids: Iterable[str], at: datetime) -> dict[str, int]:
+        """Each reviewer's open assignments at ``at`` (assigned, case not expired, current
+        round unresolved and not reviewed by them); a reviewer with none: absent."""
+        ...
+
 
 class Store(Protocol):
     """Everything the service keeps, behind domain-valued methods."""
@@ -209,6 +246,13 @@ class Store(Protocol):
     async def queue(
         self, reviewer_id: str, scope: model.TenantScope, after: str, limit: int, at: datetime
     ) -> list[tuple[model.Case, int]]: ...
+
+    async def queue_tier(
+        self, tier: QueueTier, after: str, limit: int
+    ) -> list[tuple[model.Case, int]]:
+        """``queue`` of the cases assigned to the reviewer, or of those assigned to nobody
+        outside ``tier.closed``; the assignment rows that decided it checked too."""
+        ...
 
     async def worklist(
         self, adjudicator_id: str, scope: model.TenantScope, after: str, limit: int, at: datetime
@@ -257,6 +301,11 @@ class Store(Protocol):
 
     async def rated_rounds(self, scope: model.TenantScope) -> list[RatedRound]: ...
 
+    async def gold_answers(self, scope: model.TenantScope) -> list[GoldAnswer]:
+        """Each final review of the round each case's latest gold label was frozen from,
+        beside that label (the gold labels of ``scope``'s tenants)."""
+        ...
+
     def export(
         self,
         scope: model.TenantScope,
@@ -289,6 +338,10 @@ class Store(Protocol):
     def listen_approvals(self, changed: Callable[[str], None]) -> None:
         """Call ``changed(approval_id)`` when another replica commits a change to an
         approval (PostgreSQL: LISTEN/NOTIFY); nothing where there is one process."""
+        ...
+
+    async def assignments(self, case_ids: Sequence[str]) -> dict[str, list[AssignmentChange]]:
+        """As ``WriteTx.assignments``, in one read snapshot."""
         ...
 
     async def verify_chain(self) -> model.ChainVerdict:

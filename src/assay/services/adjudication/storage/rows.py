@@ -17,6 +17,7 @@ from assay.errors import DataLoss, Reason
 from assay.services.adjudication.domain import cases, gold
 from assay.services.adjudication.domain.agreement import RatedRound, Rating, category_of
 from assay.services.adjudication.domain.digests import canonical_json
+from assay.services.adjudication.domain.gold_agreement import GoldAnswer, gold_category
 from assay.services.adjudication.domain.model import (
     Actor,
     AuditEvent,
@@ -26,6 +27,7 @@ from assay.services.adjudication.domain.model import (
     GoldLabelRevision,
     Lineage,
     Outcome,
+    Provenance,
     Resolution,
     Review,
     Reviewer,
@@ -51,13 +53,14 @@ REVIEWER_COLUMNS = (
 CASE_COLUMNS = (
     "case_id, tenant, subject, predicate, candidate_values, evidence_refs, context, "
     "local_verdict, lineage_origin, lineage_ref, create_time, expire_time, content_digest, "
-    "digest_version"
+    "digest_version, required_reviews"
 )
 REVIEW_COLUMNS = (
-    "review_id, case_id, reviewer_id, round, outcome, label_key, reason, submit_time, salt"
+    "review_id, case_id, reviewer_id, round, outcome, label_key, reason, submit_time, salt, "
+    "rationale, supersedes"
 )
 RESOLUTION_COLUMNS = (
-    "case_id, round, basis, label_key, adjudicator_reviewer_id, review_ids, resolve_time"
+    "case_id, round, basis, label_key, adjudicator_reviewer_id, review_ids, resolve_time, rationale"
 )
 GOLD_COLUMNS = (
     "case_id, revision, previous_revision, round, tenant, basis, label_key, "
@@ -67,6 +70,8 @@ GOLD_COLUMNS = (
 # How many columns a case / gold-label row has: how many ``?`` its INSERT takes.
 CASE_WIDTH = CASE_COLUMNS.count(",") + 1
 GOLD_WIDTH = GOLD_COLUMNS.count(",") + 1
+REVIEW_WIDTH = REVIEW_COLUMNS.count(",") + 1
+RESOLUTION_WIDTH = RESOLUTION_COLUMNS.count(",") + 1
 AUDIT_COLUMNS = (
     "sequence, event_type, occur_time, payload, previous_hash, hash, actor_issuer, actor_subject"
 )
@@ -144,6 +149,7 @@ def case(row: Row, check: bool = True) -> Case:
             expire_time=from_micros(row["expire_time"]),
             content_digest=row["content_digest"],
             content_digest_version=row["digest_version"],
+            required_reviews=int(row["required_reviews"]),
         )
         if value.content_digest_version not in (cases.DIGEST_V1, cases.DIGEST_V2):
             raise ValueError(f"unknown digest version {value.content_digest_version!r}")
@@ -172,6 +178,7 @@ def case_params(value: Case) -> tuple[Any, ...]:
         to_micros(value.expire_time),
         value.content_digest,
         value.content_digest_version,
+        value.required_reviews,
     )
 
 
@@ -188,6 +195,8 @@ def review(row: Row) -> Review:
             reason=row["reason"],
             submit_time=from_micros(row["submit_time"]),
             salt=row["salt"],
+            rationale=row["rationale"],
+            supersedes=row["supersedes"] or "",
         )
     except (ValueError, TypeError) as error:
         raise _corrupt("review", row["review_id"], error) from None
@@ -204,6 +213,8 @@ def review_params(value: Review) -> tuple[Any, ...]:
         value.reason,
         to_micros(value.submit_time),
         value.salt,
+        value.rationale,
+        value.supersedes or None,  # NULL: a first submission (the column is unique)
     )
 
 
@@ -218,6 +229,7 @@ def resolution(row: Row) -> Resolution:
             adjudicator_reviewer_id=row["adjudicator_reviewer_id"],
             review_ids=tuple(json.loads(row["review_ids"])),
             resolve_time=from_micros(row["resolve_time"]),
+            rationale=row["rationale"],
         )
     except (ValueError, TypeError) as error:
         raise _corrupt("resolution", f"{row['case_id']}#{row['round']}", error) from None
@@ -232,6 +244,7 @@ def resolution_params(value: Resolution) -> tuple[Any, ...]:
         value.adjudicator_reviewer_id,
         json.dumps(list(value.review_ids)),
         to_micros(value.resolve_time),
+        value.rationale,
     )
 
 
@@ -369,3 +382,24 @@ def rated_rounds(found: Iterable[Row]) -> list[RatedRound]:
     if len(held) >= 2:
         units.append(RatedRound(tuple(held)))
     return units
+
+
+def gold_answers(found: Iterable[Row]) -> list[GoldAnswer]:
+    """``predicates.gold_answers``' rows as answers beside their gold labels; a fixture
+    reviewer, or a gold label frozen from a fixture's work, flags the answer."""
+    answers: list[GoldAnswer] = []
+    for row in found:
+        try:
+            fixture = row["kind"] != ReviewerKind.HUMAN.value or (
+                Provenance(row["gold_provenance"]) is Provenance.SYNTHETIC_MECHANISM_TEST
+            )
+            answer = GoldAnswer(
+                row["reviewer_id"],
+                category_of(Outcome(row["outcome"]), row["label_key"]),
+                gold_category(Basis(row["gold_basis"]), row["gold_label_key"]),
+                fixture,
+            )
+        except (ValueError, TypeError) as error:
+            raise _corrupt("gold label", row["case_id"], error) from None
+        answers.append(answer)
+    return answers

@@ -48,6 +48,7 @@ from assay.services.adjudication.domain.model import (
     ReviewerKind,
 )
 from assay.services.adjudication.domain.permissions import RegistrationPolicy
+from assay.services.adjudication.domain.review_policy import ReviewPolicy
 from assay.services.adjudication.domain.reviewers import (
     check_registration,
     new_reviewer,
@@ -56,6 +57,7 @@ from assay.services.adjudication.domain.reviewers import (
 from assay.services.adjudication.domain.state import derive_state
 from assay.services.adjudication.domain.times import now, to_micros
 from assay.services.adjudication.storage.interface import Store, WriteTx
+from assay.services.adjudication.use_cases.assignments import check_assigned
 from assay.services.adjudication.use_cases.retries import RequestKey, retryable
 
 T = TypeVar("T")
@@ -88,17 +90,20 @@ def _reviewer(tx: WriteTx, reviewer_id: str, caller: Caller, path: str) -> Revie
 
 class Adjudication:
     """Every use case of the service, over one ``Store``. ``registration``: how reviewers are
-    bound when callers are authenticated (from the server's options)."""
+    bound when callers are authenticated; ``review``: reviews per round and assigned-only
+    tenants (both from the server's options)."""
 
     def __init__(
         self,
         store: Store,
         clock: Callable[[], datetime] = now,
         registration: RegistrationPolicy | None = None,
+        review: ReviewPolicy | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.registration = registration or RegistrationPolicy()
+        self.review = review or ReviewPolicy()
 
     async def _idempotent(
         self,
@@ -176,7 +181,9 @@ class Adjudication:
         permissions.check_tenant_write(caller, data.tenant, "case.tenant")
 
         def job(tx: WriteTx, at: datetime) -> Case:
-            case = cases.new_case(new_id("case"), data, at)
+            case = cases.new_case(
+                new_id("case"), data, at, default_reviews=self.review.reviews_for(data.predicate)
+            )
             tx.insert_case(case)
             tx.remember_snapshot(CaseSnapshot(case, 0, (), None))
             tx.append_event(
@@ -201,18 +208,25 @@ class Adjudication:
         items: Sequence[batches.BatchItem],
         render: Callable[[list[Case]], bytes],
         caller: Caller = DEV_CALLER,
+        required_reviews: int = 0,
     ) -> bytes:
         """All the cases or none: every violation of the batch is reported before anything
         runs, and the job stores them in one transaction, one CASE_ENQUEUED event each in
         request order; a case that fails inside it (its expiry passed while it waited)
-        undoes the whole job, rows and events (the writer rolls a failed job back alone)."""
-        batches.check_batch(key.request_id, items, self.clock())
+        undoes the whole job, rows and events (the writer rolls a failed job back alone).
+        ``required_reviews``: the batch's reviews per round where a case does not say."""
+        batches.check_batch(key.request_id, items, self.clock(), required_reviews)
         batches.check_tenants(caller, items)
+
+        def default_reviews(data: CaseInput) -> int:
+            return required_reviews or self.review.reviews_for(data.predicate)
 
         def job(tx: WriteTx, at: datetime) -> list[Case]:
             stored: list[Case] = []
             for i, item in enumerate(items):
-                case = cases.new_case(new_id("case"), item.data, at, batches.path(i))
+                case = cases.new_case(
+                    new_id("case"), item.data, at, batches.path(i), default_reviews(item.data)
+                )
                 tx.insert_case(case)
                 tx.remember_snapshot(CaseSnapshot(case, 0, (), None))
                 tx.append_event(
@@ -244,6 +258,7 @@ class Adjudication:
             snap = _snapshot(tx, sub.case_id, caller)
             _reviewer(tx, sub.reviewer_id, caller, "reviewer_id")
             label_key = reviews.check_submission(snap, sub, at)
+            check_assigned(tx, snap.case, sub.reviewer_id, self.review)
             review = reviews.new_review(new_id("rev"), snap, sub, label_key, at)
             tx.insert_review(review)
             tx.append_event(
@@ -252,11 +267,50 @@ class Adjudication:
                 tenant=snap.case.tenant,
                 actor=caller.actor,
             )
-            after = CaseSnapshot(
-                snap.case, snap.revision_count, (*snap.round_reviews, review), None
-            )
+            after = CaseSnapshot(snap.case, snap.revision_count, (*snap.round_rows, review), None)
             tx.remember_snapshot(after)
             return review, permissions.state_seen_by(caller, after), snap.case.tenant
+
+        return await self._idempotent(
+            key,
+            caller,
+            job,
+            lambda r: render((r[0], r[1])),
+            lambda r: (r[2], r[0].case_id),
+        )
+
+    async def revise_review(
+        self,
+        key: RequestKey,
+        rev: reviews.Revision,
+        render: Callable[[tuple[Review, CaseState]], bytes],
+        caller: Caller = DEV_CALLER,
+    ) -> bytes:
+        """AmendReview and WithdrawReview: a new record superseding the caller's own latest
+        review of an undecided round (``rev.withdraw``: a withdrawal)."""
+        found = _fields(key)
+        reviews.validate_revision(rev, found)
+        found.raise_if_any()
+
+        def job(tx: WriteTx, at: datetime) -> tuple[Review, CaseState, str]:
+            target = tx.review(rev.review_id)
+            snap = tx.snapshot(target.case_id) if target is not None else None
+            if target is None or snap is None or not caller.scope.allows(snap.case.tenant):
+                raise reviews.review_not_found(rev.review_id)
+            permissions.check_acting_as(caller, target.reviewer_id, "review_id")
+            _reviewer(tx, target.reviewer_id, caller, "review_id")
+            label_key = reviews.check_revision(snap, target, rev, at)
+            revised = reviews.revised_review(new_id("rev"), target, rev, label_key, at)
+            tx.insert_review(revised)
+            tx.append_event(
+                AuditEventType.REVIEW_SUBMITTED,
+                records.review_commitment(revised),
+                tenant=snap.case.tenant,
+                actor=caller.actor,
+            )
+            after = CaseSnapshot(snap.case, snap.revision_count, (*snap.round_rows, revised), None)
+            tx.remember_snapshot(after)
+            return revised, permissions.state_seen_by(caller, after), snap.case.tenant
 
         return await self._idempotent(
             key,
@@ -292,7 +346,7 @@ class Adjudication:
                 tenant=snap.case.tenant,
                 actor=caller.actor,
             )
-            after = CaseSnapshot(snap.case, snap.revision_count, snap.round_reviews, decided)
+            after = CaseSnapshot(snap.case, snap.revision_count, snap.round_rows, decided)
             tx.remember_snapshot(after)
             return decided, derive_state(after), snap.case.tenant
 
@@ -423,7 +477,7 @@ def _check_recorded(
     """DATA_LOSS unless the round's reviews, its resolution and the reviewers involved
     match what their ledger events recorded: a freeze never builds on an edited row."""
     tenant = snap.case.tenant
-    reviewed = {r.review_id: r for r in snap.round_reviews}
+    reviewed = {r.review_id: r for r in snap.round_rows}
     expected: list[tuple[RecordKind, str, records.Commitment, dict[str, str] | None]] = []
     review_events = tx.recorded(AuditEventType.REVIEW_SUBMITTED, "review_id", reviewed, tenant)
     by_id = {p.get("review_id", ""): p for p in review_events}

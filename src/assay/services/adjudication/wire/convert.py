@@ -41,6 +41,7 @@ from assay.services.adjudication.domain.model import (
     GoldLabelRevision,
     Lineage,
     Outcome,
+    RecordKind,
     Resolution,
     Review,
     Reviewer,
@@ -48,7 +49,8 @@ from assay.services.adjudication.domain.model import (
     TenantScope,
 )
 from assay.services.adjudication.domain.resolution import ResolveRequest
-from assay.services.adjudication.domain.reviews import ReviewSubmission
+from assay.services.adjudication.domain.reviews import ReviewSubmission, Revision
+from assay.services.adjudication.domain.round_agreement import RoundAgreement, round_agreements
 from assay.services.adjudication.domain.state import derive_state
 from assay.services.adjudication.wire.scalars import (
     enum_name,
@@ -111,6 +113,7 @@ def batch_item(message: pb.Case, prefix: str) -> BatchItem:
         ),
         lineage=Lineage(message.lineage.origin, message.lineage.origin_ref),
         expire_time=expire,
+        required_reviews=message.required_reviews,
     )
     return BatchItem(data, unreadable)
 
@@ -126,6 +129,29 @@ def submission(request: pb.SubmitReviewRequest) -> ReviewSubmission:
         outcome=outcome,
         label=value_to_json(request.label) if request.HasField("label") else None,
         reason=request.reason,
+        rationale=request.rationale,
+    )
+
+
+def amendment(request: pb.AmendReviewRequest) -> Revision:
+    return Revision(
+        review_id=request.review_id,
+        outcome=from_proto_enum(
+            Outcome, enum_name(pb.ReviewOutcome, request.outcome), "REVIEW_OUTCOME_"
+        ),
+        label=value_to_json(request.label) if request.HasField("label") else None,
+        reason=request.reason,
+        rationale=request.rationale,
+    )
+
+
+def withdrawal(request: pb.WithdrawReviewRequest) -> Revision:
+    return Revision(
+        review_id=request.review_id,
+        outcome=None,
+        label=None,
+        reason=request.reason,
+        withdraw=True,
     )
 
 
@@ -138,6 +164,7 @@ def resolve_request(request: pb.ResolveCaseRequest) -> ResolveRequest:
         basis=basis,
         label=value_to_json(request.label) if request.HasField("label") else None,
         adjudicator_reviewer_id=request.adjudicator_reviewer_id,
+        rationale=request.rationale,
     )
 
 
@@ -169,6 +196,7 @@ def case(value: Case, with_verdict: bool = True) -> pb.Case:
         expire_time=timestamp(value.expire_time),
         content_digest=value.content_digest,
         content_digest_version=value.content_digest_version,
+        required_reviews=value.required_reviews,
     )
     for candidate in value.candidate_values:
         json_to_value(candidate, message.candidate_values.add())
@@ -183,9 +211,27 @@ def case_detail(value: CaseDetail) -> pb.GetCaseResponse:
         case=case(snap.case, with_verdict=value.verdict_shown),
         state=case_state(derive_state(snap)),
         round=snap.round,
-        reviews=[review(r) for r in value.reviews],
+        reviews=reviews_of(value.reviews),
         resolutions=[resolution(r) for r in value.resolutions],
+        round_agreements=[round_agreement(a) for a in round_agreements(value.reviews)],
     )
+
+
+def round_agreement(value: RoundAgreement) -> pb.RoundAgreement:
+    return pb.RoundAgreement(
+        round=value.round,
+        review_count=value.review_count,
+        agreeing_count=value.agreeing_count,
+        agreeing_share=value.agreeing_share,
+        pairwise_agreement=value.pairwise_agreement,
+    )
+
+
+def reviews_of(found: Sequence[Review]) -> list[pb.Review]:
+    """Review records, each marked ``superseded`` when a later one among them amends or
+    withdraws it."""
+    superseded = {r.supersedes for r in found if r.supersedes}
+    return [review(r, r.review_id in superseded) for r in found]
 
 
 def adjudication_item(value: CaseDetail) -> pb.AdjudicationItem:
@@ -228,7 +274,7 @@ def _with_label(message: _L, value: Review | Resolution | GoldLabelRevision) -> 
     return message
 
 
-def review(value: Review) -> pb.Review:
+def review(value: Review, superseded: bool = False) -> pb.Review:
     return _with_label(
         pb.Review(
             review_id=value.review_id,
@@ -239,6 +285,9 @@ def review(value: Review) -> pb.Review:
             label_key=value.label_key,
             reason=value.reason,
             submit_time=timestamp(value.submit_time),
+            rationale=value.rationale,
+            supersedes_review_id=value.supersedes,
+            superseded=superseded,
         ),
         value,
     )
@@ -254,6 +303,7 @@ def resolution(value: Resolution) -> pb.Resolution:
             adjudicator_reviewer_id=value.adjudicator_reviewer_id,
             review_ids=value.review_ids,
             resolve_time=timestamp(value.resolve_time),
+            rationale=value.rationale,
         ),
         value,
     )
@@ -315,9 +365,11 @@ def verdict(value: ChainVerdict) -> pb.VerifyAuditChainResponse:
             else pb.AUDIT_PROBLEM_UNSPECIFIED
         ),
         detail=value.detail,
+        # A case assignment has no RecordKind in the contract: unspecified, named by
+        # ``bad_record_id`` and ``detail``.
         bad_record_kind=(
             to_proto_enum(pb.RecordKind, "RECORD_KIND_", value.bad_record_kind)
-            if value.bad_record_kind is not None
+            if value.bad_record_kind not in (None, RecordKind.CASE_ASSIGNMENT)
             else pb.RECORD_KIND_UNSPECIFIED
         ),
         bad_record_id=value.bad_record_id,
@@ -376,6 +428,13 @@ def agreement(found: AgreementReport) -> pb.ComputeAgreementResponse:
         ],
         fleiss_kappa=figure(found.fleiss),
         krippendorff_alpha=figure(found.krippendorff),
+        percent_agreement=figure(found.percent),
+        gwet_ac1=figure(found.gwet_ac1),
+        gwet_ac2=figure(found.gwet_ac2),
+        reviewers=[
+            pb.ReviewerAgreement(reviewer_id=r.reviewer_id, gold_agreement=figure(r.gold_agreement))
+            for r in found.reviewers
+        ],
     )
     for name in (
         "kappa",
@@ -399,7 +458,7 @@ def corpus_record(value: ExportRecord, proofs: Mapping[int, list[bytes]]) -> pb.
     message = pb.CorpusRecord(
         case=blinded(value.case),
         revision=gold_label(value.revision),
-        reviews=[review(r) for r in value.reviews],
+        reviews=reviews_of(value.reviews),
         revision_digested=openings.gold_digested(value.revision),
     )
     if value.event is not None:
@@ -415,6 +474,9 @@ def corpus_record(value: ExportRecord, proofs: Mapping[int, list[bytes]]) -> pb.
         binding.enqueued.CopyFrom(event_inclusion(value.case_event, proofs))
         if "shown" in value.case_event.payload:
             binding.field_digests.update(openings.shown_field_digests(value.case))
+    if value.resolution is not None and value.resolution_event is not None:
+        message.rationale = value.resolution.rationale
+        message.resolved.CopyFrom(event_inclusion(value.resolution_event, proofs))
     for found, event in zip(value.reviews, value.review_events, strict=True):
         message.review_bindings.add(
             review_id=found.review_id,

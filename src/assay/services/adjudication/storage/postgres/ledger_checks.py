@@ -68,8 +68,11 @@ async def check_reviews(
     return await check(db, ledger_rules.REVIEWS, values)
 
 
-async def check_resolutions(db: queries.Db, values: Sequence[model.Resolution]) -> None:
-    await check(db, ledger_rules.RESOLUTIONS, values)
+async def check_resolutions(
+    db: queries.Db, values: Sequence[model.Resolution]
+) -> dict[str, model.AuditEvent]:
+    """Check the resolutions; their CASE_RESOLVED events by ``records.resolution_id``."""
+    return await check(db, ledger_rules.RESOLUTIONS, values)
 
 
 async def check_gold_labels(
@@ -93,7 +96,7 @@ async def check_snapshot(db: queries.Db, snap: model.CaseSnapshot | None) -> Non
     if snap is None:
         return
     await check_cases(db, [snap.case])
-    await check_reviews(db, snap.round_reviews)
+    await check_reviews(db, snap.round_rows)
     resolution = [snap.round_resolution] if snap.round_resolution is not None else []
     await check_resolutions(db, resolution)
 

@@ -21,6 +21,7 @@ import asyncpg
 
 from assay.services.adjudication.domain import ledger
 from assay.services.adjudication.domain.agreement import RatedRound
+from assay.services.adjudication.domain.gold_agreement import GoldAnswer
 from assay.services.adjudication.domain.model import (
     EVERY_TENANT,
     AuditEvent,
@@ -61,6 +62,7 @@ def tenants_param(scope: TenantScope) -> list[str] | None:
 # The statements the writer's jobs run are module constants, so their text is the same on
 # every call and asyncpg's per-connection cache of prepared statements always hits.
 REVIEWER = f"SELECT {rows.REVIEWER_COLUMNS} FROM reviewers WHERE reviewer_id = $1"
+REVIEW = f"SELECT {rows.REVIEW_COLUMNS} FROM reviews WHERE review_id = $1"
 REVIEWERS = f"SELECT {rows.REVIEWER_COLUMNS} FROM reviewers WHERE reviewer_id = ANY($1::text[])"
 
 
@@ -182,6 +184,17 @@ async def reviews_of_cases(db: Db, case_ids: Sequence[str]) -> list[Review]:
     return [rows.review(row(r)) for r in found]
 
 
+async def frozen_resolutions(db: Db, rounds: Sequence[tuple[str, int]]) -> list[Resolution]:
+    """The resolutions of the given (case id, round)s that exist."""
+    found = await db.fetch(
+        f"SELECT {rows.RESOLUTION_COLUMNS} FROM resolutions "
+        "WHERE (case_id, round) IN (SELECT * FROM unnest($1::text[], $2::int[]))",
+        [c for c, _ in rounds],
+        [r for _, r in rounds],
+    )
+    return [rows.resolution(row(r)) for r in found]
+
+
 async def case_history(db: Db, case_id: str) -> tuple[list[Review], list[Resolution]]:
     reviews = await db.fetch(
         f"SELECT {rows.REVIEW_COLUMNS} FROM reviews WHERE case_id = $1 ORDER BY round, position",
@@ -253,3 +266,11 @@ _PAIRS = predicates.rated_reviews(in_scope=in_scope("c.tenant", 1), insertion_or
 async def rated_rounds(db: Db, scope: TenantScope) -> list[RatedRound]:
     """Every review of every case round that has at least two, in submit order."""
     return rows.rated_rounds(await db.fetch(_PAIRS, tenants_param(scope)))
+
+
+_GOLD_ANSWERS = predicates.gold_answers(in_scope=in_scope("g.tenant", 1))
+
+
+async def gold_answers(db: Db, scope: TenantScope) -> list[GoldAnswer]:
+    """Every review of the round each case's latest gold label was frozen from."""
+    return rows.gold_answers(await db.fetch(_GOLD_ANSWERS, tenants_param(scope)))

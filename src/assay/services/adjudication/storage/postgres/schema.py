@@ -107,7 +107,35 @@ CREATE TRIGGER approval_steps_no_truncate BEFORE TRUNCATE ON approval_steps
     FOR EACH STATEMENT EXECUTE FUNCTION assay_refuse('approval steps are insert-only');
 {ddl.audit_lookups(ddl.AUDIT_LOOKUPS_V6, _payload)}"""
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+# V7: reviews per round, rationales, and review revisions (as SQLite's V7, which rebuilds its
+# reviews table; here the constraints change in place).
+_V7 = f"""{ddl.CASES_RESOLUTIONS_V7}
+ALTER TABLE reviews DROP CONSTRAINT reviews_case_id_round_reviewer_id_key;
+ALTER TABLE reviews DROP CONSTRAINT reviews_outcome_check;
+ALTER TABLE reviews ADD CONSTRAINT reviews_outcome_check
+    CHECK (outcome IN ('LABEL', 'UNRESOLVED', 'NOT_EVALUABLE', 'WITHDRAWN'));
+ALTER TABLE reviews ADD COLUMN rationale TEXT NOT NULL DEFAULT '';
+ALTER TABLE reviews ADD COLUMN supersedes TEXT;
+{ddl.REVIEW_INDEXES_V7}
+{ddl.review_views("r.position")}"""
+
+# V8: case assignment changes, never updated, deleted only after their case (as SQLite's).
+_V8 = f"""{ddl.ASSIGNMENTS}
+CREATE FUNCTION assay_assignment_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' OR EXISTS (SELECT 1 FROM cases WHERE case_id = OLD.case_id) THEN
+        RAISE EXCEPTION 'case assignments are insert-only, deleted only with their case'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN OLD;
+END $$;
+CREATE TRIGGER case_assignments_insert_only BEFORE UPDATE OR DELETE ON case_assignments
+    FOR EACH ROW EXECUTE FUNCTION assay_assignment_guard();
+CREATE TRIGGER case_assignments_no_truncate BEFORE TRUNCATE ON case_assignments
+    FOR EACH STATEMENT EXECUTE FUNCTION assay_refuse('case assignments are insert-only');
+{ddl.audit_lookups(ddl.AUDIT_LOOKUPS_V8, _payload)}"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _VERSION_TABLE = """

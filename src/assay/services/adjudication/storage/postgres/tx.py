@@ -35,6 +35,7 @@ import asyncpg
 
 from assay.services.adjudication.domain import ledger
 from assay.services.adjudication.domain.approvals import Approval, Step
+from assay.services.adjudication.domain.assignment import AssignmentChange
 from assay.services.adjudication.domain.model import (
     Actor,
     AuditEvent,
@@ -50,9 +51,15 @@ from assay.services.adjudication.domain.model import (
     TenantScope,
 )
 from assay.services.adjudication.domain.times import now, to_micros
-from assay.services.adjudication.storage import approval_rows, conflicts, ledger_rules, rows
+from assay.services.adjudication.storage import (
+    approval_rows,
+    assignment_rows,
+    conflicts,
+    ledger_rules,
+    rows,
+)
 from assay.services.adjudication.storage.interface import ApprovalRecord, StoredResponse
-from assay.services.adjudication.storage.postgres import prefetch, queries
+from assay.services.adjudication.storage.postgres import assignments, prefetch, queries
 from assay.services.adjudication.storage.postgres.greenlet_bridge import Bridge
 
 T = TypeVar("T")
@@ -349,6 +356,12 @@ class PostgresWriteTx:
         found = self._run(self._db.fetch(recorded_sql(event_type, key), ids, tenant))
         return [json.loads(row["payload"]) for row in found]
 
+    def review(self, review_id: str) -> Review | None:
+        # Sent first: a review an earlier job of the batch wrote is then visible to the read.
+        self.flush()
+        found = self._read(queries.REVIEW, (review_id,), ())
+        return rows.review(queries.row(found[0])) if found else None
+
     def snapshot(self, case_id: str) -> CaseSnapshot | None:
         state = self._state
         if state.fetched is not None and ("case", case_id) not in state.dirty:
@@ -461,6 +474,8 @@ class PostgresWriteTx:
         await self._db.execute("DELETE FROM idempotency WHERE case_id = ANY($1::text[])", ids)
         # Reviews and resolutions go with their case (ON DELETE CASCADE).
         await self._db.execute("DELETE FROM cases WHERE case_id = ANY($1::text[])", ids)
+        # Assignment rows after it (a trigger refuses it before); not counted.
+        await self._db.execute("DELETE FROM case_assignments WHERE case_id = ANY($1::text[])", ids)
         return DeletedCounts(len(ids), int(reviews), int(resolutions))
 
     def delete_expired(self, at: datetime, scope: TenantScope) -> DeletedCounts:
@@ -525,3 +540,22 @@ class PostgresWriteTx:
     def notify_approval(self, approval_id: str) -> None:
         """NOTIFY the other replicas; PostgreSQL delivers it when this transaction commits."""
         self._execute("SELECT pg_notify($1, $2)", APPROVALS_CHANNEL, approval_id)
+
+    # --- assignments -------------------------------------------------------------
+
+    def assignments(self, case_ids: Sequence[str]) -> dict[str, list[AssignmentChange]]:
+        """Each case's assignment changes, checked against the ledger (under the chain lock:
+        no other replica changes them until this transaction ends)."""
+        touches = [("audit",), *(("case", c) for c in case_ids)]
+        return assignments.in_tx(lambda sql, p: self._read(sql, p, touches), case_ids)
+
+    def insert_assignment(self, value: AssignmentChange) -> None:
+        for params in assignment_rows.params(value):
+            self._insert_row(
+                ("case", value.case_id), "case_assignments", assignment_rows.COLUMNS, params
+            )
+
+    def open_assignments(self, reviewer_ids: Iterable[str], at: datetime) -> dict[str, int]:
+        ids = sorted(set(reviewer_ids))
+        found = self._run(self._db.fetch(assignments.LOAD_SQL, ids, to_micros(at)))
+        return {str(r["reviewer_id"]): int(r["open_count"]) for r in found}

@@ -36,11 +36,10 @@ async def verify_chain(db: queries.Db) -> ChainVerdict:
         if not walk.event(row):
             return walk.finish([], [])
     gold = await db.fetch(verify_walk.GOLD_SQL)
-    stored = [
-        verify_walk.stored_record(kind, row)
-        for kind, sql in verify_walk.RECORD_SQL
-        async for row in db.cursor(sql, prefetch=PREFETCH)
-    ]
+    stored: list[verify_walk.Stored] = []
+    for kind, sql in verify_walk.RECORD_SQL:
+        found = [row async for row in db.cursor(sql, prefetch=PREFETCH)]
+        stored += verify_walk.stored_records(kind, found)
     return walk.finish(gold, stored)
 
 
@@ -88,8 +87,12 @@ async def _checked(db: queries.Db, batch: ExportBatch, include_reviews: bool) ->
     enqueued = await ledger_checks.check_case_ids(db, case_ids)
     found = await queries.reviews_of_cases(db, case_ids) if include_reviews and case_ids else []
     submitted = await ledger_checks.check_reviews(db, found)
+    rounds = batch.frozen_rounds()
+    decided = await queries.frozen_resolutions(db, rounds) if rounds else []
+    resolved = await ledger_checks.check_resolutions(db, decided)
     batch.attach_events(frozen, enqueued)
     batch.attach_reviews(found, submitted)
+    batch.attach_resolutions(decided, resolved)
     return batch
 
 

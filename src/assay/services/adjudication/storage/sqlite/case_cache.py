@@ -56,7 +56,8 @@ def _resolution_footprint(resolution: Resolution | None) -> int:
 def round_footprint(snapshot: CaseSnapshot) -> int:
     """Rough bytes of a snapshot beyond its case: the round's reviews and resolution."""
     reviews = sum(
-        _ROW_OVERHEAD + 2 * len(r.label_key) + len(r.reason) for r in snapshot.round_reviews
+        _ROW_OVERHEAD + 2 * len(r.label_key) + len(r.reason) + len(r.rationale)
+        for r in snapshot.round_rows
     )
     return _ROW_OVERHEAD + reviews + _resolution_footprint(snapshot.round_resolution)
 

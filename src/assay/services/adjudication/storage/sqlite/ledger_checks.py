@@ -106,8 +106,11 @@ def check_reviews(
     return check(db, ledger_rules.REVIEWS, values)
 
 
-def check_resolutions(db: sqlite3.Connection, values: Sequence[model.Resolution]) -> None:
-    check(db, ledger_rules.RESOLUTIONS, values)
+def check_resolutions(
+    db: sqlite3.Connection, values: Sequence[model.Resolution]
+) -> dict[str, model.AuditEvent]:
+    """Check the resolutions; their CASE_RESOLVED events by ``records.resolution_id``."""
+    return check(db, ledger_rules.RESOLUTIONS, values)
 
 
 def check_gold_labels(
@@ -135,7 +138,7 @@ def check_snapshot(db: sqlite3.Connection, snap: model.CaseSnapshot | None) -> N
     if snap is None:
         return
     check_cases(db, [snap.case])
-    check_reviews(db, snap.round_reviews)
+    check_reviews(db, snap.round_rows)
     check_resolutions(db, [snap.round_resolution] if snap.round_resolution is not None else [])
 
 

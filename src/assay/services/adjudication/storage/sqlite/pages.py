@@ -16,9 +16,9 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TypeVar
 
-from assay.services.adjudication.storage import predicates, rows
-from assay.services.adjudication.storage.page_steps import Read, Statement, Steps
-from assay.services.adjudication.storage.sqlite import ledger_checks
+from assay.services.adjudication.storage import assignment_rows, predicates, rows
+from assay.services.adjudication.storage.page_steps import CheckAssignments, Read, Statement, Steps
+from assay.services.adjudication.storage.sqlite import assignments, ledger_checks
 from assay.services.adjudication.storage.sqlite.queries import IN_SCOPE, tenants_param
 
 T = TypeVar("T")
@@ -33,9 +33,22 @@ _STATEMENTS = {
     Statement.WORKLIST: predicates.worklist_page(**_PAGE, adjudicator=":reviewer"),
     Statement.REVIEWER_REVIEWS: predicates.reviewer_reviews(_RANGE, reviewer=":reviewer"),
     Statement.DECIDING_REVIEWS: predicates.deciding_reviews(
-        _RANGE, adjudicator=":reviewer", insertion_order="r.rowid"
+        _RANGE, adjudicator=":reviewer", insertion_order="r.position"
     ),
     Statement.RANGE_RESOLUTIONS: predicates.deciding_resolutions(_RANGE),
+    Statement.QUEUE_ASSIGNED: predicates.queue_page(
+        **_PAGE,
+        reviewer=":reviewer",
+        only=assignment_rows.assigned_to("counted.case_id", ":reviewer"),
+    ),
+    Statement.QUEUE_OPEN: predicates.queue_page(
+        **_PAGE,
+        reviewer=":reviewer",
+        only=assignment_rows.open_tier(
+            "counted.case_id", "counted.tenant NOT IN (SELECT value FROM json_each(:closed))"
+        ),
+    ),
+    Statement.RANGE_ASSIGNMENTS: assignment_rows.range_sql(_RANGE),
 }
 
 
@@ -48,6 +61,8 @@ def run(db: sqlite3.Connection, steps: Steps[T]) -> T:
         if isinstance(step, Read):
             params = {**step.params, "tenants": tenants_param(step.scope)}
             found = db.execute(_STATEMENTS[step.statement], params).fetchall()
+        elif isinstance(step, CheckAssignments):
+            assignments.check(db, step.case_ids, step.changes)
         else:
             ledger_checks.check(db, step.rule, step.values)
         try:

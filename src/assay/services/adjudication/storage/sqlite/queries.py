@@ -17,6 +17,7 @@ from typing import Any
 
 from assay.services.adjudication.domain import ledger, model
 from assay.services.adjudication.domain.agreement import RatedRound
+from assay.services.adjudication.domain.gold_agreement import GoldAnswer
 from assay.services.adjudication.storage import predicates, rows
 
 # ``:tenants`` is NULL (every tenant) or a JSON array of the tenants a read may see.
@@ -58,6 +59,11 @@ def list_reviewers(db: sqlite3.Connection, after: str, limit: int) -> list[model
         (after, limit),
     )
     return [rows.reviewer(r) for r in found]
+
+
+def review(db: sqlite3.Connection, review_id: str) -> model.Review | None:
+    found = _all(db, f"SELECT {rows.REVIEW_COLUMNS} FROM reviews WHERE review_id = ?", (review_id,))
+    return rows.review(found[0]) if found else None
 
 
 def snapshot(
@@ -115,6 +121,20 @@ def reviews_of_cases(db: sqlite3.Connection, case_ids: Sequence[str]) -> list[mo
             "ORDER BY case_id, round, rowid"
         )
         found.extend(rows.review(r) for r in _all(db, sql, chunk))
+    return found
+
+
+def frozen_resolutions(
+    db: sqlite3.Connection, rounds: Sequence[tuple[str, int]]
+) -> list[model.Resolution]:
+    """The resolutions of the given (case id, round)s that exist."""
+    found: list[model.Resolution] = []
+    for start in range(0, len(rounds), _CHUNK // 2):
+        chunk = rounds[start : start + _CHUNK // 2]
+        pairs = " OR ".join("(case_id = ? AND round = ?)" for _ in chunk)
+        sql = f"SELECT {rows.RESOLUTION_COLUMNS} FROM resolutions WHERE {pairs}"
+        flat = [value for pair in chunk for value in pair]
+        found.extend(rows.resolution(r) for r in _all(db, sql, flat))
     return found
 
 
@@ -184,10 +204,18 @@ def audit_events(
 
 
 _PAIRS = predicates.rated_reviews(
-    in_scope=IN_SCOPE.format(column="c.tenant"), insertion_order="r.rowid"
+    in_scope=IN_SCOPE.format(column="c.tenant"), insertion_order="r.position"
 )
 
 
 def rated_rounds(db: sqlite3.Connection, scope: model.TenantScope) -> list[RatedRound]:
     """Every review of every case round that has at least two, in submit order."""
     return rows.rated_rounds(db.execute(_PAIRS, {"tenants": tenants_param(scope)}))
+
+
+_GOLD_ANSWERS = predicates.gold_answers(in_scope=IN_SCOPE.format(column="g.tenant"))
+
+
+def gold_answers(db: sqlite3.Connection, scope: model.TenantScope) -> list[GoldAnswer]:
+    """Every review of the round each case's latest gold label was frozen from."""
+    return rows.gold_answers(db.execute(_GOLD_ANSWERS, {"tenants": tenants_param(scope)}))

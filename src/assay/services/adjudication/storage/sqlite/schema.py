@@ -121,7 +121,32 @@ CREATE TRIGGER approval_steps_no_delete BEFORE DELETE ON approval_steps
 BEGIN SELECT RAISE(ABORT, 'approval steps are insert-only'); END;
 {ddl.audit_lookups(ddl.AUDIT_LOOKUPS_V6, _payload)}"""
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+# V7: reviews per round, rationales, and review revisions (``ddl.reviews_v7``): the reviews
+# table is rebuilt without its UNIQUE (case, round, reviewer), keeping each row's rowid (the
+# order reviews were stored in).
+_V7 = f"""{ddl.CASES_RESOLUTIONS_V7}
+{ddl.reviews_v7("reviews_v7", "INTEGER")}
+INSERT INTO reviews_v7 (rowid, review_id, case_id, reviewer_id, round, outcome, label_key,
+                        reason, submit_time, salt)
+    SELECT rowid, review_id, case_id, reviewer_id, round, outcome, label_key, reason,
+           submit_time, salt
+    FROM reviews ORDER BY rowid;
+DROP TABLE reviews;
+ALTER TABLE reviews_v7 RENAME TO reviews;
+{ddl.REVIEW_INDEXES_V7}
+{ddl.review_views("r.rowid AS position")}"""
+
+# V8: case assignment changes (``assignment_rows``), never updated, deleted only after
+# their case (tenant deletion, expiry sweep), and their ledger lookups.
+_V8 = f"""{ddl.ASSIGNMENTS}
+CREATE TRIGGER case_assignments_no_update BEFORE UPDATE ON case_assignments
+BEGIN SELECT RAISE(ABORT, 'case assignments are insert-only'); END;
+CREATE TRIGGER case_assignments_no_delete BEFORE DELETE ON case_assignments
+WHEN EXISTS (SELECT 1 FROM cases WHERE case_id = OLD.case_id)
+BEGIN SELECT RAISE(ABORT, 'case assignments are deleted only with their case'); END;
+{ddl.audit_lookups(ddl.AUDIT_LOOKUPS_V8, _payload)}"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 PRAGMAS = (

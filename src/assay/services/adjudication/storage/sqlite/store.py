@@ -14,15 +14,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from assay.services.adjudication.domain import cases
 from assay.services.adjudication.domain.agreement import RatedRound
+from assay.services.adjudication.domain.assignment import AssignmentChange
 from assay.services.adjudication.domain.audit_filters import AuditScan, AuditWhere
 from assay.services.adjudication.domain.blinding import blind
 from assay.services.adjudication.domain.case_listing import CaseWhere, ListedCase
+from assay.services.adjudication.domain.gold_agreement import GoldAnswer
 from assay.services.adjudication.domain.model import (
     AuditEvent,
     CaseSnapshot,
@@ -42,6 +44,7 @@ from assay.services.adjudication.storage.interface import ApprovalBatch, Approva
 from assay.services.adjudication.storage.page_steps import PageReads, Steps
 from assay.services.adjudication.storage.sqlite import (
     approvals,
+    assignments,
     files,
     ledger_checks,
     listings,
@@ -267,6 +270,9 @@ class Store(PageReads):
     async def rated_rounds(self, scope: TenantScope) -> list[RatedRound]:
         return await self._read(lambda db: queries.rated_rounds(db, scope))
 
+    async def gold_answers(self, scope: TenantScope) -> list[GoldAnswer]:
+        return await self._read(lambda db: queries.gold_answers(db, scope))
+
     async def export(
         self,
         scope: TenantScope,
@@ -339,6 +345,9 @@ class Store(PageReads):
     def listen_approvals(self, changed: Callable[[str], None]) -> None:
         """One process holds the file: its own commits are every change there is."""
 
+    async def assignments(self, case_ids: Sequence[str]) -> dict[str, list[AssignmentChange]]:
+        return await self._read(lambda db: assignments.of_cases(db, case_ids))
+
     async def verify_chain(self) -> ChainVerdict:
         """Walk every event, then cross-check every gold-label row against the ledger."""
         db = await _connect(self.path, read_only=True)
@@ -374,9 +383,9 @@ def _verify(raw: sqlite3.Connection) -> ChainVerdict:
         if not walk.events(raw.execute(verify_walk.EVENTS_SQL)):
             return walk.finish([], [])
         stored = (
-            verify_walk.stored_record(kind, row)
+            record
             for kind, sql in verify_walk.RECORD_SQL
-            for row in raw.execute(sql)
+            for record in verify_walk.stored_records(kind, raw.execute(sql))
         )
         return walk.finish(raw.execute(verify_walk.GOLD_SQL), stored)
     finally:
@@ -393,8 +402,11 @@ def _checked(raw: sqlite3.Connection, batch: ExportBatch, include_reviews: bool)
     enqueued = ledger_checks.check_case_ids(raw, case_ids)
     found = queries.reviews_of_cases(raw, case_ids) if include_reviews else []
     submitted = ledger_checks.check_reviews(raw, found)
+    decided = queries.frozen_resolutions(raw, batch.frozen_rounds())
+    resolved = ledger_checks.check_resolutions(raw, decided)
     batch.attach_events(frozen, enqueued)
     batch.attach_reviews(found, submitted)
+    batch.attach_resolutions(decided, resolved)
     return batch
 
 
@@ -416,6 +428,7 @@ def blinded_case_row(row: rows.Row) -> dict[str, Any]:
         "expire_time": 0,
         "content_digest": "",
         "digest_version": cases.DIGEST_V2,
+        "required_reviews": 2,
     }
 
 

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from assay.services.adjudication.domain import ledger, model
 from assay.services.adjudication.domain.approvals import Approval, Step
+from assay.services.adjudication.domain.assignment import AssignmentChange
 from assay.services.adjudication.domain.times import now, to_micros
 from assay.services.adjudication.storage import approval_rows, conflicts, ledger_rules, rows
 from assay.services.adjudication.storage.interface import ApprovalRecord, StoredResponse
-from assay.services.adjudication.storage.sqlite import queries
+from assay.services.adjudication.storage.sqlite import assignments, queries
 from assay.services.adjudication.storage.sqlite.case_cache import Remembered
 from assay.services.adjudication.storage.sqlite.ledger_checks import recorded_sql
 
@@ -104,6 +105,9 @@ class WriteTx:
         found = self._db.execute(recorded_sql(event_type, key, len(ids)), (*ids, tenant))
         return [json.loads(row["payload"]) for row in found]
 
+    def review(self, review_id: str) -> model.Review | None:
+        return queries.review(self._db, review_id)
+
     def snapshot(self, case_id: str) -> model.CaseSnapshot | None:
         # Only this writer changes a case's round (reviews, resolutions, gold labels are
         # written through the methods below, which drop the case's remembered round), so the
@@ -145,7 +149,8 @@ class WriteTx:
         self._writer.memory.drop_snapshot(value.case_id)
         try:
             self._db.execute(
-                f"INSERT INTO reviews ({rows.REVIEW_COLUMNS}) VALUES ({', '.join('?' * 9)})",
+                f"INSERT INTO reviews ({rows.REVIEW_COLUMNS}) "
+                f"VALUES ({', '.join('?' * rows.REVIEW_WIDTH)})",
                 rows.review_params(value),
             )
         except sqlite3.IntegrityError as error:
@@ -157,7 +162,8 @@ class WriteTx:
         self.wrote = True
         self._writer.memory.drop_snapshot(value.case_id)
         self._db.execute(
-            f"INSERT INTO resolutions ({rows.RESOLUTION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO resolutions ({rows.RESOLUTION_COLUMNS}) "
+            f"VALUES ({', '.join('?' * rows.RESOLUTION_WIDTH)})",
             rows.resolution_params(value),
         )
 
@@ -230,6 +236,7 @@ class WriteTx:
             self._db.execute(f"DELETE FROM idempotency WHERE case_id IN ({marks})", chunk)
             # Reviews and resolutions go with their case (ON DELETE CASCADE).
             self._db.execute(f"DELETE FROM cases WHERE case_id IN ({marks})", chunk)
+            assignments.delete_of_cases(self._db, chunk)  # not counted: no reviewer's work
         return model.DeletedCounts(len(ids), counts[0], counts[1])
 
     def delete_tenant_responses(self, tenant: str) -> None:
@@ -290,3 +297,17 @@ class WriteTx:
 
     def notify_approval(self, approval_id: str) -> None:
         """One process holds a SQLite file: its own hub hears of every change."""
+
+    # --- assignments -------------------------------------------------------------
+
+    def assignments(self, case_ids: Sequence[str]) -> dict[str, list[AssignmentChange]]:
+        """Each case's assignment changes, checked against the ledger (the writer is the
+        only one, so they stay current until the job ends)."""
+        return assignments.of_cases(self._db, case_ids)
+
+    def insert_assignment(self, value: AssignmentChange) -> None:
+        self.wrote = True
+        assignments.insert(self._db, value)
+
+    def open_assignments(self, reviewer_ids: Iterable[str], at: datetime) -> dict[str, int]:
+        return assignments.open_load(self._db, reviewer_ids, at)
