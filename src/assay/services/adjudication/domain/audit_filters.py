@@ -9,6 +9,7 @@ exists: the contract says so, and a client follows tokens until none is left.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -52,11 +53,11 @@ class AuditWhere:
 
     def fingerprint(self) -> str:
         """What a page token is bound to besides the tenants."""
-        types = ",".join(sorted(t.value for t in self.event_types))
-        after = to_micros(self.occur_after) if self.occur_after else ""
-        before = to_micros(self.occur_before) if self.occur_before else ""
-        order = "newest" if self.newest_first else "oldest"
-        return f"{types}|{self.actor_subject}|{self.case_id}|{after}|{before}|{order}"
+        types = sorted(t.value for t in self.event_types)
+        after = to_micros(self.occur_after) if self.occur_after else None
+        before = to_micros(self.occur_before) if self.occur_before else None
+        fields = [types, self.actor_subject, self.case_id, after, before, self.newest_first]
+        return json.dumps(fields, separators=(",", ":"))
 
 
 def check_query(query: AuditQuery, problems: Violations) -> AuditWhere:

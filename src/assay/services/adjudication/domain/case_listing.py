@@ -11,6 +11,7 @@ gives the ``CaseWhere`` storage filters by.
 from __future__ import annotations
 
 import enum
+import json
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -60,10 +61,10 @@ class CaseWhere:
 
     def fingerprint(self) -> str:
         """What a page token is bound to besides the states and the tenants."""
-        after = to_micros(self.create_after) if self.create_after else ""
-        before = to_micros(self.create_before) if self.create_before else ""
-        order = "newest" if self.newest_first else "oldest"
-        return f"{self.predicate}|{self.assigned_reviewer_id}|{after}|{before}|{order}"
+        after = to_micros(self.create_after) if self.create_after else None
+        before = to_micros(self.create_before) if self.create_before else None
+        fields = [self.predicate, self.assigned_reviewer_id, after, before, self.newest_first]
+        return json.dumps(fields, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
