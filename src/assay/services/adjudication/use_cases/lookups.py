@@ -300,8 +300,8 @@ class Lookups:
             yield item
 
     async def agreement(self, tenant: str, resamples: int, caller: Caller) -> AgreementReport:
-        """Every figure over the caller's case rounds. Computed off the event loop: a
-        bootstrap of 10,000 resamples over a large corpus takes seconds."""
+        """Every figure over the caller's case rounds and gold labels. Computed off the event
+        loop: a bootstrap of 10,000 resamples over a large corpus takes seconds."""
         problems = Violations()
         problems.check(optional_tenant, tenant, "tenant")
         with problems.catching():
@@ -309,7 +309,8 @@ class Lookups:
         problems.raise_if_any()
         scope = permissions.tenant_filter(caller, tenant)
         units = await self.store.rated_rounds(scope)
-        return await asyncio.to_thread(report, units, count)
+        gold = await self.store.gold_answers(scope)
+        return await asyncio.to_thread(report, units, count, gold)
 
     async def verify(self) -> ChainVerdict:
         return await self.store.verify_chain()

@@ -10,15 +10,17 @@ one snapshot. Several replicas may open the same database (see ``writer``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import asyncpg
 
 from assay.runtime.database_url import parse_database_url
 from assay.services.adjudication.domain.agreement import RatedRound
+from assay.services.adjudication.domain.assignment import AssignmentChange
 from assay.services.adjudication.domain.audit_filters import AuditScan, AuditWhere
 from assay.services.adjudication.domain.case_listing import CaseWhere, ListedCase
+from assay.services.adjudication.domain.gold_agreement import GoldAnswer
 from assay.services.adjudication.domain.model import (
     AuditEvent,
     CaseSnapshot,
@@ -35,6 +37,7 @@ from assay.services.adjudication.storage.interface import ApprovalBatch, Approva
 from assay.services.adjudication.storage.page_steps import PageReads, Steps
 from assay.services.adjudication.storage.postgres import (
     approvals,
+    assignments,
     listings,
     pages,
     queries,
@@ -209,6 +212,9 @@ class PostgresStore(PageReads):
     async def rated_rounds(self, scope: TenantScope) -> list[RatedRound]:
         return await self._read(lambda db: queries.rated_rounds(db, scope))
 
+    async def gold_answers(self, scope: TenantScope) -> list[GoldAnswer]:
+        return await self._read(lambda db: queries.gold_answers(db, scope))
+
     async def export(
         self,
         scope: TenantScope,
@@ -246,6 +252,9 @@ class PostgresStore(PageReads):
         until ``close``."""
         self._listener = approvals.Listener(self.pool, changed)
         self._listening = asyncio.get_running_loop().create_task(self._listener.start())
+
+    async def assignments(self, case_ids: Sequence[str]) -> dict[str, list[AssignmentChange]]:
+        return await self._read(lambda db: assignments.of_cases(db, case_ids))
 
     async def verify_chain(self) -> ChainVerdict:
         """Walk every event, then cross-check every record row against the ledger."""
