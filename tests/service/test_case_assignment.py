@@ -5,7 +5,10 @@ ledger events (with their actor behind the trust boundary) and tenant walls."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import io
+import json
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +16,8 @@ from typing import Any
 import grpc
 import pytest
 
+from assay.cli.main import main as cli
+from assay.client import AsyncAdjudicationClient
 from assay.runtime.server import serving
 from assay.services.adjudication.service import build_spec
 from assay.services.registry import ServeOptions
@@ -392,3 +397,62 @@ class TestListing:
             await unassign(stub, first, ["ann"])
             reply = await stub.ListCases(pb.ListCasesRequest(assigned_reviewer_id="ann"))
             assert [c.case_id for c in reply.cases] == [third]
+
+
+class TestCommandLineAndClient:
+    async def test_case_assign_and_unassign_commands(
+        self, adjudication_db: str, capsys: pytest.CaptureFixture[str], log_stream: io.StringIO
+    ) -> None:
+        """``assay case assign`` (round-robin, one per case) and ``case unassign --to`` print
+        each case's assignment; a bad rule is a usage error before any call."""
+        async with adjudication_server(adjudication_db) as server:
+            await humans(server.stub, "ann", "bob", "cy")
+            ids = await cases(server.stub, 2)
+
+            async def run(*args: str) -> int:
+                code: int = await asyncio.to_thread(cli, [*args, "--target", server.target])
+                return code
+
+            capsys.readouterr()
+            args = ["case", "assign", *ids, "--to", "ann,bob", "--rule", "round-robin"]
+            assert await run(*args, "--per-case", "1", "--json") == 0
+            shown = json.loads(capsys.readouterr().out)["assignments"]
+            assert [a["reviewerIds"] for a in shown] == [["ann"], ["bob"]]
+            assert await run("case", "unassign", ids[0], "--reviewer", "ann", "--to", "cy") == 0
+            assert "cy" in capsys.readouterr().out
+            assert await assigned_ids(server.stub, ids[0]) == ["cy"]
+            with pytest.raises(SystemExit):
+                await run("case", "assign", ids[0], "--to", "ann", "--rule", "random")
+
+    async def test_the_client_assigns_in_plain_values(self, adjudication_db: str) -> None:
+        """``assign`` by rule name and ``unassign`` return the assignments after."""
+        async with adjudication_server(adjudication_db) as server:
+            await humans(server.stub, "ann", "bob")
+            ids = await cases(server.stub, 2)
+            async with AsyncAdjudicationClient(server.target) as client:
+                found = await client.assign(ids, ["ann", "bob"], rule="least-loaded", per_case=1)
+                assert [list(a.reviewer_ids) for a in found] == [["ann"], ["bob"]]
+                after = await client.unassign(ids[1], ["bob"], to=["ann"])
+                assert list(after.reviewer_ids) == ["ann"]
+
+
+class TestDeletion:
+    async def test_assignments_go_with_their_tenants_cases(self, adjudication_db: str) -> None:
+        """DeleteTenantRecords removes tenant-a's assignment rows with its cases (the counts
+        are of reviews and resolutions only); the ledger still verifies, and tenant-b's
+        assignment stays."""
+        async with adjudication_server(adjudication_db) as server:
+            stub = server.stub
+            await humans(stub, "ann")
+            (gone,) = await cases(stub, 1)
+            (kept,) = await cases(stub, 1, tenant="tenant-b")
+            await assign(stub, [gone, kept], ["ann"])
+            reply = await stub.DeleteTenantRecords(
+                pb.DeleteTenantRecordsRequest(request_id=rid(), tenant="tenant-a"),
+                timeout=TIMEOUT,
+            )
+            assert (reply.deleted.cases, reply.deleted.reviews) == (1, 0)
+            verdict = await stub.VerifyAuditChain(pb.VerifyAuditChainRequest(), timeout=TIMEOUT)
+            assert verdict.ok, verdict.detail
+            assert await assigned_ids(stub, kept) == ["ann"]
+            assert await queue_ids(stub, "ann") == [(kept, True)]
