@@ -34,6 +34,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "assay case enqueue examples/adjudication/cases-batch.json --json",
         "jq '.cases' big.json | assay case enqueue - --jsonl",
     ),
+    "case list": (
+        "assay case list --state disagreed --since 7d   # last week's splits",
+        "assay case list --predicate idempotency.mode --newest --all -o jsonl",
+    ),
     "case show": ("assay case show case_1d6fc0a8b7c94e0e",),
     "case state": ("assay case state case_1d6fc0a8b7c94e0e",),
     "case resolve": (
@@ -65,7 +69,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "audit public-key": ("assay audit public-key > ledger.pub.pem",),
     "audit checkpoint": ("assay audit checkpoint --out saved.note",),
     "audit verify-export": ("assay audit verify-export corpus.jsonl --public-key ledger.pub.pem",),
-    "audit events": ("assay audit events --limit 20 -o jsonl",),
+    "audit events": (
+        "assay audit events --limit 20 -o jsonl",
+        "assay audit events --case case_1d6fc0a8b7c94e0e --newest",
+        "assay audit events --type review-submitted --actor alice --since 24h --all",
+    ),
     "tenant": ("assay tenant delete acme --yes",),
     "tenant delete": ("assay tenant delete acme --yes",),
     "sweep": ("assay sweep",),
