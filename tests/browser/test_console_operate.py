@@ -212,6 +212,11 @@ class TestOperatorPages:
             await page.reload()
             await expect(page.locator(".pooled")).to_contain_text("95% interval")
             await expect(page.locator(".alpha")).to_contain_text("95% interval")
+            await expect(page.locator(".percent")).to_contain_text("95% interval")
+            await expect(page.locator(".ac1")).to_contain_text("95% interval")
+            await expect(page.locator(".ac2")).to_have_text(
+                "undefined: some answers are not numbers to order"
+            )
             await expect(page.locator(".warning")).to_contain_text("Test-fixture reviewers")
             await expect(page.locator("svg.heatmap g.cell rect")).to_have_count(2)
             await expect(page.locator("svg.bars g.bar rect")).to_have_count(2)
