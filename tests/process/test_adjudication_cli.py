@@ -64,8 +64,17 @@ class TestFullPath:
             assert "localVerdict" not in json.dumps(queue), "the queue is blinded"
 
             cli.run("review", case_id, "--reviewer", "h-ann", "--label", "key")
-            state = cli.json("review", case_id, "--reviewer", "h-bob", "--label", "none")
+            first = cli.json("review", case_id, "--reviewer", "h-bob", "--label", "key")
+            assert first["state"] == "CASE_STATE_AGREED"
+            # h-bob looks again before anyone decides: a new record replaces the first.
+            state = cli.json(
+                "amend", first["review"]["reviewId"], "--label", "none",
+                "--rationale", "the v2 changelog says otherwise",
+            )  # fmt: skip
+            assert state["review"]["supersedesReviewId"] == first["review"]["reviewId"]
             assert state["state"] == "CASE_STATE_DISAGREED"
+            again = cli.run("amend", first["review"]["reviewId"], "--label", "key", ok=False)
+            assert "ERROR_REASON_REVIEW_SUPERSEDED" in again.stderr
             assert cli.json("queue", "--reviewer", "h-ann").get("cases", []) == []
 
             self_judged = cli.run(
@@ -76,6 +85,7 @@ class TestFullPath:
             cli.run(
                 "case", "resolve", case_id, "--basis", "adjudicator",
                 "--label", "none", "--adjudicator", "h-cy",
+                "--rationale", "the changelog is the newer source",
             )  # fmt: skip
             revision = cli.json("case", "freeze", case_id)["revision"]
             assert revision["provenance"] == "LABELING_PROVENANCE_HUMAN_ADJUDICATED"
@@ -85,6 +95,7 @@ class TestFullPath:
             manifest = cli.json("export", "--out", str(out))
             lines = [json.loads(line) for line in out.read_text().splitlines()]
             assert [line["revision"]["digest"] for line in lines] == [revision["digest"]]
+            assert lines[0]["rationale"] == "the changelog is the newer source"
             assert "localVerdict" not in out.read_text()
             assert manifest["recordCount"] == "1"
             assert manifest.get("containsSyntheticLabels", False) is False
