@@ -82,6 +82,9 @@ class TestFindingWork:
             assert "2/2" in table
             assert RFC3339.search(table), table
 
+            empty = cli.run("case", "list", "--predicate", "no.such.predicate").stdout
+            assert empty.strip() == "no cases match"
+
             bad = cli.run("case", "list", "--since", "yesterday", ok=False)
             assert bad.returncode == 2
             assert "RFC 3339" in bad.stderr

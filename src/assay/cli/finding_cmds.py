@@ -18,7 +18,7 @@ from typing import Any
 
 from rich.table import Table
 
-from assay.cli.common import id_columns, print_table, stamp_time, usage_error
+from assay.cli.common import console, id_columns, print_table, stamp_time, usage_error
 from assay.client import listing_builders
 from assay.v1 import adjudication_service_pb2 as pb
 
@@ -169,6 +169,9 @@ def _state(number: int) -> str:
 
 def case_table(found: Sequence[pb.CaseSummary]) -> None:
     """One line per case: what it is about, where it stands, who has it, and its age."""
+    if not found:
+        console().print("no cases match")
+        return
     headers = ["case", "tenant", "state", "round", "reviews", "predicate", "subject", "created"]
     assigned = any(c.assigned_reviewer_ids for c in found)
     table = Table(*headers, *(["assigned"] if assigned else []))
