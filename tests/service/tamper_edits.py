@@ -62,6 +62,7 @@ def call(served: Served, ids: Ids, read: tuple[str, str]) -> Any:
         "ListAuditEvents": lambda: stub.ListAuditEvents(
             pb.ListAuditEventsRequest(page_size=1000), timeout=t
         ),
+        "ListCases": lambda: stub.ListCases(pb.ListCasesRequest(page_size=100), timeout=t),
     }
     return calls[rpc]()
 
@@ -148,6 +149,19 @@ def approval(role: str) -> Callable[[Ids], str]:
 def approvals_named(*roles: str) -> Callable[[Ids], Named]:
     """The approvals of ``roles`` (an unknown role is taken as an id)."""
     return lambda ids: {(APPROVAL, ids.approvals.get(role, role)) for role in roles}
+
+
+def assignments_named(*changes: str) -> Callable[[Ids], Named]:
+    """The assignment changes ``"<role>#<change>"`` (no RecordKind in the contract names
+    them: the verdict leaves the kind unspecified and names the change by id)."""
+
+    def named(ids: Ids) -> Named:
+        return {
+            (pb.RECORD_KIND_UNSPECIFIED, f"{ids.cases[c.split('#')[0]]}#{c.split('#')[1]}")
+            for c in changes
+        }
+
+    return named
 
 
 def steps_named(*steps: str) -> Callable[[Ids], Named]:

@@ -196,7 +196,8 @@ class ChainVerifier:
         self._note_deletion(event)
         record = records.record_key(event.event_type.value, event.payload)
         if record is not None:
-            self.recorded.setdefault(record, (event.sequence, event.payload))
+            committed = records.committed(event.event_type.value, event.payload)
+            self.recorded.setdefault(record, (event.sequence, committed))
         self.head = ChainHead(event.sequence, event.hash)
         return True
 
@@ -221,7 +222,7 @@ class ChainVerifier:
             return "its row is missing (reviewers are never deleted)"
         if kind in (RecordKind.APPROVAL, RecordKind.APPROVAL_STEP):
             return "its row is missing (approvals and their steps are never deleted)"
-        if kind in (RecordKind.REVIEW, RecordKind.RESOLUTION):
+        if kind in (RecordKind.REVIEW, RecordKind.RESOLUTION, RecordKind.CASE_ASSIGNMENT):
             case_id = payload.get("case_id", "")
             if (RecordKind.CASE, case_id) in self.present:
                 return f"its row is missing while its case {case_id} is still stored"

@@ -100,7 +100,10 @@ class Rule(Generic[T]):
         for value in values:
             name = self.record_id(value)
             recorded = found.get(name)
-            why = records.mismatch(self.commitment(value), recorded.payload if recorded else None)
+            committed = (
+                records.committed(recorded.event_type.value, recorded.payload) if recorded else None
+            )
+            why = records.mismatch(self.commitment(value), committed)
             if why:
                 raise records.record_loss(kind, name, why)
         return found

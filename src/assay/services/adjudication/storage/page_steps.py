@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeAlias, TypeVar
 
+from assay.services.adjudication.domain.assignment import AssignmentChange, QueueTier
 from assay.services.adjudication.domain.model import Case, CaseSnapshot, Review, TenantScope
 from assay.services.adjudication.domain.times import to_micros
-from assay.services.adjudication.storage import ledger_rules, rows
+from assay.services.adjudication.storage import assignment_rows, ledger_rules, rows
 from assay.services.adjudication.storage.ledger_rules import Rule
 from assay.services.adjudication.storage.predicates import snapshots
 
@@ -49,6 +50,11 @@ class Statement(enum.Enum):
     REVIEWER_REVIEWS = "reviewer_reviews"
     DECIDING_REVIEWS = "deciding_reviews"
     RANGE_RESOLUTIONS = "range_resolutions"
+    # ``queue_tiers``: QUEUE of the cases assigned to the reviewer, or of the cases assigned
+    # to nobody outside the ``closed`` tenants; the assignment rows of a range.
+    QUEUE_ASSIGNED = "queue_assigned"
+    QUEUE_OPEN = "queue_open"
+    RANGE_ASSIGNMENTS = "range_assignments"
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,16 @@ class Check(Generic[T]):
     values: Sequence[T]
 
 
-Step = Read | Check[Any]
+@dataclass(frozen=True)
+class CheckAssignments:
+    """Check ``changes`` against their ledger events, and that no change recorded for
+    ``case_ids`` is missing (``assignment_rows.check``); send back no rows."""
+
+    case_ids: Sequence[str]
+    changes: Sequence[AssignmentChange]
+
+
+Step = Read | Check[Any] | CheckAssignments
 Steps: TypeAlias = Generator[Step, Sequence[rows.Row], T]
 
 
@@ -112,6 +127,33 @@ def queue(
     return candidates
 
 
+def queue_tier(tier: QueueTier, after: str, limit: int) -> Steps[list[tuple[Case, int]]]:
+    """``queue`` of one tier: the cases assigned to the reviewer, or those assigned to nobody
+    in a tenant outside ``tier.closed``. The assignment rows of the page's range decide too,
+    so they are checked, with every change recorded for the range's assigned cases and the
+    page's cases present (a deleted row must not move a case into the page)."""
+    statement = Statement.QUEUE_ASSIGNED if tier.assigned else Statement.QUEUE_OPEN
+    params: dict[str, str | int | None] = {"now": to_micros(tier.at), "after": after}
+    found = yield Read(
+        statement,
+        {**params, "reviewer": tier.reviewer_id, "limit": limit, "closed": tier.closed_param},
+        tier.scope,
+    )
+    candidates = [(rows.case(r), int(r["current_round"])) for r in found]
+    yield Check(ledger_rules.CASES, [case for case, _ in candidates])
+    ranged = {**params, "upto": candidates[-1][0].case_id if len(found) == limit else None}
+    mine = {**ranged, "reviewer": tier.reviewer_id}
+    reviews = yield Read(Statement.REVIEWER_REVIEWS, mine, tier.scope)
+    resolved = yield Read(Statement.RANGE_RESOLUTIONS, ranged, tier.scope)
+    held = yield Read(Statement.RANGE_ASSIGNMENTS, ranged, tier.scope)
+    assigned = assignment_rows.changes(held)
+    yield Check(ledger_rules.REVIEWS, [rows.review(r) for r in reviews])
+    yield Check(ledger_rules.RESOLUTIONS, [rows.resolution(r) for r in resolved])
+    case_ids = {c.case_id for c in assigned} | {case.case_id for case, _ in candidates}
+    yield CheckAssignments(sorted(case_ids), assigned)
+    return candidates
+
+
 def worklist(
     adjudicator_id: str, scope: TenantScope, after: str, limit: int, at: datetime
 ) -> Steps[list[CaseSnapshot]]:
@@ -139,3 +181,6 @@ class PageReads:
         self, adjudicator_id: str, scope: TenantScope, after: str, limit: int, at: datetime
     ) -> list[CaseSnapshot]:
         return await self._page(worklist(adjudicator_id, scope, after, limit, at))
+
+    async def queue_tier(self, tier: QueueTier, after: str, limit: int) -> list[tuple[Case, int]]:
+        return await self._page(queue_tier(tier, after, limit))

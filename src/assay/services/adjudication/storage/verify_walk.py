@@ -2,7 +2,7 @@
 
 VerifyAuditChain reads every event in sequence order, then (if the chain
 holds) every gold-label row and every reviewer, case, review, resolution,
-approval and approval-step row, and hands them to ``ledger.ChainVerifier``.
+approval, approval-step and case-assignment row, and hands them to ``ledger.ChainVerifier``.
 Decoding each row, turning an unreadable one into a verdict and recomputing
 each record's commitment are the same on SQLite and PostgreSQL (rows are read
 by column name on both), so they live here; an engine only runs the queries
@@ -12,13 +12,13 @@ PostgreSQL from server-side cursors).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from assay.errors import DataLoss
-from assay.services.adjudication.domain import ledger, records
+from assay.services.adjudication.domain import assignment, ledger, records
 from assay.services.adjudication.domain.model import ChainVerdict, RecordKind
-from assay.services.adjudication.storage import approval_rows, rows
+from assay.services.adjudication.storage import approval_rows, assignment_rows, rows
 
 # Plain SQL both dialects read alike.
 EVENTS_SQL = f"SELECT {rows.AUDIT_COLUMNS} FROM audit_events ORDER BY sequence"
@@ -30,6 +30,7 @@ RECORD_SQL: tuple[tuple[RecordKind, str], ...] = (
     (RecordKind.RESOLUTION, f"SELECT {rows.RESOLUTION_COLUMNS} FROM resolutions"),
     (RecordKind.APPROVAL, f"SELECT {approval_rows.APPROVAL_COLUMNS} FROM approvals"),
     (RecordKind.APPROVAL_STEP, f"SELECT {approval_rows.STEP_COLUMNS} FROM approval_steps"),
+    (RecordKind.CASE_ASSIGNMENT, assignment_rows.ALL_SQL),
 )
 
 Stored = tuple[RecordKind, str, records.Commitment | None]
@@ -71,6 +72,23 @@ def stored_record(kind: RecordKind, row: rows.Row) -> Stored:
         return kind, record_id(row), commit(row)
     except DataLoss:
         return kind, record_id(row), None
+
+
+def stored_records(kind: RecordKind, found: Iterable[rows.Row]) -> Iterator[Stored]:
+    """``stored_record`` of each row of ``kind``'s ``RECORD_SQL``; an assignment change is
+    the rows of one (case, change), so those are grouped into one record each."""
+    if kind is not RecordKind.CASE_ASSIGNMENT:
+        yield from (stored_record(kind, row) for row in found)
+        return
+    listed = list(found)
+    try:
+        changes = assignment_rows.changes(listed)
+    except DataLoss:
+        for row in listed:
+            yield kind, f"{row['case_id']}#{row['change']}", None
+        return
+    for change in changes:
+        yield kind, change.change_id, assignment.commitment(change)
 
 
 def _digest_check(row: rows.Row) -> tuple[str, int, str, str]:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar, cast
 
-from assay.services.adjudication.storage import predicates, rows
-from assay.services.adjudication.storage.page_steps import Read, Statement, Steps
-from assay.services.adjudication.storage.postgres import ledger_checks, queries
+from assay.services.adjudication.storage import assignment_rows, predicates, rows
+from assay.services.adjudication.storage.page_steps import CheckAssignments, Read, Statement, Steps
+from assay.services.adjudication.storage.postgres import assignments, ledger_checks, queries
 
 T = TypeVar("T")
 
@@ -43,6 +43,25 @@ _STATEMENTS = {
         (*_RANGE_PARAMS, "reviewer"),
     ),
     Statement.RANGE_RESOLUTIONS: (predicates.deciding_resolutions(_RANGE), _RANGE_PARAMS),
+    Statement.QUEUE_ASSIGNED: (
+        predicates.queue_page(
+            **_PAGE, reviewer="$4", only=assignment_rows.assigned_to("counted.case_id", "$4")
+        ),
+        _PAGE_PARAMS,
+    ),
+    # $6: the assigned-only tenants, as a JSON array.
+    Statement.QUEUE_OPEN: (
+        predicates.queue_page(
+            **_PAGE,
+            reviewer="$4",
+            only=assignment_rows.open_tier(
+                "counted.case_id",
+                "counted.tenant NOT IN (SELECT jsonb_array_elements_text($6::text::jsonb))",
+            ),
+        ),
+        (*_PAGE_PARAMS, "closed"),
+    ),
+    Statement.RANGE_ASSIGNMENTS: (assignment_rows.range_sql(_RANGE), _RANGE_PARAMS),
 }
 
 
@@ -56,6 +75,8 @@ async def run(db: queries.Db, steps: Steps[T]) -> T:
             statement, order = _STATEMENTS[step.statement]
             params = {**step.params, "tenants": queries.tenants_param(step.scope)}
             found = cast(list[rows.Row], await db.fetch(statement, *(params[n] for n in order)))
+        elif isinstance(step, CheckAssignments):
+            await assignments.check(db, step.case_ids, step.changes)
         else:
             await ledger_checks.check(db, step.rule, step.values)
         try:
