@@ -93,7 +93,8 @@ ALL_SQL = f"SELECT {COLUMNS} FROM case_assignments ORDER BY case_id, change, rev
 
 def open_load_sql(ids: str, now: str) -> str:
     """Each of the reviewers ``ids`` selects with their open assignments: assigned now, the
-    case not expired by ``now``, its current round unresolved and not reviewed by them."""
+    case not expired by ``now``, its current round unresolved and without a final review by
+    them (a withdrawn one does not count)."""
     return f"""
 SELECT a.reviewer_id, COUNT(*) AS open_count
 FROM case_assignments a JOIN cases c ON c.case_id = a.case_id
@@ -101,7 +102,7 @@ WHERE a.reviewer_id {ids} AND a.action = 'ADD' AND {_latest("a", "b")}
   AND c.expire_time > {now}
   AND NOT EXISTS (SELECT 1 FROM resolutions x
                    WHERE x.case_id = c.case_id AND x.round = {CURRENT_ROUND})
-  AND NOT EXISTS (SELECT 1 FROM reviews r
+  AND NOT EXISTS (SELECT 1 FROM final_reviews r
                    WHERE r.case_id = c.case_id AND r.round = {CURRENT_ROUND}
                      AND r.reviewer_id = a.reviewer_id)
 GROUP BY a.reviewer_id
