@@ -510,10 +510,15 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def micros_time(value: str) -> str:
-    """A time stored as microseconds since the epoch (an audit payload's ``*_time``),
-    shown by ``shown_time``; any other text is returned as it is."""
+    """An audit payload's ``*_time``, stored as microseconds since the epoch or spelled as
+    RFC 3339 text with microseconds, shown by ``shown_time``; any other text (a time with
+    no zone included) is returned as it is."""
     if not _MICROS.fullmatch(value):
-        return value
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return value
+        return shown_time(moment) if moment.tzinfo is not None else value
     try:
         return shown_time(_EPOCH + timedelta(microseconds=int(value)))
     except OverflowError:
