@@ -75,6 +75,8 @@ class TestNodeClient:
             "RegisterReviewer",
             "GetBlindedCase",
             "ListCases",
+            "AmendReview",
+            "WithdrawReview",
         ):
             assert any(m.endswith(rpc) for m in methods), sorted(methods)
 
