@@ -92,13 +92,20 @@ from tests.service.tamper_support import (
 )
 from tests.support.processes import assay_command
 
-SPLIT_READS = (("GetCase", "split"), ("GetCaseState", "split"))
-OPEN_READS = (("GetCase", "open"), ("GetCaseState", "open"), ("ListQueue", "fx-bob"))
+# ListCases reads every case as GetCaseState does: whatever that read catches, it catches.
+SPLIT_READS = (("GetCase", "split"), ("GetCaseState", "split"), ("ListCases", ""))
+OPEN_READS = (
+    ("GetCase", "open"),
+    ("GetCaseState", "open"),
+    ("ListQueue", "fx-bob"),
+    ("ListCases", ""),
+)
 FORGED_CASE_READS = (
     ("GetCase", "case-forged"),
     ("GetCaseState", "case-forged"),
     ("GetBlindedCase", "case-forged"),
     ("ListQueue", "fx-bob"),
+    ("ListCases", ""),
 )
 HUGO = "split/hu-hugo"
 HUGO_EVENT = event_at("REVIEW_SUBMITTED", review_id=rev(HUGO))
