@@ -19,10 +19,12 @@ from tests.service import tamper_sql
 from tests.service.adjudication_support import (
     TIMEOUT,
     adjudication_server,
+    case_message,
     enqueue,
     failure,
     register,
     review,
+    rid,
 )
 from tests.service.test_adjudication_security import assert_refused, parties
 
@@ -136,6 +138,43 @@ class TestFilters:
             await enqueue(server.stub)
             found = await listed(server.stub, assigned_reviewer_id="ann")
             assert list(found.cases) == []
+
+
+class TestRevisions:
+    async def test_a_withdrawn_review_counts_as_none_and_required_reviews_show(
+        self, adjudication_db: str
+    ) -> None:
+        """A round reviewed and then withdrawn is listed awaiting review with no reviews, and a
+        case needing three reviews says so; both as GetCaseState derives them."""
+        async with adjudication_server(adjudication_db) as server:
+            stub = server.stub
+            for name in ("ann", "bob"):
+                await register(stub, name)
+            withdrawn = (await enqueue(stub)).case_id
+            first = await review(stub, withdrawn, "ann", "key")
+            await stub.WithdrawReview(
+                pb.WithdrawReviewRequest(request_id=rid(), review_id=first.review.review_id),
+                timeout=TIMEOUT,
+            )
+            three = case_message()
+            three.required_reviews = 3
+            wide = (
+                await stub.EnqueueCase(
+                    pb.EnqueueCaseRequest(request_id=rid(), case=three), timeout=TIMEOUT
+                )
+            ).case.case_id
+            await review(stub, wide, "ann", "key")
+            await review(stub, wide, "bob", "key")
+            found = {c.case_id: c for c in (await listed(stub)).cases}
+            assert (found[withdrawn].state, found[withdrawn].review_count) == (AWAITING, 0)
+            assert (found[wide].review_count, found[wide].required_reviews) == (2, 3)
+            for case_id, summary in found.items():
+                state = await stub.GetCaseState(
+                    pb.GetCaseStateRequest(case_id=case_id), timeout=TIMEOUT
+                )
+                assert (summary.state, summary.review_count) == (state.state, state.review_count)
+            more = await listed(stub, states=[pb.CASE_STATE_AWAITING_MORE_REVIEWS])
+            assert [c.case_id for c in more.cases] == [wide]
 
 
 class TestPages:
