@@ -34,6 +34,13 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "assay case enqueue examples/adjudication/cases-batch.json --json",
         "jq '.cases' big.json | assay case enqueue - --jsonl",
     ),
+    "case assign": (
+        "assay case assign case_1d6fc0a8b7c94e0e case_7a2e --to h-ann,h-bob   # both, each",
+        "assay case assign $(cat ids) --to h-ann,h-bob,h-cy --rule least-loaded --per-case 2",
+    ),
+    "case unassign": (
+        "assay case unassign case_1d6fc0a8b7c94e0e --reviewer h-bob --to h-cy   # reassign",
+    ),
     "case list": (
         "assay case list --state disagreed --since 7d   # last week's splits",
         "assay case list --predicate idempotency.mode --newest --all -o jsonl",
