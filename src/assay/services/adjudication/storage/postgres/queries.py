@@ -207,6 +207,27 @@ async def case_history(db: Db, case_id: str) -> tuple[list[Review], list[Resolut
     return [rows.review(row(r)) for r in reviews], [rows.resolution(row(r)) for r in resolutions]
 
 
+async def histories(db: Db, case_ids: Sequence[str]) -> tuple[list[Review], list[Resolution]]:
+    """``case_history`` of several cases at once: every review and resolution of each."""
+    reviews = await reviews_of_cases(db, case_ids)
+    resolutions = await db.fetch(
+        f"SELECT {rows.RESOLUTION_COLUMNS} FROM resolutions WHERE case_id = ANY($1::text[]) "
+        "ORDER BY case_id, round",
+        list(case_ids),
+    )
+    return reviews, [rows.resolution(row(r)) for r in resolutions]
+
+
+async def gold_labels_of_cases(db: Db, case_ids: Sequence[str]) -> list[GoldLabelRevision]:
+    """Every gold-label revision of the cases, by case then revision."""
+    found = await db.fetch(
+        f"SELECT {rows.GOLD_COLUMNS} FROM gold_labels WHERE case_id = ANY($1::text[]) "
+        "ORDER BY case_id, revision",
+        list(case_ids),
+    )
+    return [rows.gold_label(row(r)) for r in found]
+
+
 async def gold_labels(
     db: Db,
     case_id: str,

@@ -158,7 +158,7 @@ class PostgresStore(PageReads):
         """Up to ``limit`` cases of ``scope`` after ``after`` that ``where`` keeps, each read
         and checked as GetCaseState reads it, in one snapshot."""
         return await self._read(
-            lambda db: listings.case_page(db, scope, where, after, limit, _state_snapshot)
+            lambda db: listings.case_page(db, scope, where, after, limit, _state_snapshots)
         )
 
     async def audit_page(
@@ -262,15 +262,24 @@ class PostgresStore(PageReads):
 
 
 async def _state_snapshot(db: queries.Db, case_id: str) -> CaseSnapshot | None:
-    """The snapshot GetCaseState derives the state from, with every row it rests on checked:
-    the case, all its reviews, resolutions and gold labels."""
-    snap = await queries.snapshot(db, case_id)
-    if snap is None:
-        return None
-    reviews, resolutions = await queries.case_history(db, case_id)
-    await checks.check_cases(db, [snap.case])
+    """The snapshot GetCaseState derives the state from (``_state_snapshots`` of one case)."""
+    return (await _state_snapshots(db, [case_id])).get(case_id)
+
+
+async def _state_snapshots(db: queries.Db, case_ids: Sequence[str]) -> dict[str, CaseSnapshot]:
+    """The snapshots states are derived from, by case id (a case not found: absent), with
+    every row they rest on checked: each case, all its reviews, resolutions and gold labels.
+    The same statements for one case or a page of them, so a listing costs the round trips
+    of one case, not of each."""
+    found = await db.fetch(queries.SNAPSHOTS, list(case_ids))
+    snaps = {s.case.case_id: s for s in map(queries.snapshot_of, found) if s is not None}
+    if not snaps:
+        return {}
+    ids = list(snaps)
+    reviews, resolutions = await queries.histories(db, ids)
+    labels = await queries.gold_labels_of_cases(db, ids)
+    await checks.check_cases(db, [s.case for s in snaps.values()])
     await checks.check_reviews(db, reviews)
     await checks.check_resolutions(db, resolutions)
-    labels = await queries.gold_labels(db, case_id, None, snap.revision_count + 1)
     await checks.check_gold_labels(db, labels)
-    return snap
+    return snaps
