@@ -63,8 +63,18 @@ def call(served: Served, ids: Ids, read: tuple[str, str]) -> Any:
             pb.ListAuditEventsRequest(page_size=1000), timeout=t
         ),
         "ListCases": lambda: stub.ListCases(pb.ListCasesRequest(page_size=100), timeout=t),
+        # A write that decides on the case's assignment: hana (assigned) reviews it.
+        "SubmitReview": lambda: stub.SubmitReview(_hana_reviews(case_id), timeout=t),
     }
     return calls[rpc]()
+
+
+def _hana_reviews(case_id: str) -> pb.SubmitReviewRequest:
+    request = pb.SubmitReviewRequest(
+        case_id=case_id, reviewer_id="hu-hana", outcome=pb.REVIEW_OUTCOME_LABEL
+    )
+    request.label.string_value = "key"
+    return request
 
 
 def label(read: tuple[str, str]) -> str:

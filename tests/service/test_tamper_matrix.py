@@ -11,7 +11,7 @@ What each scenario must show (one test per check, so a gap is named to the read)
   INTERNAL, not a silently different answer;
 - ``gone``: a deleted record is not served as if nothing happened;
 - ``write``: a change that would build on the tampered record (using or deciding on an
-  approval) is refused with DATA_LOSS, after the reads;
+  approval, reviewing a case by its assignment) is refused with DATA_LOSS, after the reads;
 - ``checkpoint``: a rewritten history does not extend the checkpoint saved before it
   (RFC 6962 consistency, both notes verified with the ledger key) — for a full rewrite this
   is the only check that can see it, since the database is self-consistent.
@@ -683,6 +683,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         named=assignments_named("assigned#1"),
         reads=ASSIGNED_READS,
+        writes=(("SubmitReview", "assigned"),),
     ),
     Scenario(
         "case_assignments/tenant/edit",
@@ -712,6 +713,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         sql("DELETE FROM case_assignments WHERE case_id = ? AND change = 2", case("assigned")),
         named=assignments_named("assigned#2"),
         reads=(("GetCase", "assigned"), ("ListQueue", "hu-hugo"), ("ListCases", "")),
+        writes=(("SubmitReview", "assigned"),),
     ),
     Scenario(
         "case_assignments/row/move",
@@ -722,6 +724,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         named=assignments_named("assigned#2", "open#2"),
         reads=(("GetCase", "assigned"), ("GetCase", "open"), ("ListCases", "")),
+        writes=(("SubmitReview", "assigned"),),
     ),
     # the audit ledger
     Scenario(
