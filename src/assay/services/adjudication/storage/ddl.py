@@ -274,6 +274,7 @@ CREATE VIEW final_reviews AS
     SELECT * FROM current_reviews WHERE outcome <> 'WITHDRAWN';
 """
 
+
 # V8: case assignment changes (``assignment_rows``), a row per reviewer a change added or
 # removed; insert-only, deleted only with their case (each engine's triggers). No foreign
 # key: the rows go after their case, in the same transaction.
