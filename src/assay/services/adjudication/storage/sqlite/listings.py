@@ -38,15 +38,14 @@ def case_page(
     where: CaseWhere,
     after: tuple[str, int] | None,
     limit: int,
-    checked: Callable[[sqlite3.Connection, str], CaseSnapshot | None],
+    checked: Callable[[sqlite3.Connection, Sequence[str]], dict[str, CaseSnapshot]],
 ) -> list[ListedCase]:
-    """Up to ``limit`` cases after ``after``, each with its checked snapshot."""
+    """Up to ``limit`` cases after ``after``, each with its checked snapshot (``checked``
+    reads the page's cases together)."""
     sql, params = listing_sql.case_page(where, after, limit, scope, DIALECT)
-    found: list[ListedCase] = []
-    for row in db.execute(sql, params.values).fetchall():
-        snap = checked(db, str(row["case_id"]))
-        if snap is not None:
-            found.append(ListedCase(snap))
+    ids = [str(row["case_id"]) for row in db.execute(sql, params.values).fetchall()]
+    snaps = checked(db, ids)
+    found = [ListedCase(snaps[case_id]) for case_id in ids if case_id in snaps]
     # Who each is assigned to, every change checked against its ledger event.
     held = assignments.of_cases(db, [listed.snapshot.case.case_id for listed in found])
     return [ListedCase(c.snapshot, current(held.get(c.snapshot.case.case_id, []))) for c in found]

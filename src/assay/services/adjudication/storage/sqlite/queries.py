@@ -154,6 +154,35 @@ def case_history(
     return [rows.review(r) for r in reviews], [rows.resolution(r) for r in resolutions]
 
 
+def _of_cases(
+    db: sqlite3.Connection, columns: str, table: str, order: str, ids: Sequence[str]
+) -> list[Any]:
+    """The rows of ``table`` of the cases ``ids``, by case then ``order``, in chunks."""
+    found: list[Any] = []
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        sql = f"SELECT {columns} FROM {table} WHERE case_id IN ({marks}) ORDER BY case_id, {order}"
+        found.extend(_all(db, sql, chunk))
+    return found
+
+
+def histories(
+    db: sqlite3.Connection, case_ids: Sequence[str]
+) -> tuple[list[model.Review], list[model.Resolution]]:
+    """``case_history`` of several cases at once: every review and resolution of each."""
+    resolutions = _of_cases(db, rows.RESOLUTION_COLUMNS, "resolutions", "round", case_ids)
+    return reviews_of_cases(db, case_ids), [rows.resolution(r) for r in resolutions]
+
+
+def gold_labels_of_cases(
+    db: sqlite3.Connection, case_ids: Sequence[str]
+) -> list[model.GoldLabelRevision]:
+    """Every gold-label revision of the cases, by case then revision."""
+    found = _of_cases(db, rows.GOLD_COLUMNS, "gold_labels", "revision", case_ids)
+    return [rows.gold_label(r) for r in found]
+
+
 def gold_labels(
     db: sqlite3.Connection,
     case_id: str,

@@ -208,7 +208,7 @@ class Store(PageReads):
         """Up to ``limit`` cases of ``scope`` after ``after`` that ``where`` keeps, each read
         and checked as GetCaseState reads it, in one snapshot."""
         return await self._read(
-            lambda db: listings.case_page(db, scope, where, after, limit, _state_snapshot)
+            lambda db: listings.case_page(db, scope, where, after, limit, _state_snapshots)
         )
 
     async def audit_page(
@@ -358,20 +358,30 @@ class Store(PageReads):
 
 
 def _state_snapshot(db: sqlite3.Connection, case_id: str) -> CaseSnapshot | None:
-    """The snapshot GetCaseState derives the state from, with every row the state rests on
-    checked: the case, all its reviews and resolutions (an earlier round's edited review or
-    resolution is as much tampering as the current one's) and its gold labels, whose count
-    makes the round."""
-    snap = queries.snapshot(db, case_id)
-    if snap is None:
-        return None
-    reviews, resolutions = queries.case_history(db, case_id)
-    ledger_checks.check_cases(db, [snap.case])
+    """The snapshot GetCaseState derives the state from (``_state_snapshots`` of one case)."""
+    return _state_snapshots(db, [case_id]).get(case_id)
+
+
+def _state_snapshots(db: sqlite3.Connection, case_ids: Sequence[str]) -> dict[str, CaseSnapshot]:
+    """The snapshots states are derived from, by case id (a case not found: absent), with
+    every row they rest on checked: each case, all its reviews and resolutions (an earlier
+    round's edited review or resolution is as much tampering as the current one's) and its
+    gold labels, whose count makes the round. Each kind is checked for all the cases at
+    once, so a listing's page costs one check of each kind."""
+    snaps = {
+        snap.case.case_id: snap
+        for snap in (queries.snapshot(db, case_id) for case_id in case_ids)
+        if snap is not None
+    }
+    if not snaps:
+        return {}
+    ids = list(snaps)
+    reviews, resolutions = queries.histories(db, ids)
+    ledger_checks.check_cases(db, [s.case for s in snaps.values()])
     ledger_checks.check_reviews(db, reviews)
     ledger_checks.check_resolutions(db, resolutions)
-    labels = queries.gold_labels(db, case_id, None, snap.revision_count + 1)
-    ledger_checks.check_gold_labels(db, labels)
-    return snap
+    ledger_checks.check_gold_labels(db, queries.gold_labels_of_cases(db, ids))
+    return snaps
 
 
 def _verify(raw: sqlite3.Connection) -> ChainVerdict:
