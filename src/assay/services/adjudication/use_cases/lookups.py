@@ -157,28 +157,6 @@ class Lookups:
         snap, reviews, resolutions = found
         return permissions.case_view(caller, snap, case_id, reviews, resolutions)
 
-    async def queue(
-        self,
-        reviewer_id: str,
-        tenant: str,
-        page_size: int,
-        page_token: str,
-        caller: Caller,
-        measure: Measure[BlindedCase] | None = None,
-    ) -> Page[BlindedCase]:
-        """The blinded cases this reviewer still has to review; never other reviews. With
-        ``measure``, as many as fit in a page's bytes (``_page``)."""
-        size = _list_fields(reviewer_id, "reviewer_id", tenant, page_size)
-        permissions.check_queue_owner(caller, reviewer_id)
-        scope = permissions.tenant_filter(caller, tenant)
-        query = f"queue|{reviewer_id}|{tenant}{scope.fingerprint()}"
-        after = paging.decode_token(query, page_token)
-        if await self.store.reviewer(reviewer_id) is None:
-            raise reviewer_not_found(reviewer_id)
-        found = await self.store.queue(reviewer_id, scope, after, size + 1, self.clock())
-        views = [blind(case, round_) for case, round_ in found]
-        return _page(views, size, query, lambda c: c.case_id, measure, self.page_bytes)
-
     async def worklist(
         self,
         adjudicator_id: str,
