@@ -1,6 +1,6 @@
 """``assay case list`` and ``assay audit events``' filters through a real ``assay serve``.
 
-The reviewers are fixture reviewers: test data, as ``--kind fixture`` says.
+The reviewers are test data: fixture reviewers, and one "human" whose attestation says so.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from tests.support.processes import assay_command, assay_process, free_port
 pytestmark = pytest.mark.process
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "adjudication" / "case-idempotency.json"
+ATTESTATION = "assay test suite (test data, not a person)"
 RFC3339 = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\b")
 
 
@@ -74,7 +75,13 @@ class TestFindingWork:
             )
             assert cli.ids("case", "list", "--until", "2000-01-01T00:00:00+02:00") == []
             assert cli.ids("case", "list", "--predicate", "no.such.predicate") == []
-            assert cli.ids("case", "list", "--assigned", "fx-ann") == []
+            assert cli.ids("case", "list", "--assigned", "h-cy") == []
+            cli.run("reviewer", "add", "h-cy", "--kind", "human", "--attested-by", ATTESTATION)
+            cli.run("case", "assign", made[2], "--to", "h-cy")
+            assert cli.ids("case", "list", "--assigned", "h-cy") == [made[2]]
+            assigned = cli.run("case", "list", "--assigned", "h-cy", "-o", "wide").stdout
+            assert "assigned" in assigned
+            assert "h-cy" in assigned
 
             table = cli.run("case", "list", "--state", "disagreed", "-o", "wide").stdout
             assert made[1] in table
