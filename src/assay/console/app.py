@@ -9,7 +9,6 @@ the sign-in page, and back to the page after), calls the services as that person
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import secrets
 import time
@@ -19,7 +18,6 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import jwt
-from google.protobuf import json_format
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -27,11 +25,11 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from assay.client.errors import AssayCallError
+from assay.client.errors import AssayCallError, InvalidArgumentError
 from assay.console.backends import Backends
 from assay.console.observe import Observer, RequestLog
 from assay.console.oidc import OidcSignIn, SignInRefused
-from assay.console.pages import adjudicator, approver, auditor, operator
+from assay.console.pages import adjudicator, approver, auditor, operator, reviewing
 from assay.console.plain_words import refusal
 from assay.console.security import CompressStatic, SecurityHeaders, csrf_ok
 from assay.console.sessions import COOKIE, SIGNIN_COOKIE, Session, SessionStore, cookie_options
@@ -287,7 +285,18 @@ def routes(console: Console) -> list[Any]:
             session=session,
             cases=cases,
             more=bool(reply.next_page_token),
+            own=[
+                {"case": own.case, **reviewing.shown_answer(own.review)}
+                for own in session.own_reviews.newest_first()
+            ],
+            withdrawn=request.query_params.get("withdrawn") == "1",
+            reviewed=reviewed(session),
         )
+
+    def reviewed(session: Session) -> adj.BlindedCase | None:
+        """The case reviewed just before, to say once that the review is recorded."""
+        own = session.own_reviews.just_kept()
+        return own.case if own is not None else None
 
     async def next_case(request: Request, session: Session) -> Response:
         """A case from the head of the queue, at random; the queue page when it is empty.
@@ -295,7 +304,10 @@ def routes(console: Console) -> list[Any]:
         waiting = await console.adjudication(session).list_queue(
             adj.ListQueueRequest(reviewer_id=session.subject, page_size=NEXT_SPREAD)
         )
-        left = [c.case_id for c in waiting.cases if c.case_id != request.query_params.get("after")]
+        after = request.query_params.get("after", "")
+        # The server lists the person's assigned cases first: those are drawn from first.
+        others = [c for c in waiting.cases if c.case_id != after]
+        left = [c.case_id for c in others if c.assigned] or [c.case_id for c in others]
         gone = "?gone=1" if request.query_params.get("gone") else ""
         if not left:
             return RedirectResponse(f"/review?done=1{gone.replace('?', '&')}", status_code=303)
@@ -310,21 +322,22 @@ def routes(console: Console) -> list[Any]:
         except AssayCallError as error:
             if error.reason != "ERROR_REASON_CASE_NOT_FOUND" or request.query_params.get("gone"):
                 raise
+            if session.own_reviews.get(case_id) is not None:
+                # Reviewed in this sign-in: their review, to read, amend or withdraw.
+                return RedirectResponse(f"/review/{quote(case_id, safe='')}/mine", 303)
             # Not (or no longer) waiting for this person: finished by colleagues first.
             return RedirectResponse("/review/next?gone=1", status_code=303)
         shown = reply.case
-        values = [
-            json.dumps(json_format.MessageToDict(v), ensure_ascii=False)
-            for v in shown.candidate_values
-        ]
         return console.render(
             request,
             "case.html",
             session=session,
             case=shown,
-            values=values,
+            values=reviewing.values_of(shown),
             attempt=secrets.token_urlsafe(16),
             gone=bool(request.query_params.get("gone")),
+            reviewed=reviewed(session),
+            answer=reviewing.Answer(),
         )
 
     async def submit(request: Request, session: Session) -> Response:
@@ -338,8 +351,7 @@ def routes(console: Console) -> list[Any]:
             if error.reason not in _TAKEN_FIRST:
                 raise
             return RedirectResponse("/review/next?gone=1", status_code=303)
-        choice = str(form.get("answer", ""))
-        reason = str(form.get("reason", ""))
+        answer = reviewing.Answer.posted(form)
         attempt = str(form.get("attempt", ""))[:64]
         review = adj.SubmitReviewRequest(
             # One id per rendered form: a double click or a reload repeats the same review.
@@ -348,34 +360,33 @@ def routes(console: Console) -> list[Any]:
             reviewer_id=session.subject,
             round=shown.round,
         )
-        if choice.isdigit() and 0 <= int(choice) < len(shown.candidate_values):
-            review.outcome = adj.REVIEW_OUTCOME_LABEL
-            review.label.CopyFrom(shown.candidate_values[int(choice)])
-        elif choice == "unresolved":
-            review.outcome, review.reason = adj.REVIEW_OUTCOME_UNRESOLVED, reason
-        elif choice == "not-evaluable":
-            review.outcome, review.reason = adj.REVIEW_OUTCOME_NOT_EVALUABLE, reason
-        else:
-            values = [
-                json.dumps(json_format.MessageToDict(v), ensure_ascii=False)
-                for v in shown.candidate_values
-            ]
+
+        def again(attempt: str) -> Response:
+            """The form once more, as it was filled, with its problems beside its fields (a
+            fresh request id once the service refused the last one)."""
             return console.render(
                 request,
                 "case.html",
                 400,
                 session=session,
                 case=shown,
-                values=values,
+                values=reviewing.values_of(shown),
                 attempt=attempt,
-                problem="Choose a label, or say why you cannot.",
+                answer=answer,
             )
+
+        if not answer.fill(review, shown.candidate_values):
+            return again(attempt)
         try:
-            await client.submit_review(review)
+            reply = await client.submit_review(review)
+        except InvalidArgumentError as error:
+            answer.refused(error)
+            return again(secrets.token_urlsafe(16))
         except AssayCallError as error:
             if error.reason not in _TAKEN_FIRST:
                 raise
             return RedirectResponse("/review/next?gone=1", status_code=303)
+        session.own_reviews.keep(shown, reply.review)
         return RedirectResponse(f"/review/next?after={quote(case_id)}", status_code=303)
 
     static = resources.files("assay.console") / "static"
@@ -391,6 +402,7 @@ def routes(console: Console) -> list[Any]:
         Route("/review/next", signed_in(console, next_case)),
         Route("/review/{case_id}", signed_in(console, case)),
         Route("/review/{case_id}", signed_in(console, submit), methods=["POST"]),
+        *reviewing.routes(console),
         *adjudicator.routes(console),
         *approver.routes(console),
         *operator.routes(console),

@@ -24,6 +24,14 @@ _BY_REASON = {
     "ERROR_REASON_REVIEW_ALREADY_SUBMITTED": "You have already reviewed this case in this round.",
     "ERROR_REASON_ROUND_COMPLETE": "This case has all the reviews it needs for now.",
     "ERROR_REASON_CASE_EXPIRED": "This case has expired.",
+    "ERROR_REASON_ROUND_ALREADY_RESOLVED": "This round is decided already: nothing in it changes.",
+    "ERROR_REASON_CASE_FROZEN": "This case is frozen into a gold label.",
+    "ERROR_REASON_CASE_NOT_ASSIGNED": "This case is assigned to other reviewers.",
+    "ERROR_REASON_REVIEW_NOT_FOUND": "There is no such review, or it is not yours.",
+    "ERROR_REASON_REVIEW_SUPERSEDED": (
+        "That review has been amended or withdrawn since: only the latest can change."
+    ),
+    "ERROR_REASON_REVIEW_WITHDRAWN": "That review is withdrawn: answer the case again instead.",
     "ERROR_REASON_APPROVER_IS_REQUESTER": (
         "You asked for this approval yourself, so someone else has to decide it."
     ),

@@ -15,6 +15,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from assay.console.own_reviews import OwnReviews
+
 COOKIE = "__Host-assay"
 # Holds the token the sign-in page's forms carry (login CSRF), for ten minutes.
 SIGNIN_COOKIE = "__Host-assay-signin"
@@ -36,6 +38,8 @@ class Session:
     id_token: str = ""
     name: str = ""
     signed_in_at: float = field(default_factory=time.time, init=False)
+    # The reviews given in this sign-in, so they can be amended or withdrawn here.
+    own_reviews: OwnReviews = field(default_factory=OwnReviews, init=False, repr=False)
 
     def alive(self, now: float) -> bool:
         return now < self.expires_at

@@ -1,18 +1,21 @@
 """What the role pages share: a stored value as text, an enum value in words, a time,
-the per-form request id that makes a double click or a reload one change, and the bound
-on an upload's size."""
+the per-form request id that makes a double click or a reload one change, the bound on
+an upload's size, a textarea's text as the services take it, and a refusal's violations
+beside the form fields they name."""
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC
 
 from google.protobuf import descriptor, json_format, struct_pb2, timestamp_pb2
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import Response
+
+from assay.client.errors import InvalidArgumentError
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 # A request id is 1-128 printable characters; the prefix says who made it.
@@ -63,3 +66,19 @@ def bounded(endpoint: Endpoint, max_bytes: int) -> Endpoint:
         return await endpoint(request)
 
     return guarded
+
+
+def note(text: str) -> str:
+    """A textarea's text with its line breaks as ``\\n``: browsers send CRLF, and the
+    services refuse control characters in free text but line breaks and tabs."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def named_problems(error: InvalidArgumentError, fields: Mapping[str, str]) -> dict[str, str]:
+    """The service's violations by form field: ``fields`` maps a request field the service
+    names to the form field it came from; the others go under ``""`` (the whole form)."""
+    problems: dict[str, str] = {}
+    for violation in error.violations:
+        where = fields.get(violation.field, "")
+        problems[where] = f"{problems.get(where, '')} {violation.description}".strip()
+    return problems or {"": error.message}

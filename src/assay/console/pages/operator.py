@@ -1,5 +1,7 @@
-"""The operator's pages: a case's full view and its freeze, reviewers and their
-registration, cases enqueued from an uploaded file, and a tenant's agreement.
+"""The operator's pages: a case's full view (every review record, superseded ones
+marked, rationales, agreement within each round, its assigned reviewers) and its freeze,
+the case list and assignment (``case_work``), reviewers and their registration, cases
+enqueued from an uploaded file, and a tenant's agreement.
 
 Everything is asked of the services as the signed-in operator, so a tenant outside their
 grant is refused there, not here. Freezing and registering carry one request id per
@@ -21,7 +23,7 @@ from starlette.routing import Route
 
 from assay.client.errors import InvalidArgumentError
 from assay.console import app
-from assay.console.pages import uploads
+from assay.console.pages import case_work, uploads
 from assay.console.pages.charts import agreement_view
 from assay.console.pages.common import bounded, new_attempt, request_id, value_text, when, words
 from assay.console.sessions import Session
@@ -44,24 +46,42 @@ def _case_view(reply: adj.GetCaseResponse, revisions: list[gold_pb2.GoldLabelRev
         "frozen": reply.state == adj.CASE_STATE_FROZEN,
         "freezable": reply.state in _FREEZABLE,
         "round": reply.round,
+        "required": case.required_reviews,
         "values": [value_text(v) for v in case.candidate_values],
         "verdict": value_text(case.local_verdict),
         "reviews": [
             {
+                "id": r.review_id,
                 "round": r.round,
                 "reviewer": r.reviewer_id,
                 "outcome": words(adj.ReviewOutcome.DESCRIPTOR, r.outcome, "REVIEW_OUTCOME_"),
                 "label": value_text(r.label) if r.HasField("label") else "",
                 "reason": r.reason,
+                "rationale": r.rationale,
+                "supersedes": r.supersedes_review_id,
+                "superseded": r.superseded,
+                "at": when(r.submit_time),
             }
             for r in reply.reviews
         ],
+        "agreements": [
+            {
+                "round": a.round,
+                "reviews": a.review_count,
+                "agreeing": a.agreeing_count,
+                "share": f"{a.agreeing_share:.0%}",
+                "pairwise": f"{a.pairwise_agreement:.0%}",
+            }
+            for a in reply.round_agreements
+        ],
+        "assigned": list(reply.assigned_reviewer_ids),
         "resolutions": [
             {
                 "round": r.round,
                 "basis": words(gold_pb2.ResolutionBasis.DESCRIPTOR, r.basis, "RESOLUTION_BASIS_"),
                 "label": value_text(r.label) if r.HasField("label") else "",
                 "adjudicator": r.adjudicator_reviewer_id,
+                "rationale": r.rationale,
             }
             for r in reply.resolutions
         ],
@@ -114,19 +134,26 @@ def routes(console: app.Console) -> list[Route]:
             return RedirectResponse("/operate", status_code=303)
         return RedirectResponse(f"/operate/cases/{quote(case_id, safe='')}", status_code=303)
 
-    async def case(request: Request, session: Session) -> Response:
+    async def case(request: Request, session: Session, **extra: Any) -> Response:
         case_id = request.path_params["case_id"]
         client = console.adjudication(session)
         reply = await client.get_case(adj.GetCaseRequest(case_id=case_id))
         revisions = await client.list_gold_label_revisions(
             adj.ListGoldLabelRevisionsRequest(case_id=case_id, page_size=PAGE)
         )
+        said = request.query_params
         return console.render(
             request,
             "operate_case.html",
+            extra.pop("status", 200),
             session=session,
             attempt=new_attempt(),
-            done=request.query_params.get("frozen") == "1",
+            done=said.get("frozen") == "1",
+            assigned_now=said.get("assigned") == "1",
+            unassigned=said.get("unassigned", ""),
+            rules=case_work.RULES,
+            problems=extra.pop("problems", {}),
+            typed=extra.pop("typed", {"rule": "each"}),
             **_case_view(reply, list(revisions.revisions)),
         )
 
@@ -209,6 +236,7 @@ def routes(console: app.Console) -> list[Route]:
     return [
         Route("/operate", app.signed_in(console, operate)),
         Route("/operate/case", app.signed_in(console, find_case)),
+        *case_work.routes(console, case),
         Route("/operate/cases/{case_id}", app.signed_in(console, case)),
         Route("/operate/cases/{case_id}/freeze", app.signed_in(console, freeze), methods=["POST"]),
         Route("/operate/reviewers", app.signed_in(console, register), methods=["POST"]),
