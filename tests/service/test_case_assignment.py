@@ -456,3 +456,20 @@ class TestDeletion:
             assert verdict.ok, verdict.detail
             assert await assigned_ids(stub, kept) == ["ann"]
             assert await queue_ids(stub, "ann") == [(kept, True)]
+
+
+class TestConcurrency:
+    async def test_assignments_and_reviews_in_one_batch(self, adjudication_db: str) -> None:
+        """Assignments and reviews of the same cases sent together (group-committed in the
+        same batches) all succeed, each review seeing the assignment written before it, and
+        the ledger verifies."""
+        async with adjudication_server(adjudication_db) as server:
+            stub = server.stub
+            await humans(stub, "ann")
+            ids = await cases(stub, 12)
+            calls = [stub.AssignCases(assign_request([c], ["ann"]), timeout=TIMEOUT) for c in ids]
+            calls += [review(stub, c, "ann") for c in ids]
+            await asyncio.gather(*calls)
+            verdict = await stub.VerifyAuditChain(pb.VerifyAuditChainRequest(), timeout=TIMEOUT)
+            assert verdict.ok, verdict.detail
+            assert [await assigned_ids(stub, c) for c in ids] == [["ann"]] * len(ids)

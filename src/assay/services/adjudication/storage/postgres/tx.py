@@ -545,8 +545,10 @@ class PostgresWriteTx:
 
     def assignments(self, case_ids: Sequence[str]) -> dict[str, list[AssignmentChange]]:
         """Each case's assignment changes, checked against the ledger (under the chain lock:
-        no other replica changes them until this transaction ends)."""
-        touches = [("audit",), *(("case", c) for c in case_ids)]
+        no other replica changes them until this transaction ends), in one round trip. An
+        assignment event is always written with its rows, which touch the case: pending rows
+        of the case are sent first, the rest travel with the read."""
+        touches = [("case", c) for c in case_ids]
         return assignments.in_tx(lambda sql, p: self._read(sql, p, touches), case_ids)
 
     def insert_assignment(self, value: AssignmentChange) -> None:
