@@ -12,7 +12,9 @@ compared with is ``ledger_rules``, shared with PostgreSQL; only the fetching is
 here.
 
 The writer's own reads skip this: the freeze checks what it builds on
-(``operations._check_recorded``), and SubmitReview's hot path stays one query.
+(``operations._check_recorded``), and SubmitReview's hot path stays one query besides
+the case's assignment, which it reads checked (``assignments``: the rows that decide
+whether the reviewer may review it).
 """
 
 from __future__ import annotations
