@@ -29,6 +29,7 @@ from tests.service.adjudication_support import (
     TIMEOUT,
     Server,
     adjudication_server,
+    case_message,
     enqueue,
     failure,
     is_postgres,
@@ -170,6 +171,26 @@ class TestRules:
             ids = await cases(stub, 2)
             got = await assign(stub, ids, ["a1", "b1", "c1"], ROUND_ROBIN, 0)
             assert got == [["a1", "b1"], ["a1", "c1"]]
+
+    async def test_zero_per_case_needs_a_pool_as_large_as_the_case_needs(
+        self, adjudication_db: str
+    ) -> None:
+        """A case needing three reviews takes three with reviewers_per_case 0; a pool of two
+        for it is INVALID_FIELD naming reviewers_per_case."""
+        async with adjudication_server(adjudication_db) as server:
+            stub = server.stub
+            await humans(stub, "a1", "b1", "c1")
+            message = case_message()
+            message.required_reviews = 3
+            reply = await stub.EnqueueCase(
+                pb.EnqueueCaseRequest(request_id=rid(), case=message), timeout=TIMEOUT
+            )
+            case_id = reply.case.case_id
+            request = assign_request([case_id], ["a1", "b1"], LEAST_LOADED, 0)
+            error = await failure(stub.AssignCases(request, timeout=TIMEOUT))
+            assert_refused(error, INVALID, "INVALID_FIELD", "reviewers_per_case")
+            got = await assign(stub, [case_id], ["a1", "b1", "c1"], LEAST_LOADED, 0)
+            assert got == [["a1", "b1", "c1"]]
 
     async def test_a_retry_answers_the_first_response_once(self, adjudication_db: str) -> None:
         """The same request id returns the same bytes and writes no second event; a reviewer
