@@ -19,6 +19,7 @@ from assay.errors import Unauthenticated
 from assay.runtime.auth import jwks
 from assay.runtime.auth.dev_credentials import DEV_AUDIENCE, DEV_ISSUER, public_jwk
 from assay.runtime.auth.tokens import TokenVerifier
+from tests.support.eventually import eventually
 
 OLD = ec.generate_private_key(ec.SECP256R1())
 NEW = ec.generate_private_key(ec.SECP256R1())
@@ -31,11 +32,15 @@ class Provider:
         self.document: Any = {"keys": [public_jwk(OLD, "old")]}
         self.status = 200
         self.fetches = 0
+        # Set: each answer waits until it is released (a slow provider).
+        self.hold: threading.Event | None = None
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 provider.fetches += 1
+                if provider.hold is not None:
+                    provider.hold.wait(timeout=30)
                 body = json.dumps(provider.document).encode()
                 self.send_response(provider.status)
                 self.send_header("content-type", "application/json")
@@ -152,6 +157,31 @@ class TestJwksByUrl:
         with pytest.raises(Unauthenticated, match="not in the JWKS"):
             checking.verify(old)
         assert checking.verify(token(NEW, "new"))["sub"] == "alice"
+
+    def test_refreshed_ahead_in_the_background_without_waiting(
+        self, provider: Provider, clock: Clock
+    ) -> None:
+        """Late in its lifespan the set is fetched by a background thread: the call that
+        notices goes on with the keys it has while the provider has not answered, and the
+        provider's new key is in use once the answer lands, with no fetch of its own."""
+        checking = verifier(provider.url)
+        provider.document = {"keys": [public_jwk(OLD, "old"), public_jwk(NEW, "new")]}
+        provider.hold = threading.Event()
+        clock.now += jwks.URL_LIFESPAN_SECONDS * jwks.URL_REFRESH_AHEAD
+        answered: list[str] = []
+        call = threading.Thread(
+            target=lambda: answered.append(checking.verify(token(OLD, "old"))["sub"])
+        )
+        call.start()
+        call.join(timeout=jwks.URL_TIMEOUT_SECONDS / 2)
+        assert answered == ["alice"], "the call waited for the provider"
+        eventually(lambda: provider.fetches == 2, message="the background fetch under way")
+        provider.hold.set()
+        eventually(
+            lambda: "new" in checking.source.current()[0], message="the refreshed set installed"
+        )
+        assert checking.verify(token(NEW, "new"))["sub"] == "alice"
+        assert provider.fetches == 2
 
     def test_a_failed_fetch_keeps_the_keys(self, provider: Provider, clock: Clock) -> None:
         """An error page or an unusable set does not drop the keys that were good."""

@@ -3,12 +3,15 @@
 Both give the usable signing keys by ``kid``, read by one rule (``parse_jwks``: keys for
 signing, of an accepted algorithm, with unique ids). A file is re-read when it changes
 (looked at at most once a second). A URL (https, or http on loopback) is fetched with
-PyJWT's ``PyJWKClient`` at start, kept for ``URL_LIFESPAN_SECONDS``, and fetched again at
-once when a token names a key id the set lacks (a provider rotating its keys), but never
-more often than once per ``URL_COOLDOWN_SECONDS`` (likewise when a provider that names no
-key id signs with a key the set's only key does not verify): a stream of made-up key ids costs the
-provider one request per cooldown, not one per call. The fetch is blocking with a short
-timeout, so the rare refetch holds the calling thread that long at most. A fetch or file
+PyJWT's ``PyJWKClient`` at start and kept for ``URL_LIFESPAN_SECONDS``: from
+``URL_REFRESH_AHEAD`` of it on, a background thread fetches the set again while calls go on
+with the keys they have, so verifying never waits for the provider in the usual case (only
+when that refresh has not landed by the end of the lifespan is the set fetched on the
+calling thread). It is fetched again at once when a token names a key id the set lacks (a
+provider rotating its keys), but never more often than once per ``URL_COOLDOWN_SECONDS``
+(likewise when a provider that names no key id signs with a key the set's only key does not
+verify): a stream of made-up key ids costs the provider one request per cooldown, not one
+per call. That fetch blocks the calling thread for at most a short timeout. A fetch or file
 that fails, or holds no usable key, keeps the keys that were good.
 """
 
@@ -33,6 +36,8 @@ FILE_CHECK_SECONDS = 1.0
 URL_LIFESPAN_SECONDS = 300.0
 URL_COOLDOWN_SECONDS = 30.0
 URL_TIMEOUT_SECONDS = 5.0
+# The share of the lifespan after which the set is refreshed in the background.
+URL_REFRESH_AHEAD = 0.8
 
 Keys = Mapping[str, jwt.PyJWK]  # by kid ("" for a key without one)
 
@@ -129,23 +134,54 @@ class UrlKeys:
         except jwt.PyJWKClientError as error:
             raise ValueError(f"cannot fetch JWKS {url}: {error}") from None
         self._changed = False
+        # When a background refresh was last started (None: none in flight or failed since).
+        self._ahead: float | None = None
+
+    def _download(self) -> Keys | None:
+        try:
+            return parse_jwks(self._client.fetch_data(), self.url)
+        except (jwt.PyJWKClientError, ValueError):
+            return None
+
+    def _install(self, keys: Keys) -> None:
+        """Hold the lock: ``keys`` become the set."""
+        self._changed = self._changed or keys.keys() != self._keys.keys()
+        self._keys = keys
 
     def _fetch(self) -> bool:
-        """Fetch now (the caller checked the timing); whether usable keys came."""
+        """Fetch now, holding the lock (the caller checked the timing); whether usable keys
+        came."""
         self._fetched = time.monotonic()
-        try:
-            keys = parse_jwks(self._client.fetch_data(), self.url)
-        except (jwt.PyJWKClientError, ValueError):
+        keys = self._download()
+        if keys is None:
             return False
-        changed = keys.keys() != self._keys.keys()
-        self._keys = keys
-        self._changed = self._changed or changed
+        self._install(keys)
         return True
+
+    def _refresh_in_background(self) -> None:
+        """Fetch without the lock, then install what came (a failure is retried after the
+        cooldown, by the next call that finds the set old)."""
+        keys = self._download()
+        with self._lock:
+            if keys is not None:
+                self._install(keys)
+                self._fetched = time.monotonic()
+                self._ahead = None
 
     def current(self) -> tuple[Keys, bool]:
         with self._lock:
-            if time.monotonic() - self._fetched >= URL_LIFESPAN_SECONDS:
+            moment = time.monotonic()
+            age = moment - self._fetched
+            if age >= URL_LIFESPAN_SECONDS:
                 self._fetch()
+                self._ahead = None
+            elif age >= URL_LIFESPAN_SECONDS * URL_REFRESH_AHEAD and (
+                self._ahead is None or moment - self._ahead >= URL_COOLDOWN_SECONDS
+            ):
+                self._ahead = moment
+                threading.Thread(
+                    target=self._refresh_in_background, name="jwks-refresh", daemon=True
+                ).start()
             changed, self._changed = self._changed, False
             return self._keys, changed
 
