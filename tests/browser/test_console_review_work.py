@@ -217,7 +217,7 @@ class TestTheAdjudicator:
             "the code path never sets a key"
         )
         await expect(carol.locator(".required")).to_have_text("2")
-        await walk.check(carol, "adjudicate-case-rationales")
+        await walk.check(carol, "adjudicate-case")
         await carol.get_by_label('The label is "none"').check()
         await carol.get_by_label("Reason for the decision").fill("the code wins\nover the doc")
         await carol.get_by_role("button", name="Record the decision").click()
@@ -347,7 +347,7 @@ class TestTheOperator:
         await expect(first.locator("a")).to_have_attribute("href", f"/review/{case_id}")
         await walk.check(alice, "review-queue-assigned")
         await first.locator("a").click()
-        await walk.check(alice, "review-case-rationale")
+        await walk.check(alice, "review-case")
         await alice.get_by_label('"key"').check()
         await alice.get_by_label("Rationale (optional, for the adjudicator)").fill("first look")
         await alice.get_by_role("button", name="Submit and go to the next case").click()
