@@ -336,6 +336,10 @@ class TestTheOperator:
         await operator.get_by_label("Reviewer ids").fill("bob")
         await operator.get_by_role("button", name="Assign", exact=True).click()
         await expect(operator.locator("li.assignee .value")).to_have_text(["alice", "bob"])
+        await operator.goto(f"{served.url}/operate/cases?assigned=bob")
+        await expect(operator.locator("tr.case-row")).to_have_count(1)
+        await expect(operator.locator("tr.case-row")).to_contain_text(case_id)
+        await operator.goto(f"{served.url}/operate/cases/{case_id}")
 
         await operator.get_by_label("Reviewer ids").fill("nobody-registered")
         await operator.get_by_role("button", name="Assign", exact=True).click()

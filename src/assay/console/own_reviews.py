@@ -4,8 +4,10 @@ withdraw them in the console.
 The contract gives a reviewer no listing of their own reviews, and once a case leaves
 their queue GetBlindedCase no longer shows it to them. So when SubmitReview (or an
 amendment) answers, the console keeps, per case, the review as stored and the blinded
-case it answered: at most ``MAX_KEPT`` cases and ``MAX_BYTES`` each (a larger case is
-not kept; the CLI's ``assay amend`` covers it), oldest forgotten first. The page after a
+case it answered: at most ``MAX_KEPT`` cases of at most ``MAX_BYTES`` each, oldest
+forgotten first. A case too large is kept without its context and evidence (the
+candidate values are what an amendment needs); one still too large is not kept, and the
+CLI's ``assay amend`` covers it. The page after a
 review says once that it is recorded (``just_kept``). Signing out forgets them with the
 session. Only the person's own answers are ever kept here.
 """
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from assay.v1 import adjudication_service_pb2 as adj
 
 MAX_KEPT = 20
-MAX_BYTES = 64 * 1024
+MAX_BYTES = 16 * 1024
 
 
 @dataclass
@@ -39,12 +41,15 @@ class OwnReviews:
 
     def keep(self, case: adj.BlindedCase, review: adj.Review) -> bool:
         """Remember ``review`` as the latest for ``case``; False when it is too large."""
-        if case.ByteSize() + review.ByteSize() > MAX_BYTES:
-            self._kept.pop(case.case_id, None)
-            return False
         self._kept.pop(case.case_id, None)
-        self._kept[case.case_id] = OwnReview(adj.BlindedCase(), adj.Review())
-        self._kept[case.case_id].case.CopyFrom(case)
+        copy = adj.BlindedCase()
+        copy.CopyFrom(case)
+        if copy.ByteSize() + review.ByteSize() > MAX_BYTES:
+            copy.ClearField("context")
+            copy.ClearField("evidence_refs")
+        if copy.ByteSize() + review.ByteSize() > MAX_BYTES:
+            return False
+        self._kept[case.case_id] = OwnReview(copy, adj.Review())
         self._kept[case.case_id].review.CopyFrom(review)
         while len(self._kept) > MAX_KEPT:
             self._kept.popitem(last=False)

@@ -49,7 +49,7 @@ class TestOwnReviews:
         kept.forget("c1")
         assert kept.get("c1") is None
 
-    def test_the_oldest_go_first_past_the_bound_and_a_large_case_is_not_kept(self) -> None:
+    def test_the_oldest_go_first_and_a_large_case_is_kept_slim_or_not_at_all(self) -> None:
         kept = OwnReviews()
         for n in range(own_reviews.MAX_KEPT + 3):
             kept.keep(blinded(f"c{n}"), adj.Review(review_id=f"r{n}"))
@@ -57,7 +57,14 @@ class TestOwnReviews:
         assert len(shown) == own_reviews.MAX_KEPT
         assert shown[0] == f"c{own_reviews.MAX_KEPT + 2}"
         assert kept.get("c0") is None
-        large = blinded("big", context="x" * own_reviews.MAX_BYTES)
+        long_context = blinded("long", context="x" * own_reviews.MAX_BYTES)
+        assert kept.keep(long_context, adj.Review(review_id="r"))
+        slim = kept.get("long")
+        assert slim is not None
+        assert not slim.case.context
+        assert len(slim.case.candidate_values) == 2
+        large = blinded("big")
+        large.candidate_values.add().string_value = "v" * own_reviews.MAX_BYTES
         assert not kept.keep(large, adj.Review(review_id="r"))
         assert kept.get("big") is None
 
