@@ -190,6 +190,17 @@ class TestLogin:
         assert reviewed.returncode == 0, reviewed.stderr
         assert json.loads(reviewed.stdout)["review"]["reviewerId"] == "alice"
 
+        # Signing out deletes the tokens and names where the provider's own sign-in ends.
+        out = assay(config, "logout")
+        assert out.returncode == 0, out.stderr
+        assert f"Signed out {ALICE}" in out.stderr
+        assert "/oauth2/end_session" in out.stdout
+        assert not (folder / "work.json").exists()
+        assert not (folder / "work.jwt").exists()
+        after = assay(config, "queue", "-o", "json")
+        assert after.returncode != 0
+        assert "run `assay login`" in after.stderr
+
     def test_near_its_end_the_sign_in_is_refreshed_and_at_its_end_refused(
         self, tmp_path: Path, provider: Provider
     ) -> None:

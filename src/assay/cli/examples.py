@@ -57,6 +57,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "assay queue --reviewer ann",
         "assay queue --adjudicator cy -o jsonl | jq -r .case.caseId",
     ),
+    "logout": ("assay logout --name work",),
     "review": (
         "assay review case_1d6fc0a8b7c94e0e --reviewer ann --label key "
         "--rationale 'the changelog says so'",

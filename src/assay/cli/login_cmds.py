@@ -53,6 +53,23 @@ def _whoami(args: argparse.Namespace) -> int:
     return _show(args, identity)
 
 
+def _logout(args: argparse.Namespace) -> int:
+    name = args.name or signin.default_identity()
+    try:
+        identity = signin.Identity.load(name)
+        ending = signin.logout(identity)
+    except signin.SignInError as error:
+        raise CliError(str(error)) from None
+    sys.stderr.write(f"Signed out {identity.subject} (identity {identity.name!r}).\n")
+    data = {"identity": identity.name, "subject": identity.subject, "provider_sign_out": ending}
+
+    def text() -> None:
+        if ending:
+            print(f"Your browser's sign-in at the provider ends here: {ending}")
+
+    return emit_data(args, data, text)
+
+
 def _show(args: argparse.Namespace, identity: signin.Identity) -> int:
     """Who the identity is and until when (never a token)."""
     data = {
@@ -137,6 +154,14 @@ def register(subparsers: Any) -> None:
     )
     add_output_argument(login)
     login.set_defaults(handler=_login)
+
+    logout = subparsers.add_parser(
+        "logout",
+        help="sign out: revoke the refresh token where the provider can, delete the tokens",
+    )
+    logout.add_argument("--name", help="an identity (default: the current context's)")
+    add_output_argument(logout)
+    logout.set_defaults(handler=_logout)
 
     whoami = subparsers.add_parser("whoami", help="who you are signed in as, and until when")
     whoami.add_argument("--name", help="an identity (default: the current context's)")

@@ -18,6 +18,7 @@ flags and ``ASSAY_…`` variables still win.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
@@ -317,6 +318,39 @@ def fresh(identity: Identity) -> Identity:
             f"the sign-in {identity.name!r} ({identity.subject}) has ended: run `assay login`"
         )
     return identity
+
+
+def logout(identity: Identity) -> str:
+    """Sign ``identity`` out: its refresh token revoked at the provider when it offers RFC
+    7009 revocation, then its files deleted. Returns the provider's end-session address (the
+    browser's sign-in there is the provider's to end), or ""."""
+    metadata: Mapping[str, Any] = {}
+    with contextlib.suppress(SignInError):
+        metadata = discover(identity.issuer)
+    revocation = str(metadata.get("revocation_endpoint") or "")
+    if identity.refresh_token and revocation:
+        import httpx
+        from authlib.integrations.base_client import OAuthError
+
+        secret_file = Path(identity.client_secret_file) if identity.client_secret_file else None
+        secret = secret_file.read_text(encoding="utf-8").strip() if secret_file else ""
+        try:
+            with _client(identity.client_id, secret, metadata) as client:
+                answer = client.revoke_token(
+                    revocation, token=identity.refresh_token, token_type_hint="refresh_token"
+                )
+            refused = f"HTTP {answer.status_code}" if answer.status_code >= 400 else ""
+        except (OAuthError, httpx.HTTPError) as error:
+            refused = str(error)
+        if refused:
+            raise SignInError(
+                f"the provider refused to revoke {identity.name!r}'s refresh token ({refused}); "
+                "its files are kept: try again, or delete them"
+            )
+    folder = config_dir() / "identities"
+    for path in (folder / f"{identity.name}.json", identity.token_file):
+        path.unlink(missing_ok=True)
+    return str(metadata.get("end_session_endpoint") or "")
 
 
 def context_credentials(with_token: bool = True) -> tuple[Path | None, Path | None]:
