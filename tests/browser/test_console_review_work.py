@@ -368,6 +368,12 @@ class TestTheOperator:
         await expect(alice.locator(".own-reviews li")).to_contain_text(['"key"'])
         await walk.check(alice, "review-queue-own")
         await answer(served, case_id, "bob", "key", "agrees")
+        # Blinded still: alice's own page says the round awaits a resolution, not that bob
+        # agreed, and shows nothing of his review.
+        await alice.goto(f"{served.url}/review/{case_id}/mine")
+        await expect(alice.get_by_text("awaiting resolution")).to_be_visible()
+        assert "agrees" not in await alice.content()
+        assert "bob" not in await alice.locator("main").inner_text()
 
         await operator.goto(f"{served.url}/operate/cases/{case_id}")
         records = operator.locator("tr.review-record")
