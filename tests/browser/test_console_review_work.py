@@ -273,7 +273,8 @@ class TestTheOperator:
     ) -> None:
         """Three cases of a predicate of their own: filtered to DISAGREED, one; to any
         state, all three, two to a page with a next-page link that keeps the filters;
-        newest first, the reverse."""
+        newest first, the reverse. Two ticked cases shared round robin between bob and
+        carol (nothing ticked is refused first)."""
         walk = Walk(served.screens)
         predicate = f"list.{rid()[:8]}"
         made = [await enqueue(served, predicate) for _ in range(3)]
@@ -310,6 +311,18 @@ class TestTheOperator:
         await operator.get_by_label("Created since (UTC)").fill("2000-01-01T00:00")
         await operator.get_by_role("button", name="Show the cases").click()
         await expect(rows).to_have_count(2)
+
+        await operator.get_by_label("Reviewer ids").fill("bob carol")
+        await operator.get_by_role("button", name="Assign", exact=True).click()
+        await expect(operator.get_by_role("alert")).to_have_text("Tick the cases to assign.")
+        await operator.get_by_label(f"Assign {made[2]}").check()
+        await operator.get_by_label(f"Assign {made[1]}").check()
+        await operator.get_by_label("Round robin: the next of them in turn").check()
+        await operator.get_by_label("Reviewers per case").fill("1")
+        await operator.get_by_role("button", name="Assign", exact=True).click()
+        await expect(operator.get_by_role("status")).to_have_text("Assigned 2 cases.")
+        await expect(rows.nth(0).locator("td").nth(7)).to_have_text("bob")
+        await expect(rows.nth(1).locator("td").nth(7)).to_have_text("carol")
         passed(walk)
 
     async def test_the_case_page_assigns_unassigns_and_shows_every_record(
@@ -321,7 +334,8 @@ class TestTheOperator:
         needs, alice's amended record marked superseded with both rationales, and the
         round's agreement."""
         walk = Walk(served.screens)
-        case_id = await enqueue(served)
+        predicate = f"assign.{rid()[:8]}"
+        case_id = await enqueue(served, predicate)
         operator = await person(served, "operator", f"/operate/cases/{case_id}")
         await expect(operator.locator(".required")).to_have_text("2")
         await operator.get_by_label("Reviewer ids").fill("alice, bob")
@@ -336,7 +350,7 @@ class TestTheOperator:
         await operator.get_by_label("Reviewer ids").fill("bob")
         await operator.get_by_role("button", name="Assign", exact=True).click()
         await expect(operator.locator("li.assignee .value")).to_have_text(["alice", "bob"])
-        await operator.goto(f"{served.url}/operate/cases?assigned=bob")
+        await operator.goto(f"{served.url}/operate/cases?assigned=bob&predicate={predicate}")
         await expect(operator.locator("tr.case-row")).to_have_count(1)
         await expect(operator.locator("tr.case-row")).to_contain_text(case_id)
         await operator.goto(f"{served.url}/operate/cases/{case_id}")

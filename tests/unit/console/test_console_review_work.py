@@ -148,3 +148,7 @@ class TestTheCaseList:
             ["alice", "robot"],
         )
         assert problems == {"reviewer_ids": "robot: is not HUMAN", "rule": "is required"}
+        elsewhere = case_work.assign_problems(
+            refused(("case_ids[0]", "is repeated")), ["alice"], ["c9"]
+        )
+        assert elsewhere == {"": "c9: is repeated"}

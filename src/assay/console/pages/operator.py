@@ -152,7 +152,7 @@ def routes(console: app.Console) -> list[Route]:
             assigned_now=said.get("assigned") == "1",
             unassigned=said.get("unassigned", ""),
             rules=case_work.RULES,
-            problems=extra.pop("problems", {}),
+            assigning=extra.pop("problems", {}),
             typed=extra.pop("typed", {"rule": "each"}),
             **_case_view(reply, list(revisions.revisions)),
         )
