@@ -6,6 +6,7 @@ isort:skip_file
 from assay.v1 import resolution_pb2 as _resolution_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -637,6 +638,42 @@ LATENCY_BAND_HOURS: LatencyBand.ValueType  # 3
 """Answers within hours or more (a person)."""
 Global___LatencyBand: _TypeAlias = LatencyBand  # noqa: Y015
 
+class _MeasurementBasis:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _MeasurementBasisEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_MeasurementBasis.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    MEASUREMENT_BASIS_UNSPECIFIED: _MeasurementBasis.ValueType  # 0
+    """Never returned."""
+    MEASUREMENT_BASIS_DECLARED: _MeasurementBasis.ValueType  # 1
+    """The declared latency band, every acquisition assumed to succeed: the
+    planner has no observations file, or fewer recorded acquisitions of the
+    probe kind than its minimum.
+    """
+    MEASUREMENT_BASIS_OBSERVED: _MeasurementBasis.ValueType  # 2
+    """The latency band holding the 90th percentile of the recorded latencies,
+    and the recorded share of acquisitions that yielded a claim.
+    """
+
+class MeasurementBasis(_MeasurementBasis, metaclass=_MeasurementBasisEnumTypeWrapper):
+    """MeasurementBasis is where the ranking took a candidate's latency band and
+    success rate from: the declared catalogue, or what the executor recorded.
+    """
+
+MEASUREMENT_BASIS_UNSPECIFIED: MeasurementBasis.ValueType  # 0
+"""Never returned."""
+MEASUREMENT_BASIS_DECLARED: MeasurementBasis.ValueType  # 1
+"""The declared latency band, every acquisition assumed to succeed: the
+planner has no observations file, or fewer recorded acquisitions of the
+probe kind than its minimum.
+"""
+MEASUREMENT_BASIS_OBSERVED: MeasurementBasis.ValueType  # 2
+"""The latency band holding the 90th percentile of the recorded latencies,
+and the recorded share of acquisitions that yielded a claim.
+"""
+Global___MeasurementBasis: _TypeAlias = MeasurementBasis  # noqa: Y015
+
 class _ActionRisk:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -902,6 +939,8 @@ class ProbeSpec(_message.Message):
     NEEDS_CLOUD_SYNC_FIELD_NUMBER: _builtins.int
     OBSERVES_VIA_RUNTIME_FIELD_NUMBER: _builtins.int
     DESCRIPTION_FIELD_NUMBER: _builtins.int
+    OBSERVED_COST_FIELD_NUMBER: _builtins.int
+    DISCRIMINATION_CHECKS_FIELD_NUMBER: _builtins.int
     kind: Global___ProbeKind.ValueType
     """The probe."""
     expected_source_kind: _builtins.str
@@ -938,6 +977,21 @@ class ProbeSpec(_message.Message):
     def required_side_effects(self) -> _containers.RepeatedScalarFieldContainer[Global___SideEffectClass.ValueType]:
         """Every side effect it needs, ascending."""
 
+    @_builtins.property
+    def observed_cost(self) -> Global___ObservedCost:
+        """Output only. What the executor's recorded acquisitions of this kind
+        measured, beside the declared `latency`. Unset when the planner has no
+        observations file.
+        """
+
+    @_builtins.property
+    def discrimination_checks(self) -> _containers.RepeatedCompositeFieldContainer[Global___DiscriminationCheck]:
+        """Output only. The planner's predicted discrimination checked against
+        what acquisitions of this kind did: one entry per predicted band (HIGH,
+        MEDIUM, LOW, in that order). Empty when the planner has no observations
+        file.
+        """
+
     def __init__(
         self,
         *,
@@ -954,14 +1008,143 @@ class ProbeSpec(_message.Message):
         needs_cloud_sync: _builtins.bool = ...,
         observes_via_runtime: _builtins.bool = ...,
         description: _builtins.str = ...,
+        observed_cost: Global___ObservedCost | None = ...,
+        discrimination_checks: _abc.Iterable[Global___DiscriminationCheck] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["observed_cost", b"observed_cost"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_risk", b"action_risk", "cost", b"cost", "description", b"description", "expected_source_kind", b"expected_source_kind", "kind", b"kind", "latency", b"latency", "needs_cloud_sync", b"needs_cloud_sync", "needs_egress", b"needs_egress", "observes_via_runtime", b"observes_via_runtime", "privacy", b"privacy", "recency", b"recency", "required_side_effects", b"required_side_effects", "target_signal_classes", b"target_signal_classes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_risk", b"action_risk", "cost", b"cost", "description", b"description", "discrimination_checks", b"discrimination_checks", "expected_source_kind", b"expected_source_kind", "kind", b"kind", "latency", b"latency", "needs_cloud_sync", b"needs_cloud_sync", "needs_egress", b"needs_egress", "observed_cost", b"observed_cost", "observes_via_runtime", b"observes_via_runtime", "privacy", b"privacy", "recency", b"recency", "required_side_effects", b"required_side_effects", "target_signal_classes", b"target_signal_classes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ProbeSpec: _TypeAlias = ProbeSpec  # noqa: Y015
+
+@_typing.final
+class ObservedCost(_message.Message):
+    """ObservedCost is what the executor's recorded acquisitions of one probe
+    kind measured (`assay executor run --observations FILE`, read by the
+    planner from the same file). Only completed acquisitions count: a review
+    case still waiting for reviewers does not.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ACQUISITIONS_FIELD_NUMBER: _builtins.int
+    MINIMUM_ACQUISITIONS_FIELD_NUMBER: _builtins.int
+    MEASURED_FIELD_NUMBER: _builtins.int
+    MEDIAN_LATENCY_FIELD_NUMBER: _builtins.int
+    P90_LATENCY_FIELD_NUMBER: _builtins.int
+    SUCCESS_RATE_FIELD_NUMBER: _builtins.int
+    OBSERVED_LATENCY_FIELD_NUMBER: _builtins.int
+    DECLARED_LATENCY_FIELD_NUMBER: _builtins.int
+    LATENCY_DISAGREES_FIELD_NUMBER: _builtins.int
+    acquisitions: _builtins.int
+    """Output only. Completed acquisitions recorded for the kind."""
+    minimum_acquisitions: _builtins.int
+    """Output only. The fewest completed acquisitions the planner measures
+    from; below it the figures are unset and the declared band ranks.
+    """
+    measured: _builtins.bool
+    """Output only. True when `acquisitions` reaches `minimum_acquisitions`:
+    the plan ranks with the observed band and success rate.
+    """
+    success_rate: _builtins.float
+    """Output only. The share (0 to 1) of completed acquisitions that yielded
+    a claim; set only when `measured`.
+    """
+    observed_latency: Global___LatencyBand.ValueType
+    """Output only. The band holding `p90_latency` (SECONDS under a minute,
+    MINUTES under an hour, else HOURS); UNSPECIFIED unless `measured`.
+    """
+    declared_latency: Global___LatencyBand.ValueType
+    """Output only. The declared latency band, as in the probe's `latency`."""
+    latency_disagrees: _builtins.bool
+    """Output only. True when `observed_latency` is a band or more away from
+    `declared_latency`.
+    """
+    @_builtins.property
+    def median_latency(self) -> _duration_pb2.Duration:
+        """Output only. The median latency; set only when `measured`."""
+
+    @_builtins.property
+    def p90_latency(self) -> _duration_pb2.Duration:
+        """Output only. The 90th percentile latency (nearest rank); set only when
+        `measured`.
+        """
+
+    def __init__(
+        self,
+        *,
+        acquisitions: _builtins.int = ...,
+        minimum_acquisitions: _builtins.int = ...,
+        measured: _builtins.bool = ...,
+        median_latency: _duration_pb2.Duration | None = ...,
+        p90_latency: _duration_pb2.Duration | None = ...,
+        success_rate: _builtins.float | None = ...,
+        observed_latency: Global___LatencyBand.ValueType = ...,
+        declared_latency: Global___LatencyBand.ValueType = ...,
+        latency_disagrees: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_success_rate", b"_success_rate", "median_latency", b"median_latency", "p90_latency", b"p90_latency", "success_rate", b"success_rate"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_success_rate", b"_success_rate", "acquisitions", b"acquisitions", "declared_latency", b"declared_latency", "latency_disagrees", b"latency_disagrees", "measured", b"measured", "median_latency", b"median_latency", "minimum_acquisitions", b"minimum_acquisitions", "observed_latency", b"observed_latency", "p90_latency", b"p90_latency", "success_rate", b"success_rate"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__success_rate: _TypeAlias = _typing.Literal["success_rate"]  # noqa: Y015
+    _WhichOneofArgType__success_rate: _TypeAlias = _typing.Literal["_success_rate", b"_success_rate"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__success_rate) -> _WhichOneofReturnType__success_rate | None: ...
+
+Global___ObservedCost: _TypeAlias = ObservedCost  # noqa: Y015
+
+@_typing.final
+class DiscriminationCheck(_message.Message):
+    """DiscriminationCheck is one row of the planner's judgement checked: of the
+    acquisitions of one probe kind taken at one predicted discrimination that
+    yielded a claim, how many changed the decision (the resolver's status or
+    leader after the claim differs from before it).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PREDICTED_FIELD_NUMBER: _builtins.int
+    ACQUISITIONS_FIELD_NUMBER: _builtins.int
+    DECISION_CHANGES_FIELD_NUMBER: _builtins.int
+    MINIMUM_ACQUISITIONS_FIELD_NUMBER: _builtins.int
+    DECISION_CHANGE_RATE_FIELD_NUMBER: _builtins.int
+    predicted: Global___Discrimination.ValueType
+    """Output only. The discrimination the plan predicted for the candidate
+    the executor took.
+    """
+    acquisitions: _builtins.int
+    """Output only. Acquisitions at this prediction that yielded a claim."""
+    decision_changes: _builtins.int
+    """Output only. Of those, the ones after which the status or leader
+    differed.
+    """
+    minimum_acquisitions: _builtins.int
+    """Output only. The fewest acquisitions a rate is given for."""
+    decision_change_rate: _builtins.float
+    """Output only. `decision_changes / acquisitions`; set only when
+    `acquisitions` reaches `minimum_acquisitions` (otherwise the row is
+    insufficient: counts, no rate).
+    """
+    def __init__(
+        self,
+        *,
+        predicted: Global___Discrimination.ValueType = ...,
+        acquisitions: _builtins.int = ...,
+        decision_changes: _builtins.int = ...,
+        minimum_acquisitions: _builtins.int = ...,
+        decision_change_rate: _builtins.float | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_decision_change_rate", b"_decision_change_rate", "decision_change_rate", b"decision_change_rate"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_decision_change_rate", b"_decision_change_rate", "acquisitions", b"acquisitions", "decision_change_rate", b"decision_change_rate", "decision_changes", b"decision_changes", "minimum_acquisitions", b"minimum_acquisitions", "predicted", b"predicted"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__decision_change_rate: _TypeAlias = _typing.Literal["decision_change_rate"]  # noqa: Y015
+    _WhichOneofArgType__decision_change_rate: _TypeAlias = _typing.Literal["_decision_change_rate", b"_decision_change_rate"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__decision_change_rate) -> _WhichOneofReturnType__decision_change_rate | None: ...
+
+Global___DiscriminationCheck: _TypeAlias = DiscriminationCheck  # noqa: Y015
 
 @_typing.final
 class EvidenceGap(_message.Message):
@@ -1041,6 +1224,9 @@ class AcquisitionCandidate(_message.Message):
     PRIVACY_FIELD_NUMBER: _builtins.int
     BLOCKING_REASONS_FIELD_NUMBER: _builtins.int
     CANDIDATE_DIGEST_FIELD_NUMBER: _builtins.int
+    MEASUREMENT_BASIS_FIELD_NUMBER: _builtins.int
+    OBSERVED_LATENCY_FIELD_NUMBER: _builtins.int
+    LATENCY_DISAGREES_FIELD_NUMBER: _builtins.int
     candidate_id: _builtins.str
     """Stable identifier within the plan: "<probe>/<signal class>"."""
     probe: Global___ProbeKind.ValueType
@@ -1081,6 +1267,19 @@ class AcquisitionCandidate(_message.Message):
     "subject", "target_signal_class"} (enum values by name, side effects in
     ascending order). The same action planned again has the same digest; an
     approval is granted for, and consumed with, exactly this digest.
+    """
+    measurement_basis: Global___MeasurementBasis.ValueType
+    """Output only. Where the ranking took this candidate's latency band and
+    success rate from: DECLARED (`latency`) or OBSERVED (the executor's
+    recorded acquisitions of the probe kind; ListProbes shows the figures).
+    """
+    observed_latency: Global___LatencyBand.ValueType
+    """Output only. The latency band holding the 90th percentile of the
+    recorded latencies; UNSPECIFIED unless `measurement_basis` is OBSERVED.
+    """
+    latency_disagrees: _builtins.bool
+    """Output only. True when `observed_latency` is a band or more away from
+    the declared `latency`: the declaration should be revisited.
     """
     @_builtins.property
     def addresses_gap_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -1134,10 +1333,13 @@ class AcquisitionCandidate(_message.Message):
         privacy: Global___PrivacyExposure.ValueType = ...,
         blocking_reasons: _abc.Iterable[Global___AvailabilityReason.ValueType] | None = ...,
         candidate_digest: _builtins.str = ...,
+        measurement_basis: Global___MeasurementBasis.ValueType = ...,
+        observed_latency: Global___LatencyBand.ValueType = ...,
+        latency_disagrees: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_risk", b"action_risk", "addresses_gap_ids", b"addresses_gap_ids", "availability", b"availability", "availability_reason", b"availability_reason", "blocking_reasons", b"blocking_reasons", "candidate_digest", b"candidate_digest", "candidate_id", b"candidate_id", "cost", b"cost", "discrimination", b"discrimination", "discrimination_basis", b"discrimination_basis", "expected_source_kind", b"expected_source_kind", "forbidden_side_effects", b"forbidden_side_effects", "independence", b"independence", "latency", b"latency", "missing_grants", b"missing_grants", "outcome_assumption", b"outcome_assumption", "outcome_value_key", b"outcome_value_key", "privacy", b"privacy", "probe", b"probe", "recency", b"recency", "required_side_effects", b"required_side_effects", "target_signal_availability", b"target_signal_availability", "target_signal_class", b"target_signal_class"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_risk", b"action_risk", "addresses_gap_ids", b"addresses_gap_ids", "availability", b"availability", "availability_reason", b"availability_reason", "blocking_reasons", b"blocking_reasons", "candidate_digest", b"candidate_digest", "candidate_id", b"candidate_id", "cost", b"cost", "discrimination", b"discrimination", "discrimination_basis", b"discrimination_basis", "expected_source_kind", b"expected_source_kind", "forbidden_side_effects", b"forbidden_side_effects", "independence", b"independence", "latency", b"latency", "latency_disagrees", b"latency_disagrees", "measurement_basis", b"measurement_basis", "missing_grants", b"missing_grants", "observed_latency", b"observed_latency", "outcome_assumption", b"outcome_assumption", "outcome_value_key", b"outcome_value_key", "privacy", b"privacy", "probe", b"probe", "recency", b"recency", "required_side_effects", b"required_side_effects", "target_signal_availability", b"target_signal_availability", "target_signal_class", b"target_signal_class"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
