@@ -162,12 +162,11 @@ def approvals_named(*roles: str) -> Callable[[Ids], Named]:
 
 
 def assignments_named(*changes: str) -> Callable[[Ids], Named]:
-    """The assignment changes ``"<role>#<change>"`` (no RecordKind in the contract names
-    them: the verdict leaves the kind unspecified and names the change by id)."""
+    """The assignment changes ``"<role>#<change>"``."""
 
     def named(ids: Ids) -> Named:
         return {
-            (pb.RECORD_KIND_UNSPECIFIED, f"{ids.cases[c.split('#')[0]]}#{c.split('#')[1]}")
+            (pb.RECORD_KIND_CASE_ASSIGNMENT, f"{ids.cases[c.split('#')[0]]}#{c.split('#')[1]}")
             for c in changes
         }
 

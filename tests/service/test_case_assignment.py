@@ -395,6 +395,22 @@ class TestTrustBoundary:
             error = await failure(p.review("bob", case_id))
             assert_refused(error, grpc.StatusCode.FAILED_PRECONDITION, "CASE_NOT_ASSIGNED")
 
+    async def test_a_reviewer_sees_no_blinded_view_of_a_case_assigned_to_others(
+        self, tmp_path: Path, adjudication_db: str
+    ) -> None:
+        """GetBlindedCase keeps the queue's rule: alice, assigned, sees the case; bob, not
+        assigned, is told it does not exist (as for any case not waiting for him)."""
+        async with parties(tmp_path, adjudication_db) as p:
+            for name in ("alice", "bob"):
+                await p.register(name)
+            case_id = await p.enqueue()
+            request = pb.GetBlindedCaseRequest(case_id=case_id)
+            assert (await p.as_("bob").GetBlindedCase(request)).case.case_id == case_id
+            await p.as_("operator").AssignCases(assign_request([case_id], ["alice"]))
+            assert (await p.as_("alice").GetBlindedCase(request)).case.case_id == case_id
+            error = await failure(p.as_("bob").GetBlindedCase(request))
+            assert_refused(error, grpc.StatusCode.NOT_FOUND, "CASE_NOT_FOUND")
+
 
 class TestListing:
     async def test_list_cases_filters_and_shows_assignments(self, adjudication_db: str) -> None:

@@ -362,6 +362,8 @@ class _RecordKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RecordKind
     """An approval request (id: the approval id)."""
     RECORD_KIND_APPROVAL_STEP: _RecordKind.ValueType  # 7
     """A step of an approval (id: "<approval id>#<step>")."""
+    RECORD_KIND_CASE_ASSIGNMENT: _RecordKind.ValueType  # 8
+    """A change of a case's assignment (id: "<case id>#<change>")."""
 
 class RecordKind(_RecordKind, metaclass=_RecordKindEnumTypeWrapper):
     """RecordKind is the kind of stored record a verification names."""
@@ -382,6 +384,8 @@ RECORD_KIND_APPROVAL: RecordKind.ValueType  # 6
 """An approval request (id: the approval id)."""
 RECORD_KIND_APPROVAL_STEP: RecordKind.ValueType  # 7
 """A step of an approval (id: "<approval id>#<step>")."""
+RECORD_KIND_CASE_ASSIGNMENT: RecordKind.ValueType  # 8
+"""A change of a case's assignment (id: "<case id>#<change>")."""
 Global___RecordKind: _TypeAlias = RecordKind  # noqa: Y015
 
 class _AuditEventType:
@@ -422,6 +426,7 @@ class _AuditEventTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_AuditE
     """An approval expired undecided or unused."""
     AUDIT_EVENT_TYPE_CASE_ASSIGNED: _AuditEventType.ValueType  # 15
     """Reviewers were assigned to a case. Payload: `case_id`, `tenant`,
+    `change` (the case's assignment changes are numbered 1, 2, ...) and
     `reviewer_ids` (comma-separated, the ones added).
     """
     AUDIT_EVENT_TYPE_CASE_UNASSIGNED: _AuditEventType.ValueType  # 16
@@ -430,7 +435,7 @@ class _AuditEventTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_AuditE
     """
     AUDIT_EVENT_TYPE_CASE_REASSIGNED: _AuditEventType.ValueType  # 17
     """Reviewers of a case were replaced by others: payload `case_id`,
-    `tenant`, `from_reviewer_ids`, `to_reviewer_ids`.
+    `tenant`, `change`, `from_reviewer_ids`, `to_reviewer_ids`.
     """
 
 class AuditEventType(_AuditEventType, metaclass=_AuditEventTypeEnumTypeWrapper):
@@ -468,6 +473,7 @@ AUDIT_EVENT_TYPE_APPROVAL_EXPIRED: AuditEventType.ValueType  # 14
 """An approval expired undecided or unused."""
 AUDIT_EVENT_TYPE_CASE_ASSIGNED: AuditEventType.ValueType  # 15
 """Reviewers were assigned to a case. Payload: `case_id`, `tenant`,
+`change` (the case's assignment changes are numbered 1, 2, ...) and
 `reviewer_ids` (comma-separated, the ones added).
 """
 AUDIT_EVENT_TYPE_CASE_UNASSIGNED: AuditEventType.ValueType  # 16
@@ -476,7 +482,7 @@ CASE_ASSIGNED (the ones removed).
 """
 AUDIT_EVENT_TYPE_CASE_REASSIGNED: AuditEventType.ValueType  # 17
 """Reviewers of a case were replaced by others: payload `case_id`,
-`tenant`, `from_reviewer_ids`, `to_reviewer_ids`.
+`tenant`, `change`, `from_reviewer_ids`, `to_reviewer_ids`.
 """
 Global___AuditEventType: _TypeAlias = AuditEventType  # noqa: Y015
 

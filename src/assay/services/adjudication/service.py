@@ -164,7 +164,7 @@ def _spec(
                 ),
                 review=review,
             ),
-            Lookups(store, max_message_bytes=options.max_message_bytes),
+            Lookups(store, max_message_bytes=options.max_message_bytes, review=review),
             log,
         ),
         port=options.port,

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
 
-from assay.errors import Violations
+from assay.errors import FailedPrecondition, Violations
 from assay.runtime import paging
-from assay.services.adjudication.domain import permissions, records
+from assay.services.adjudication.domain import assignment, permissions, records
 from assay.services.adjudication.domain.agreement_report import (
     AgreementReport,
     report,
@@ -44,6 +44,7 @@ from assay.services.adjudication.domain.model import (
     GoldLabelRevision,
     Reviewer,
 )
+from assay.services.adjudication.domain.review_policy import ReviewPolicy
 from assay.services.adjudication.domain.reviewers import check_reviewer_id, reviewer_not_found
 from assay.services.adjudication.domain.times import now
 from assay.services.adjudication.storage.interface import ApprovalBatch, ExportBatch, Store
@@ -109,10 +110,12 @@ class Lookups:
         store: Store,
         clock: Callable[[], datetime] = now,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        review: ReviewPolicy | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.page_bytes = paging.page_bytes(max_message_bytes)
+        self.review = review or ReviewPolicy()
 
     async def reviewer(self, reviewer_id: str, caller: Caller) -> Reviewer:
         """Reviewers and adjudicators may look up only themselves (anyone else: not found)."""
@@ -146,6 +149,18 @@ class Lookups:
         require_id(case_id, "case_id")
         found = await self.store.snapshot(case_id)
         snap = permissions.blinded_view(caller, found, case_id, self.clock())
+        if not (caller.operator or caller.adjudicator):
+            # A reviewer sees only what waits for them: not a case assigned to others, nor an
+            # unassigned one where the tenant takes assigned work only (as the queue).
+            changes = (await self.store.assignments([case_id])).get(case_id, [])
+            try:
+                assignment.check_may_review(
+                    assignment.current(changes),
+                    caller.subject,
+                    self.review.unassigned_work(snap.case.tenant),
+                )
+            except FailedPrecondition:
+                raise case_not_found(case_id) from None
         return blind(snap.case, snap.round)
 
     async def case_detail(self, case_id: str, caller: Caller) -> CaseDetail:

@@ -41,7 +41,6 @@ from assay.services.adjudication.domain.model import (
     GoldLabelRevision,
     Lineage,
     Outcome,
-    RecordKind,
     Resolution,
     Review,
     Reviewer,
@@ -365,11 +364,9 @@ def verdict(value: ChainVerdict) -> pb.VerifyAuditChainResponse:
             else pb.AUDIT_PROBLEM_UNSPECIFIED
         ),
         detail=value.detail,
-        # A case assignment has no RecordKind in the contract: unspecified, named by
-        # ``bad_record_id`` and ``detail``.
         bad_record_kind=(
             to_proto_enum(pb.RecordKind, "RECORD_KIND_", value.bad_record_kind)
-            if value.bad_record_kind not in (None, RecordKind.CASE_ASSIGNMENT)
+            if value.bad_record_kind is not None
             else pb.RECORD_KIND_UNSPECIFIED
         ),
         bad_record_id=value.bad_record_id,
