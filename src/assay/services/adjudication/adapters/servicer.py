@@ -19,7 +19,7 @@ import grpc
 
 from assay.runtime import paging
 from assay.services.adjudication.adapters.call_context import caller, request_key, response_bytes
-from assay.services.adjudication.domain.model import ChainHead, ExportTally
+from assay.services.adjudication.domain.model import CaseState, ChainHead, ExportTally, Review
 from assay.services.adjudication.domain.times import now
 from assay.services.adjudication.storage.interface import ApprovalBatch, ExportBatch
 from assay.services.adjudication.use_cases.assignments import Assignments
@@ -102,6 +102,15 @@ async def _person_page(
         converted.size,
     )
     return [converted(item) for item in page.items], page.next_page_token
+
+
+def _review_answer(
+    response: type[pb.SubmitReviewResponse | pb.AmendReviewResponse | pb.WithdrawReviewResponse],
+) -> Callable[[tuple[Review, CaseState]], bytes]:
+    """How SubmitReview, AmendReview and WithdrawReview answer: the record and the state."""
+    return lambda r: response_bytes(
+        response(review=convert.review(r[0]), state=convert.case_state(r[1]))
+    )
 
 
 class AdjudicationServicer:
@@ -204,9 +213,7 @@ class AdjudicationServicer:
         raw = await self.adjudication.submit_review(
             request_key("SubmitReview", request),
             convert.submission(request),
-            lambda r: response_bytes(
-                pb.SubmitReviewResponse(review=convert.review(r[0]), state=convert.case_state(r[1]))
-            ),
+            _review_answer(pb.SubmitReviewResponse),
             caller(),
         )
         return raw
@@ -425,9 +432,7 @@ class AdjudicationServicer:
         raw = await self.adjudication.revise_review(
             request_key("AmendReview", request),
             convert.amendment(request),
-            lambda r: response_bytes(
-                pb.AmendReviewResponse(review=convert.review(r[0]), state=convert.case_state(r[1]))
-            ),
+            _review_answer(pb.AmendReviewResponse),
             caller(),
         )
         return raw
@@ -438,11 +443,7 @@ class AdjudicationServicer:
         raw = await self.adjudication.revise_review(
             request_key("WithdrawReview", request),
             convert.withdrawal(request),
-            lambda r: response_bytes(
-                pb.WithdrawReviewResponse(
-                    review=convert.review(r[0]), state=convert.case_state(r[1])
-                )
-            ),
+            _review_answer(pb.WithdrawReviewResponse),
             caller(),
         )
         return raw

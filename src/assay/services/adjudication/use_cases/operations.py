@@ -260,24 +260,9 @@ class Adjudication:
             label_key = reviews.check_submission(snap, sub, at)
             check_assigned(tx, snap.case, sub.reviewer_id, self.review)
             review = reviews.new_review(new_id("rev"), snap, sub, label_key, at)
-            tx.insert_review(review)
-            tx.append_event(
-                AuditEventType.REVIEW_SUBMITTED,
-                records.review_commitment(review),
-                tenant=snap.case.tenant,
-                actor=caller.actor,
-            )
-            after = CaseSnapshot(snap.case, snap.revision_count, (*snap.round_rows, review), None)
-            tx.remember_snapshot(after)
-            return review, permissions.state_seen_by(caller, after), snap.case.tenant
+            return _recorded(tx, snap, review, caller)
 
-        return await self._idempotent(
-            key,
-            caller,
-            job,
-            lambda r: render((r[0], r[1])),
-            lambda r: (r[2], r[0].case_id),
-        )
+        return await self._reviewed(key, caller, job, render)
 
     async def revise_review(
         self,
@@ -301,17 +286,18 @@ class Adjudication:
             _reviewer(tx, target.reviewer_id, caller, "review_id")
             label_key = reviews.check_revision(snap, target, rev, at)
             revised = reviews.revised_review(new_id("rev"), target, rev, label_key, at)
-            tx.insert_review(revised)
-            tx.append_event(
-                AuditEventType.REVIEW_SUBMITTED,
-                records.review_commitment(revised),
-                tenant=snap.case.tenant,
-                actor=caller.actor,
-            )
-            after = CaseSnapshot(snap.case, snap.revision_count, (*snap.round_rows, revised), None)
-            tx.remember_snapshot(after)
-            return revised, permissions.state_seen_by(caller, after), snap.case.tenant
+            return _recorded(tx, snap, revised, caller)
 
+        return await self._reviewed(key, caller, job, render)
+
+    async def _reviewed(
+        self,
+        key: RequestKey,
+        caller: Caller,
+        job: Callable[[WriteTx, datetime], tuple[Review, CaseState, str]],
+        render: Callable[[tuple[Review, CaseState]], bytes],
+    ) -> bytes:
+        """A review record's job run once per request id; its response kept with the case."""
         return await self._idempotent(
             key,
             caller,
@@ -469,6 +455,23 @@ class Adjudication:
             return counts, event.sequence
 
         return await self._idempotent(key, caller, job, render, lambda _: ("", ""), small=False)
+
+
+def _recorded(
+    tx: WriteTx, snap: CaseSnapshot, review: Review, caller: Caller
+) -> tuple[Review, CaseState, str]:
+    """Store ``review`` (a first answer or a revision) with its REVIEW_SUBMITTED event; the
+    review, the state as the caller may see it after it, and the case's tenant."""
+    tx.insert_review(review)
+    tx.append_event(
+        AuditEventType.REVIEW_SUBMITTED,
+        records.review_commitment(review),
+        tenant=snap.case.tenant,
+        actor=caller.actor,
+    )
+    after = CaseSnapshot(snap.case, snap.revision_count, (*snap.round_rows, review), None)
+    tx.remember_snapshot(after)
+    return review, permissions.state_seen_by(caller, after), snap.case.tenant
 
 
 def _check_recorded(
