@@ -190,6 +190,53 @@ class TestTheReviewer:
         assert records[1].supersedes_review_id == records[0].review_id
         assert records[2].supersedes_review_id == records[1].review_id
 
+    async def test_a_review_revised_elsewhere_or_decided_is_not_offered_again(
+        self, served: Served
+    ) -> None:
+        """alice amends one review with another tool after giving it here: the console's
+        amendment is refused in words and the review is no longer offered. Another's round
+        is resolved: its page says so and offers neither amending nor withdrawing."""
+        revised, decided = await enqueue(served), await enqueue(served)
+        alice = await person(served, "alice", "/review")
+        for case_id in (revised, decided):
+            await alice.goto(f"{served.url}/review/{case_id}")
+            await alice.get_by_label('"key"').check()
+            await alice.get_by_role("button", name="Submit and go to the next case").click()
+            await expect(
+                alice.get_by_role("link", name="See, amend or withdraw it")
+            ).to_be_visible()
+        (first,) = (await operator_view(served, revised)).reviews
+        elsewhere = adj.AmendReviewRequest(
+            request_id=rid(), review_id=first.review_id, outcome=adj.REVIEW_OUTCOME_LABEL
+        )
+        elsewhere.label.string_value = "none"
+        async with served.stack.channel("adjudication") as channel:
+            stub = adj_grpc.AdjudicationServiceStub(channel)
+            await stub.AmendReview(elsewhere, metadata=served.stack.auth("alice"), timeout=TIMEOUT)
+            await answer(served, decided, "bob", "none", "")
+            decision = adj.ResolveCaseRequest(
+                request_id=rid(),
+                case_id=decided,
+                basis=gold_pb2.RESOLUTION_BASIS_ADJUDICATOR_DECISION,
+                adjudicator_reviewer_id="carol",
+            )
+            decision.label.string_value = "key"
+            await stub.ResolveCase(decision, metadata=served.stack.auth("carol"), timeout=TIMEOUT)
+
+        await alice.goto(f"{served.url}/review/{revised}/mine")
+        await alice.get_by_role("button", name="Save the amended review").click()
+        await expect(alice.get_by_role("heading", level=1)).to_contain_text(
+            "amended or withdrawn since"
+        )
+        await alice.goto(f"{served.url}/review/{revised}/mine")
+        await expect(alice.get_by_role("heading", level=1)).to_contain_text(
+            "no review of this case"
+        )
+        await alice.goto(f"{served.url}/review/{decided}/mine")
+        await expect(alice.locator(".decided")).to_contain_text("The round is decided (resolved)")
+        await expect(alice.locator("#review-form")).to_have_count(0)
+        await expect(alice.get_by_role("link", name="Withdraw my review…")).to_have_count(0)
+
     async def test_a_review_from_another_sign_in_is_not_offered(self, served: Served) -> None:
         """bob answered through gRPC, not in this sign-in: his review page says where to
         amend it instead, and shows nothing of it."""

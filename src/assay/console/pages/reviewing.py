@@ -123,6 +123,13 @@ def values_of(case: adj.BlindedCase) -> list[str]:
     return [value_text(v) for v in case.candidate_values]
 
 
+def forget_if_stale(session: Session, case_id: str, error: AssayCallError) -> None:
+    """A kept review revised elsewhere since (the CLI, another sign-in) is no longer the
+    person's latest: the console stops offering it (the refusal says why)."""
+    if error.reason in ("ERROR_REASON_REVIEW_SUPERSEDED", "ERROR_REASON_REVIEW_NOT_FOUND"):
+        session.own_reviews.forget(case_id)
+
+
 def routes(console: app.Console) -> list[Route]:
     def kept(session: Session, case_id: str) -> OwnReview | None:
         return session.own_reviews.get(case_id)
@@ -187,6 +194,9 @@ def routes(console: app.Console) -> list[Route]:
         except InvalidArgumentError as error:
             answer.refused(error)
             return await mine_page(request, session, own, answer, 400)
+        except AssayCallError as error:
+            forget_if_stale(session, case_id, error)
+            raise
         session.own_reviews.keep(own.case, reply.review)
         return RedirectResponse(f"/review/{quote(case_id, safe='')}/mine?amended=1", 303)
 
@@ -218,9 +228,8 @@ def routes(console: app.Console) -> list[Route]:
                 )
             )
         except AssayCallError as error:
-            if error.reason != "ERROR_REASON_REVIEW_WITHDRAWN":
-                raise
-            # Withdrawn already (this form sent twice, or the CLI): the same outcome.
+            forget_if_stale(session, case_id, error)
+            raise
         session.own_reviews.forget(case_id)
         return RedirectResponse("/review?withdrawn=1", status_code=303)
 
