@@ -174,6 +174,14 @@ def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
         help="TOML or JSON file of the planner's operator probe definitions, each replacing "
         "the built-in definition of its PROBE_KIND_* (env ASSAY_PROBES; docs/planner.md)",
     )
+    parser.add_argument(
+        "--observations",
+        default=env_str("ASSAY_OBSERVATIONS", "") or None,
+        help="the executor's observations file (assay executor run --observations): the "
+        "planner ranks with each probe kind's observed latency and success rate once it "
+        "holds enough, re-reading it when it changes (env ASSAY_OBSERVATIONS; "
+        "docs/calibration.md)",
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -255,6 +263,7 @@ async def _build(
             resolver_token_file=security.peer_token,
             ledger_signing_key=(Path(args.ledger_signing_key) if args.ledger_signing_key else None),
             probes_file=Path(args.probes) if args.probes else None,
+            observations_file=Path(args.observations) if args.observations else None,
             columns_max_rows=args.columns_max_rows,
             columns_max_bytes=args.columns_max_bytes,
             columns_max_ratio=args.columns_max_ratio,

@@ -49,6 +49,9 @@ class ServeOptions:
     ledger_signing_key: Path | None = None
     # The planner: operator probe definitions replacing built-in ones (``--probes``).
     probes_file: Path | None = None
+    # The planner: the executor's observations file (``--observations``), read for each
+    # probe kind's observed latency and success rate, and re-read when it changes.
+    observations_file: Path | None = None
     # The resolver: what one ResolveColumns stream may hold (``--columns-max-*``; None:
     # the resolver's default, ``resolver.domain.budget``).
     columns_max_rows: int | None = None

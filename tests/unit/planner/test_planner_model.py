@@ -26,6 +26,7 @@ PAIRS: list[tuple[type[IntEnum], EnumDescriptor, str]] = [
     (m.Recency, plan_pb2.Recency.DESCRIPTOR, "RECENCY_"),
     (m.CostBand, plan_pb2.CostBand.DESCRIPTOR, "COST_BAND_"),
     (m.LatencyBand, plan_pb2.LatencyBand.DESCRIPTOR, "LATENCY_BAND_"),
+    (m.MeasurementBasis, plan_pb2.MeasurementBasis.DESCRIPTOR, "MEASUREMENT_BASIS_"),
     (m.ActionRisk, plan_pb2.ActionRisk.DESCRIPTOR, "ACTION_RISK_"),
     (m.PrivacyExposure, plan_pb2.PrivacyExposure.DESCRIPTOR, "PRIVACY_EXPOSURE_"),
     (m.SupportBand, plan_pb2.SupportBand.DESCRIPTOR, "SUPPORT_BAND_"),

@@ -17,6 +17,7 @@ from __future__ import annotations
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.runtime.server import Dependency, ServiceSpec
 from assay.runtime.tls import ClientTls
+from assay.services.planner.adapters.observation_file import ObservationFile
 from assay.services.planner.adapters.probe_file import load_probes
 from assay.services.planner.adapters.resolver_client import ResolverClient
 from assay.services.planner.adapters.servicer import PlannerServicer
@@ -36,10 +37,11 @@ def make_servicer(
     tls: ClientTls | None = None,
     token: TokenFile | None = None,
     catalogue: Catalogue = CATALOGUE,
+    observations: ObservationFile | None = None,
 ) -> PlannerServicer:
     """A servicer with its own resolver channel (call inside a running event loop)."""
     return PlannerServicer(
-        ResolverClient(resolver_target, max_message_bytes, tls, token), catalogue
+        ResolverClient(resolver_target, max_message_bytes, tls, token), catalogue, observations
     )
 
 
@@ -49,8 +51,18 @@ async def build_spec(options: ServeOptions) -> ServiceSpec:
     token = TokenFile(options.resolver_token_file) if options.resolver_token_file else None
     # A bad probe file is a ProbeFileError (a ValueError): refused before anything listens.
     catalogue = load_probes(options.probes_file) if options.probes_file else CATALOGUE
+    # Likewise an observations file others may write (ObservationFileError).
+    observations = None
+    if options.observations_file is not None:
+        declared = {kind: probe.latency for kind, probe in catalogue.items()}
+        observations = ObservationFile(options.observations_file, declared)
     servicer = make_servicer(
-        options.resolver_target, options.max_message_bytes, options.resolver_tls, token, catalogue
+        options.resolver_target,
+        options.max_message_bytes,
+        options.resolver_tls,
+        token,
+        catalogue,
+        observations,
     )
     resolver = servicer.resolver
 

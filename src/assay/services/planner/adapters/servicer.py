@@ -22,6 +22,7 @@ import grpc
 from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
 from assay.runtime.handlers import REQUEST_ID_KEY, current_request_id
 from assay.runtime.paging import page
+from assay.services.planner.adapters.observation_file import NoObservations, ObservationFile
 from assay.services.planner.adapters.reliability import ReliabilityTable
 from assay.services.planner.adapters.resolver_client import ResolverClient
 from assay.services.planner.domain.deadline import Deadline
@@ -34,11 +35,17 @@ from assay.v1 import planner_service_pb2 as pb
 class PlannerServicer:
     """Implements ``assay.v1.PlannerService`` over one resolver channel."""
 
-    def __init__(self, resolver: ResolverClient, catalogue: Catalogue = CATALOGUE) -> None:
+    def __init__(
+        self,
+        resolver: ResolverClient,
+        catalogue: Catalogue = CATALOGUE,
+        observations: ObservationFile | None = None,
+    ) -> None:
         self.resolver = resolver
         self.catalogue = catalogue
         self.reliability = ReliabilityTable(resolver)
-        self.plan_evidence = PlanEvidence(resolver, self.reliability, catalogue)
+        self.observations = observations or NoObservations()
+        self.plan_evidence = PlanEvidence(resolver, self.reliability, catalogue, self.observations)
 
     async def PlanEvidence(
         self, request: pb.PlanEvidenceRequest, context: grpc.aio.ServicerContext
@@ -68,8 +75,15 @@ class PlannerServicer:
     async def ListProbes(
         self, request: pb.ListProbesRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListProbesResponse:
+        """The catalogue, each probe with its observed figures and judgement (when the
+        planner reads an observations file)."""
         catalogue = [self.catalogue[k] for k in sorted(self.catalogue)]
         probes, next_token = page(catalogue, request.page_size, request.page_token, "probes")
+        measured = await self.observations.current()
         return pb.ListProbesResponse(
-            probes=[convert.probe_spec(p) for p in probes], next_page_token=next_token
+            probes=[
+                convert.probe_spec(p, measured.costs.get(p.kind), measured.checks.get(p.kind, ()))
+                for p in probes
+            ],
+            next_page_token=next_token,
         )

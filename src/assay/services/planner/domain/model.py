@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeAlias
 
+from assay.services.planner.domain.measured import MeasuredCost
 from assay.services.planner.domain.vocabulary import (
     ActionRisk,
     Availability,
@@ -26,6 +27,7 @@ from assay.services.planner.domain.vocabulary import (
     GapSource,
     Independence,
     LatencyBand,
+    MeasurementBasis,
     OutcomeAssumption,
     PlanOutcome,
     PrivacyExposure,
@@ -132,6 +134,9 @@ class PlanInput:
     reliability: Mapping[str, float] = field(default_factory=dict)
     # Ids of the target's claims older than the request's staleness horizon.
     stale_refs: frozenset[str] = frozenset()
+    # What the executor's recorded acquisitions measured, per probe kind (``measured``);
+    # empty without an observations file.
+    measured: Mapping[ProbeKind, MeasuredCost] = field(default_factory=dict)
 
 
 # --- Probes, gaps, candidates, the plan -----------------------------------------------
@@ -254,6 +259,8 @@ class Candidate:
     basis: DiscriminationBasis = DiscriminationBasis.UNSPECIFIED
     # The expected value of sample information (``value``): ranks, never serialized.
     evsi: float = 0.0
+    # The probe kind's observed figures (None without an observations file).
+    measured: MeasuredCost | None = None
 
     @property
     def candidate_id(self) -> str:
@@ -302,6 +309,7 @@ __all__ = [
     "Independence",
     "JsonValue",
     "LatencyBand",
+    "MeasurementBasis",
     "MissingSignalNote",
     "Outcome",
     "OutcomeAssumption",

@@ -85,6 +85,7 @@ def build_candidates(
                 independence=independence_of(probe.expected_source, counted),
                 outcomes=outcomes,
                 outcome=outcomes[0],
+                measured=plan_input.measured.get(probe.kind),
             )
         )
     return tuple(candidates)

@@ -3,8 +3,9 @@
 Each candidate has a value and a cost in points: ``value = round(EVSI_POINTS × EVSI)`` (the
 expected change in the decision over every plausible outcome, ``value``), and ``cost`` from
 its cost, latency, risk and privacy bands plus ``APPROVAL_PENALTY`` per approval still needed.
-Independence is already in the value (a probe joins the group its source was counted in, so
-a claim that repeats its group adds nothing), so it is a tie-break here, not a multiplier.
+Once a probe kind is ``measured`` (enough recorded acquisitions), its observed latency band
+replaces the declared one and the value is scaled by its success rate. Independence is
+already in the value (a repeat of a counted group adds nothing): a tie-break, not a multiplier.
 
 Candidates whose value exceeds their cost come first, by value per unit of cost (the greedy
 rule for buying information on a budget); the rest follow by a score that separates what
@@ -76,13 +77,19 @@ APPROVAL_PENALTY = 2
 PENALTY_CAP = 45
 
 
+def latency_of(candidate: Candidate) -> LatencyBand:
+    """The band charged: the observed one once measured, else the declared one."""
+    measured = candidate.measured
+    return candidate.probe.latency if measured is None else measured.latency
+
+
 def cost_points(candidate: Candidate) -> int:
     """The candidate's expected cost in points (module docstring); never below 1."""
     probe = candidate.probe
     return max(
         1,
         UNIT_POINTS * COST_UNITS[probe.cost]
-        + LATENCY_PENALTY[probe.latency]
+        + LATENCY_PENALTY[latency_of(candidate)]
         + RISK_PENALTY[action_risk(probe)]
         + PRIVACY_PENALTY[probe.privacy]
         + APPROVAL_PENALTY * candidate.verdict.outstanding,
@@ -95,7 +102,10 @@ def penalty(candidate: Candidate) -> int:
 
 
 def value_points(candidate: Candidate) -> int:
-    return round(EVSI_POINTS * candidate.evsi)
+    """The EVSI in points, times the observed success rate once measured (else 1)."""
+    measured = candidate.measured
+    share = 1.0 if measured is None else measured.success_share
+    return round(EVSI_POINTS * candidate.evsi * share)
 
 
 def worth_acquiring(candidate: Candidate) -> bool:
@@ -147,7 +157,7 @@ def sort_key(candidate: Candidate, context: RankContext = NO_CONTEXT) -> tuple[i
         candidate.discrimination,
         candidate.verdict.availability,
         candidate.probe.cost,
-        candidate.probe.latency,
+        latency_of(candidate),
         candidate.probe.kind,
         candidate.target,
     )

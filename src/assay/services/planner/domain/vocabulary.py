@@ -143,6 +143,12 @@ class LatencyBand(IntEnum):
     HOURS = 3
 
 
+class MeasurementBasis(IntEnum):
+    UNSPECIFIED = 0
+    DECLARED = 1
+    OBSERVED = 2
+
+
 class ActionRisk(IntEnum):
     UNSPECIFIED = 0
     NONE = 1

@@ -30,12 +30,14 @@ from typing import NamedTuple, Protocol, TypeVar
 from assay import errors
 from assay.runtime.logging import get_logger
 from assay.services.planner.domain.deadline import Deadline
+from assay.services.planner.domain.measured import NONE, MeasuredCost, Measurements
 from assay.services.planner.domain.model import (
     AcquisitionPolicy,
     EvidencePlan,
     MissingSignalNote,
     Outcome,
     PlanInput,
+    ProbeKind,
     Resolution,
     SignalAvailability,
     SignalClass,
@@ -57,6 +59,9 @@ Metadata = tuple[tuple[str, str], ...]
 Read = tuple[
     tuple[MissingSignalNote, ...], dict[SignalClass, SignalAvailability], AcquisitionPolicy
 ]
+# What a plan knows before the resolver answers: the request read, its stale claims, and
+# the observed figures of each probe kind.
+Known = tuple[Read, frozenset[str], Mapping[ProbeKind, MeasuredCost]]
 
 
 class Resolver(Protocol):
@@ -93,6 +98,17 @@ class Reliabilities(Protocol):
     ) -> Mapping[str, float]: ...
 
 
+class Observed(Protocol):
+    """What the executor measured, per probe kind (``adapters.observation_file``)."""
+
+    async def current(self) -> Measurements: ...
+
+
+class _Nothing:
+    async def current(self) -> Measurements:
+        return NONE
+
+
 class Planned(NamedTuple):
     """A plan (a domain value: the servicer translates it, ``convert.plan``) and the
     resolution it echoes: ``raw`` is the resolver's serialized answer whose base is
@@ -108,17 +124,23 @@ class PlanEvidence:
     """The PlanEvidence use case over one resolver and its reliability table."""
 
     def __init__(
-        self, resolver: Resolver, reliability: Reliabilities, catalogue: Catalogue = CATALOGUE
+        self,
+        resolver: Resolver,
+        reliability: Reliabilities,
+        catalogue: Catalogue = CATALOGUE,
+        observed: Observed | None = None,
     ) -> None:
         self.resolver = resolver
         self.reliability = reliability
         self.catalogue = catalogue
+        self.observed = observed or _Nothing()
 
     async def __call__(
         self, request: pb.PlanEvidenceRequest, deadline: Deadline, metadata: Metadata
     ) -> Planned:
         """The plan for ``request``, every resolver call bounded by ``deadline``."""
         read = convert.read_request(request)
+        measured = (await self.observed.current()).costs
         # The evidence is serialized once for every resolver call (convert: "as bytes"),
         # and the base resolution's bytes become the answer's without a re-serialization.
         evidence = convert.evidence_field(request.evidence)
@@ -129,7 +151,7 @@ class PlanEvidence:
         if guessed is not None:
             try:
                 planned = await self._one_call(
-                    request, read, stale, guessed, evidence, deadline, metadata
+                    request, (read, stale, measured), guessed, evidence, deadline, metadata
                 )
             except (errors.InvalidArgument, errors.FailedPrecondition):
                 # Bad evidence, a cap, a probe source the resolver lacks: the plan that
@@ -137,7 +159,9 @@ class PlanEvidence:
                 # only a guessed outcome no plan needs was at fault).
                 planned = None
         if planned is None:
-            planned = await self._two_calls(request, read, stale, evidence, deadline, metadata)
+            planned = await self._two_calls(
+                request, (read, stale, measured), evidence, deadline, metadata
+            )
         return planned
 
     async def _with_table(
@@ -153,12 +177,11 @@ class PlanEvidence:
     def _draft(
         self,
         request: pb.PlanEvidenceRequest,
-        read: Read,
-        stale: frozenset[str],
+        known: Known,
         base: resolution_pb2.SemanticResolution,
         table: Mapping[str, float],
     ) -> Draft:
-        notes, capabilities, policy = read
+        (notes, capabilities, policy), stale, measured = known
         return draft_plan(
             PlanInput(
                 subject=request.subject,
@@ -169,6 +192,7 @@ class PlanEvidence:
                 policy=policy,
                 reliability=table,
                 stale_refs=stale,
+                measured=measured,
             ),
             self.catalogue,
         )
@@ -176,8 +200,7 @@ class PlanEvidence:
     async def _one_call(
         self,
         request: pb.PlanEvidenceRequest,
-        read: Read,
-        stale: frozenset[str],
+        known: Known,
         guessed: tuple[Outcome, ...],
         evidence: bytes,
         deadline: Deadline,
@@ -194,7 +217,7 @@ class PlanEvidence:
         )
         raw, table = await self._with_table(call, deadline, metadata)
         answer = rpb.ResolveHypothesesResponse.FromString(raw)
-        draft = self._draft(request, read, stale, answer.base, table)
+        draft = self._draft(request, known, answer.base, table)
         weighed: dict[MatchKey, resolution_pb2.SemanticResolution] = {
             match_key(o): h.resolution for o, h in zip(guessed, answer.hypotheses, strict=True)
         }
@@ -214,8 +237,7 @@ class PlanEvidence:
     async def _two_calls(
         self,
         request: pb.PlanEvidenceRequest,
-        read: Read,
-        stale: frozenset[str],
+        known: Known,
         evidence: bytes,
         deadline: Deadline,
         metadata: Metadata,
@@ -225,7 +247,7 @@ class PlanEvidence:
         call = self.resolver.resolve_semantic_bytes(semantic, deadline, metadata)
         raw, table = await self._with_table(call, deadline, metadata)
         base = rpb.ResolveSemanticResponse.FromString(raw)
-        draft = self._draft(request, read, stale, base.resolution, table)
+        draft = self._draft(request, known, base.resolution, table)
         hypothetical: list[Resolution] = []
         if draft.outcomes:
             answer = await self._hypotheses(

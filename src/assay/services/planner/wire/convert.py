@@ -19,6 +19,11 @@ from assay.errors import Violations
 from assay.prototime import duration_problem, timestamp_problem
 from assay.protowire import LEN, delimited, key_of, read_varint, split_key, tag_of
 from assay.services.planner.domain import model as m
+from assay.services.planner.domain.measured import (
+    MINIMUM_ACQUISITIONS,
+    DiscriminationCheck,
+    MeasuredCost,
+)
 from assay.services.planner.domain.probes import action_risk
 from assay.v1 import claim_pb2, plan_pb2, planner_service_pb2, resolution_pb2
 from assay.v1 import resolver_service_pb2 as rpb
@@ -391,7 +396,50 @@ def stale_refs(request: planner_service_pb2.PlanEvidenceRequest) -> frozenset[st
 # --- The planner's answer ------------------------------------------------------------------
 
 
-def probe_spec(probe: m.Probe) -> plan_pb2.ProbeSpec:
+def observed_cost(cost: MeasuredCost) -> plan_pb2.ObservedCost:
+    """A kind's observed figures; the figures only once it is measured."""
+    message = plan_pb2.ObservedCost(
+        acquisitions=cost.acquisitions,
+        minimum_acquisitions=MINIMUM_ACQUISITIONS,
+        measured=cost.measured,
+        observed_latency=_n(cost.observed_band),
+        declared_latency=_n(cost.declared),
+        latency_disagrees=cost.disagrees,
+    )
+    if cost.measured and cost.median_seconds is not None and cost.p90_seconds is not None:
+        message.median_latency.FromNanoseconds(round(cost.median_seconds * 1e9))
+        message.p90_latency.FromNanoseconds(round(cost.p90_seconds * 1e9))
+        if cost.success_rate is not None:
+            message.success_rate = cost.success_rate
+    return message
+
+
+def discrimination_check(check: DiscriminationCheck) -> plan_pb2.DiscriminationCheck:
+    message = plan_pb2.DiscriminationCheck(
+        predicted=_n(check.predicted),
+        acquisitions=check.acquisitions,
+        decision_changes=check.changes,
+        minimum_acquisitions=MINIMUM_ACQUISITIONS,
+    )
+    if check.rate is not None:
+        message.decision_change_rate = check.rate
+    return message
+
+
+def probe_spec(
+    probe: m.Probe,
+    cost: MeasuredCost | None = None,
+    checks: Sequence[DiscriminationCheck] = (),
+) -> plan_pb2.ProbeSpec:
+    """A catalogue entry, with its observed figures and judgement when there are any."""
+    spec = _probe_spec(probe)
+    if cost is not None:
+        spec.observed_cost.CopyFrom(observed_cost(cost))
+    spec.discrimination_checks.extend(discrimination_check(c) for c in checks)
+    return spec
+
+
+def _probe_spec(probe: m.Probe) -> plan_pb2.ProbeSpec:
     return plan_pb2.ProbeSpec(
         kind=_n(probe.kind),
         target_signal_classes=[_n(c) for c in probe.targets],
@@ -446,6 +494,11 @@ def _candidate(plan: m.EvidencePlan, candidate: m.Candidate) -> plan_pb2.Acquisi
         privacy=_n(probe.privacy),
         blocking_reasons=[_n(r) for r in verdict.blocking_reasons],
     )
+    measured = candidate.measured
+    if measured is not None:
+        message.measurement_basis = _n(measured.basis)
+        message.observed_latency = _n(measured.observed_band)
+        message.latency_disagrees = measured.disagrees
     message.candidate_digest = candidate_digest(plan.subject, plan.predicate, message)
     return message
 
