@@ -109,6 +109,15 @@ def register(subparsers: Any) -> None:
     )
     run.add_argument("--tenant", default="default", help="tenant of enqueued cases")
     run.add_argument("--max-iterations", type=int, default=5)
+    run.add_argument(
+        "--observations",
+        type=Path,
+        default=env_str("ASSAY_OBSERVATIONS", "") or None,
+        metavar="FILE",
+        help="append each acquisition's latency, outcome, predicted discrimination and "
+        "whether it changed the decision to FILE, one JSON line each, created 0600; the "
+        "planner reads the same file (env ASSAY_OBSERVATIONS; docs/calibration.md)",
+    )
     for service, default in TARGETS:
         env = f"ASSAY_{service.upper()}_TARGET"
         run.add_argument(f"--{service}", default=env_str(env, default), help=f"address (env {env})")
@@ -164,6 +173,7 @@ def _settings(args: argparse.Namespace) -> Any:
         tenant=args.tenant,
         cases=tuple(args.case),
         max_iterations=args.max_iterations,
+        observations=Path(args.observations) if args.observations else None,
         probes=ProbeSetup(
             artifact=args.artifact,
             repo=args.repo,
@@ -193,8 +203,11 @@ def _run(args: argparse.Namespace) -> int:
     try:
         report = asyncio.run(_execute(args, settings, evidence, listener, credentials))
     except ValueError as error:
-        # From the credentials: a token that would go out in plaintext, an unreadable file.
+        # From the credentials: a token that would go out in plaintext, an unreadable file;
+        # or an observations file others may write.
         raise CliError(str(error)) from None
+    except OSError as error:
+        raise CliError(f"cannot record an observation: {error}") from None
     except UnavailableError as error:
         hint = "" if credentials and credentials.uses_tls else "; if they serve TLS, give --ca"
         raise CliError(

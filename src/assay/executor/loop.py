@@ -8,7 +8,10 @@ One run, for one target (subject, predicate):
    (``choice.py``), performs it, and adds the claims it yielded; a candidate
    that REQUIRES_APPROVAL is first asked for through the approval service
    (``approval.py``) when the run has one, and performed only on a consumed grant;
-4. it stops when the predicate resolves, when a human-review case now waits
+4. with ``Settings.observations``, each acquisition is recorded once the next
+   resolution (the one the loop makes anyway) shows whether it changed the
+   decision (``observations``);
+5. it stops when the predicate resolves, when a human-review case now waits
    for reviewers, when no ranked candidate may be acted on, when an approval it
    asked for ends without a grant to use (APPROVAL_*), or after
    ``max_iterations``.
@@ -34,7 +37,7 @@ from assay.client.builders import acquisition_policy, plan_request
 from assay.client.errors import AssayCallError
 from assay.client.planner import AsyncPlannerClient
 from assay.client.resolver import AsyncResolverClient
-from assay.executor import local_probes
+from assay.executor import local_probes, observations
 from assay.executor.approval import Ask, approval_reason, ask_and_wait
 from assay.executor.choice import Choice, choose, probe_name, short_name, side_effects
 from assay.executor.model import (
@@ -73,6 +76,11 @@ def status_name(resolution: resolution_pb2.SemanticResolution) -> str:
     return short_name(resolution_pb2.ResolutionStatus, resolution.status, "RESOLUTION_STATUS_")
 
 
+def decision(resolution: resolution_pb2.SemanticResolution) -> observations.Decision:
+    """What an acquisition may change: the status and the leading value."""
+    return observations.Decision(status_name(resolution), resolution.leader.value_key)
+
+
 class Executor:
     """Runs the loop for one target; ``run`` returns the full report."""
 
@@ -89,6 +97,9 @@ class Executor:
         self.on_event = on_event or (lambda _event: None)
         self.tried: set[str] = set()
         self.run_tag = ""
+        # The last acquisition, its predicted discrimination and the decision before it,
+        # until the next resolution says what it changed.
+        self.unrecorded: tuple[Acquisition, str, observations.Decision] | None = None
 
     def configured(self, probe: str) -> bool:
         """Whether this run has what ``probe`` needs (a file, a repo, a command, a service)."""
@@ -105,6 +116,9 @@ class Executor:
         settings = self.settings
         report = RunReport(settings.subject, settings.predicate)
         self.tried = set()
+        self.unrecorded = None
+        if settings.observations is not None:
+            await asyncio.to_thread(observations.check, settings.observations)
         # Claim ids must be unique within a request, and a run's output evidence may be fed
         # to a later run: a per-run tag keeps the new observations' ids from colliding.
         self.run_tag = uuid.uuid4().hex[:8]
@@ -115,6 +129,7 @@ class Executor:
             resolution = await self.services.resolver.resolve(
                 working, settings.subject, settings.predicate
             )
+            await self._observe(resolution)
             if resolution.status == resolution_pb2.RESOLUTION_STATUS_RESOLVED:
                 report.stop_reason = StopReason.RESOLVED
                 self._step(report, iteration, resolution)
@@ -144,12 +159,21 @@ class Executor:
                 approval.approval_id if approval is not None else "",
             )
             working.claims.extend(claims)
+            predicted = (
+                short_name(
+                    plan_pb2.Discrimination, choice.candidate.discrimination, "DISCRIMINATION_"
+                )
+                if choice.candidate.discrimination
+                else ""
+            )
+            self.unrecorded = (acquisition, predicted, decision(resolution))
             self._step(report, iteration, resolution, choice.skipped, acquisition, approval)
             if acquisition.outcome is Outcome.CASE_ENQUEUED:
                 report.pending_cases.append(acquisition.case_id)
                 report.stop_reason = StopReason.AWAITING_REVIEW
                 break
         final = await self.services.resolver.resolve(working, settings.subject, settings.predicate)
+        await self._observe(final)
         report.final_status = status_name(final)
         report.final_leader = final.leader.value_key
         report.final_support = final.leader.support
@@ -240,7 +264,21 @@ class Executor:
                 "HUMAN_REVIEW", f"case/{case_id}", "HOURS", result, latency, cost="HIGH"
             )
             report.collected.append(acquisition)
+            await self._write(observations.record(acquisition))
             self.on_event(acquisition)
+
+    async def _observe(self, after: resolution_pb2.SemanticResolution) -> None:
+        """Record the acquisition awaiting its next resolution, if any."""
+        if self.unrecorded is None:
+            return
+        acquisition, predicted, before = self.unrecorded
+        self.unrecorded = None
+        await self._write(observations.record(acquisition, predicted, before, decision(after)))
+
+    async def _write(self, line: str) -> None:
+        path = self.settings.observations
+        if path is not None:
+            await asyncio.to_thread(observations.append, path, line)
 
     async def _acquire(
         self,

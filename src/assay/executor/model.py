@@ -115,6 +115,9 @@ class Settings:
     cases: tuple[str, ...] = ()  # human-review cases to collect gold labels from
     max_iterations: int = 5
     probes: ProbeSetup = field(default_factory=ProbeSetup)
+    # Where each acquisition's latency, outcome and effect on the decision is appended
+    # (``observations``); None records nothing.
+    observations: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -38,12 +38,14 @@ async def local_stack(
     security: Security | None = None,
     allow_fixture_reviewers: bool = True,
     ledger_signing_key: Path | None = None,
+    observations_file: Path | None = None,
 ) -> AsyncIterator[LocalStack]:
     """Serve resolver, planner and adjudication on ``127.0.0.1:0`` for the block's duration.
     ``db_path`` may be a ``postgresql://`` URL (then ``ledger_signing_key`` is required).
 
     ``security`` (e.g. ``Security.from_credentials(DIR)``) turns on TLS and authentication,
-    the planner then calling the resolver over TLS with its own token."""
+    the planner then calling the resolver over TLS with its own token; ``observations_file``
+    is the planner's ``--observations``."""
     security = security or Security()
     config = ServerConfig(host=LOOPBACK, grace_seconds=1.0, tls=security.tls, gate=security.gate)
     async with contextlib.AsyncExitStack() as stack:
@@ -63,6 +65,7 @@ async def local_stack(
             resolver_token_file=security.peer_token,
             ledger_signing_key=ledger_signing_key,
             approvals=security.gate.policy.approvals if security.gate.policy else {},
+            observations_file=observations_file,
         )
         planner_spec = await SERVICES["planner"].builder()(options)
         adjudication_spec = await SERVICES["adjudication"].builder()(options)
