@@ -87,9 +87,10 @@ class TestTheReviewForm:
             adj.REVIEW_OUTCOME_NOT_EVALUABLE,
             "posed badly",
         )
-        nothing = Answer("7")
-        assert not nothing.fill(adj.SubmitReviewRequest(), blinded("c1").candidate_values)
-        assert set(nothing.problems) == {"answer"}
+        for posted in ("7", "\u00b2", "-1"):
+            nothing = Answer(posted)
+            assert not nothing.fill(adj.SubmitReviewRequest(), blinded("c1").candidate_values)
+            assert set(nothing.problems) == {"answer"}
 
     def test_a_review_prefills_the_form(self) -> None:
         review = adj.Review(outcome=adj.REVIEW_OUTCOME_LABEL, rationale="why")

@@ -125,7 +125,7 @@ def routes(console: app.Console) -> list[Route]:
             )
 
         candidates = shown.case.candidate_values
-        if choice.isdigit() and int(choice) < len(candidates):
+        if choice.isascii() and choice.isdigit() and int(choice) < len(candidates):
             decision.basis = gold_pb2.RESOLUTION_BASIS_ADJUDICATOR_DECISION
             decision.label.CopyFrom(candidates[int(choice)])
         elif choice in _BASES:

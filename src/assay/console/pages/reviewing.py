@@ -91,7 +91,8 @@ class Answer:
         """Set ``request``'s outcome, label, reason and rationale (a SubmitReviewRequest or
         an AmendReviewRequest); False, with a problem noted, when nothing is chosen."""
         request.rationale = self.rationale
-        if self.choice.isdigit() and int(self.choice) < len(candidates):
+        # ASCII digits only: "²".isdigit() holds, and int() refuses it.
+        if self.choice.isascii() and self.choice.isdigit() and int(self.choice) < len(candidates):
             request.outcome = adj.REVIEW_OUTCOME_LABEL
             request.label.CopyFrom(candidates[int(self.choice)])
         elif self.choice == "unresolved":
