@@ -251,7 +251,8 @@ class TestTheReviewer:
 class TestTheAdjudicator:
     async def test_both_rationales_and_a_decision_with_its_reason(self, served: Served) -> None:
         """carol reads alice's and bob's rationales beside their answers (line breaks kept)
-        and how many reviews the round needed, and decides with a reason GetCase shows."""
+        and how many reviews the round needed, and decides with a reason GetCase shows (a
+        reason the service refuses is named beside its field first, the choice kept)."""
         walk = Walk(served.screens)
         case_id = await enqueue(served)
         await answer(served, case_id, "alice", "key", TWO_LINES)
@@ -266,6 +267,11 @@ class TestTheAdjudicator:
         await expect(carol.locator(".required")).to_have_text("2")
         await walk.check(carol, "adjudicate-case")
         await carol.get_by_label('The label is "none"').check()
+        await carol.get_by_label("Reason for the decision").fill(f"{ANSI} colours")
+        await carol.get_by_role("button", name="Record the decision").click()
+        await expect(carol.locator("#rationale-problem")).to_contain_text("control characters")
+        await expect(carol.get_by_label('The label is "none"')).to_be_checked()
+        await expect(carol.get_by_label("Reason for the decision")).to_have_value(f"{ANSI} colours")
         await carol.get_by_label("Reason for the decision").fill("the code wins\nover the doc")
         await carol.get_by_role("button", name="Record the decision").click()
         await expect(carol.get_by_text("Your decision is recorded")).to_be_visible()
