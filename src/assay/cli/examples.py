@@ -21,7 +21,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "policy": ("assay policy -o json",),
     "plan": ("assay plan examples/plan/capability-gap.json",),
-    "probes": ("assay probes -o wide",),
+    "probes": (
+        "assay probes -o wide",
+        "assay probes --judgement   # predicted discrimination against observed decision changes",
+    ),
     "reviewer": ("assay reviewer list",),
     "reviewer add": (
         "assay reviewer add alice --kind human --attested-by 'hr ticket 42'   # dev mode",

@@ -23,6 +23,7 @@ from google.protobuf import json_format
 from rich import box
 from rich.table import Table
 
+from assay.cli import probe_figures
 from assay.cli.common import (
     CliError,
     Remote,
@@ -56,6 +57,12 @@ def register(subparsers: Any) -> None:
     plan.set_defaults(handler=_plan)
 
     probes = subparsers.add_parser("probes", help="list the planner's probe catalogue")
+    probes.add_argument(
+        "--judgement",
+        action="store_true",
+        help="print the planner's predicted discrimination against the observed rate of "
+        "decision change, per probe kind (needs the planner's --observations)",
+    )
     add_target_argument(probes, "planner", DEFAULT_TARGET)
     add_json_argument(probes)
     probes.set_defaults(handler=_probes)
@@ -224,7 +231,20 @@ def _probes(args: argparse.Namespace) -> int:
     remote = Remote.of(args, "planner")
     with remote.client(PlannerClient) as client:
         response = remote.call(lambda: client.list_probes())
+    if args.judgement:
+        return emit(args, response, lambda: _print_judgement(response), list(response.probes))
     return emit(args, response, lambda: _print_probes(response), list(response.probes))
+
+
+def _print_judgement(response: planner_service_pb2.ListProbesResponse) -> None:
+    table = probe_figures.judgement_table(response.probes)
+    if table is None:
+        console().print(
+            "no observations: the planner reads none (assay serve planner --observations FILE, "
+            "the file assay executor run --observations writes)"
+        )
+        return
+    print_table(table)
 
 
 _PROBE_COLUMNS = ("probe", "observes", "side effects")
@@ -263,5 +283,8 @@ def _print_probes(response: planner_service_pb2.ListProbesResponse) -> None:
             ]
         table.add_row(*row)
     print_table(table)
+    observed = probe_figures.observed_table(response.probes)
+    if observed is not None:
+        print_table(observed)
     if not wide:
         console().print("[dim](-o wide: source kind, cost, latency, risk, privacy, network)[/]")
