@@ -206,6 +206,16 @@ class TestBadInput:
         fields = [v.field for v in caught.value.violations]
         assert fields == ["observations[0].label_id", "observations[2]", "observations[3].source"]
 
+    def test_a_label_with_two_provenances_is_named(self) -> None:
+        """A label is human or synthetic as a whole, never a mixture."""
+        seen = [
+            Observation("a", "api_spec", True, HUMAN, SPOT),
+            Observation("a", "documentation", True, SYNTHETIC, SPOT),
+        ]
+        with pytest.raises(InvalidArgument) as caught:
+            calibrate(seen, TABLE, CalibrationOptions(include_synthetic=True))
+        assert [v.field for v in caught.value.violations] == ["observations[1]"]
+
     @pytest.mark.parametrize(
         "table", [{"api_spec": 1.2}, {"api_spec": -0.1}, {}, {"api_spec": math.nan}]
     )

@@ -106,13 +106,13 @@ def calibrate(
     Raises ``InvalidArgument`` naming every bad field: a declared table the resolver would
     refuse, a source kind not in it (reason UNKNOWN_SOURCE, the known kinds in the error's
     metadata), a sampling rate outside (0, 1], a missing label id, a label seen with two
-    origins or rates, a minimum count below one."""
+    origins, rates or provenances, a minimum count below one."""
     table = _checked_table(declared)
     if options.min_count < 1:
         raise bad("min_count", "must be at least 1")
     spot = {kind: Tally() for kind in table}
     conflict = {kind: Tally() for kind in table}
-    design: dict[str, tuple[LabelOrigin, float]] = {}
+    design: dict[str, tuple[LabelOrigin, float, Provenance]] = {}
     left_out: set[str] = set()
     problems = Violations()
     unknown = synthetic = False
@@ -130,9 +130,11 @@ def calibrate(
         if not label:
             problems.add(f"observations[{i}].label_id", "is required")
             continue
-        if design.setdefault(label, (origin, rate)) != (origin, rate):
+        found = (origin, rate, seen.provenance)
+        if design.setdefault(label, found) != found:
             problems.add(
-                f"observations[{i}]", "its label was seen with another origin or sampling rate"
+                f"observations[{i}]",
+                "its label was seen with another origin, sampling rate or provenance",
             )
             continue
         if seen.provenance is not human:
