@@ -165,7 +165,7 @@ def _candidate_table(title: str, candidates: Any, ranked: bool) -> Table:
             _name(plan_pb2.Independence, c.independence, "INDEPENDENCE_"),
             _name(plan_pb2.Recency, c.recency, "RECENCY_"),
             f"{_name(plan_pb2.CostBand, c.cost, 'COST_BAND_')} / "
-            f"{_name(plan_pb2.LatencyBand, c.latency, 'LATENCY_BAND_')}",
+            f"{probe_figures.candidate_latency(c)}",
             f"{_name(plan_pb2.ActionRisk, c.action_risk, 'ACTION_RISK_')} / "
             f"{_name(plan_pb2.PrivacyExposure, c.privacy, 'PRIVACY_EXPOSURE_')}",
             ", ".join(c.addresses_gap_ids),

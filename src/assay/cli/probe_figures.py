@@ -7,6 +7,8 @@ the observed one (median, 90th percentile, the band that holds it, success rate)
 flags a band that disagrees; ``judgement_table`` prints predicted discrimination against
 the observed rate of decision change, per kind and over every kind. A figure drawn from
 fewer acquisitions than the planner's minimum reads "insufficient", never a number.
+``candidate_latency`` is a plan's latency cell (``assay plan -o wide``): the declared band,
+and the observed one the ranking used instead, flagged when they disagree.
 """
 
 from __future__ import annotations
@@ -35,6 +37,17 @@ def seconds(duration: duration_pb2.Duration) -> str:
     if value < 7200:
         return f"{value / 60:.1f} min"
     return f"{value / 3600:.1f} h"
+
+
+def candidate_latency(candidate: plan_pb2.AcquisitionCandidate) -> str:
+    """A plan's latency cell: the declared band, and the observed one the ranking used
+    instead once the probe kind is measured (``≠`` when a band or more apart)."""
+    declared = _name(plan_pb2.LatencyBand, candidate.latency, LATENCY_PREFIX)
+    if candidate.measurement_basis != plan_pb2.MEASUREMENT_BASIS_OBSERVED:
+        return declared
+    observed = _name(plan_pb2.LatencyBand, candidate.observed_latency, LATENCY_PREFIX)
+    flag = " ≠ declared" if candidate.latency_disagrees else ""
+    return f"{declared}, observed {observed}{flag}"
 
 
 def _table(title: str, caption: str) -> Table:

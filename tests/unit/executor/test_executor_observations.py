@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -180,3 +181,60 @@ class TestReading:
         path.chmod(0o646)
         with pytest.raises(ObservationFileError, match="mode 0646"):
             ObservationFile(path, DECLARED)
+
+
+class TestSharedAndLong:
+    def test_executors_appending_at_once_never_interleave(self, tmp_path: Path) -> None:
+        """Eight writers, rotating every few lines: every line of both files is whole, and
+        neither file ever passes the cap."""
+        path = tmp_path / "obs.jsonl"
+        line = observations.record(acquisition())
+        cap = (len(line) + 1) * 7
+
+        def write() -> None:
+            for _ in range(25):
+                observations.append(path, line, max_bytes=cap)
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            for future in [pool.submit(write) for _ in range(8)]:
+                future.result()
+        for part in (path, rotated(path)):
+            assert part.stat().st_size <= cap
+            assert all(text == line for text in part.read_text().splitlines())
+        read = read_files(path, DECLARED)
+        assert read.problems == ()
+        assert len(read.observations) >= 8  # at least the fresh file plus some of FILE.1
+
+    def test_a_long_file_is_read_from_its_tail(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Past MAX_READ_BYTES only the tail is read, from the first whole line."""
+        from assay.services.planner.adapters import observation_file
+
+        path = tmp_path / "obs.jsonl"
+        line = observations.record(acquisition())
+        path.write_text((line + "\n") * 10)
+        monkeypatch.setattr(observation_file, "MAX_READ_BYTES", (len(line) + 1) * 3 + 5)
+        read = read_files(path, DECLARED)
+        assert (len(read.observations), read.problems) == (3, ())
+
+    async def test_a_file_turned_writable_by_others_is_not_re_read(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """After start, a chmod that lets others write keeps the figures the planner had."""
+        from assay.services.planner.adapters import observation_file
+
+        monkeypatch.setattr(observation_file, "CHECK_SECONDS", 0.0)
+        path = tmp_path / "obs.jsonl"
+        observations.check(path)
+        observations.append(path, observations.record(acquisition()))
+        watched = ObservationFile(path, DECLARED)
+        hash_kind = ProbeKind.VERIFY_ARTIFACT_HASH
+        assert (await watched.current()).costs[hash_kind].acquisitions == 1
+        observations.append(path, observations.record(acquisition()))
+        assert (await watched.current()).costs[hash_kind].acquisitions == 2
+        path.chmod(0o666)
+        observations.append(path, observations.record(acquisition()))
+        assert (await watched.current()).costs[hash_kind].acquisitions == 2
+        path.chmod(0o600)
+        assert (await watched.current()).costs[hash_kind].acquisitions == 3
