@@ -12,7 +12,8 @@ A line that is not a JSON object, is longer than ``MAX_LINE_BYTES``, names a pro
 catalogue lacks or has a field of the wrong kind is skipped, and named (file, line, field,
 why) in one ``observations_skipped`` log line per read. A file that group or others may
 write could carry anyone's figures: at start that refuses the planner (exit code 2, as a
-bad ``--probes`` file); later it keeps the figures it has and logs why.
+bad ``--probes`` file), as does one it cannot read; later either keeps the figures it has
+and logs why.
 """
 
 from __future__ import annotations
@@ -185,7 +186,10 @@ class ObservationFile:
         if refused is not None:
             raise ObservationFileError(f"--observations {refused}")
         self._signature = self._stat()
-        self._figures = self._load()
+        try:
+            self._figures = self._load()
+        except OSError as error:
+            raise ObservationFileError(f"--observations {path}: cannot be read: {error}") from None
         self._checked = time.monotonic()
         self._reading = False
 
@@ -229,6 +233,8 @@ class ObservationFile:
         try:
             self._figures = await asyncio.to_thread(self._load)
             self._signature = signature
+        except OSError as error:  # e.g. made unreadable: plans go on with what was read
+            _log.warning("observations_unreadable", path=str(self.path), error=str(error))
         finally:
             self._reading = False
         return self._figures
