@@ -83,6 +83,25 @@ class TestPosterior:
         assert figure.posterior_mean == pytest.approx(posterior.mean())
         assert figure.low == pytest.approx(posterior.ppf(0.025))
 
+    def test_heavy_weights_on_mixed_outcomes_count_for_less_than_kish_says(self) -> None:
+        """When the rarely sampled trials are the uncertain ones, the linearised variance's
+        effective size, smaller than Kish's, is the one used."""
+        mixed = trials("api_spec", 5, 5, rate=0.1)  # weight 10, half right
+        sure = trials("api_spec", 30, 0, rate=1.0)  # weight 1, all right
+        figure = of(calibrate(mixed + sure, TABLE), "api_spec").spot_check
+        weights = [10.0] * 10 + [1.0] * 30
+        matches = [1] * 5 + [0] * 5 + [1] * 30
+        total = sum(weights)
+        share = sum(w * m for w, m in zip(weights, matches, strict=True)) / total
+        kish = total**2 / sum(w * w for w in weights)
+        variance = sum(w * w * (m - share) ** 2 for w, m in zip(weights, matches, strict=True))
+        linearised = share * (1 - share) / (variance / total**2)
+        assert linearised < kish
+        assert figure.effective_count == pytest.approx(linearised)
+        assert figure.high == pytest.approx(
+            stats.beta(1 + linearised * share, 1 + linearised * (1 - share)).ppf(0.975)
+        )
+
     def test_the_order_of_observations_does_not_matter(self) -> None:
         """Every figure is the same, to the last bit, whatever order the claims come in."""
         seen = trials("api_spec", 13, 4, rate=0.3) + trials("api_spec", 9, 9, rate=0.07)

@@ -7,11 +7,13 @@ prior. The prior is uniform, not centred on the declared value, because calibrat
 exists to test the declared value: a prior built from it would pull every interval back
 towards the number under test and let a wrong table vouch for itself.
 
-Weighted trials (spot-checks sampled at unequal rates) enter as a Hájek estimate with
-Kish's effective sample size ``(Σw)² / Σw²``: the posterior is Beta(1 + n_eff·p̂,
-1 + n_eff·(1 - p̂)), which is the unweighted posterior exactly when all weights are
-equal. Below ``min_count`` effective trials a figure is INSUFFICIENT and carries no
-number. SciPy (statsmodels' dependency) is imported at the first interval.
+Weighted trials (spot-checks sampled at unequal rates) enter as a Hájek estimate p̂ with
+an effective sample size n_eff: the posterior is Beta(1 + n_eff·p̂, 1 + n_eff·(1 - p̂)),
+the unweighted one exactly when all weights are equal. n_eff is the smaller of Kish's
+``(Σw)² / Σw²`` and ``p̂(1 - p̂) / V``, V the estimate's linearised variance: Kish assumes
+outcomes unrelated to weights, and when the rarely sampled semantics are also the harder
+ones the estimate varies more than that. Below ``min_count`` effective trials a figure is
+INSUFFICIENT, with no number. SciPy is imported at the first interval.
 """
 
 from __future__ import annotations
@@ -71,11 +73,22 @@ class Tally:
 
     @property
     def effective_count(self) -> float:
-        """Kish's effective sample size; the count itself when every weight is equal."""
+        """The smaller of Kish's size and the linearised variance's; n for equal weights."""
         if len(self.counts) == 1:  # exactly n, not n up to rounding
             return float(self.count)
-        weight, _, squared = self.sums()
-        return weight * weight / squared if squared else 0.0
+        weight, matched, squared = self.sums()
+        if not squared:
+            return 0.0
+        kish = weight * weight / squared
+        share = matched / weight
+        if share <= 0.0 or share >= 1.0:
+            return kish  # no spread to measure: every trial matched, or none did
+        # Σ w²(x - p̂)², grouped by weight: k trials at (1 - p̂)², n - k at p̂².
+        spread = 0.0
+        for w, (n, k) in sorted(self.counts.items()):
+            spread += w * w * (k * (1.0 - share) ** 2 + (n - k) * share * share)
+        linearised = share * (1.0 - share) * weight * weight / spread
+        return min(kish, linearised)
 
     @property
     def share(self) -> float:
