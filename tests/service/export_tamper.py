@@ -17,7 +17,7 @@ import io
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from assay.v1 import gold_pb2
 from tests.service.adjudication_support import (
     TIMEOUT,
     adjudication_server,
-    enqueue,
+    case_message,
     ledger_key,
     register,
     review,
@@ -80,19 +80,40 @@ async def _freeze(
     await stub.FreezeGoldLabel(freeze, timeout=TIMEOUT)
 
 
+async def _enqueue_with_claims(stub: Any) -> pb.Case:
+    """A case carrying the claims it was raised from and a spot-check rate, so the export's
+    claims and their binding are edited like every other field."""
+    message = case_message()
+    for kind, value, confidence in (("documentation", "key", 0.9), ("runtime_trace", "none", 0.7)):
+        claim = message.claims.add(
+            claim_id=f"claim-{kind}",
+            source_kind=kind,
+            confidence=confidence,
+            correlation_group=f"group-{kind}",
+        )
+        claim.value.string_value = value
+        claim.observe_time.FromDatetime(datetime(2026, 11, 1, tzinfo=UTC))
+    message.spot_check_rate = 0.25
+    reply = await stub.EnqueueCase(
+        pb.EnqueueCaseRequest(request_id=rid(), case=message), timeout=TIMEOUT
+    )
+    case: pb.Case = reply.case
+    return case
+
+
 async def _populate_and_export(db: str | Path, corpus: Path) -> dict[str, str]:
     async with adjudication_server(db) as server:
         stub = server.stub
         for name in ("ann", "bob", "cid"):
             await register(stub, name)
         kinds: dict[str, str] = {}
-        case = await enqueue(stub)
+        case = await _enqueue_with_claims(stub)
         kinds[case.case_id] = "unanimous"
         await review(stub, case.case_id, "ann", "key")
         await review(stub, case.case_id, "bob", "key")
         await _freeze(stub, case.case_id, gold_pb2.RESOLUTION_BASIS_UNANIMOUS_AGREEMENT)
         await review(stub, case.case_id, "cid", "none", round_=2)
-        case = await enqueue(stub)
+        case = await _enqueue_with_claims(stub)
         kinds[case.case_id] = "adjudicated"
         await review(stub, case.case_id, "ann", "key")
         first = await review(stub, case.case_id, "bob", "key")
@@ -112,7 +133,7 @@ async def _populate_and_export(db: str | Path, corpus: Path) -> dict[str, str]:
             "cid",
             rationale="bob's source is the newer one",
         )
-        case = await enqueue(stub)
+        case = await _enqueue_with_claims(stub)
         kinds[case.case_id] = "unresolved"
         unresolved = pb.REVIEW_OUTCOME_UNRESOLVED
         await review(stub, case.case_id, "ann", None, unresolved, reason="the sources conflict")

@@ -87,6 +87,23 @@ FIELDS: list[tuple[str, str]] = [
     ],
     ("rationale", "rationale"),
     *[
+        (f"claims[{i}].{name}", "claims")
+        for i in (0, 1)
+        for name in (
+            "claimId",
+            "sourceKind",
+            "value",
+            "confidence",
+            "correlationGroup",
+            "observeTime",
+        )
+    ],
+    ("spotCheckRate", "spotCheckRate"),
+    *[
+        (f"caseBinding.enqueued.event.payload.{key}", f"caseBinding.enqueued.event.payload.{key}")
+        for key in ("claims", "spot_check_rate")
+    ],
+    *[
         (f"resolved.event.payload.{key}", f"resolved.event.payload.{key}")
         for key in ("case_id", "round", "rationale")
     ],

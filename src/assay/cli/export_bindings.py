@@ -20,8 +20,9 @@ from typing import Any
 
 from assay.cli.export_events import BadRecord, enum_name
 from assay.protovalues import value_to_json
-from assay.services.adjudication.domain import openings
+from assay.services.adjudication.domain import case_claims, openings
 from assay.services.adjudication.domain.digests import jcs, same_label_key, text_digest
+from assay.services.adjudication.domain.model import CaseClaim
 from assay.services.adjudication.domain.times import rfc3339
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import gold_pb2
@@ -172,3 +173,27 @@ def check_answer(where: str, review: pb.Review, opening_at: str, opening: str, a
         if recorded != value:
             raise BadRecord(f"{where}.{name}", f"is not what the ledger recorded ({recorded!r})")
     check_label(where, review.HasField("label"), review.label, review.label_key)
+
+
+def evidence_digests(record: pb.CorpusRecord) -> dict[str, str]:
+    """What the case's CASE_ENQUEUED event holds for the record's claims and spot-check rate
+    (``records.enqueued_payload``): each key only when there is something to commit to."""
+    found: dict[str, str] = {}
+    if record.claims:
+        claims = [
+            CaseClaim(
+                source_kind=c.source_kind,
+                value=value_to_json(c.value) if c.HasField("value") else None,
+                confidence=c.confidence,
+                correlation_group=c.correlation_group,
+                claim_id=c.claim_id,
+                observe_time=(
+                    c.observe_time.ToDatetime(UTC) if c.HasField("observe_time") else None
+                ),
+            )
+            for c in record.claims
+        ]
+        found["claims"] = case_claims.claims_digest(claims)
+    if record.spot_check_rate:
+        found["spot_check_rate"] = jcs(record.spot_check_rate)
+    return found

@@ -36,6 +36,7 @@ from assay.cli.export_bindings import (
     check_case,
     check_label,
     check_revision,
+    evidence_digests,
     gold_fields,
     shown_digests,
 )
@@ -160,7 +161,8 @@ def _check_case(record: pb.CorpusRecord, signed: Checkpoint, gaps: list[Unproven
     enqueued = record.case_binding.enqueued
     where = "caseBinding.enqueued"
     recorded = {"case_id": revision.case_id, "tenant": revision.tenant}
-    claims = {**recorded, "shown": openings.shown_digest(shown_digests(case))}
+    evidence = evidence_digests(record)
+    claims = {**recorded, "shown": openings.shown_digest(shown_digests(case)), **evidence}
     payload = proven_payload(
         where,
         enqueued.event,
@@ -176,6 +178,9 @@ def _check_case(record: pb.CorpusRecord, signed: Checkpoint, gaps: list[Unproven
             f"is the CASE_ENQUEUED event of case {payload.get('case_id')!r} of tenant "
             f"{payload.get('tenant')!r}, not of this record's",
         )
+    for key, path in (("claims", "claims"), ("spot_check_rate", "spotCheckRate")):
+        if payload.get(key, "") != evidence.get(key, ""):
+            raise BadRecord(path, "is not what the case's CASE_ENQUEUED event recorded")
     shown = payload.get("shown")
     if shown is None:
         why = "its case was enqueued before the ledger recorded what a case shows"

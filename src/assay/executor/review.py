@@ -7,7 +7,8 @@ id collects the case's latest frozen gold label as a claim (see
 
 The case shows reviewers the competing values and references to the claims
 behind them; the system's own verdict (the resolver's leader) goes to
-``local_verdict``, which the blinded reviewer view does not have. Its
+``local_verdict``, and the claims as the resolver weighed them go to
+``claims`` (for calibration), neither of which the blinded reviewer view has. Its
 ``context`` deliberately names no value, so it cannot leak the verdict.
 The enqueue's ``request_id`` is derived from the case content, so running the
 executor twice on the same conflict enqueues one case, not two.
@@ -52,12 +53,34 @@ def case_request(
         origin="executor",
         origin_ref=origin_ref,
     )
+    request.case.claims.extend(case_claims(resolution))
     content = json.dumps(
         [settings.tenant, settings.subject, settings.predicate, sorted(map(str, values)), refs],
         sort_keys=True,
     )
     request.request_id = "executor-" + hashlib.sha256(content.encode()).hexdigest()[:40]
     return request
+
+
+def case_claims(resolution: resolution_pb2.SemanticResolution) -> list[adj.CaseClaim]:
+    """The claims behind each competing value, as the resolver weighed them (the confidence
+    recovered from weight = confidence x reliability), for calibration against the label
+    reviewers give; at most ``MAX_EVIDENCE_REFS``, by claim reference."""
+    found = []
+    for support in resolution.values:
+        for weight in support.claims:
+            confidence = weight.effective_weight / weight.reliability if weight.reliability else 0.0
+            found.append(
+                adj.CaseClaim(
+                    claim_id=weight.claim_ref[:128],
+                    source_kind=weight.source,
+                    value=support.value,
+                    confidence=min(max(confidence, 0.0), 1.0),
+                    correlation_group=weight.correlation_group[:128],
+                )
+            )
+    found.sort(key=lambda c: c.claim_id)
+    return found[:MAX_EVIDENCE_REFS]
 
 
 async def enqueue_review(

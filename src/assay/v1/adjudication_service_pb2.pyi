@@ -589,6 +589,8 @@ class Case(_message.Message):
     CONTENT_DIGEST_FIELD_NUMBER: _builtins.int
     CONTENT_DIGEST_VERSION_FIELD_NUMBER: _builtins.int
     REQUIRED_REVIEWS_FIELD_NUMBER: _builtins.int
+    CLAIMS_FIELD_NUMBER: _builtins.int
+    SPOT_CHECK_RATE_FIELD_NUMBER: _builtins.int
     case_id: _builtins.str
     """Output only. Assigned by EnqueueCase."""
     tenant: _builtins.str
@@ -617,6 +619,12 @@ class Case(_message.Message):
     (EnqueueCasesRequest.required_reviews), else the server policy's default
     for the predicate, else 2. Agreed only when every one of them agrees.
     Digested with the case (as member `required_reviews` when not 2).
+    """
+    spot_check_rate: _builtins.float
+    """0 for a case raised from a conflict. In (0, 1] for a spot-check: a
+    semantic the resolver had resolved, sent to review at random with this
+    probability, so gold labels are not only of hard cases. Digested with
+    the case (member `spot_check_rate` when not 0). Hidden from reviewers.
     """
     @_builtins.property
     def candidate_values(self) -> _containers.RepeatedCompositeFieldContainer[_struct_pb2.Value]:
@@ -648,6 +656,17 @@ class Case(_message.Message):
         future). After it, the case is refused for review and swept.
         """
 
+    @_builtins.property
+    def claims(self) -> _containers.RepeatedCompositeFieldContainer[Global___CaseClaim]:
+        """The claims the case was raised from, as the resolver weighed them: at
+        most 256. Stored and digested with the case (member `claims` when any)
+        and exported with its gold label, so a gold label can be checked against
+        what each source asserted (calibration). Never shown to reviewers:
+        BlindedCase has none of it, so a gold label is a judgement of the
+        evidence itself, not of which kind of source said what (a reviewer who
+        saw source kinds would anchor on the reliabilities being calibrated).
+        """
+
     def __init__(
         self,
         *,
@@ -665,14 +684,66 @@ class Case(_message.Message):
         content_digest: _builtins.str = ...,
         content_digest_version: _builtins.str = ...,
         required_reviews: _builtins.int = ...,
+        claims: _abc.Iterable[Global___CaseClaim] | None = ...,
+        spot_check_rate: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "expire_time", b"expire_time", "lineage", b"lineage", "local_verdict", b"local_verdict"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidate_values", b"candidate_values", "case_id", b"case_id", "content_digest", b"content_digest", "content_digest_version", b"content_digest_version", "context", b"context", "create_time", b"create_time", "evidence_refs", b"evidence_refs", "expire_time", b"expire_time", "lineage", b"lineage", "local_verdict", b"local_verdict", "predicate", b"predicate", "required_reviews", b"required_reviews", "subject", b"subject", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidate_values", b"candidate_values", "case_id", b"case_id", "claims", b"claims", "content_digest", b"content_digest", "content_digest_version", b"content_digest_version", "context", b"context", "create_time", b"create_time", "evidence_refs", b"evidence_refs", "expire_time", b"expire_time", "lineage", b"lineage", "local_verdict", b"local_verdict", "predicate", b"predicate", "required_reviews", b"required_reviews", "spot_check_rate", b"spot_check_rate", "subject", b"subject", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Case: _TypeAlias = Case  # noqa: Y015
+
+@_typing.final
+class CaseClaim(_message.Message):
+    """CaseClaim is one claim a case was raised from."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CLAIM_ID_FIELD_NUMBER: _builtins.int
+    SOURCE_KIND_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    CONFIDENCE_FIELD_NUMBER: _builtins.int
+    CORRELATION_GROUP_FIELD_NUMBER: _builtins.int
+    OBSERVE_TIME_FIELD_NUMBER: _builtins.int
+    claim_id: _builtins.str
+    """The claim's id in the caller's evidence. Optional; at most 128
+    characters.
+    """
+    source_kind: _builtins.str
+    """Required. The kind of source that made the claim, as the resolver's
+    reliability table names it (e.g. "documentation"). 1-64 characters.
+    """
+    confidence: _builtins.float
+    """The claim's confidence, in [0, 1]."""
+    correlation_group: _builtins.str
+    """The claim's correlation group, if any (at most 128 characters)."""
+    @_builtins.property
+    def value(self) -> _struct_pb2.Value:
+        """Required. The value the claim asserts. Not null."""
+
+    @_builtins.property
+    def observe_time(self) -> _timestamp_pb2.Timestamp:
+        """When the source observed it, if known."""
+
+    def __init__(
+        self,
+        *,
+        claim_id: _builtins.str = ...,
+        source_kind: _builtins.str = ...,
+        value: _struct_pb2.Value | None = ...,
+        confidence: _builtins.float = ...,
+        correlation_group: _builtins.str = ...,
+        observe_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["observe_time", b"observe_time", "value", b"value"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["claim_id", b"claim_id", "confidence", b"confidence", "correlation_group", b"correlation_group", "observe_time", b"observe_time", "source_kind", b"source_kind", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CaseClaim: _TypeAlias = CaseClaim  # noqa: Y015
 
 @_typing.final
 class BlindedCase(_message.Message):
@@ -2317,6 +2388,8 @@ class CorpusRecord(_message.Message):
     REVIEW_BINDINGS_FIELD_NUMBER: _builtins.int
     RATIONALE_FIELD_NUMBER: _builtins.int
     RESOLVED_FIELD_NUMBER: _builtins.int
+    CLAIMS_FIELD_NUMBER: _builtins.int
+    SPOT_CHECK_RATE_FIELD_NUMBER: _builtins.int
     revision_digested: _builtins.str
     """The text `revision.digest` is the SHA-256 of: the canonical JSON of the
     revision's digested fields in its `digest_version`'s form (see
@@ -2328,6 +2401,10 @@ class CorpusRecord(_message.Message):
     """The adjudicator's (or resolver's) rationale for the resolution the
     revision froze; empty when none was given. Untrusted text. It lives
     with the case, not in the gold label, so deleting the tenant removes it.
+    """
+    spot_check_rate: _builtins.float
+    """The case's spot-check rate (Case.spot_check_rate), proven by the same
+    event's payload `spot_check_rate` (absent for 0).
     """
     @_builtins.property
     def case(self) -> Global___BlindedCase:
@@ -2369,6 +2446,14 @@ class CorpusRecord(_message.Message):
         when the case's resolution is gone (tenant deleted).
         """
 
+    @_builtins.property
+    def claims(self) -> _containers.RepeatedCompositeFieldContainer[Global___CaseClaim]:
+        """The case's claims (Case.claims; empty for a deleted case's label is
+        never exported). Proven by `case_binding.enqueued`, whose payload
+        `claims` is "sha256:" + hex SHA-256 of the RFC 8785 form of the claims
+        as JSON objects (absent when the case has none): see docs/calibration.md.
+        """
+
     def __init__(
         self,
         *,
@@ -2381,10 +2466,12 @@ class CorpusRecord(_message.Message):
         review_bindings: _abc.Iterable[Global___ReviewBinding] | None = ...,
         rationale: _builtins.str = ...,
         resolved: Global___EventInclusion | None = ...,
+        claims: _abc.Iterable[Global___CaseClaim] | None = ...,
+        spot_check_rate: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "case_binding", b"case_binding", "inclusion", b"inclusion", "resolved", b"resolved", "revision", b"revision"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "case_binding", b"case_binding", "inclusion", b"inclusion", "rationale", b"rationale", "resolved", b"resolved", "review_bindings", b"review_bindings", "reviews", b"reviews", "revision", b"revision", "revision_digested", b"revision_digested"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["case", b"case", "case_binding", b"case_binding", "claims", b"claims", "inclusion", b"inclusion", "rationale", b"rationale", "resolved", b"resolved", "review_bindings", b"review_bindings", "reviews", b"reviews", "revision", b"revision", "revision_digested", b"revision_digested", "spot_check_rate", b"spot_check_rate"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

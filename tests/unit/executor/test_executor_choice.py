@@ -127,7 +127,14 @@ def conflicted() -> resolution_pb2.SemanticResolution:
     for value, refs in (("idempotency-key", ["spec-1"]), ("none", ["trace-1", "trace-2"])):
         support = resolution.values.add(value=to_value(value))
         for ref in refs:
-            support.claims.add(claim_ref=ref)
+            kind = "api_spec" if ref.startswith("spec") else "runtime_trace"
+            support.claims.add(
+                claim_ref=ref,
+                source=kind,
+                reliability=0.8,
+                effective_weight=0.6,
+                correlation_group=f"group-{ref}",
+            )
     resolution.leader.value.CopyFrom(to_value("none"))
     resolution.leader.value_key = '"none"'
     return resolution
@@ -143,6 +150,22 @@ class TestCaseRequest:
         assert list(case.evidence_refs) == ["spec-1", "trace-1", "trace-2"]
         assert case.local_verdict.string_value == "none"
         assert case.lineage.origin == "executor"
+
+    def test_the_case_keeps_the_claims_as_the_resolver_weighed_them(self) -> None:
+        """Each claim behind each value, its confidence recovered from weight / reliability
+        (0.6 / 0.8), for calibration against the label reviewers give."""
+        request = case_request(conflicted(), Settings("api:x", "idempotency.mode"), "plan:h")
+        assert request is not None
+        found = [
+            (c.claim_id, c.source_kind, c.value.string_value, round(c.confidence, 9))
+            for c in request.case.claims
+        ]
+        assert found == [
+            ("spec-1", "api_spec", "idempotency-key", 0.75),
+            ("trace-1", "runtime_trace", "none", 0.75),
+            ("trace-2", "runtime_trace", "none", 0.75),
+        ]
+        assert request.case.claims[0].correlation_group == "group-spec-1"
 
     def test_the_context_shown_to_reviewers_names_no_value(self) -> None:
         """The context cannot leak the verdict: it names no candidate value at all."""

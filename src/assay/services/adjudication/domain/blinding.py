@@ -42,6 +42,11 @@ FIELD_VISIBILITY: dict[str, Visibility] = {
     # How many reviews a round takes: a predicate's overlap hints at how risky the system
     # judged it (safety predicates take more), so a reviewer is not told.
     "required_reviews": Visibility.HIDDEN,
+    # What each source asserted, with its confidence: a reviewer who saw which kind of source
+    # said what would anchor on the reliabilities the gold labels are meant to check.
+    "claims": Visibility.HIDDEN,
+    # Whether the case is a random spot-check of a resolved semantic (an easy one, likely).
+    "spot_check_rate": Visibility.HIDDEN,
 }
 
 

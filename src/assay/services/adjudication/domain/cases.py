@@ -12,7 +12,8 @@ legacy canonical JSON of the same object without ``v``. A case is checked in its
 own version's form, and an unknown version is an unreadable row. A case that
 needs other than two reviews per round (``required_reviews``) has that number in
 its digested object too, so an edited overlap is tampering; a case of two has
-none, which keeps every older case's digest as it was.
+none, which keeps every older case's digest as it was. Likewise its claims and
+spot-check rate (``case_claims``), digested only when present.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from assay.errors import (
     Violations,
     invalid_field,
 )
+from assay.services.adjudication.domain import case_claims
 from assay.services.adjudication.domain.digests import digest, jcs, jcs_digest
 from assay.services.adjudication.domain.fields import (
     bad,
@@ -136,6 +138,8 @@ def case_violations(
         elif data.expire_time - now > MAX_TTL:
             yield FieldViolation(f"{prefix}.expire_time", "must be within 10 years")
     yield from required_reviews_violations(data.required_reviews, f"{prefix}.required_reviews")
+    yield from case_claims.claim_violations(data.claims, f"{prefix}.claims")
+    yield from case_claims.spot_check_violations(data.spot_check_rate, f"{prefix}.spot_check_rate")
 
 
 def required_reviews_violations(value: int, path: str) -> Iterator[FieldViolation]:
@@ -174,6 +178,10 @@ def content_digest(
     }
     if data.required_reviews not in (0, DEFAULT_REQUIRED_REVIEWS):
         fields["required_reviews"] = data.required_reviews
+    if data.claims:
+        fields["claims"] = case_claims.claims_json(data.claims)
+    if data.spot_check_rate:
+        fields["spot_check_rate"] = data.spot_check_rate
     if version == DIGEST_V2:
         return jcs_digest({"v": DIGEST_V2, **fields})
     if version == DIGEST_V1:
@@ -209,6 +217,8 @@ def new_case(
         content_digest=content_digest(case_id, data, now, expire, DIGEST_VERSION),
         content_digest_version=DIGEST_VERSION,
         required_reviews=data.required_reviews,
+        claims=data.claims,
+        spot_check_rate=data.spot_check_rate,
     )
 
 

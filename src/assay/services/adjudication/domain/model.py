@@ -126,6 +126,18 @@ class Lineage:
 
 
 @dataclass(frozen=True)
+class CaseClaim:
+    """One claim a case was raised from (``Case.claims``): never shown to reviewers."""
+
+    source_kind: str
+    value: JsonValue
+    confidence: float = 0.0
+    correlation_group: str = ""
+    claim_id: str = ""
+    observe_time: datetime | None = None
+
+
+@dataclass(frozen=True)
 class CaseInput:
     """What a caller supplies to enqueue a case (validated by ``cases.validate_case``)."""
 
@@ -140,6 +152,9 @@ class CaseInput:
     expire_time: datetime | None
     # Reviews each round needs; 0: the server's default for the predicate (see ``overlap``).
     required_reviews: int = 0
+    claims: tuple[CaseClaim, ...] = ()
+    # 0: raised from a conflict; in (0, 1]: a spot-check sampled at this rate.
+    spot_check_rate: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -163,6 +178,9 @@ class Case:
     content_digest_version: str
     # Independent reviews each round needs before it can be resolved (2 for older cases).
     required_reviews: int = 2
+    # The claims it was raised from, and its spot-check rate (0: raised from a conflict).
+    claims: tuple[CaseClaim, ...] = ()
+    spot_check_rate: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -395,6 +413,9 @@ class ExportRecord:
     # exported; None once the case is gone).
     resolution: Resolution | None = None
     resolution_event: AuditEvent | None = None
+    # The case's claims and spot-check rate (hidden from reviewers; exported for auditors).
+    claims: tuple[CaseClaim, ...] = ()
+    spot_check_rate: float = 0.0
 
 
 @dataclass(frozen=True)

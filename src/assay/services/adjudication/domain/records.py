@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from assay.errors import DataLoss, Reason
-from assay.services.adjudication.domain import approvals, cases, openings, reviews
+from assay.services.adjudication.domain import approvals, case_claims, cases, openings, reviews
 from assay.services.adjudication.domain.approvals import Approval, Step
-from assay.services.adjudication.domain.digests import digest, text_digest
+from assay.services.adjudication.domain.digests import digest, jcs, text_digest
 from assay.services.adjudication.domain.model import (
     Case,
     GoldLabelRevision,
@@ -111,6 +111,9 @@ def enqueued_payload(value: Case) -> Commitment:
         "content": value.content_digest,
         "expire_time": str(to_micros(value.expire_time)),
         "shown": openings.shown_digest(openings.shown_field_digests(value)),
+        # Absent for a case without them (as in events written before cases carried them).
+        **({"claims": case_claims.claims_digest(value.claims)} if value.claims else {}),
+        **({"spot_check_rate": jcs(value.spot_check_rate)} if value.spot_check_rate else {}),
     }
 
 

@@ -38,3 +38,11 @@ def from_micros(micros: int) -> datetime:
 def now() -> datetime:
     """The current time, at what storage keeps: microseconds (``datetime``'s own resolution)."""
     return datetime.now(tz=UTC)
+
+
+def from_rfc3339(text: str) -> datetime:
+    """The moment ``rfc3339`` spelled (ValueError for anything else)."""
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError(f"{text!r} has no time zone")
+    return moment.astimezone(UTC)

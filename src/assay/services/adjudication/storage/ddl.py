@@ -296,3 +296,13 @@ AUDIT_LOOKUPS_V8 = (
     ("audit_case_unassigned", "case_id", "CASE_UNASSIGNED"),
     ("audit_case_reassigned", "case_id", "CASE_REASSIGNED"),
 )
+
+
+def case_claims_v9(real: str) -> str:
+    """Version 9: the claims each case was raised from (``case_claims.claims_json``, as
+    canonical JSON) and its spot-check rate (``real``: the engine's double type)."""
+    return f"""
+ALTER TABLE cases ADD COLUMN claims TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE cases ADD COLUMN spot_check_rate {real} NOT NULL DEFAULT 0
+    CHECK (spot_check_rate >= 0 AND spot_check_rate <= 1);
+"""

@@ -27,6 +27,7 @@ from assay.services.adjudication.domain import audit_filters, case_listing, mode
 from assay.services.adjudication.domain.agreement import RatedRound
 from assay.services.adjudication.domain.approvals import Approval, ExportedApproval, Step
 from assay.services.adjudication.domain.assignment import AssignmentChange, QueueTier
+from assay.services.adjudication.domain.blinding import blind
 from assay.services.adjudication.domain.gold_agreement import GoldAnswer
 from assay.services.adjudication.domain.records import gold_id, resolution_id
 
@@ -42,6 +43,17 @@ class StoredResponse:
     method: str
     request_digest: str
     response: bytes
+
+
+def exported_record(case: model.Case, revision: model.GoldLabelRevision) -> model.ExportRecord:
+    """A label's record: its case as reviewers saw it, with the claims and spot-check rate
+    the export carries for auditors (checked with the case against CASE_ENQUEUED)."""
+    return model.ExportRecord(
+        blind(case, revision.round),
+        revision,
+        claims=case.claims,
+        spot_check_rate=case.spot_check_rate,
+    )
 
 
 @dataclass

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from assay.errors import DataLoss, Reason
-from assay.services.adjudication.domain import cases, gold
+from assay.services.adjudication.domain import case_claims, cases, gold
 from assay.services.adjudication.domain.agreement import RatedRound, Rating, category_of
 from assay.services.adjudication.domain.digests import canonical_json
 from assay.services.adjudication.domain.gold_agreement import GoldAnswer, gold_category
@@ -24,6 +24,7 @@ from assay.services.adjudication.domain.model import (
     AuditEventType,
     Basis,
     Case,
+    CaseClaim,
     GoldLabelRevision,
     Lineage,
     Outcome,
@@ -33,7 +34,12 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
     ReviewerKind,
 )
-from assay.services.adjudication.domain.times import from_micros, rfc3339, to_micros
+from assay.services.adjudication.domain.times import (
+    from_micros,
+    from_rfc3339,
+    rfc3339,
+    to_micros,
+)
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -53,7 +59,7 @@ REVIEWER_COLUMNS = (
 CASE_COLUMNS = (
     "case_id, tenant, subject, predicate, candidate_values, evidence_refs, context, "
     "local_verdict, lineage_origin, lineage_ref, create_time, expire_time, content_digest, "
-    "digest_version, required_reviews"
+    "digest_version, required_reviews, claims, spot_check_rate"
 )
 REVIEW_COLUMNS = (
     "review_id, case_id, reviewer_id, round, outcome, label_key, reason, submit_time, salt, "
@@ -106,6 +112,24 @@ def _label(label_key: str) -> Any:
     return json.loads(label_key) if label_key else None
 
 
+def _claims(text: str) -> tuple[CaseClaim, ...]:
+    """A case's stored claims (``case_claims.claims_json``); ValueError when malformed."""
+    found = json.loads(text)
+    if not isinstance(found, list):
+        raise ValueError("claims: expected a JSON array")
+    return tuple(
+        CaseClaim(
+            source_kind=str(c["source_kind"]),
+            value=c["value"],
+            confidence=float(c["confidence"]),
+            correlation_group=str(c["correlation_group"]),
+            claim_id=str(c["claim_id"]),
+            observe_time=from_rfc3339(c["observe_time"]) if c["observe_time"] else None,
+        )
+        for c in found
+    )
+
+
 def reviewer(row: Row) -> Reviewer:
     try:
         return Reviewer(
@@ -150,10 +174,12 @@ def case(row: Row, check: bool = True) -> Case:
             content_digest=row["content_digest"],
             content_digest_version=row["digest_version"],
             required_reviews=int(row["required_reviews"]),
+            claims=_claims(row["claims"]),
+            spot_check_rate=float(row["spot_check_rate"]),
         )
         if value.content_digest_version not in (cases.DIGEST_V1, cases.DIGEST_V2):
             raise ValueError(f"unknown digest version {value.content_digest_version!r}")
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, KeyError) as error:
         raise _corrupt("case", row["case_id"], error) from None
     if check and cases.case_digest(value) != value.content_digest:
         raise _corrupt(
@@ -179,6 +205,8 @@ def case_params(value: Case) -> tuple[Any, ...]:
         value.content_digest,
         value.content_digest_version,
         value.required_reviews,
+        canonical_json(case_claims.claims_json(value.claims)),
+        value.spot_check_rate,
     )
 
 

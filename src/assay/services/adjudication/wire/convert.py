@@ -51,6 +51,7 @@ from assay.services.adjudication.domain.resolution import ResolveRequest
 from assay.services.adjudication.domain.reviews import ReviewSubmission, Revision
 from assay.services.adjudication.domain.round_agreement import RoundAgreement, round_agreements
 from assay.services.adjudication.domain.state import derive_state
+from assay.services.adjudication.wire import case_claims
 from assay.services.adjudication.wire.scalars import (
     enum_name,
     from_proto_enum,
@@ -100,6 +101,7 @@ def batch_item(message: pb.Case, prefix: str) -> BatchItem:
         except (OverflowError, ValueError, OSError):
             path = f"{prefix}.expire_time"
             unreadable = (FieldViolation(path, "is not a valid timestamp"),)
+    claims, unreadable_claims = case_claims.claims_in(message.claims, f"{prefix}.claims")
     data = CaseInput(
         tenant=message.tenant,
         subject=message.subject,
@@ -113,8 +115,10 @@ def batch_item(message: pb.Case, prefix: str) -> BatchItem:
         lineage=Lineage(message.lineage.origin, message.lineage.origin_ref),
         expire_time=expire,
         required_reviews=message.required_reviews,
+        claims=claims,
+        spot_check_rate=message.spot_check_rate,
     )
-    return BatchItem(data, unreadable)
+    return BatchItem(data, (*unreadable, *unreadable_claims))
 
 
 def submission(request: pb.SubmitReviewRequest) -> ReviewSubmission:
@@ -196,6 +200,8 @@ def case(value: Case, with_verdict: bool = True) -> pb.Case:
         content_digest=value.content_digest,
         content_digest_version=value.content_digest_version,
         required_reviews=value.required_reviews,
+        claims=case_claims.claims_out(value.claims),
+        spot_check_rate=value.spot_check_rate,
     )
     for candidate in value.candidate_values:
         json_to_value(candidate, message.candidate_values.add())
@@ -457,6 +463,8 @@ def corpus_record(value: ExportRecord, proofs: Mapping[int, list[bytes]]) -> pb.
         revision=gold_label(value.revision),
         reviews=reviews_of(value.reviews),
         revision_digested=openings.gold_digested(value.revision),
+        claims=case_claims.claims_out(value.claims),
+        spot_check_rate=value.spot_check_rate,
     )
     if value.event is not None:
         message.inclusion.CopyFrom(

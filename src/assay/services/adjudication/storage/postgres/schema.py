@@ -135,7 +135,10 @@ CREATE TRIGGER case_assignments_no_truncate BEFORE TRUNCATE ON case_assignments
     FOR EACH STATEMENT EXECUTE FUNCTION assay_refuse('case assignments are insert-only');
 {ddl.audit_lookups(ddl.AUDIT_LOOKUPS_V8, _payload)}"""
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
+# V9: each case's claims and spot-check rate (calibration).
+_V9 = ddl.case_claims_v9("DOUBLE PRECISION")
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _VERSION_TABLE = """

@@ -12,17 +12,19 @@ from collections.abc import AsyncIterator
 
 import asyncpg
 
-from assay.services.adjudication.domain.blinding import blind
 from assay.services.adjudication.domain.model import (
     ChainHead,
     ChainVerdict,
     ExportExclusion,
-    ExportRecord,
     TenantScope,
 )
 from assay.services.adjudication.domain.times import to_micros
 from assay.services.adjudication.storage import rows, verify_walk
-from assay.services.adjudication.storage.interface import ApprovalBatch, ExportBatch
+from assay.services.adjudication.storage.interface import (
+    ApprovalBatch,
+    ExportBatch,
+    exported_record,
+)
 from assay.services.adjudication.storage.postgres import approvals, ledger_checks, queries
 
 PREFETCH = 1000
@@ -106,5 +108,5 @@ def _export_batch(chunk: list[asyncpg.Record]) -> ExportBatch:
         # The case as stored, not re-digested here: the export shows only its blinded view.
         case_row = {column: record[f"case_{column}"] for column in _CASE_NAMES}
         case = rows.case(case_row, check=False)
-        batch.records.append(ExportRecord(blind(case, revision.round), revision))
+        batch.records.append(exported_record(case, revision))
     return batch

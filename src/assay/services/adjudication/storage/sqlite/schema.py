@@ -146,7 +146,10 @@ WHEN EXISTS (SELECT 1 FROM cases WHERE case_id = OLD.case_id)
 BEGIN SELECT RAISE(ABORT, 'case assignments are deleted only with their case'); END;
 {ddl.audit_lookups(ddl.AUDIT_LOOKUPS_V8, _payload)}"""
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
+# V9: each case's claims and spot-check rate (calibration).
+_V9 = ddl.case_claims_v9("REAL")
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 PRAGMAS = (

@@ -22,7 +22,6 @@ from assay.services.adjudication.domain import cases
 from assay.services.adjudication.domain.agreement import RatedRound
 from assay.services.adjudication.domain.assignment import AssignmentChange
 from assay.services.adjudication.domain.audit_filters import AuditScan, AuditWhere
-from assay.services.adjudication.domain.blinding import blind
 from assay.services.adjudication.domain.case_listing import CaseWhere, ListedCase
 from assay.services.adjudication.domain.gold_agreement import GoldAnswer
 from assay.services.adjudication.domain.model import (
@@ -31,7 +30,6 @@ from assay.services.adjudication.domain.model import (
     ChainHead,
     ChainVerdict,
     ExportExclusion,
-    ExportRecord,
     GoldLabelRevision,
     Resolution,
     Review,
@@ -40,7 +38,12 @@ from assay.services.adjudication.domain.model import (
 )
 from assay.services.adjudication.domain.times import to_micros
 from assay.services.adjudication.storage import faults, rows, verify_walk
-from assay.services.adjudication.storage.interface import ApprovalBatch, ApprovalRecord, ExportBatch
+from assay.services.adjudication.storage.interface import (
+    ApprovalBatch,
+    ApprovalRecord,
+    ExportBatch,
+    exported_record,
+)
 from assay.services.adjudication.storage.page_steps import PageReads, Steps
 from assay.services.adjudication.storage.sqlite import (
     approvals,
@@ -291,7 +294,7 @@ class Store(PageReads):
         sql = (
             f"SELECT {', '.join('g.' + c.strip() for c in rows.GOLD_COLUMNS.split(','))}, "
             "c.case_id AS present, c.subject, c.predicate, c.candidate_values, c.evidence_refs, "
-            "c.context "
+            "c.context, c.claims, c.spot_check_rate "
             "FROM gold_labels g LEFT JOIN cases c ON c.case_id = g.case_id "
             "WHERE g.revision = (SELECT MAX(revision) FROM gold_labels m "
             f"WHERE m.case_id = g.case_id) AND {queries.IN_SCOPE.format(column='g.tenant')} "
@@ -439,6 +442,8 @@ def blinded_case_row(row: rows.Row) -> dict[str, Any]:
         "content_digest": "",
         "digest_version": cases.DIGEST_V2,
         "required_reviews": 2,
+        "claims": row["claims"],
+        "spot_check_rate": row["spot_check_rate"],
     }
 
 
@@ -450,5 +455,5 @@ def _export_batch(chunk: list[Any]) -> ExportBatch:
             batch.exclusions.append(ExportExclusion(revision.case_id, revision.revision))
             continue
         case = rows.case(blinded_case_row(row), check=False)
-        batch.records.append(ExportRecord(blind(case, revision.round), revision))
+        batch.records.append(exported_record(case, revision))
     return batch
