@@ -4,6 +4,7 @@ reporting its judgement; and the executor recording what it did against the real
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from collections.abc import AsyncIterator
@@ -12,8 +13,9 @@ from pathlib import Path
 
 import grpc
 
-from assay.client import AsyncPlannerClient, AsyncResolverClient
+from assay.client import AsyncAdjudicationClient, AsyncPlannerClient, AsyncResolverClient
 from assay.client.builders import as_evidence
+from assay.client.evidence import load_json_file
 from assay.executor import observations
 from assay.executor.loop import Executor, Services
 from assay.executor.model import Acquisition, Outcome, ProbeSetup, Settings, StopReason
@@ -24,11 +26,14 @@ from assay.services.planner.service import build_spec
 from assay.services.registry import ServeOptions
 from assay.v1 import plan_pb2, planner_service_pb2
 from assay.v1 import planner_service_pb2_grpc as pb_grpc
-from tests.service.planner_harness import FAST_STOP, example, resolver_spec
+from tests.service.planner_harness import FAST_STOP, ROOT, example, resolver_spec
+from tests.service.test_executor_loop import review_and_freeze
 from tests.support.eventually import eventually_async
 
 P = plan_pb2
 HASH = "VERIFY_ARTIFACT_HASH"
+CONFLICT = as_evidence(load_json_file(ROOT / "examples/executor/idempotency-conflict.json"))
+SUBJECT, PREDICATE = "api:checkout.submit", "idempotency.mode"
 
 
 @asynccontextmanager
@@ -221,3 +226,47 @@ class TestTheExecutorRecords:
         assert data["decisionChanged"] is True
         assert "repo:r" not in line
         assert git(repo, "rev-parse", "HEAD") not in line
+
+    async def test_a_collected_gold_label_is_judged_against_its_enqueue(
+        self, tmp_path: Path
+    ) -> None:
+        """Run one enqueues a review (CASE_ENQUEUED: pending, with the plan's prediction and
+        a one-way case reference); people freeze a label; run two collects it: judged
+        against that prediction, CONFLICTED before it and RESOLVED after, changed."""
+        path = tmp_path / "obs.jsonl"
+        async with (
+            local_stack(tmp_path / "a.db", observations_file=path) as stack,
+            AsyncResolverClient(stack.resolver, timeout=10) as resolver,
+            AsyncPlannerClient(stack.planner, timeout=10) as planner,
+            AsyncAdjudicationClient(stack.adjudication, timeout=10) as adjudication,
+        ):
+            services = Services(resolver, planner, adjudication)
+            settings = Settings(SUBJECT, PREDICATE, observations=path)
+            first = await Executor(services, settings).run(CONFLICT)
+            (case_id,) = first.pending_cases
+            await review_and_freeze(adjudication, case_id, "HUMAN")
+            again = dataclasses.replace(settings, cases=(case_id,))
+            second = await Executor(services, again).run(first.evidence)
+            assert second.stop_reason is StopReason.RESOLVED
+
+            async def judged() -> plan_pb2.DiscriminationCheck | None:
+                reply = await planner.list_probes()
+                (review,) = [p for p in reply.probes if p.kind == P.PROBE_KIND_HUMAN_REVIEW]
+                checks = [c for c in review.discrimination_checks if c.acquisitions]
+                return checks[0] if checks else None
+
+            check = await eventually_async(judged, message="the planner reads the judged label")
+        enqueued, collected = (json.loads(line) for line in path.read_text().splitlines())
+        assert enqueued["outcome"] == "CASE_ENQUEUED"
+        assert enqueued["decisionChanged"] is False
+        assert enqueued["case"] == observations.case_ref(case_id) != case_id
+        assert collected["outcome"] == "GOLD_LABEL_RETURNED"
+        assert collected["case"] == enqueued["case"]
+        assert collected["predicted"] == enqueued["predicted"] == "HIGH"
+        assert (collected["statusBefore"], collected["statusAfter"]) == ("CONFLICTED", "RESOLVED")
+        assert collected["decisionChanged"] is True
+        assert (check.predicted, check.acquisitions, check.decision_changes) == (
+            P.DISCRIMINATION_HIGH,
+            1,
+            1,
+        )

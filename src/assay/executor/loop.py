@@ -10,7 +10,7 @@ One run, for one target (subject, predicate):
    (``approval.py``) when the run has one, and performed only on a consumed grant;
 4. with ``Settings.observations``, each acquisition is recorded once the next
    resolution (the one the loop makes anyway) shows whether it changed the
-   decision (``observations``);
+   decision (``recording``);
 5. it stops when the predicate resolves, when a human-review case now waits
    for reviewers, when no ranked candidate may be acted on, when an approval it
    asked for ends without a grant to use (APPROVAL_*), or after
@@ -54,6 +54,7 @@ from assay.executor.model import (
     Step,
     StopReason,
 )
+from assay.executor.recording import Recorder
 from assay.executor.review import collect_gold_label, enqueue_review
 from assay.v1 import claim_pb2, plan_pb2, planner_service_pb2, resolution_pb2
 
@@ -76,11 +77,6 @@ def status_name(resolution: resolution_pb2.SemanticResolution) -> str:
     return short_name(resolution_pb2.ResolutionStatus, resolution.status, "RESOLUTION_STATUS_")
 
 
-def decision(resolution: resolution_pb2.SemanticResolution) -> observations.Decision:
-    """What an acquisition may change: the status and the leading value."""
-    return observations.Decision(status_name(resolution), resolution.leader.value_key)
-
-
 class Executor:
     """Runs the loop for one target; ``run`` returns the full report."""
 
@@ -97,9 +93,7 @@ class Executor:
         self.on_event = on_event or (lambda _event: None)
         self.tried: set[str] = set()
         self.run_tag = ""
-        # The last acquisition, its predicted discrimination and the decision before it,
-        # until the next resolution says what it changed.
-        self.unrecorded: tuple[Acquisition, str, observations.Decision] | None = None
+        self.recorder = Recorder(settings.observations)
 
     def configured(self, probe: str) -> bool:
         """Whether this run has what ``probe`` needs (a file, a repo, a command, a service)."""
@@ -116,9 +110,7 @@ class Executor:
         settings = self.settings
         report = RunReport(settings.subject, settings.predicate)
         self.tried = set()
-        self.unrecorded = None
-        if settings.observations is not None:
-            await asyncio.to_thread(observations.check, settings.observations)
+        await self.recorder.start()
         # Claim ids must be unique within a request, and a run's output evidence may be fed
         # to a later run: a per-run tag keeps the new observations' ids from colliding.
         self.run_tag = uuid.uuid4().hex[:8]
@@ -129,7 +121,7 @@ class Executor:
             resolution = await self.services.resolver.resolve(
                 working, settings.subject, settings.predicate
             )
-            await self._observe(resolution)
+            await self.recorder.after(resolution)
             if resolution.status == resolution_pb2.RESOLUTION_STATUS_RESOLVED:
                 report.stop_reason = StopReason.RESOLVED
                 self._step(report, iteration, resolution)
@@ -159,21 +151,14 @@ class Executor:
                 approval.approval_id if approval is not None else "",
             )
             working.claims.extend(claims)
-            predicted = (
-                short_name(
-                    plan_pb2.Discrimination, choice.candidate.discrimination, "DISCRIMINATION_"
-                )
-                if choice.candidate.discrimination
-                else ""
-            )
-            self.unrecorded = (acquisition, predicted, decision(resolution))
+            self.recorder.acted(acquisition, choice.candidate, resolution)
             self._step(report, iteration, resolution, choice.skipped, acquisition, approval)
             if acquisition.outcome is Outcome.CASE_ENQUEUED:
                 report.pending_cases.append(acquisition.case_id)
                 report.stop_reason = StopReason.AWAITING_REVIEW
                 break
         final = await self.services.resolver.resolve(working, settings.subject, settings.predicate)
-        await self._observe(final)
+        await self.recorder.after(final)
         report.final_status = status_name(final)
         report.final_leader = final.leader.value_key
         report.final_support = final.leader.support
@@ -253,32 +238,31 @@ class Executor:
         if client is None:
             raise ValueError("collecting gold labels needs the adjudication service")
         accepted = set(await self.services.resolver.policy())
+        fresh: list[tuple[Acquisition, list[claim_pb2.Claim]]] = []
         for case_id in self.settings.cases:
             result, latency = await collect_gold_label(client, case_id, self.settings, accepted)
-            present = {c.id for c in working.claims}
+            present = {c.id for c in working.claims} | {c.id for _, new in fresh for c in new}
             # A gold claim already in the evidence (from an earlier run's output) counts once.
-            working.claims.extend(c for c in result.claims if c.id not in present)
+            new = [c for c in result.claims if c.id not in present]
             if result.outcome is Outcome.AWAITING_REVIEW:
                 report.pending_cases.append(case_id)
             acquisition = self._record(
                 "HUMAN_REVIEW", f"case/{case_id}", "HOURS", result, latency, cost="HIGH"
             )
             report.collected.append(acquisition)
-            await self._write(observations.record(acquisition))
+            if new:
+                fresh.append((acquisition, new))
+            else:
+                await self.recorder.write(observations.record(acquisition))
             self.on_event(acquisition)
-
-    async def _observe(self, after: resolution_pb2.SemanticResolution) -> None:
-        """Record the acquisition awaiting its next resolution, if any."""
-        if self.unrecorded is None:
-            return
-        acquisition, predicted, before = self.unrecorded
-        self.unrecorded = None
-        await self._write(observations.record(acquisition, predicted, before, decision(after)))
-
-    async def _write(self, line: str) -> None:
-        path = self.settings.observations
-        if path is not None:
-            await asyncio.to_thread(observations.append, path, line)
+        settings = self.settings
+        await self.recorder.collected(
+            lambda evidence: self.services.resolver.resolve(
+                evidence, settings.subject, settings.predicate
+            ),
+            working,
+            fresh,
+        )
 
     async def _acquire(
         self,

@@ -5,8 +5,10 @@ really took and did can check them. With ``--observations FILE`` (``ASSAY_OBSERV
 the executor appends, per acquisition: the probe kind, its outcome, its latency, the
 declared band, the discrimination the plan predicted, and whether the decision (the
 resolver's status or leader) differs between the resolution before it and the next one
-the loop makes anyway. Kinds, bands and timings only: no subject, value or claim. The
-planner reads the same file (``assay serve planner --observations FILE``).
+the loop makes anyway. Kinds, bands and timings only: no subject, value or claim; a review
+case only as a one-way ``case`` reference, so the gold label a later run collects is judged
+against the prediction made when its case was enqueued (``predicted_for``). The planner
+reads the same file (``assay serve planner --observations FILE``).
 
 Each line is written whole under an exclusive lock, so executors sharing the file never
 interleave. The file is created owner-only (0600), and one that group or others may write
@@ -16,7 +18,9 @@ is refused. A line that would take the file past ``MAX_FILE_BYTES`` first rename
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import stat
@@ -63,10 +67,35 @@ def record(
         "statusAfter": after.status if after else None,
         "decisionChanged": changed,
     }
+    if acquisition.case_id:
+        data["case"] = case_ref(acquisition.case_id)
     line = json.dumps(data, separators=(",", ":"), sort_keys=True)
     if len(line.encode()) >= MAX_LINE_BYTES:  # kinds and bands only: cannot happen
         raise ValueError(f"observation line over {MAX_LINE_BYTES} bytes")
     return line
+
+
+def case_ref(case_id: str) -> str:
+    """A review case as the file names it: the first 16 hex digits of its id's SHA-256."""
+    return hashlib.sha256(case_id.encode()).hexdigest()[:16]
+
+
+def predicted_for(path: Path, case_id: str) -> str:
+    """The discrimination predicted when ``case_id`` was enqueued (its CASE_ENQUEUED line
+    in ``FILE.1`` or ``FILE``), or "" when the file no longer holds that line."""
+    ref, found = case_ref(case_id), ""
+    for part in (path.with_name(path.name + ".1"), path):
+        with contextlib.suppress(FileNotFoundError), part.open("rb") as source:
+            for raw in source:
+                with contextlib.suppress(ValueError):
+                    data = json.loads(raw)
+                    if (
+                        isinstance(data, dict)
+                        and data.get("case") == ref
+                        and data.get("outcome") == "CASE_ENQUEUED"
+                    ):
+                        found = str(data.get("predicted") or "")
+    return found
 
 
 def check(path: Path) -> None:

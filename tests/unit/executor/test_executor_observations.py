@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -238,3 +239,26 @@ class TestSharedAndLong:
         assert (await watched.current()).costs[hash_kind].acquisitions == 2
         path.chmod(0o600)
         assert (await watched.current()).costs[hash_kind].acquisitions == 3
+
+
+class TestCaseReferences:
+    def test_a_collected_label_finds_the_prediction_its_enqueue_recorded(
+        self, tmp_path: Path
+    ) -> None:
+        """The enqueue line names its case one-way; the lookup reads FILE.1 and FILE and
+        answers "" for a case it does not hold."""
+        path = tmp_path / "obs.jsonl"
+
+        def enqueued(case_id: str, predicted: str, cap: int = 1 << 20) -> None:
+            step = replace(acquisition(Outcome.CASE_ENQUEUED), case_id=case_id)
+            observations.append(path, observations.record(step, predicted), max_bytes=cap)
+
+        enqueued("case_a", "HIGH")
+        line = path.read_text()
+        assert "case_a" not in line
+        assert json.loads(line)["case"] == observations.case_ref("case_a")
+        enqueued("case_b", "MEDIUM", cap=len(line.encode()) + 1)  # rotates: case_a in FILE.1
+        assert rotated(path).exists()
+        assert observations.predicted_for(path, "case_a") == "HIGH"
+        assert observations.predicted_for(path, "case_b") == "MEDIUM"
+        assert observations.predicted_for(path, "case_c") == ""
