@@ -456,6 +456,7 @@ class SemanticResolution(_message.Message):
     RATIONALE_FIELD_NUMBER: _builtins.int
     EXCLUDED_FIELD_NUMBER: _builtins.int
     WARNINGS_FIELD_NUMBER: _builtins.int
+    RELIABILITY_TABLE_DIGEST_FIELD_NUMBER: _builtins.int
     subject: _builtins.str
     """The subject resolved."""
     predicate: _builtins.str
@@ -470,6 +471,16 @@ class SemanticResolution(_message.Message):
     """True when the predicate is one of the safety-sensitive predicates."""
     requires_review: _builtins.bool
     """True when a safety-sensitive predicate is CONFLICTED: a human must decide."""
+    reliability_table_digest: _builtins.str
+    """Output only. The reliability table this resolution was computed with:
+    "sha256:" + the hex SHA-256 of the RFC 8785 (JCS) form of
+    `{"sources": {kind: reliability, ...}}`, as
+    GetResolverPolicyResponse.reliability_table_digest names the table in
+    force. Set at every detail. One request is resolved with one table from
+    start to end, so every resolution of a response names the same one; a
+    server whose table file changes names the new table from the next
+    request on. Empty only from a server that predates the field.
+    """
     @_builtins.property
     def leader(self) -> Global___Leader:
         """The leading value. Unset when the status is INSUFFICIENT."""
@@ -509,10 +520,11 @@ class SemanticResolution(_message.Message):
         rationale: _abc.Iterable[Global___RationaleFlag.ValueType] | None = ...,
         excluded: _abc.Iterable[Global___ExcludedClaim] | None = ...,
         warnings: _abc.Iterable[Global___Warning] | None = ...,
+        reliability_table_digest: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["leader", b"leader"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["confidence", b"confidence", "excluded", b"excluded", "leader", b"leader", "predicate", b"predicate", "rationale", b"rationale", "requires_review", b"requires_review", "safety_sensitive", b"safety_sensitive", "status", b"status", "subject", b"subject", "values", b"values", "warnings", b"warnings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["confidence", b"confidence", "excluded", b"excluded", "leader", b"leader", "predicate", b"predicate", "rationale", b"rationale", "reliability_table_digest", b"reliability_table_digest", "requires_review", b"requires_review", "safety_sensitive", b"safety_sensitive", "status", b"status", "subject", b"subject", "values", b"values", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

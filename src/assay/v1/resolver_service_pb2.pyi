@@ -40,7 +40,8 @@ class _ResolutionDetailEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Reso
     support; every ExcludedClaim's claim_ref, reason and superseded_by.
     Left empty: ValueSupport.claims, ValueSupport.groups,
     ValueSupport.counted_claim_refs, ExcludedClaim.claim and
-    SemanticResolution.warnings. Every kept field is exactly what FULL gives.
+    SemanticResolution.warnings. Every kept field is exactly what FULL gives
+    (SemanticResolution.reliability_table_digest is kept).
     """
 
 class ResolutionDetail(_ResolutionDetail, metaclass=_ResolutionDetailEnumTypeWrapper):
@@ -60,7 +61,8 @@ requires_review, rationale; every ValueSupport's value, value_key and
 support; every ExcludedClaim's claim_ref, reason and superseded_by.
 Left empty: ValueSupport.claims, ValueSupport.groups,
 ValueSupport.counted_claim_refs, ExcludedClaim.claim and
-SemanticResolution.warnings. Every kept field is exactly what FULL gives.
+SemanticResolution.warnings. Every kept field is exactly what FULL gives
+(SemanticResolution.reliability_table_digest is kept).
 """
 Global___ResolutionDetail: _TypeAlias = ResolutionDetail  # noqa: Y015
 
@@ -420,6 +422,7 @@ class ResolveColumnsResponse(_message.Message):
     WARNINGS_ARROW_FIELD_NUMBER: _builtins.int
     COVERAGE_CONFIDENCE_FIELD_NUMBER: _builtins.int
     CONFLICTED_SAFETY_PREDICATES_FIELD_NUMBER: _builtins.int
+    RELIABILITY_TABLE_DIGEST_FIELD_NUMBER: _builtins.int
     semantics_arrow: _builtins.bytes
     """The semantics table (see above)."""
     values_arrow: _builtins.bytes
@@ -434,6 +437,11 @@ class ResolveColumnsResponse(_message.Message):
     """The warnings; empty at SUMMARY detail."""
     coverage_confidence: _builtins.float
     """Display only, as in ResolveEvidenceResponse."""
+    reliability_table_digest: _builtins.str
+    """Output only. The reliability table these resolutions were computed with,
+    as SemanticResolution.reliability_table_digest names it: the digest of
+    the table every row of every table above was resolved with.
+    """
     @_builtins.property
     def conflicted_safety_predicates(self) -> _containers.RepeatedCompositeFieldContainer[_resolution_pb2.SemanticKey]:
         """The safety-sensitive semantics that are CONFLICTED, in semantics order."""
@@ -449,10 +457,11 @@ class ResolveColumnsResponse(_message.Message):
         warnings_arrow: _builtins.bytes = ...,
         coverage_confidence: _builtins.float = ...,
         conflicted_safety_predicates: _abc.Iterable[_resolution_pb2.SemanticKey] | None = ...,
+        reliability_table_digest: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["claims_arrow", b"claims_arrow", "conflicted_safety_predicates", b"conflicted_safety_predicates", "coverage_confidence", b"coverage_confidence", "excluded_arrow", b"excluded_arrow", "groups_arrow", b"groups_arrow", "semantics_arrow", b"semantics_arrow", "values_arrow", b"values_arrow", "warnings_arrow", b"warnings_arrow"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["claims_arrow", b"claims_arrow", "conflicted_safety_predicates", b"conflicted_safety_predicates", "coverage_confidence", b"coverage_confidence", "excluded_arrow", b"excluded_arrow", "groups_arrow", b"groups_arrow", "reliability_table_digest", b"reliability_table_digest", "semantics_arrow", b"semantics_arrow", "values_arrow", b"values_arrow", "warnings_arrow", b"warnings_arrow"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -762,12 +771,22 @@ class GetResolverPolicyResponse(_message.Message):
     MARGIN_TOLERANCE_FIELD_NUMBER: _builtins.int
     SAFETY_SENSITIVE_PREDICATES_FIELD_NUMBER: _builtins.int
     RELIABILITY_TABLE_ORIGIN_FIELD_NUMBER: _builtins.int
+    RELIABILITY_TABLE_DIGEST_FIELD_NUMBER: _builtins.int
+    RELIABILITY_TABLE_LOAD_TIME_FIELD_NUMBER: _builtins.int
     conflict_margin: _builtins.float
     """CONFLICT_MARGIN: 0.2."""
     margin_tolerance: _builtins.float
     """The tolerance used when comparing against the margin: 1e-9."""
     reliability_table_origin: _builtins.str
     """Where the table came from: "builtin" or the config file's path."""
+    reliability_table_digest: _builtins.str
+    """Names the table in force: "sha256:" + the hex SHA-256 of the RFC 8785
+    (JCS) form of `{"sources": {kind: reliability, ...}}`. Two tables with
+    the same entries have the same digest, whatever their file's spelling or
+    other members (a proposed table's `calibration` evidence is left out).
+    Every resolution names the digest of the table it used
+    (SemanticResolution.reliability_table_digest).
+    """
     @_builtins.property
     def reliability_table(self) -> _containers.RepeatedCompositeFieldContainer[Global___SourceReliability]:
         """The reliability table, ordered by source."""
@@ -775,6 +794,13 @@ class GetResolverPolicyResponse(_message.Message):
     @_builtins.property
     def safety_sensitive_predicates(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The safety-sensitive predicates, ascending."""
+
+    @_builtins.property
+    def reliability_table_load_time(self) -> _timestamp_pb2.Timestamp:
+        """When the table in force was read: the server's start for the builtin
+        table or a file's first read, or the reload that brought it in. A file
+        rewritten with the same entries keeps the table and this time.
+        """
 
     def __init__(
         self,
@@ -784,10 +810,12 @@ class GetResolverPolicyResponse(_message.Message):
         margin_tolerance: _builtins.float = ...,
         safety_sensitive_predicates: _abc.Iterable[_builtins.str] | None = ...,
         reliability_table_origin: _builtins.str = ...,
+        reliability_table_digest: _builtins.str = ...,
+        reliability_table_load_time: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["reliability_table_load_time", b"reliability_table_load_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["conflict_margin", b"conflict_margin", "margin_tolerance", b"margin_tolerance", "reliability_table", b"reliability_table", "reliability_table_origin", b"reliability_table_origin", "safety_sensitive_predicates", b"safety_sensitive_predicates"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conflict_margin", b"conflict_margin", "margin_tolerance", b"margin_tolerance", "reliability_table", b"reliability_table", "reliability_table_digest", b"reliability_table_digest", "reliability_table_load_time", b"reliability_table_load_time", "reliability_table_origin", b"reliability_table_origin", "safety_sensitive_predicates", b"safety_sensitive_predicates"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

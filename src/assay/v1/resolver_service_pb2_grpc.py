@@ -34,7 +34,8 @@ class ResolverServiceStub:
     with INVALID_ARGUMENT, an ErrorInfo (domain "assay.v1") whose reason is an
     ErrorReason name, and a BadRequest naming each bad field path, e.g.
     `evidence.claims[3].confidence`. Responses are deterministic: the same
-    request gives byte-identical deterministic serialization.
+    request gives byte-identical deterministic serialization under the same
+    reliability table (GetResolverPolicyResponse.reliability_table_digest).
 
     What one request may cost. No response is larger than 100 times its request
     (responses up to 64 KiB always may be) or than the server's maximum message
@@ -97,7 +98,8 @@ class ResolverServiceServicer:
     with INVALID_ARGUMENT, an ErrorInfo (domain "assay.v1") whose reason is an
     ErrorReason name, and a BadRequest naming each bad field path, e.g.
     `evidence.claims[3].confidence`. Responses are deterministic: the same
-    request gives byte-identical deterministic serialization.
+    request gives byte-identical deterministic serialization under the same
+    reliability table (GetResolverPolicyResponse.reliability_table_digest).
 
     What one request may cost. No response is larger than 100 times its request
     (responses up to 64 KiB always may be) or than the server's maximum message
@@ -222,7 +224,10 @@ class ResolverServiceServicer:
 
     def GetResolverPolicy(self, request, context):
         """Returns the policy every computation uses: the reliability table, the
-        conflict margin and the safety-sensitive predicates.
+        conflict margin and the safety-sensitive predicates. A table read from a
+        file is read again when the file changes (looked at at most once a
+        second); the digest names the table in force, and every resolution names
+        the digest of the table it was computed with.
 
         Errors: none beyond transport errors.
         """
@@ -280,7 +285,8 @@ class ResolverService:
     with INVALID_ARGUMENT, an ErrorInfo (domain "assay.v1") whose reason is an
     ErrorReason name, and a BadRequest naming each bad field path, e.g.
     `evidence.claims[3].confidence`. Responses are deterministic: the same
-    request gives byte-identical deterministic serialization.
+    request gives byte-identical deterministic serialization under the same
+    reliability table (GetResolverPolicyResponse.reliability_table_digest).
 
     What one request may cost. No response is larger than 100 times its request
     (responses up to 64 KiB always may be) or than the server's maximum message

@@ -35,7 +35,8 @@ class ResolverServiceStub:
     with INVALID_ARGUMENT, an ErrorInfo (domain "assay.v1") whose reason is an
     ErrorReason name, and a BadRequest naming each bad field path, e.g.
     `evidence.claims[3].confidence`. Responses are deterministic: the same
-    request gives byte-identical deterministic serialization.
+    request gives byte-identical deterministic serialization under the same
+    reliability table (GetResolverPolicyResponse.reliability_table_digest).
 
     What one request may cost. No response is larger than 100 times its request
     (responses up to 64 KiB always may be) or than the server's maximum message
@@ -144,7 +145,10 @@ class ResolverServiceStub:
     """
     GetResolverPolicy: _grpc.UnaryUnaryMultiCallable[_resolver_service_pb2.GetResolverPolicyRequest, _resolver_service_pb2.GetResolverPolicyResponse]
     """Returns the policy every computation uses: the reliability table, the
-    conflict margin and the safety-sensitive predicates.
+    conflict margin and the safety-sensitive predicates. A table read from a
+    file is read again when the file changes (looked at at most once a
+    second); the digest names the table in force, and every resolution names
+    the digest of the table it was computed with.
 
     Errors: none beyond transport errors.
     """
@@ -159,7 +163,8 @@ class ResolverServiceAsyncStub(ResolverServiceStub):
     with INVALID_ARGUMENT, an ErrorInfo (domain "assay.v1") whose reason is an
     ErrorReason name, and a BadRequest naming each bad field path, e.g.
     `evidence.claims[3].confidence`. Responses are deterministic: the same
-    request gives byte-identical deterministic serialization.
+    request gives byte-identical deterministic serialization under the same
+    reliability table (GetResolverPolicyResponse.reliability_table_digest).
 
     What one request may cost. No response is larger than 100 times its request
     (responses up to 64 KiB always may be) or than the server's maximum message
@@ -265,7 +270,10 @@ class ResolverServiceAsyncStub(ResolverServiceStub):
     """
     GetResolverPolicy: _aio.UnaryUnaryMultiCallable[_resolver_service_pb2.GetResolverPolicyRequest, _resolver_service_pb2.GetResolverPolicyResponse]  # type: ignore[assignment]
     """Returns the policy every computation uses: the reliability table, the
-    conflict margin and the safety-sensitive predicates.
+    conflict margin and the safety-sensitive predicates. A table read from a
+    file is read again when the file changes (looked at at most once a
+    second); the digest names the table in force, and every resolution names
+    the digest of the table it was computed with.
 
     Errors: none beyond transport errors.
     """
@@ -279,7 +287,8 @@ class ResolverServiceServicer(metaclass=_abc_1.ABCMeta):
     with INVALID_ARGUMENT, an ErrorInfo (domain "assay.v1") whose reason is an
     ErrorReason name, and a BadRequest naming each bad field path, e.g.
     `evidence.claims[3].confidence`. Responses are deterministic: the same
-    request gives byte-identical deterministic serialization.
+    request gives byte-identical deterministic serialization under the same
+    reliability table (GetResolverPolicyResponse.reliability_table_digest).
 
     What one request may cost. No response is larger than 100 times its request
     (responses up to 64 KiB always may be) or than the server's maximum message
@@ -419,7 +428,10 @@ class ResolverServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_resolver_service_pb2.GetResolverPolicyResponse, _abc.Awaitable[_resolver_service_pb2.GetResolverPolicyResponse]]:
         """Returns the policy every computation uses: the reliability table, the
-        conflict margin and the safety-sensitive predicates.
+        conflict margin and the safety-sensitive predicates. A table read from a
+        file is read again when the file changes (looked at at most once a
+        second); the digest names the table in force, and every resolution names
+        the digest of the table it was computed with.
 
         Errors: none beyond transport errors.
         """
