@@ -191,21 +191,21 @@ def bench_in_process(sizes: tuple[int, ...], quick: bool) -> None:
 def stage_breakdown(servicer: ResolverServicer, raw: bytes, repeats: int, floor: float) -> None:
     """Where the end-to-end time goes, stage by stage (best of ``repeats``, GC paused as served)."""
     from assay.services.resolver.domain import resolve
-    from assay.services.resolver.wire.convert import ResolutionWriter
 
+    in_force = servicer.rpcs.in_force()
     request = resolver_service_pb2.ResolveEvidenceRequest.FromString(raw)
     claims = request.evidence.claims
 
     def read() -> tuple[Any, Any]:
-        reader = servicer.rpcs.reader()
+        reader = in_force.reader()
         return reader, reader.base(claims, "evidence.claims")
 
     reader, base = read()
-    resolutions = resolve.resolve_evidence(base, servicer.resolver.policy)
+    resolutions = resolve.resolve_evidence(base, in_force.loaded.policy)
 
     def emit(full: bool = True) -> resolver_service_pb2.ResolveEvidenceResponse:
         response = resolver_service_pb2.ResolveEvidenceResponse()
-        writer = ResolutionWriter(reader.index)
+        writer = in_force.writer(reader)
         for resolution in resolutions:
             writer.resolution(resolution, response.resolutions.add(), full)
         return response
@@ -216,7 +216,7 @@ def stage_breakdown(servicer: ResolverServicer, raw: bytes, repeats: int, floor:
         "parse request bytes": lambda: resolver_service_pb2.ResolveEvidenceRequest.FromString(raw),
         "intake (read + validate + group)": read,
         "fusion (groups, noisy-OR, status)": partial(
-            resolve.resolve_evidence, base, servicer.resolver.policy
+            resolve.resolve_evidence, base, in_force.loaded.policy
         ),
         "emit response messages": emit,
         "serialize response": lambda: response.SerializeToString(deterministic=True),

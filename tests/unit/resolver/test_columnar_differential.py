@@ -5,7 +5,8 @@ group spelled like a defaulted one, several sources, stated reliabilities above 
 below the table, staleness, safety predicates, rejected claims, supersession with
 cycles and dangling targets, and invalid claims) is resolved by both paths; every
 status, leader, value order, support (within 1e-12), counted claim, group, claim
-weight, exclusion, warning and error must agree.
+weight, exclusion, warning and error must agree, and both name the same reliability
+table.
 """
 
 from __future__ import annotations
@@ -146,6 +147,7 @@ def _normal_reference(response: pb.ResolveEvidenceResponse) -> dict[str, Any]:
         "warnings": Counter((w.claim_ref, w.code, w.message) for w in response.warnings),
         "coverage": response.coverage_confidence,
         "conflicted": [(k.subject, k.predicate) for k in response.conflicted_safety_predicates],
+        "tables": sorted({res.reliability_table_digest for res in response.resolutions}),
     }
 
 
@@ -217,6 +219,7 @@ def _normal_columnar(rows: list[dict[str, Any]], as_of: int | None) -> dict[str,
         "warnings": Counter((refs[w["row"]], w["code"], w["message"]) for w in warnings),
         "coverage": answer.coverage,
         "conflicted": answer.conflicted_safety,
+        "tables": [answer.table_digest] if semantics else [],
     }
 
 

@@ -28,6 +28,7 @@ def expected(answer: Answer) -> bytes:
         groups_arrow=bytes(t.groups),
         warnings_arrow=bytes(t.warnings),
         coverage_confidence=answer.coverage,
+        reliability_table_digest=answer.table_digest,
     )
     for subject, predicate in answer.conflicted_safety:
         message.conflicted_safety_predicates.add(subject=subject, predicate=predicate)
@@ -41,17 +42,20 @@ def expected(answer: Answer) -> bytes:
     coverage=st.one_of(st.sampled_from([0.0, -0.0, 1.0, 5e-324]), st.floats(allow_nan=False)),
     conflicted=st.lists(st.tuples(_TEXT, _TEXT), max_size=5),
     as_arrow_buffers=st.booleans(),
+    table_digest=st.sampled_from(["", "sha256:" + "0" * 64]),
 )
 def test_equal_to_the_deterministic_serializer(
     streams: list[bytes],
     coverage: float,
     conflicted: list[tuple[str, str]],
     as_arrow_buffers: bool,
+    table_digest: str,
 ) -> None:
     tables = [pa.py_buffer(s) if as_arrow_buffers else s for s in streams]
-    answer = Answer(Encoded(*tables), coverage, conflicted)
+    answer = Answer(Encoded(*tables), coverage, conflicted, table_digest)
     data = response_bytes(answer)
     assert data == expected(answer)
     parsed = pb.ResolveColumnsResponse.FromString(data)
     assert parsed.claims_arrow == streams[3]
     assert [(k.subject, k.predicate) for k in parsed.conflicted_safety_predicates] == conflicted
+    assert parsed.reliability_table_digest == table_digest

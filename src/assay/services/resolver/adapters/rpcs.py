@@ -5,11 +5,19 @@ case of ``use_cases.resolve`` answers it, and ``wire.answers`` writes the respon
 its budget. These are plain calls on messages, with no transport: the servicer decides
 where each runs and what stops it (``adapters.servicer``), and in-process callers (tests
 of a rule as served, benchmarks) call them directly.
+
+Each call takes the policy in force once, at its start (``in_force``), and reads, resolves
+and writes under it: a table file that changes meanwhile (``adapters.policy_file``) is
+used from the next call on, and every resolution names the table it was computed with.
 """
 
 from __future__ import annotations
 
+from functools import cached_property
+
+from assay.services.resolver.adapters.policy_file import FixedPolicy, Loaded, PolicySource
 from assay.services.resolver.columnar.input.bounds import Survey
+from assay.services.resolver.domain.budget import ColumnsLimits
 from assay.services.resolver.use_cases.resolve import Resolver
 from assay.services.resolver.use_cases.stop import NEVER, Stop
 from assay.services.resolver.wire import answers, asks
@@ -20,58 +28,98 @@ from assay.transport import DEFAULT_MAX_MESSAGE_BYTES
 from assay.v1 import resolver_service_pb2 as pb
 
 
-class ResolverRpcs:
-    """The resolver's RPCs over one set of use cases, as calls on request messages."""
+class InForce:
+    """One table's use cases, built once per table: what a call takes at its start."""
 
-    def __init__(
-        self, resolver: Resolver, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    ) -> None:
-        """``max_message_bytes``: the server's message limit, which no response may pass
-        (the runtime's by default)."""
-        self.resolver = resolver
-        self.budgets = answers.Budgets(max_message_bytes)
-        self._sources = source_table(resolver.policy.reliability)
+    def __init__(self, loaded: Loaded, columns_limits: ColumnsLimits) -> None:
+        self.loaded = loaded
+        self.resolver = Resolver(loaded.policy, columns_limits)
+        self._sources = source_table(loaded.policy.reliability)
 
     def reader(self, stop: Stop = NEVER) -> Reader:
         """A reader of this policy's claims, checking ``stop`` as it reads."""
         if stop is NEVER:  # nothing to check: the reader skips the checks altogether
-            return Reader(self.resolver.policy, self._sources)
-        return Reader(self.resolver.policy, self._sources, stop.check)
+            return Reader(self.loaded.policy, self._sources)
+        return Reader(self.loaded.policy, self._sources, stop.check)
+
+    def writer(self, reader: Reader) -> ResolutionWriter:
+        """A writer of this call's resolutions, each naming this table."""
+        return ResolutionWriter(reader.index, self.loaded.policy.digest)
+
+    def policy_message(self) -> pb.GetResolverPolicyResponse:
+        return answers.policy(self.loaded.policy, self.loaded.load_time)
+
+    @cached_property
+    def policy_bytes(self) -> bytes:
+        """``policy_message`` serialized: it never changes for one table, so once."""
+        data: bytes = self.policy_message().SerializeToString(deterministic=True)
+        return data
+
+
+class ResolverRpcs:
+    """The resolver's RPCs, as calls on request messages, under the policy in force."""
+
+    def __init__(
+        self,
+        resolver: Resolver,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        policies: PolicySource | None = None,
+    ) -> None:
+        """``max_message_bytes``: the server's message limit, which no response may pass
+        (the runtime's by default). ``policies``: where each call takes its policy from
+        (``resolver``'s, always, when None); ``resolver``'s columns limits hold either way."""
+        self.columns_limits = resolver.columns_limits
+        self.policies = policies or FixedPolicy(resolver.policy)
+        self.budgets = answers.Budgets(max_message_bytes)
+        self._in_force = InForce(self.policies.current(), self.columns_limits)
+
+    def in_force(self) -> InForce:
+        """The use cases of the policy in force now (built again only when it changed)."""
+        loaded = self.policies.current()
+        now = self._in_force
+        if now.loaded is not loaded:
+            # Two calls racing here build equal copies; either serves.
+            now = self._in_force = InForce(loaded, self.columns_limits)
+        return now
 
     def resolve_semantic(
         self, request: pb.ResolveSemanticRequest, stop: Stop = NEVER
     ) -> pb.ResolveSemanticResponse:
-        reader = self.reader(stop)
+        now = self.in_force()
+        reader = now.reader(stop)
         ask = asks.semantic(reader, request)
-        resolution = self.resolver.semantic(ask, stop)
-        return answers.semantic(ResolutionWriter(reader.index), resolution, ask.full)
+        resolution = now.resolver.semantic(ask, stop)
+        return answers.semantic(now.writer(reader), resolution, ask.full)
 
     def resolve_evidence(
         self, request: pb.ResolveEvidenceRequest, stop: Stop = NEVER
     ) -> pb.ResolveEvidenceResponse:
-        reader = self.reader(stop)
+        now = self.in_force()
+        reader = now.reader(stop)
         ask = asks.evidence(reader, request)
-        answer = self.resolver.evidence(ask, stop)
-        return answers.evidence(ResolutionWriter(reader.index), answer, ask.full, stop.check)
+        answer = now.resolver.evidence(ask, stop)
+        return answers.evidence(now.writer(reader), answer, ask.full, stop.check)
 
     def resolve_hypotheses(
         self, request: pb.ResolveHypothesesRequest, stop: Stop = NEVER
     ) -> pb.ResolveHypothesesResponse:
-        reader = self.reader(stop)
+        now = self.in_force()
+        reader = now.reader(stop)
         ask = asks.hypotheses(reader, request)
-        answer = self.resolver.hypotheses(ask, stop)  # charged here; resolved as written
+        answer = now.resolver.hypotheses(ask, stop)  # charged here; resolved as written
         budget = self.budgets.hypotheses(request, ask)
-        return answers.hypotheses(ResolutionWriter(reader.index), answer, ask, budget)
+        return answers.hypotheses(now.writer(reader), answer, ask, budget)
 
     def reconcile(self, request: pb.ReconcileRequest, stop: Stop = NEVER) -> pb.ReconcileResponse:
-        reader = self.reader(stop)
+        now = self.in_force()
+        reader = now.reader(stop)
         ask = asks.reconcile(reader, request)
-        outcomes = self.resolver.reconcile(ask, stop)  # charged here; judged as written
+        outcomes = now.resolver.reconcile(ask, stop)  # charged here; judged as written
         budget = self.budgets.reconcile(request)
-        return answers.reconcile(ResolutionWriter(reader.index), outcomes, budget)
+        return answers.reconcile(now.writer(reader), outcomes, budget)
 
     def policy_message(self) -> pb.GetResolverPolicyResponse:
-        return answers.policy(self.resolver.policy)
+        return self.in_force().policy_message()
 
     def resolve_columns(
         self, request: pb.ResolveColumnsRequest, stop: Stop = NEVER
@@ -91,6 +139,7 @@ class ResolverRpcs:
         is the request's stream when the caller read it already: each read of a bytes field
         copies it; ``surveyed`` its survey
         (``columnar.input.bounds``), when the caller made it already."""
-        ask = asks.columns(self.reader(stop), request)
+        now = self.in_force()
+        ask = asks.columns(now.reader(stop), request)
         stream = request.claims_arrow if data is None else data
-        return self.resolver.columns(stream, ask, stop, surveyed)
+        return now.resolver.columns(stream, ask, stop, surveyed)

@@ -20,7 +20,7 @@ given back afterwards (``runtime.memory``), as for any large request.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import cached_property, partial
+from functools import partial
 from typing import ClassVar, TypeVar
 
 import grpc
@@ -30,6 +30,7 @@ from assay.runtime.budget import ResponseBudget
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.runtime.memory import LARGE_REQUEST_BYTES, trim_after
 from assay.services.resolver.adapters.offload import INLINE_MAX_UNITS, Offload, without_gc
+from assay.services.resolver.adapters.policy_file import FixedPolicy, PolicySource
 from assay.services.resolver.adapters.rpcs import ResolverRpcs
 from assay.services.resolver.columnar.input.bounds import survey
 from assay.services.resolver.domain.budget import ColumnsLimits
@@ -52,7 +53,7 @@ SURVEY_ON_LOOP_BYTES = 16 * 1024
 
 
 class ResolverServicer:
-    """Implements ``assay.v1.ResolverService`` over one policy."""
+    """Implements ``assay.v1.ResolverService`` over the policy in force at each call."""
 
     # The runtime hands ResolveColumns its request with the stream uncopied.
     REQUEST_PARSERS: ClassVar[Mapping[str, Callable[[bytes], object]]] = {
@@ -61,14 +62,18 @@ class ResolverServicer:
 
     def __init__(
         self,
-        policy: Policy,
+        policy: Policy | PolicySource,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         columns_limits: ColumnsLimits | None = None,
     ) -> None:
-        """``max_message_bytes``: the server's message limit, which no response may pass;
-        ``columns_limits``: what one ResolveColumns stream may hold (the defaults when None)."""
-        self.resolver = Resolver(policy, columns_limits)
-        self.rpcs = ResolverRpcs(self.resolver, max_message_bytes)
+        """``policy``: one policy, or where each call takes the one in force
+        (``adapters.policy_file``); ``max_message_bytes``: the server's message limit,
+        which no response may pass; ``columns_limits``: what one ResolveColumns stream may
+        hold (the defaults when None)."""
+        policies = FixedPolicy(policy) if isinstance(policy, Policy) else policy
+        resolver = Resolver(policies.current().policy, columns_limits)
+        self.columns_limits = resolver.columns_limits
+        self.rpcs = ResolverRpcs(resolver, max_message_bytes, policies)
         self.offload = Offload()
 
     async def close(self) -> None:
@@ -141,17 +146,11 @@ class ResolverServicer:
     async def GetResolverPolicy(
         self, request: pb.GetResolverPolicyRequest, context: grpc.aio.ServicerContext | None
     ) -> pb.GetResolverPolicyResponse | bytes:
-        """The policy never changes while the servicer serves it, so its response is built
-        and serialized once (``_policy_response``) and sent as those bytes; an in-process
-        call (no context) gets the message."""
+        """The response is built and serialized once per table (``InForce.policy_bytes``)
+        and sent as those bytes; an in-process call (no context) gets the message."""
         if context is None:
             return self.rpcs.policy_message()
-        return self._policy_response
-
-    @cached_property
-    def _policy_response(self) -> bytes:
-        data: bytes = self.rpcs.policy_message().SerializeToString(deterministic=True)
-        return data
+        return self.rpcs.in_force().policy_bytes
 
     async def ResolveColumns(
         self,
@@ -173,7 +172,7 @@ class ResolverServicer:
         units = len(data) // COLUMNS_BYTES_PER_UNIT
         surveyed = None
         if len(data) <= SURVEY_ON_LOOP_BYTES:
-            surveyed = survey(data, self.resolver.columns_limits)
+            surveyed = survey(data, self.columns_limits)
             units = max(units, surveyed.rows, surveyed.decompressed // COLUMNS_BYTES_PER_UNIT)
         try:
             return await self._serve(

@@ -5,8 +5,8 @@ server's limits allow (``bounds``), before anything is decompressed. Every viola
 collected before anything is resolved, as in the per-claim RPCs: the request-level ones
 the caller found (``detail``, ``as_of``, ``stale_after``), then a malformed stream or
 schema (which stops the reading there), then every bad row. The result is the six
-tables, compressed like the request, plus the two evidence-level summaries that travel
-as plain fields.
+tables, compressed like the request, plus the two evidence-level summaries and the
+digest of the reliability table used, which travel as plain fields.
 """
 
 from __future__ import annotations
@@ -64,4 +64,9 @@ def resolve_stream(
     refs = ContentRefs(read.table, raw, check)
     resolved = resolve_table(claims, policy, horizon, refs=refs, full=full, check=check)
     check()
-    return Answer(encode(resolved, read.codec, full), resolved.coverage, resolved.conflicted_safety)
+    return Answer(
+        encode(resolved, read.codec, full),
+        resolved.coverage,
+        resolved.conflicted_safety,
+        policy.digest,
+    )

@@ -2,9 +2,10 @@
 
 Every computation reads the same ``Policy`` object, and ``GetResolverPolicy``
 serves it, so what a client sees is what fusion used (rule 1). The table can
-be replaced at start by a JSON file ``{"sources": {"kind": reliability, ...}}``;
-a bad file is a startup error that names the file and the offending entry,
-never a half-loaded table.
+be replaced by a JSON file ``{"sources": {"kind": reliability, ...}}``; a bad
+file is an error that names the file and the offending entry, never a
+half-loaded table. A policy's ``digest`` names its table by content alone
+(``table_digest``), so a resolution can say which table it was computed with.
 
 Default reliabilities, one line of reasoning each (the trust class, not the
 artifact, decides):
@@ -31,6 +32,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+
+# The project's one RFC 8785 (JCS) form: the digest of a table is reproducible with any
+# JCS library and SHA-256 tool.
+from assay.services.adjudication.domain.digests import jcs_digest
 
 DEFAULT_RELIABILITY: Mapping[str, float] = MappingProxyType(
     {
@@ -78,17 +83,30 @@ class PolicyError(ValueError):
 
 @dataclass(frozen=True)
 class Policy:
-    """Everything fusion is parameterised by; one instance per running service."""
+    """Everything fusion is parameterised by; one instance per table a service loads.
+    ``digest`` names the table (``table_digest``); it is derived, never passed."""
 
     reliability: Mapping[str, float] = field(default_factory=lambda: DEFAULT_RELIABILITY)
     origin: str = BUILTIN_ORIGIN
     conflict_margin: float = CONFLICT_MARGIN
     margin_tolerance: float = MARGIN_TOLERANCE
     safety_sensitive: frozenset[str] = SAFETY_SENSITIVE_PREDICATES
+    digest: str = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Computed once here, never per request: every resolution carries it.
+        object.__setattr__(self, "digest", table_digest(self.reliability))
 
     def sorted_table(self) -> list[tuple[str, float]]:
         """The table ordered by source kind, as served."""
         return sorted(self.reliability.items())
+
+
+def table_digest(reliability: Mapping[str, float]) -> str:
+    """``sha256:`` + hex SHA-256 of the RFC 8785 form of ``{"sources": reliability}``: the
+    table's content alone, so a file's spelling (``1`` or ``1.0``, key order, spaces) and
+    its other members (a proposal's ``calibration`` evidence) leave it unchanged."""
+    return jcs_digest({"sources": dict(reliability)})
 
 
 DEFAULT_POLICY = Policy()
@@ -115,21 +133,29 @@ def parse_table(data: object, origin: str) -> dict[str, float]:
     return table
 
 
+def chosen_table(path: str | None) -> str | None:
+    """The table file to use: ``path``, else ``$ASSAY_RELIABILITY_TABLE``; None for builtin."""
+    return path if path is not None else (os.environ.get(TABLE_ENV) or None)
+
+
 def load_policy(path: str | None) -> Policy:
     """The policy with the table from ``path`` (or ``$ASSAY_RELIABILITY_TABLE``), else builtin."""
-    chosen = path if path is not None else (os.environ.get(TABLE_ENV) or None)
-    if chosen is None:
-        return DEFAULT_POLICY
+    chosen = chosen_table(path)
+    return DEFAULT_POLICY if chosen is None else read_policy(chosen)
+
+
+def read_policy(path: str) -> Policy:
+    """The policy with the table of the file at ``path``; PolicyError naming file and entry."""
     try:
-        text = Path(chosen).read_text(encoding="utf-8")
-    except OSError as error:
-        reason = error.strerror or str(error)
-        raise PolicyError(f"{chosen}: cannot read the reliability table: {reason}") from None
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        raise PolicyError(f"{path}: cannot read the reliability table: {reason}") from None
     try:
         data = json.loads(text, parse_constant=_reject_constant)
-    except (json.JSONDecodeError, PolicyError) as error:
-        raise PolicyError(f"{chosen}: not valid JSON: {error}") from None
-    return Policy(reliability=MappingProxyType(parse_table(data, chosen)), origin=chosen)
+    except (json.JSONDecodeError, PolicyError, RecursionError) as error:
+        raise PolicyError(f"{path}: not valid JSON: {error}") from None
+    return Policy(reliability=MappingProxyType(parse_table(data, path)), origin=path)
 
 
 def _reject_constant(name: str) -> float:

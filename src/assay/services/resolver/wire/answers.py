@@ -92,13 +92,16 @@ def reconcile(
     return response
 
 
-def policy(policy: Policy) -> pb.GetResolverPolicyResponse:
+def policy(policy: Policy, load_time: float) -> pb.GetResolverPolicyResponse:
+    """``load_time``: when the table was read, in seconds since the epoch."""
     response = pb.GetResolverPolicyResponse(
         conflict_margin=policy.conflict_margin,
         margin_tolerance=policy.margin_tolerance,
         safety_sensitive_predicates=sorted(policy.safety_sensitive),
         reliability_table_origin=policy.origin,
+        reliability_table_digest=policy.digest,
     )
+    response.reliability_table_load_time.FromNanoseconds(round(load_time * 1e9))
     for source, reliability in policy.sorted_table():
         response.reliability_table.add(source=source, reliability=reliability)
     return response

@@ -122,8 +122,11 @@ def seconds_of(message: timestamp_pb2.Timestamp | duration_pb2.Duration) -> floa
 class ResolutionWriter:
     """Builds response messages from domain resolutions, reusing one Value per value key."""
 
-    def __init__(self, claims: ClaimIndex) -> None:
+    def __init__(self, claims: ClaimIndex, table_digest: str = "") -> None:
+        """``table_digest``: the digest of the reliability table the resolutions were computed
+        with, which each resolution names."""
         self._claims = claims
+        self._table_digest = table_digest
         self._large: dict[str, struct_pb2.Value] = {}  # this request's long keys
 
     def value(self, key: str) -> struct_pb2.Value:
@@ -152,6 +155,7 @@ class ResolutionWriter:
         a resolution, so leaving them out makes the cost per value, not per claim.
         """
         out.subject, out.predicate = res.sem
+        out.reliability_table_digest = self._table_digest
         out.status = resolution_pb2.ResolutionStatus.ValueType(res.status)
         out.safety_sensitive = res.safety_sensitive
         out.requires_review = res.requires_review

@@ -28,6 +28,8 @@ _TABLE_FIELDS = (
     *("semantics_arrow", "values_arrow", "excluded_arrow"),
     *("claims_arrow", "groups_arrow", "warnings_arrow"),
 )
+# The last field by number, so appending it keeps the deterministic order.
+_DIGEST_TAG = tag_of(_RESPONSE, "reliability_table_digest")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,7 @@ class Answer:
     tables: Encoded
     coverage: float
     conflicted_safety: list[tuple[str, str]]
+    table_digest: str = ""  # the reliability table's (``Policy.digest``); "" leaves it out
 
 
 def _text(name: str, text: str) -> bytes:
@@ -61,4 +64,6 @@ def response_bytes(answer: Answer) -> bytes:
     for subject, predicate in answer.conflicted_safety:
         key = _text("subject", subject) + _text("predicate", predicate)
         parts.append(length_prefix(conflicted, len(key)) + key)
+    if answer.table_digest:
+        parts.append(delimited(_DIGEST_TAG, answer.table_digest.encode()))
     return b"".join(parts)
