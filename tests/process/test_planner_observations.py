@@ -40,8 +40,9 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[tuple[dict[str, str], AssayProcess, Path]]:
-    """Resolver, adjudication, and a planner reading ``obs.jsonl`` (which starts with one
-    good line and three bad ones), each its own process."""
+    """A resolver and a planner reading ``obs.jsonl`` (which starts with one good line and
+    three bad ones), each its own process. Nothing listens at the adjudication address: the
+    runs here act through local probes only."""
     path = tmp_path / "obs.jsonl"
     good = observations.record(
         Acquisition("RERUN_TEST", "rerun_test/x", Outcome.FAILED, "", 2.0, "MINUTES")
@@ -63,14 +64,6 @@ def stack(tmp_path: Path) -> Iterator[tuple[dict[str, str], AssayProcess, Path]]
                 ports["resolver"],
             )
         )
-        stack.enter_context(
-            assay_process(
-                ["serve", "adjudication", "--port", str(ports["adjudication"]),
-                 "--db", str(tmp_path / "a.db")],
-                tmp_path / "adjudication.log",
-                ports["adjudication"],
-            )
-        )  # fmt: skip
         planner = stack.enter_context(
             assay_process(
                 serve(path, ports["planner"], resolver), tmp_path / "planner.log", ports["planner"]
