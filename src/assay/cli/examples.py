@@ -61,6 +61,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "assay queue --adjudicator cy -o jsonl | jq -r .case.caseId",
     ),
     "logout": ("assay logout --name work",),
+    "calibrate": (
+        "assay calibrate --tenant acme   # against the resolver's table in use",
+        "assay calibrate --declared table.json --propose proposed.json -o json",
+    ),
     "review": (
         "assay review case_1d6fc0a8b7c94e0e --reviewer ann --label key "
         "--rationale 'the changelog says so'",

@@ -40,6 +40,7 @@ COMMAND_MODULES = (
     "assay.cli.executor_cmds",
     "assay.cli.completion_cmds",
     "assay.cli.login_cmds",
+    "assay.cli.calibration_cmds",
 )
 
 

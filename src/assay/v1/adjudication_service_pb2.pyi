@@ -3399,6 +3399,284 @@ class ReviewerAgreement(_message.Message):
 Global___ReviewerAgreement: _TypeAlias = ReviewerAgreement  # noqa: Y015
 
 @_typing.final
+class CalibrateReliabilityRequest(_message.Message):
+    """CalibrateReliabilityRequest selects the labels and the table to check."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class DeclaredEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.float
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.float = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    DECLARED_FIELD_NUMBER: _builtins.int
+    INCLUDE_SYNTHETIC_FIELD_NUMBER: _builtins.int
+    MIN_COUNT_FIELD_NUMBER: _builtins.int
+    TREE_SIZE_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    """Optional: only this tenant's labels."""
+    include_synthetic: _builtins.bool
+    """Count SYNTHETIC_MECHANISM_TEST labels too; every figure is then marked."""
+    min_count: _builtins.int
+    """The fewest (effective) checked claims for a number (0 means 10)."""
+    tree_size: _builtins.int
+    """The checkpoint to read at: labels frozen by events up to this tree size
+    (0: the ledger's current size). A case whose latest revision was frozen
+    after it is left out (counted in `labels_frozen_later`).
+    """
+    @_builtins.property
+    def declared(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
+        """Required. The reliability table in use (GetResolverPolicy's), by source
+        kind: the values checked, and the kinds estimated.
+        """
+
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        declared: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
+        include_synthetic: _builtins.bool = ...,
+        min_count: _builtins.int = ...,
+        tree_size: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["declared", b"declared", "include_synthetic", b"include_synthetic", "min_count", b"min_count", "tenant", b"tenant", "tree_size", b"tree_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CalibrateReliabilityRequest: _TypeAlias = CalibrateReliabilityRequest  # noqa: Y015
+
+@_typing.final
+class CalibrationFigure(_message.Message):
+    """CalibrationFigure is one reliability estimate, or INSUFFICIENT."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STATUS_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    LABELS_FIELD_NUMBER: _builtins.int
+    EFFECTIVE_COUNT_FIELD_NUMBER: _builtins.int
+    ESTIMATE_FIELD_NUMBER: _builtins.int
+    POSTERIOR_MEAN_FIELD_NUMBER: _builtins.int
+    CI_LOWER_FIELD_NUMBER: _builtins.int
+    CI_UPPER_FIELD_NUMBER: _builtins.int
+    DECLARED_OUTSIDE_FIELD_NUMBER: _builtins.int
+    SYNTHETIC_FIELD_NUMBER: _builtins.int
+    status: Global___AgreementStatus.ValueType
+    """COMPUTED or INSUFFICIENT (AgreementStatus's members)."""
+    count: _builtins.int
+    """Checked claims."""
+    labels: _builtins.int
+    """Gold labels they came from."""
+    effective_count: _builtins.float
+    """The effective sample size (equals `count` without weights)."""
+    estimate: _builtins.float
+    """The (weighted) share of claims that matched; COMPUTED only."""
+    posterior_mean: _builtins.float
+    """The Beta posterior's mean; COMPUTED only."""
+    ci_lower: _builtins.float
+    """Its 95% equal-tailed interval; COMPUTED only."""
+    ci_upper: _builtins.float
+    """See `ci_lower`."""
+    declared_outside: _builtins.bool
+    """True when the declared reliability lies outside the interval."""
+    synthetic: _builtins.bool
+    """True when synthetic labels were used."""
+    def __init__(
+        self,
+        *,
+        status: Global___AgreementStatus.ValueType = ...,
+        count: _builtins.int = ...,
+        labels: _builtins.int = ...,
+        effective_count: _builtins.float = ...,
+        estimate: _builtins.float | None = ...,
+        posterior_mean: _builtins.float | None = ...,
+        ci_lower: _builtins.float | None = ...,
+        ci_upper: _builtins.float | None = ...,
+        declared_outside: _builtins.bool = ...,
+        synthetic: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_ci_lower", b"_ci_lower", "_ci_upper", b"_ci_upper", "_estimate", b"_estimate", "_posterior_mean", b"_posterior_mean", "ci_lower", b"ci_lower", "ci_upper", b"ci_upper", "estimate", b"estimate", "posterior_mean", b"posterior_mean"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_ci_lower", b"_ci_lower", "_ci_upper", b"_ci_upper", "_estimate", b"_estimate", "_posterior_mean", b"_posterior_mean", "ci_lower", b"ci_lower", "ci_upper", b"ci_upper", "count", b"count", "declared_outside", b"declared_outside", "effective_count", b"effective_count", "estimate", b"estimate", "labels", b"labels", "posterior_mean", b"posterior_mean", "status", b"status", "synthetic", b"synthetic"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__ci_lower: _TypeAlias = _typing.Literal["ci_lower"]  # noqa: Y015
+    _WhichOneofArgType__ci_lower: _TypeAlias = _typing.Literal["_ci_lower", b"_ci_lower"]  # noqa: Y015
+    _WhichOneofReturnType__ci_upper: _TypeAlias = _typing.Literal["ci_upper"]  # noqa: Y015
+    _WhichOneofArgType__ci_upper: _TypeAlias = _typing.Literal["_ci_upper", b"_ci_upper"]  # noqa: Y015
+    _WhichOneofReturnType__estimate: _TypeAlias = _typing.Literal["estimate"]  # noqa: Y015
+    _WhichOneofArgType__estimate: _TypeAlias = _typing.Literal["_estimate", b"_estimate"]  # noqa: Y015
+    _WhichOneofReturnType__posterior_mean: _TypeAlias = _typing.Literal["posterior_mean"]  # noqa: Y015
+    _WhichOneofArgType__posterior_mean: _TypeAlias = _typing.Literal["_posterior_mean", b"_posterior_mean"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__ci_lower) -> _WhichOneofReturnType__ci_lower | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__ci_upper) -> _WhichOneofReturnType__ci_upper | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__estimate) -> _WhichOneofReturnType__estimate | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__posterior_mean) -> _WhichOneofReturnType__posterior_mean | None: ...
+
+Global___CalibrationFigure: _TypeAlias = CalibrationFigure  # noqa: Y015
+
+@_typing.final
+class SourceCalibration(_message.Message):
+    """SourceCalibration is one source kind's figures."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SOURCE_KIND_FIELD_NUMBER: _builtins.int
+    DECLARED_FIELD_NUMBER: _builtins.int
+    SPOT_CHECK_FIELD_NUMBER: _builtins.int
+    CONFLICT_ONLY_FIELD_NUMBER: _builtins.int
+    PROPOSED_FIELD_NUMBER: _builtins.int
+    PROPOSAL_REASON_FIELD_NUMBER: _builtins.int
+    source_kind: _builtins.str
+    """The source kind."""
+    declared: _builtins.float
+    """Its declared reliability."""
+    proposed: _builtins.float
+    """The proposal's value for it."""
+    proposal_reason: _builtins.str
+    """Why: CALIBRATED, CONSISTENT, INSUFFICIENT or FIXED."""
+    @_builtins.property
+    def spot_check(self) -> Global___CalibrationFigure:
+        """From spot-check cases, weighted by sampling rate: the unbiased figure."""
+
+    @_builtins.property
+    def conflict_only(self) -> Global___CalibrationFigure:
+        """From cases raised from conflicts: biased low, shown beside."""
+
+    def __init__(
+        self,
+        *,
+        source_kind: _builtins.str = ...,
+        declared: _builtins.float = ...,
+        spot_check: Global___CalibrationFigure | None = ...,
+        conflict_only: Global___CalibrationFigure | None = ...,
+        proposed: _builtins.float = ...,
+        proposal_reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["conflict_only", b"conflict_only", "spot_check", b"spot_check"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conflict_only", b"conflict_only", "declared", b"declared", "proposal_reason", b"proposal_reason", "proposed", b"proposed", "source_kind", b"source_kind", "spot_check", b"spot_check"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SourceCalibration: _TypeAlias = SourceCalibration  # noqa: Y015
+
+@_typing.final
+class CalibrateReliabilityResponse(_message.Message):
+    """CalibrateReliabilityResponse is the report and the proposal."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class UnknownSourceKindsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.int
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    SOURCES_FIELD_NUMBER: _builtins.int
+    TREE_SIZE_FIELD_NUMBER: _builtins.int
+    ROOT_HASH_FIELD_NUMBER: _builtins.int
+    SPOT_CHECK_LABELS_FIELD_NUMBER: _builtins.int
+    CONFLICT_LABELS_FIELD_NUMBER: _builtins.int
+    SYNTHETIC_LABELS_LEFT_OUT_FIELD_NUMBER: _builtins.int
+    SYNTHETIC_FIELD_NUMBER: _builtins.int
+    LABELS_WITHOUT_CLAIMS_FIELD_NUMBER: _builtins.int
+    LABELS_WITHOUT_VALUE_FIELD_NUMBER: _builtins.int
+    LABELS_FROZEN_LATER_FIELD_NUMBER: _builtins.int
+    UNKNOWN_SOURCE_KINDS_FIELD_NUMBER: _builtins.int
+    PROPOSAL_FIELD_NUMBER: _builtins.int
+    tree_size: _builtins.int
+    """The checkpoint read at: tree size and root hash (the ledger's)."""
+    root_hash: _builtins.bytes
+    """See `tree_size`."""
+    spot_check_labels: _builtins.int
+    """Labels used, by how their case came to review."""
+    conflict_labels: _builtins.int
+    """See `spot_check_labels`."""
+    synthetic_labels_left_out: _builtins.int
+    """Synthetic labels left out (without `include_synthetic`)."""
+    synthetic: _builtins.bool
+    """True when synthetic labels were used: every figure is then marked."""
+    labels_without_claims: _builtins.int
+    """Labels whose case carries no claims (nothing to check)."""
+    labels_without_value: _builtins.int
+    """Labels with no value (UNRESOLVED, NOT_EVALUABLE): no claim can match."""
+    labels_frozen_later: _builtins.int
+    """Labels left out because their latest revision was frozen after
+    `tree_size`.
+    """
+    proposal: _builtins.bytes
+    """The proposed table file (JSON, the `--reliability-table` format with
+    each entry's evidence), byte-identical for the same checkpoint.
+    """
+    @_builtins.property
+    def sources(self) -> _containers.RepeatedCompositeFieldContainer[Global___SourceCalibration]:
+        """Every declared source kind, by name."""
+
+    @_builtins.property
+    def unknown_source_kinds(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
+        """Claims of source kinds not in `declared`, by kind: left out."""
+
+    def __init__(
+        self,
+        *,
+        sources: _abc.Iterable[Global___SourceCalibration] | None = ...,
+        tree_size: _builtins.int = ...,
+        root_hash: _builtins.bytes = ...,
+        spot_check_labels: _builtins.int = ...,
+        conflict_labels: _builtins.int = ...,
+        synthetic_labels_left_out: _builtins.int = ...,
+        synthetic: _builtins.bool = ...,
+        labels_without_claims: _builtins.int = ...,
+        labels_without_value: _builtins.int = ...,
+        labels_frozen_later: _builtins.int = ...,
+        unknown_source_kinds: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+        proposal: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conflict_labels", b"conflict_labels", "labels_frozen_later", b"labels_frozen_later", "labels_without_claims", b"labels_without_claims", "labels_without_value", b"labels_without_value", "proposal", b"proposal", "root_hash", b"root_hash", "sources", b"sources", "spot_check_labels", b"spot_check_labels", "synthetic", b"synthetic", "synthetic_labels_left_out", b"synthetic_labels_left_out", "tree_size", b"tree_size", "unknown_source_kinds", b"unknown_source_kinds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CalibrateReliabilityResponse: _TypeAlias = CalibrateReliabilityResponse  # noqa: Y015
+
+@_typing.final
 class VerifyAuditChainRequest(_message.Message):
     """VerifyAuditChainRequest has no fields: the whole ledger is verified."""
 

@@ -170,6 +170,11 @@ class AdjudicationServiceStub:
                 request_serializer=assay_dot_v1_dot_adjudication__service__pb2.ComputeAgreementRequest.SerializeToString,
                 response_deserializer=assay_dot_v1_dot_adjudication__service__pb2.ComputeAgreementResponse.FromString,
                 _registered_method=True)
+        self.CalibrateReliability = channel.unary_unary(
+                '/assay.v1.AdjudicationService/CalibrateReliability',
+                request_serializer=assay_dot_v1_dot_adjudication__service__pb2.CalibrateReliabilityRequest.SerializeToString,
+                response_deserializer=assay_dot_v1_dot_adjudication__service__pb2.CalibrateReliabilityResponse.FromString,
+                _registered_method=True)
         self.VerifyAuditChain = channel.unary_unary(
                 '/assay.v1.AdjudicationService/VerifyAuditChain',
                 request_serializer=assay_dot_v1_dot_adjudication__service__pb2.VerifyAuditChainRequest.SerializeToString,
@@ -335,8 +340,11 @@ class AdjudicationServiceServicer:
 
     def ListQueue(self, request, context):
         """Lists the cases a reviewer still has to review (blinded): cases awaiting
-        a first or second review in their current round, not expired, that this
-        reviewer has not reviewed in that round. Ordered by case id, paginated.
+        more reviews in their current round (fewer final reviews than the case
+        requires), not expired, that this reviewer has no final review of in that
+        round, and that they may review: cases assigned to them first
+        (`BlindedCase.assigned`), then cases assigned to nobody unless the
+        tenant takes assigned work only. Each tier ordered by case id, paginated.
         A reviewer may list only their own queue (`reviewer_id` is their
         subject); an operator may list anyone's, within its tenants.
 
@@ -367,8 +375,9 @@ class AdjudicationServiceServicer:
 
     def SubmitReview(self, request, context):
         """Records one reviewer's review of a case in the current round. One review
-        per reviewer per case per round. `reviewer_id` must be the caller's
-        subject. The REVIEW_SUBMITTED audit event commits to the answer with a
+        per reviewer per case per round (a later change is AmendReview or
+        WithdrawReview; after a withdrawal, SubmitReview supersedes it).
+        `reviewer_id` must be the caller's subject. The REVIEW_SUBMITTED audit event commits to the answer with a
         per-review random salt, so equal answers give unequal commitments.
 
         Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD or
@@ -377,8 +386,9 @@ class AdjudicationServiceServicer:
         ALREADY_EXISTS with ERROR_REASON_REVIEW_ALREADY_SUBMITTED;
         FAILED_PRECONDITION with ERROR_REASON_CASE_EXPIRED,
         ERROR_REASON_ROUND_ALREADY_RESOLVED, ERROR_REASON_ROUND_COMPLETE (the
-        round has its two reviews), ERROR_REASON_CASE_FROZEN (reopening a frozen
-        case needs an explicit `round`) or ERROR_REASON_ROUND_MISMATCH.
+        round has the reviews its case requires), ERROR_REASON_CASE_FROZEN
+        (reopening a frozen case needs an explicit `round`),
+        ERROR_REASON_ROUND_MISMATCH or ERROR_REASON_CASE_NOT_ASSIGNED.
 
         The response's `state` is as GetCaseState shows it to the caller: a
         reviewer gets AWAITING_RESOLUTION, never AGREED or DISAGREED.
@@ -548,6 +558,28 @@ class AdjudicationServiceServicer:
 
         Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD
         (`bootstrap_resamples`).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CalibrateReliability(self, request, context):
+        """Estimates each source kind's reliability from frozen gold labels: for
+        every claim a gold-labelled case was raised from (Case.claims), whether
+        its value equals the label. Per source kind of `declared`: a Beta(1, 1)
+        posterior with a 95% interval from spot-check cases (weighted by the
+        inverse of their sampling rate: the unbiased figure) and, beside it, from
+        cases raised from conflicts (biased: a conflict needs a source to be
+        wrong). Honesty rules: only HUMAN_ADJUDICATED labels count unless
+        `include_synthetic` (then every figure is marked synthetic); below
+        `min_count` a figure is INSUFFICIENT, never a number. With a proposal:
+        the table the figures support, in the `--reliability-table` format with
+        each entry's evidence, byte-identical when recomputed at the same
+        checkpoint.
+
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`declared`: a
+        table the resolver would refuse or an empty one; `min_count`;
+        `tree_size`: negative or past the ledger).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -741,6 +773,11 @@ def add_AdjudicationServiceServicer_to_server(servicer, server):
                     servicer.ComputeAgreement,
                     request_deserializer=assay_dot_v1_dot_adjudication__service__pb2.ComputeAgreementRequest.FromString,
                     response_serializer=assay_dot_v1_dot_adjudication__service__pb2.ComputeAgreementResponse.SerializeToString,
+            ),
+            'CalibrateReliability': grpc.unary_unary_rpc_method_handler(
+                    servicer.CalibrateReliability,
+                    request_deserializer=assay_dot_v1_dot_adjudication__service__pb2.CalibrateReliabilityRequest.FromString,
+                    response_serializer=assay_dot_v1_dot_adjudication__service__pb2.CalibrateReliabilityResponse.SerializeToString,
             ),
             'VerifyAuditChain': grpc.unary_unary_rpc_method_handler(
                     servicer.VerifyAuditChain,
@@ -1376,6 +1413,33 @@ class AdjudicationService:
             '/assay.v1.AdjudicationService/ComputeAgreement',
             assay_dot_v1_dot_adjudication__service__pb2.ComputeAgreementRequest.SerializeToString,
             assay_dot_v1_dot_adjudication__service__pb2.ComputeAgreementResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CalibrateReliability(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/assay.v1.AdjudicationService/CalibrateReliability',
+            assay_dot_v1_dot_adjudication__service__pb2.CalibrateReliabilityRequest.SerializeToString,
+            assay_dot_v1_dot_adjudication__service__pb2.CalibrateReliabilityResponse.FromString,
             options,
             channel_credentials,
             insecure,

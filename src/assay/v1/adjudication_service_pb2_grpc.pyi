@@ -130,8 +130,11 @@ class AdjudicationServiceStub:
     """
     ListQueue: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.ListQueueRequest, _adjudication_service_pb2.ListQueueResponse]
     """Lists the cases a reviewer still has to review (blinded): cases awaiting
-    a first or second review in their current round, not expired, that this
-    reviewer has not reviewed in that round. Ordered by case id, paginated.
+    more reviews in their current round (fewer final reviews than the case
+    requires), not expired, that this reviewer has no final review of in that
+    round, and that they may review: cases assigned to them first
+    (`BlindedCase.assigned`), then cases assigned to nobody unless the
+    tenant takes assigned work only. Each tier ordered by case id, paginated.
     A reviewer may list only their own queue (`reviewer_id` is their
     subject); an operator may list anyone's, within its tenants.
 
@@ -154,8 +157,9 @@ class AdjudicationServiceStub:
     """
     SubmitReview: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.SubmitReviewRequest, _adjudication_service_pb2.SubmitReviewResponse]
     """Records one reviewer's review of a case in the current round. One review
-    per reviewer per case per round. `reviewer_id` must be the caller's
-    subject. The REVIEW_SUBMITTED audit event commits to the answer with a
+    per reviewer per case per round (a later change is AmendReview or
+    WithdrawReview; after a withdrawal, SubmitReview supersedes it).
+    `reviewer_id` must be the caller's subject. The REVIEW_SUBMITTED audit event commits to the answer with a
     per-review random salt, so equal answers give unequal commitments.
 
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD or
@@ -164,8 +168,9 @@ class AdjudicationServiceStub:
     ALREADY_EXISTS with ERROR_REASON_REVIEW_ALREADY_SUBMITTED;
     FAILED_PRECONDITION with ERROR_REASON_CASE_EXPIRED,
     ERROR_REASON_ROUND_ALREADY_RESOLVED, ERROR_REASON_ROUND_COMPLETE (the
-    round has its two reviews), ERROR_REASON_CASE_FROZEN (reopening a frozen
-    case needs an explicit `round`) or ERROR_REASON_ROUND_MISMATCH.
+    round has the reviews its case requires), ERROR_REASON_CASE_FROZEN
+    (reopening a frozen case needs an explicit `round`),
+    ERROR_REASON_ROUND_MISMATCH or ERROR_REASON_CASE_NOT_ASSIGNED.
 
     The response's `state` is as GetCaseState shows it to the caller: a
     reviewer gets AWAITING_RESOLUTION, never AGREED or DISAGREED.
@@ -291,6 +296,24 @@ class AdjudicationServiceStub:
 
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD
     (`bootstrap_resamples`).
+    """
+    CalibrateReliability: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.CalibrateReliabilityRequest, _adjudication_service_pb2.CalibrateReliabilityResponse]
+    """Estimates each source kind's reliability from frozen gold labels: for
+    every claim a gold-labelled case was raised from (Case.claims), whether
+    its value equals the label. Per source kind of `declared`: a Beta(1, 1)
+    posterior with a 95% interval from spot-check cases (weighted by the
+    inverse of their sampling rate: the unbiased figure) and, beside it, from
+    cases raised from conflicts (biased: a conflict needs a source to be
+    wrong). Honesty rules: only HUMAN_ADJUDICATED labels count unless
+    `include_synthetic` (then every figure is marked synthetic); below
+    `min_count` a figure is INSUFFICIENT, never a number. With a proposal:
+    the table the figures support, in the `--reliability-table` format with
+    each entry's evidence, byte-identical when recomputed at the same
+    checkpoint.
+
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`declared`: a
+    table the resolver would refuse or an empty one; `min_count`;
+    `tree_size`: negative or past the ledger).
     """
     VerifyAuditChain: _grpc.UnaryUnaryMultiCallable[_adjudication_service_pb2.VerifyAuditChainRequest, _adjudication_service_pb2.VerifyAuditChainResponse]
     """Walks the audit ledger, re-computing every hash, and cross-checks each
@@ -448,8 +471,11 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
     """
     ListQueue: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.ListQueueRequest, _adjudication_service_pb2.ListQueueResponse]  # type: ignore[assignment]
     """Lists the cases a reviewer still has to review (blinded): cases awaiting
-    a first or second review in their current round, not expired, that this
-    reviewer has not reviewed in that round. Ordered by case id, paginated.
+    more reviews in their current round (fewer final reviews than the case
+    requires), not expired, that this reviewer has no final review of in that
+    round, and that they may review: cases assigned to them first
+    (`BlindedCase.assigned`), then cases assigned to nobody unless the
+    tenant takes assigned work only. Each tier ordered by case id, paginated.
     A reviewer may list only their own queue (`reviewer_id` is their
     subject); an operator may list anyone's, within its tenants.
 
@@ -472,8 +498,9 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
     """
     SubmitReview: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.SubmitReviewRequest, _adjudication_service_pb2.SubmitReviewResponse]  # type: ignore[assignment]
     """Records one reviewer's review of a case in the current round. One review
-    per reviewer per case per round. `reviewer_id` must be the caller's
-    subject. The REVIEW_SUBMITTED audit event commits to the answer with a
+    per reviewer per case per round (a later change is AmendReview or
+    WithdrawReview; after a withdrawal, SubmitReview supersedes it).
+    `reviewer_id` must be the caller's subject. The REVIEW_SUBMITTED audit event commits to the answer with a
     per-review random salt, so equal answers give unequal commitments.
 
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD or
@@ -482,8 +509,9 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
     ALREADY_EXISTS with ERROR_REASON_REVIEW_ALREADY_SUBMITTED;
     FAILED_PRECONDITION with ERROR_REASON_CASE_EXPIRED,
     ERROR_REASON_ROUND_ALREADY_RESOLVED, ERROR_REASON_ROUND_COMPLETE (the
-    round has its two reviews), ERROR_REASON_CASE_FROZEN (reopening a frozen
-    case needs an explicit `round`) or ERROR_REASON_ROUND_MISMATCH.
+    round has the reviews its case requires), ERROR_REASON_CASE_FROZEN
+    (reopening a frozen case needs an explicit `round`),
+    ERROR_REASON_ROUND_MISMATCH or ERROR_REASON_CASE_NOT_ASSIGNED.
 
     The response's `state` is as GetCaseState shows it to the caller: a
     reviewer gets AWAITING_RESOLUTION, never AGREED or DISAGREED.
@@ -609,6 +637,24 @@ class AdjudicationServiceAsyncStub(AdjudicationServiceStub):
 
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD
     (`bootstrap_resamples`).
+    """
+    CalibrateReliability: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.CalibrateReliabilityRequest, _adjudication_service_pb2.CalibrateReliabilityResponse]  # type: ignore[assignment]
+    """Estimates each source kind's reliability from frozen gold labels: for
+    every claim a gold-labelled case was raised from (Case.claims), whether
+    its value equals the label. Per source kind of `declared`: a Beta(1, 1)
+    posterior with a 95% interval from spot-check cases (weighted by the
+    inverse of their sampling rate: the unbiased figure) and, beside it, from
+    cases raised from conflicts (biased: a conflict needs a source to be
+    wrong). Honesty rules: only HUMAN_ADJUDICATED labels count unless
+    `include_synthetic` (then every figure is marked synthetic); below
+    `min_count` a figure is INSUFFICIENT, never a number. With a proposal:
+    the table the figures support, in the `--reliability-table` format with
+    each entry's evidence, byte-identical when recomputed at the same
+    checkpoint.
+
+    Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`declared`: a
+    table the resolver would refuse or an empty one; `min_count`;
+    `tree_size`: negative or past the ledger).
     """
     VerifyAuditChain: _aio.UnaryUnaryMultiCallable[_adjudication_service_pb2.VerifyAuditChainRequest, _adjudication_service_pb2.VerifyAuditChainResponse]  # type: ignore[assignment]
     """Walks the audit ledger, re-computing every hash, and cross-checks each
@@ -811,8 +857,11 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_adjudication_service_pb2.ListQueueResponse, _abc.Awaitable[_adjudication_service_pb2.ListQueueResponse]]:
         """Lists the cases a reviewer still has to review (blinded): cases awaiting
-        a first or second review in their current round, not expired, that this
-        reviewer has not reviewed in that round. Ordered by case id, paginated.
+        more reviews in their current round (fewer final reviews than the case
+        requires), not expired, that this reviewer has no final review of in that
+        round, and that they may review: cases assigned to them first
+        (`BlindedCase.assigned`), then cases assigned to nobody unless the
+        tenant takes assigned work only. Each tier ordered by case id, paginated.
         A reviewer may list only their own queue (`reviewer_id` is their
         subject); an operator may list anyone's, within its tenants.
 
@@ -847,8 +896,9 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_adjudication_service_pb2.SubmitReviewResponse, _abc.Awaitable[_adjudication_service_pb2.SubmitReviewResponse]]:
         """Records one reviewer's review of a case in the current round. One review
-        per reviewer per case per round. `reviewer_id` must be the caller's
-        subject. The REVIEW_SUBMITTED audit event commits to the answer with a
+        per reviewer per case per round (a later change is AmendReview or
+        WithdrawReview; after a withdrawal, SubmitReview supersedes it).
+        `reviewer_id` must be the caller's subject. The REVIEW_SUBMITTED audit event commits to the answer with a
         per-review random salt, so equal answers give unequal commitments.
 
         Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD or
@@ -857,8 +907,9 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
         ALREADY_EXISTS with ERROR_REASON_REVIEW_ALREADY_SUBMITTED;
         FAILED_PRECONDITION with ERROR_REASON_CASE_EXPIRED,
         ERROR_REASON_ROUND_ALREADY_RESOLVED, ERROR_REASON_ROUND_COMPLETE (the
-        round has its two reviews), ERROR_REASON_CASE_FROZEN (reopening a frozen
-        case needs an explicit `round`) or ERROR_REASON_ROUND_MISMATCH.
+        round has the reviews its case requires), ERROR_REASON_CASE_FROZEN
+        (reopening a frozen case needs an explicit `round`),
+        ERROR_REASON_ROUND_MISMATCH or ERROR_REASON_CASE_NOT_ASSIGNED.
 
         The response's `state` is as GetCaseState shows it to the caller: a
         reviewer gets AWAITING_RESOLUTION, never AGREED or DISAGREED.
@@ -1050,6 +1101,30 @@ class AdjudicationServiceServicer(metaclass=_abc_1.ABCMeta):
 
         Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD
         (`bootstrap_resamples`).
+        """
+
+    @_abc_1.abstractmethod
+    def CalibrateReliability(
+        self,
+        request: _adjudication_service_pb2.CalibrateReliabilityRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_adjudication_service_pb2.CalibrateReliabilityResponse, _abc.Awaitable[_adjudication_service_pb2.CalibrateReliabilityResponse]]:
+        """Estimates each source kind's reliability from frozen gold labels: for
+        every claim a gold-labelled case was raised from (Case.claims), whether
+        its value equals the label. Per source kind of `declared`: a Beta(1, 1)
+        posterior with a 95% interval from spot-check cases (weighted by the
+        inverse of their sampling rate: the unbiased figure) and, beside it, from
+        cases raised from conflicts (biased: a conflict needs a source to be
+        wrong). Honesty rules: only HUMAN_ADJUDICATED labels count unless
+        `include_synthetic` (then every figure is marked synthetic); below
+        `min_count` a figure is INSUFFICIENT, never a number. With a proposal:
+        the table the figures support, in the `--reliability-table` format with
+        each entry's evidence, byte-identical when recomputed at the same
+        checkpoint.
+
+        Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (`declared`: a
+        table the resolver would refuse or an empty one; `min_count`;
+        `tree_size`: negative or past the ledger).
         """
 
     @_abc_1.abstractmethod

@@ -76,6 +76,7 @@ class AsyncAdjudicationClient(AsyncClient):
     compute_agreement = unary_default_request(
         adj.ComputeAgreementRequest, adj.ComputeAgreementResponse
     )
+    calibrate_reliability = unary(adj.CalibrateReliabilityRequest, adj.CalibrateReliabilityResponse)
     verify_audit_chain = unary_default_request(
         adj.VerifyAuditChainRequest, adj.VerifyAuditChainResponse
     )

@@ -22,12 +22,14 @@ from assay.services.adjudication.adapters.call_context import caller, request_ke
 from assay.services.adjudication.domain.model import CaseState, ChainHead, ExportTally, Review
 from assay.services.adjudication.domain.times import now
 from assay.services.adjudication.storage.interface import ApprovalBatch, ExportBatch
+from assay.services.adjudication.use_cases import calibration
 from assay.services.adjudication.use_cases.assignments import Assignments
 from assay.services.adjudication.use_cases.lookups import Lookups, Page
 from assay.services.adjudication.use_cases.operations import Adjudication
 from assay.services.adjudication.use_cases.transparency import TransparencyLog
 from assay.services.adjudication.wire import approval_export, convert, listings
 from assay.services.adjudication.wire import assignments as wire_assignments
+from assay.services.adjudication.wire import calibration as wire_calibration
 from assay.v1 import adjudication_service_pb2 as pb
 
 T = TypeVar("T")
@@ -326,6 +328,25 @@ class AdjudicationServicer:
     ) -> pb.ComputeAgreementResponse:
         found = await self.lookups.agreement(request.tenant, request.bootstrap_resamples, caller())
         return convert.agreement(found)
+
+    async def CalibrateReliability(
+        self, request: pb.CalibrateReliabilityRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CalibrateReliabilityResponse:
+        found = await calibration.calibrate_reliability(
+            self.lookups,
+            request.tenant,
+            dict(request.declared),
+            request.include_synthetic,
+            request.min_count,
+            request.tree_size,
+            caller(),
+            self._root,
+        )
+        return wire_calibration.response(found)
+
+    async def _root(self, size: int) -> bytes:
+        """The transparency log's root hash over its first ``size`` events."""
+        return (await self.log.checkpoint(size)).checkpoint.root
 
     # --- the ledger and deletion -------------------------------------------
 
