@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from assay.services.resolver.domain.policy import DEFAULT_POLICY
 from tests.support.processes import (
     AssayProcess,
     assay_command,
@@ -114,11 +115,14 @@ class TestResolveCommand:
         assert "no claims" in result.stdout
 
     def test_policy_table(self, resolver: AssayProcess) -> None:
-        """`assay policy` shows the reliability table, the margin and the safety predicates."""
+        """`assay policy` shows the reliability table, its digest and load time, the margin
+        and the safety predicates."""
         result = assay("policy", "--target", resolver.target)
         assert result.returncode == 0, result.stderr
         assert "generated_mock" in result.stdout
         assert "0.30" in result.stdout
+        assert f"table digest: {DEFAULT_POLICY.digest}\n" in result.stdout
+        assert "loaded: 20" in result.stdout
         assert "idempotency.mode" in result.stdout
         assert "0.2" in result.stdout
 

@@ -37,6 +37,7 @@ from assay.cli.common import (
     fmt_value,
     print_table,
     read_evidence,
+    stamp_time,
     usage_error,
 )
 from assay.client import ResolverClient
@@ -76,7 +77,8 @@ def register(subparsers: Any) -> None:
     resolve.set_defaults(handler=_resolve)
 
     policy = subparsers.add_parser(
-        "policy", help="show the reliability table, conflict margin and safety predicates"
+        "policy",
+        help="show the reliability table, its digest, the conflict margin and safety predicates",
     )
     add_target_argument(policy, "resolver", DEFAULT_TARGET)
     add_json_argument(policy)
@@ -227,10 +229,23 @@ def _print_policy(response: resolver_service_pb2.GetResolverPolicyResponse) -> N
     table.add_column("source kind")
     table.add_column("reliability", justify="right")
     for row in response.reliability_table:
-        table.add_row(row.source, f"{row.reliability:.2f}")
+        table.add_row(row.source, _reliability(row.reliability))
     print_table(table, out)
+    # A server older than the digest sends none: then nothing is claimed about the table.
+    # Whole and on one line, unlike a table's digests: it is compared and copied.
+    if response.reliability_table_digest:
+        out.print("table digest: " + _m(response.reliability_table_digest), soft_wrap=True)
+        loaded = stamp_time(response.reliability_table_load_time)
+        if loaded:
+            out.print(f"loaded: {loaded}")
     out.print(
         f"conflict margin: {response.conflict_margin:g} "
         f"(inclusive, tolerance {response.margin_tolerance:g})"
     )
     out.print("safety-sensitive predicates: " + _m(", ".join(response.safety_sensitive_predicates)))
+
+
+def _reliability(value: float) -> str:
+    """Two decimals, or every digit a table file gave (a calibrated ``0.8123`` is not 0.81)."""
+    text = f"{value:.2f}"
+    return text if float(text) == value else repr(value)
