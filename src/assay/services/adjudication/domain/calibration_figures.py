@@ -1,19 +1,17 @@
 """One reliability figure: a Beta posterior over a source kind's matched share.
 
-A source kind's reliability is the chance that one of its claims asserts the value a
-person later froze as gold. Each checked claim is a Bernoulli trial, so the posterior
-after ``k`` matches in ``n`` claims is Beta(1 + k, 1 + n - k) under a uniform Beta(1, 1)
-prior. The prior is uniform, not centred on the declared value, because calibration
-exists to test the declared value: a prior built from it would pull every interval back
-towards the number under test and let a wrong table vouch for itself.
+Each checked claim is a Bernoulli trial (did it assert the gold value?), so ``k`` matches
+in ``n`` claims give Beta(1 + k, 1 + n - k) under a uniform Beta(1, 1) prior. The prior
+is not centred on the declared value because calibration exists to test that value: such
+a prior would pull every interval towards it and let a wrong table vouch for itself.
 
 Weighted trials (spot-checks sampled at unequal rates) enter as a Hájek estimate p̂ with
-an effective sample size n_eff: the posterior is Beta(1 + n_eff·p̂, 1 + n_eff·(1 - p̂)),
-the unweighted one exactly when all weights are equal. n_eff is the smaller of Kish's
-``(Σw)² / Σw²`` and ``p̂(1 - p̂) / V``, V the estimate's linearised variance: Kish assumes
-outcomes unrelated to weights, and when the rarely sampled semantics are also the harder
-ones the estimate varies more than that. Below ``min_count`` effective trials a figure is
-INSUFFICIENT, with no number. SciPy is imported at the first interval.
+an effective sample size n_eff: Beta(1 + n_eff·p̂, 1 + n_eff·(1 - p̂)), the unweighted
+posterior when all weights are equal. n_eff is the smaller of Kish's ``(Σw)² / Σw²`` and
+``p̂(1 - p̂) / V``, V the linearised variance: Kish assumes outcomes unrelated to weights,
+and when the rarely sampled semantics are also the harder ones the estimate varies more.
+Below ``min_count`` effective trials a figure is INSUFFICIENT, with no number. SciPy is
+imported at the first interval.
 """
 
 from __future__ import annotations

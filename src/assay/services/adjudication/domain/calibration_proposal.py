@@ -3,18 +3,16 @@
 What a proposal may change, and why:
 
 - an entry changes only when its spot-check figure is ESTIMATED and its 95% interval
-  excludes the declared value: data that agrees with the table is no reason to churn it.
-  The conflict-only figure never moves an entry; it is biased (``calibration``);
+  excludes the declared value; agreeing data is no reason to churn the table, and the
+  conflict-only figure, biased (``calibration``), never moves an entry;
 - the new value is the posterior mean (it minimises expected squared error, the Brier
-  score's loss, and is never 0 or 1 from finite data), rounded to ``DECIMALS`` places and
-  at most ``PROPOSAL_CEILING``, so no machine source is proposed as certain as a person;
-- ``human_review`` is never changed: the gold labels are human review, so measuring it
-  against them is circular;
-- every declared kind appears, so the file is a whole table ``--reliability-table`` loads
-  (its ``calibration`` member is ignored there), and ``parse_table`` accepts it.
+  score's loss, and is never 0 or 1), rounded, and at most ``PROPOSAL_CEILING``;
+- ``human_review`` is never changed: measuring it against human gold labels is circular;
+- every declared kind appears: the file is a whole table ``--reliability-table`` loads
+  (ignoring its ``calibration`` member), and ``parse_table`` accepts it.
 
-The same report and checkpoint always render the same bytes: sorted keys, no spaces,
-evidence rounded to ``DECIMALS`` places, every float in Python's shortest round-trip form.
+The same report and checkpoint render the same bytes: sorted keys, no spaces, evidence
+rounded to ``DECIMALS`` places, every float in its shortest round-trip form.
 """
 
 from __future__ import annotations
