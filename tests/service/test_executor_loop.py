@@ -101,6 +101,10 @@ class TestHumanReview:
         operator = await builtin.adjudication.get_case(adj.GetCaseRequest(case_id=case_id))
         assert operator.case.local_verdict.string_value == "idempotency-key"
         assert sorted(operator.case.evidence_refs) == ["spec-idem", "trace-idem"]
+        # The claims behind it, as the resolver weighed them, for calibration later.
+        assert sorted(c.claim_id for c in operator.case.claims) == ["spec-idem", "trace-idem"]
+        assert all(c.source_kind and 0 < c.confidence <= 1 for c in operator.case.claims)
+        assert operator.case.spot_check_rate == 0
 
     async def test_rerunning_before_the_freeze_waits_and_enqueues_nothing_new(
         self, builtin: Clients
@@ -131,6 +135,35 @@ class TestHumanReview:
         again = await run(builtin, Settings(SUBJECT, PREDICATE, cases=(case_id,)), report.evidence)
         assert [c.id for c in again.evidence.claims].count(gold[0].id) == 1
         assert again.stop_reason is StopReason.RESOLVED
+
+    async def test_a_resolved_semantic_is_spot_checked_at_the_rate_asked(
+        self, builtin: Clients
+    ) -> None:
+        """Once the semantic resolves, a run asked to spot-check every resolved semantic
+        sends it to review anyway, marked with its rate and carrying its claims; one asked
+        for none sends nothing."""
+        first = await run(builtin, Settings(SUBJECT, PREDICATE))
+        case_id = first.pending_cases[0]
+        await review_and_freeze(builtin.adjudication, case_id, "HUMAN")
+        settings = Settings(SUBJECT, PREDICATE, cases=(case_id,), spot_check_rate=1.0)
+        sampled = await run(builtin, settings)
+        assert sampled.stop_reason is StopReason.RESOLVED
+        assert sampled.spot_check_case
+        stored = await builtin.adjudication.get_case(
+            adj.GetCaseRequest(case_id=sampled.spot_check_case)
+        )
+        assert stored.case.spot_check_rate == 1.0
+        assert "spec-idem" in {c.claim_id for c in stored.case.claims}
+        unsampled = await run(builtin, Settings(SUBJECT, PREDICATE, cases=(case_id,)))
+        assert unsampled.spot_check_case == ""
+
+    async def test_a_sampled_conflict_is_marked_as_a_spot_check(self, builtin: Clients) -> None:
+        """A sampled run whose semantic is in conflict enqueues its case marked with the
+        rate: spot-checks sample every semantic, not only those that resolve."""
+        report = await run(builtin, Settings(SUBJECT, PREDICATE, spot_check_rate=1.0))
+        (case_id,) = report.pending_cases
+        stored = await builtin.adjudication.get_case(adj.GetCaseRequest(case_id=case_id))
+        assert stored.case.spot_check_rate == 1.0
 
     async def test_a_fixture_label_is_refused_by_the_builtin_table(self, builtin: Clients) -> None:
         """Fixture reviewers: the label is never passed off as human_review; the builtin table

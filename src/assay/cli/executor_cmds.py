@@ -110,6 +110,14 @@ def register(subparsers: Any) -> None:
     run.add_argument("--tenant", default="default", help="tenant of enqueued cases")
     run.add_argument("--max-iterations", type=int, default=5)
     run.add_argument(
+        "--spot-check-rate",
+        type=float,
+        default=0.0,
+        metavar="RATE",
+        help="send this share (0-1) of semantics that resolve to review anyway, as spot-check "
+        "cases: gold labels not only from conflicts, for an unbiased calibration",
+    )
+    run.add_argument(
         "--observations",
         type=Path,
         default=env_str("ASSAY_OBSERVATIONS", "") or None,
@@ -160,6 +168,8 @@ def _settings(args: argparse.Namespace) -> Any:
 
     if args.max_iterations < 1:
         raise CliError("--max-iterations must be at least 1")
+    if not 0.0 <= args.spot_check_rate <= 1.0:
+        raise CliError("--spot-check-rate must be in [0, 1]")
     if args.test_timeout <= 0 or args.timeout <= 0:
         raise CliError("--timeout and --test-timeout must be positive")
     if not 0 < args.approval_wait <= MAX_APPROVAL_WAIT:
@@ -173,6 +183,7 @@ def _settings(args: argparse.Namespace) -> Any:
         tenant=args.tenant,
         cases=tuple(args.case),
         max_iterations=args.max_iterations,
+        spot_check_rate=args.spot_check_rate,
         observations=Path(args.observations) if args.observations else None,
         probes=ProbeSetup(
             artifact=args.artifact,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import random
 import time
 import uuid
 from collections.abc import Callable
@@ -57,6 +58,9 @@ from assay.executor.model import (
 from assay.executor.recording import Recorder
 from assay.executor.review import collect_gold_label, enqueue_review
 from assay.v1 import claim_pb2, plan_pb2, planner_service_pb2, resolution_pb2
+
+# Draws which resolved semantics are spot-checked: unpredictable to whoever writes evidence.
+_SAMPLER = random.SystemRandom()
 
 Listener = Callable[[Step | Acquisition | ApprovalAsked], None]
 
@@ -93,6 +97,7 @@ class Executor:
         self.on_event = on_event or (lambda _event: None)
         self.tried: set[str] = set()
         self.run_tag = ""
+        self.sampled = False
         self.recorder = Recorder(settings.observations)
 
     def configured(self, probe: str) -> bool:
@@ -114,6 +119,11 @@ class Executor:
         # Claim ids must be unique within a request, and a run's output evidence may be fed
         # to a later run: a per-run tag keeps the new observations' ids from colliding.
         self.run_tag = uuid.uuid4().hex[:8]
+        # One draw per run decides whether its semantic is a spot-check: whether it resolves
+        # or goes to review as a conflict, so the spot-checks are a random sample of every
+        # semantic decided, not only the easy ones.
+        rate = settings.spot_check_rate
+        self.sampled = rate > 0 and _SAMPLER.random() < rate
         working = claim_pb2.Evidence()
         working.CopyFrom(evidence)
         await self._collect(report, working)
@@ -125,6 +135,7 @@ class Executor:
             if resolution.status == resolution_pb2.RESOLUTION_STATUS_RESOLVED:
                 report.stop_reason = StopReason.RESOLVED
                 self._step(report, iteration, resolution)
+                await self._spot_check(report, resolution)
                 break
             if report.pending_cases:
                 report.stop_reason = StopReason.AWAITING_REVIEW
@@ -164,6 +175,21 @@ class Executor:
         report.final_support = final.leader.support
         report.evidence = working
         return report
+
+    async def _spot_check(
+        self, report: RunReport, resolution: resolution_pb2.SemanticResolution
+    ) -> None:
+        """A resolved semantic of a sampled run goes to review anyway, as a case marked with
+        the rate (a sampled conflict's case is marked likewise): gold labels drawn at random,
+        not only from conflicts, are what an unbiased calibration needs (docs/calibration.md)."""
+        rate = self.settings.spot_check_rate
+        adjudication = self.services.adjudication
+        if adjudication is None or not self.sampled:
+            return
+        result = await enqueue_review(
+            adjudication, resolution, self.settings, f"spot-check/{self.run_tag}", rate
+        )
+        report.spot_check_case = result.case_id
 
     def _plan_request(
         self, evidence: claim_pb2.Evidence
@@ -304,6 +330,7 @@ class Executor:
                     resolution,
                     settings,
                     f"plan:{candidate.candidate_id}",
+                    settings.spot_check_rate if self.sampled else 0.0,
                 )
             except AssayCallError as error:
                 # The acquisition failed, not the run: record it and let the loop go on.

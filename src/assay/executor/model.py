@@ -118,6 +118,9 @@ class Settings:
     # Where each acquisition's latency, outcome and effect on the decision is appended
     # (``observations``); None records nothing.
     observations: Path | None = None
+    # The share of semantics that resolve to send to review anyway, as spot-check cases
+    # (unbiased gold labels for calibration); 0 sends none.
+    spot_check_rate: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -214,4 +217,6 @@ class RunReport:
     final_support: float = 0.0
     pending_cases: list[str] = field(default_factory=list)
     approvals_used: list[str] = field(default_factory=list)
+    # A resolved semantic sampled for review (``Settings.spot_check_rate``): its case.
+    spot_check_case: str = ""
     evidence: claim_pb2.Evidence = field(default_factory=claim_pb2.Evidence)

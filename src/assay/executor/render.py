@@ -128,6 +128,8 @@ def print_summary(console: Console, report: RunReport) -> None:
     console.print(f"  stopped: [bold]{report.stop_reason}[/bold]; final: {status}")
     if report.pending_cases:
         console.print(f"  waiting for reviewers on: {escape(', '.join(report.pending_cases))}")
+    if report.spot_check_case:
+        console.print(f"  sampled for a spot-check review: {escape(report.spot_check_case)}")
     for approval in report.approvals_used:
         console.print(f"  [magenta]approval used: {escape(approval)}[/magenta]")
 
@@ -174,6 +176,7 @@ def report_dict(report: RunReport) -> dict[str, Any]:
             "support": report.final_support,
         },
         "pendingCases": report.pending_cases,
+        "spotCheckCase": report.spot_check_case,
         "approvalsUsed": report.approvals_used,
         "evidence": json_format.MessageToDict(report.evidence),
     }

@@ -31,9 +31,13 @@ MAX_EVIDENCE_REFS = 256
 
 
 def case_request(
-    resolution: resolution_pb2.SemanticResolution, settings: Settings, origin_ref: str
+    resolution: resolution_pb2.SemanticResolution,
+    settings: Settings,
+    origin_ref: str,
+    spot_check_rate: float = 0.0,
 ) -> adj.EnqueueCaseRequest | None:
-    """The case for a conflict, or None when there are no values to choose between."""
+    """The case for a conflict (or, with ``spot_check_rate``, for a resolved semantic sampled
+    at that rate), or None when there are no values to choose between."""
     values = [from_value(v.value) for v in resolution.values]
     if not values:
         return None
@@ -54,8 +58,10 @@ def case_request(
         origin_ref=origin_ref,
     )
     request.case.claims.extend(case_claims(resolution))
+    request.case.spot_check_rate = spot_check_rate
     content = json.dumps(
-        [settings.tenant, settings.subject, settings.predicate, sorted(map(str, values)), refs],
+        [settings.tenant, settings.subject, settings.predicate, sorted(map(str, values)), refs]
+        + ([spot_check_rate] if spot_check_rate else []),
         sort_keys=True,
     )
     request.request_id = "executor-" + hashlib.sha256(content.encode()).hexdigest()[:40]
@@ -88,9 +94,11 @@ async def enqueue_review(
     resolution: resolution_pb2.SemanticResolution,
     settings: Settings,
     origin_ref: str,
+    spot_check_rate: float = 0.0,
 ) -> ProbeResult:
-    """Enqueue the conflict as a case; reviewers see it blinded."""
-    request = case_request(resolution, settings, origin_ref)
+    """Enqueue the conflict (or the sampled resolved semantic) as a case; reviewers see it
+    blinded."""
+    request = case_request(resolution, settings, origin_ref, spot_check_rate)
     if request is None:
         return ProbeResult(Outcome.FAILED, "no competing values to put to reviewers")
     case = (await client.enqueue_case(request)).case
