@@ -18,6 +18,7 @@ from assay.runtime.status import DecodedError, decode_rpc_error
 from assay.services.registry import ServeOptions
 from assay.services.resolver.adapters.servicer import ResolverServicer
 from assay.services.resolver.columnar.input.stream import codec_of
+from assay.services.resolver.domain.policy import DEFAULT_POLICY
 from assay.services.resolver.service import build_spec
 from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb
@@ -272,6 +273,8 @@ class TestClient:
         assert summary.warnings is None
         assert summary.values.equals(result.values)
         assert result.conflicted_safety_predicates == [(SUBJECT, "idempotency.mode")]
+        assert result.reliability_table_digest == DEFAULT_POLICY.digest
+        assert summary.reliability_table_digest == DEFAULT_POLICY.digest
 
     async def test_the_blocking_client_too(self, address: str) -> None:
         """ResolverClient.resolve_table gives the same tables (run off the loop, which serves)."""

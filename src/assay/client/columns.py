@@ -40,6 +40,8 @@ class ColumnsResult:
     warnings: pa.Table | None
     coverage_confidence: float
     conflicted_safety_predicates: list[tuple[str, str]] = field(default_factory=list)
+    # The digest of the reliability table the resolver used ("" from a server predating it).
+    reliability_table_digest: str = ""
 
 
 def columns_request(
@@ -75,6 +77,7 @@ def columns_result(response: rs.ResolveColumnsResponse) -> ColumnsResult:
         conflicted_safety_predicates=[
             (key.subject, key.predicate) for key in response.conflicted_safety_predicates
         ],
+        reliability_table_digest=response.reliability_table_digest,
     )
 
 
