@@ -2,7 +2,8 @@
 
 Through a real grpc.aio server on loopback, started as ``assay serve`` starts it
 (``build_spec`` with ``--reliability-table``): the file is replaced while it serves, and
-GetResolverPolicy and every resolving RPC move to the new table without a restart.
+GetResolverPolicy and every resolving RPC move to the new table without a restart, as
+does the resolution a plan passes on.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from assay.services.resolver.service import build_spec
 from assay.v1 import claim_pb2, resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb
 from assay.v1 import resolver_service_pb2_grpc as pb_grpc
+from tests.service.planner_harness import FAST_STOP, example, planner_for
 from tests.support.eventually import eventually_async
 from tests.unit.resolver.columnar_support import stream, to_table
 
@@ -227,3 +229,22 @@ class TestTableReload:
         assert await status(stub) == (RESOLVED, table_digest(AFTER))
         warnings = [line for line in log_stream.getvalue().splitlines() if "refused" in line]
         assert len(warnings) == 1
+
+
+class TestThroughThePlanner:
+    async def test_a_plans_resolution_names_the_table_the_resolver_used(self, table: Path) -> None:
+        """The planner passes the resolver's resolution on, digest included, and a plan
+        made after a reload names the new table."""
+        spec = await build_spec(ServeOptions(port=0, reliability_table=str(table)))
+        request = example("safety-conflict-read-only.json")
+        async with (
+            serving([spec], FAST_STOP) as resolvers,
+            planner_for(resolvers[0].address) as planner,
+            grpc.aio.insecure_channel(resolvers[0].address) as channel,
+        ):
+            reply = await planner.PlanEvidence(request, timeout=TIMEOUT)
+            assert reply.resolution.reliability_table_digest == table_digest(BEFORE)
+            write(table, table_text(AFTER))
+            await reloaded(pb_grpc.ResolverServiceStub(channel), table_digest(AFTER))
+            reply = await planner.PlanEvidence(request, timeout=TIMEOUT)
+            assert reply.resolution.reliability_table_digest == table_digest(AFTER)
