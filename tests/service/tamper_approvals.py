@@ -11,7 +11,9 @@ the caller. A read's error becomes a status code through the runtime's own error
 The approvals (roles in ``Ids.approvals``): ``consumed`` (quorum 2: approved by dave and
 erin, then used by its requester), ``pending`` (quorum 2, approved by erin only), both of
 tenant-a, and ``denied`` (quorum 1, denied by dave, which ends it) of tenant-b, whose
-records the tenant-deletion control deletes (approvals are kept: never deleted).
+records the tenant-deletion control deletes (approvals are kept: never deleted); and
+``table``, a reliability table change of tenant-a (the default quorum of 2: granted by dave
+and erin, not yet used).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Any, TypeVar
 from assay.candidate_digest import candidate_digest
 from assay.runtime.auth.principal import ALL_TENANTS, Principal, Role, bind_principal
 from assay.services.adjudication.adapters.approval_servicer import ApprovalServicer
+from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY, table_digest
+from assay.v1 import adjudication_service_pb2 as adj
 from assay.v1 import approval_service_pb2 as pb
 from assay.v1 import plan_pb2
 
@@ -34,6 +38,9 @@ SUBJECT, PREDICATE = "payments-api", "idempotency.mode"
 # Spawning a process needs two distinct approvers, a network call one; one denial ends it.
 POLICY: dict[str, Any] = {"deny_ends": True, "quorum": {"PROCESS_SPAWN": 2, "NETWORK_CALL": 1}}
 SPAWN, NETWORK = plan_pb2.SIDE_EFFECT_CLASS_PROCESS_SPAWN, plan_pb2.SIDE_EFFECT_CLASS_NETWORK_CALL
+# The table change: ci_status lowered to 0.7 (no other entry holds 0.7 but static_analysis).
+TABLE = {**DEFAULT_RELIABILITY, "ci_status": 0.7}
+TABLE_DIGEST = table_digest(TABLE)
 
 
 def principal(name: str) -> Principal:
@@ -104,6 +111,14 @@ async def populate(servicer: ApprovalServicer) -> dict[str, str]:
     await as_(REQUESTER, servicer.ConsumeApproval, use)
     await _decide(servicer, ids["pending"], "erin", approve=True)
     await _decide(servicer, ids["denied"], "dave", approve=False)
+    change = adj.ReliabilityTableChange(table_digest=TABLE_DIGEST, sources=TABLE, tree_size=1)
+    request = pb.RequestApprovalRequest(
+        tenant="tenant-a", table_change=change, reason="calibrated", request_id="request-table"
+    )
+    raw = await as_(REQUESTER, servicer.RequestApproval, request)
+    ids["table"] = pb.RequestApprovalResponse.FromString(raw).approval.approval_id
+    await _decide(servicer, ids["table"], "dave", approve=True)
+    await _decide(servicer, ids["table"], "erin", approve=True)
     return ids
 
 
@@ -120,6 +135,8 @@ def write(servicer: ApprovalServicer, rpc: str, role: str, approval_id: str) -> 
     own candidate), or DecideApproval approving it by erin (who decided on ``denied`` only)."""
     if rpc == "ConsumeApproval":
         digest = candidate(NETWORK if role == "denied" else SPAWN).candidate_digest
+        if role == "table":
+            digest = TABLE_DIGEST
         use = pb.ConsumeApprovalRequest(
             approval_id=approval_id, candidate_digest=digest, request_id=f"again-{role}"
         )

@@ -475,7 +475,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         rewritten=True,
         verdict=False,
     ),
-    # approvals (tamper_approvals: consumed, pending, denied)
+    # approvals (tamper_approvals: consumed, pending, denied, table)
     Scenario(
         "approvals/identity/edit",
         sql(
@@ -514,6 +514,18 @@ SCENARIOS: tuple[Scenario, ...] = (
         sql("UPDATE approvals SET reason = 'forged' WHERE approval_id = ?", approval("denied")),
         named=approvals_named("denied"),
         reads=DENIED_READS,
+    ),
+    Scenario(
+        "approvals/table_change/edit",
+        sql(
+            "UPDATE approvals SET candidate_detail = "
+            "replace(candidate_detail, '\"ci_status\":0.7', '\"ci_status\":0.95') "
+            "WHERE approval_id = ?",
+            approval("table"),
+        ),
+        named=approvals_named("table"),
+        reads=(("GetApproval", "table"), APPROVAL_LIST),
+        writes=(("ConsumeApproval", "table"),),
     ),
     Scenario(
         "approvals/quorum/edit",

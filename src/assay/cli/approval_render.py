@@ -77,6 +77,11 @@ def _probe(candidate: plan_pb2.AcquisitionCandidate) -> str:
     return _name(plan_pb2.ProbeKind, candidate.probe, "PROBE_KIND_")
 
 
+def _action(approval: pb.Approval) -> str:
+    """The probe asked for, or ``table change`` for a reliability table change."""
+    return "table change" if approval.HasField("table_change") else _probe(approval.candidate)
+
+
 def _stacked(*lines: str) -> Text:
     """A cell of several lines, each shown as data (a plain string's newline would be
     escaped, keeping a cell one line)."""
@@ -94,7 +99,7 @@ def approvals(found: Sequence[pb.Approval]) -> None:
         table = Table("approval / probe", "state / approved", "requester / tenant", "until")
         for a in found:
             table.add_row(
-                _stacked(a.approval_id, _probe(a.candidate)),
+                _stacked(a.approval_id, _action(a)),
                 _stacked(state(a), _approved(a)),
                 _stacked(_actor(a.requester), a.tenant),
                 _until(a),
@@ -111,7 +116,7 @@ def approvals(found: Sequence[pb.Approval]) -> None:
             a.approval_id,
             state(a),
             a.tenant,
-            _probe(a.candidate),
+            _action(a),
             _actor(a.requester),
             _approved(a),
             _until(a),
@@ -129,11 +134,18 @@ def detail(approval: pb.Approval) -> None:
     out = console()
     a, c = approval, approval.candidate
     out.print(f"[bold]{_m(a.approval_id)}[/]  [bold]{state(a)}[/]  tenant {_m(a.tenant)}")
-    out.print(f"for       {_m(a.subject)} · {_m(a.predicate)}")
-    out.print(
-        f"candidate {_m(c.candidate_id)}: probe {_probe(c)}, side effects {_effects(c)}, "
-        f"digest {_m(short(c.candidate_digest, 23))}"
-    )
+    if a.HasField("table_change"):
+        change = a.table_change
+        out.print(f"table     reliability table change (checkpoint {change.tree_size or '-'}):")
+        out.print(f"  {_m(change.table_digest)}")  # whole, as `assay policy` shows it
+        for kind, value in sorted(change.sources.items()):
+            out.print(f"          {_m(kind)} = {value!r}")
+    else:
+        out.print(f"for       {_m(a.subject)} · {_m(a.predicate)}")
+        out.print(
+            f"candidate {_m(c.candidate_id)}: probe {_probe(c)}, side effects {_effects(c)}, "
+            f"digest {_m(short(c.candidate_digest, 23))}"
+        )
     out.print(f"requester {_m(_actor(a.requester))}, {stamp_time(a.request_time)}: {_m(a.reason)}")
     ends = "one denial ends it" if a.deny_ends else "denials do not end it"
     out.print(

@@ -1,6 +1,7 @@
 """``assay calibrate``: each source kind's reliability checked against frozen gold labels,
 and a proposed reliability table written owner-only for the resolver's
-``--reliability-table`` (applying it is a deliberate, separate step; docs/calibration.md)."""
+``--reliability-table``. Applying it is a deliberate, separate step through an approval:
+``assay calibrate request`` and ``assay calibrate apply`` (``table_change_cmds``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 from rich.table import Table
 
+from assay.cli import table_change_cmds
 from assay.cli.common import (
     CliError,
     Remote,
@@ -140,3 +142,4 @@ def register(subparsers: Any) -> None:
     )
     add_output_argument(parser)
     parser.set_defaults(handler=_calibrate)
+    table_change_cmds.register(parser)

@@ -65,6 +65,14 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "assay calibrate --tenant acme   # against the resolver's table in use",
         "assay calibrate --declared table.json --propose proposed.json -o json",
     ),
+    "calibrate request": (
+        "assay calibrate request proposed.json --tenant acme --reason 'spot-checks: ci_status "
+        "is right 70% of the time'   # prints the approval id",
+    ),
+    "calibrate apply": (
+        "assay calibrate apply proposed.json --approval approval_5f1c2e9a0b7d4c3e "
+        "--table /etc/assay/table.json   # once two approvers approved",
+    ),
     "review": (
         "assay review case_1d6fc0a8b7c94e0e --reviewer ann --label key "
         "--rationale 'the changelog says so'",

@@ -5,7 +5,7 @@ APPROVAL_GRANTED or APPROVAL_DENIED event the deciding step caused, each with it
 inclusion proof in the tree the manifest's checkpoint signs. Each event is proven first
 (``export_events.proven_payload``); then the approval's fields against the request's event:
 its content digest is recomputed from the exported fields with the server's own rules (the
-candidate read as ``wire.approvals`` reads it, ``approvals.approval_digest``,
+candidate, or the table change, read as ``wire.approvals`` reads it, ``approvals.approval_digest``,
 ``records.requested_payload``), and the requester is the event's actor; then each step
 against its event (``records.step_commitment``: kind, reason digest, time, actor, and the
 event's own actor); then the outcome the domain's ``standing`` derives from the steps
@@ -35,7 +35,7 @@ from assay.services.adjudication.domain.approvals import (
 from assay.services.adjudication.domain.digests import text_digest
 from assay.services.adjudication.domain.model import Actor
 from assay.services.adjudication.domain.times import to_micros
-from assay.services.adjudication.wire.approvals import candidate as stored_candidate
+from assay.services.adjudication.wire.approvals import stored_action
 from assay.tlog.checkpoint import Checkpoint
 from assay.v1 import adjudication_service_pb2 as pb
 
@@ -123,7 +123,7 @@ def _approval(message: pb.ExportedApproval) -> Approval:
             tenant=message.tenant,
             subject=message.subject,
             predicate=message.predicate,
-            candidate=stored_candidate(message.candidate),
+            candidate=stored_action(message),
             requester=_actor(message, "requester") or Actor("", ""),
             reason=message.reason,
             request_time=_when(message.request_time),
@@ -147,6 +147,8 @@ def _digested_edit(approval: Approval, text: str) -> str:
     for key in sorted(given):
         if given[key] == recorded.get(key):
             continue
+        if key == "candidate" and approval.candidate.probe == "":
+            return "tableChange"  # a table change is stored as the candidate's detail
         if key == "candidate" and isinstance(recorded.get(key), dict):
             inner = [k for k in sorted(given[key]) if given[key][k] != recorded[key].get(k)]
             named = [k for k in inner if k != "detail"]
@@ -178,6 +180,8 @@ def _check_requested(message: pb.ExportedApproval, approval: Approval, signed: C
             f"asked) is {_who(asked)!r}",
         )
     for key, name in REQUESTED_FIELDS.items():
+        if key == "candidate_digest" and message.HasField("table_change"):
+            name = "tableChange.tableDigest"
         if payload.get(key) != claims[key]:
             raise BadRecord(
                 name, f"is not what its APPROVAL_REQUESTED event recorded ({payload.get(key)!r})"

@@ -2708,7 +2708,7 @@ Global___ApprovalExportBatch: _TypeAlias = ApprovalExportBatch  # noqa: Y015
 @_typing.final
 class ExportedApproval(_message.Message):
     """ExportedApproval is one approval (ApprovalService's `Approval`: fields 1
-    to 12 are numbered and typed as there) with the ledger events that
+    to 12 and 17 are numbered and typed as there) with the ledger events that
     recorded it, each with its inclusion proof in the tree the manifest's
     checkpoint signs. With only the ledger's public key an auditor proves who
     requested it (`requested.event.actor`) and everything the request stored
@@ -2737,6 +2737,7 @@ class ExportedApproval(_message.Message):
     APPROVAL_DIGESTED_FIELD_NUMBER: _builtins.int
     STEPS_FIELD_NUMBER: _builtins.int
     DECIDED_FIELD_NUMBER: _builtins.int
+    TABLE_CHANGE_FIELD_NUMBER: _builtins.int
     approval_id: _builtins.str
     """Assigned by the server."""
     tenant: _builtins.str
@@ -2796,6 +2797,13 @@ class ExportedApproval(_message.Message):
         microseconds). Unset when no step granted or ended the approval.
         """
 
+    @_builtins.property
+    def table_change(self) -> Global___ReliabilityTableChange:
+        """The reliability table change approved, numbered and typed as Approval's
+        field 17; then `subject`, `predicate` and `candidate` are empty and the
+        events' `candidate_digest` is the change's `table_digest`.
+        """
+
     def __init__(
         self,
         *,
@@ -2815,14 +2823,78 @@ class ExportedApproval(_message.Message):
         approval_digested: _builtins.str = ...,
         steps: _abc.Iterable[Global___ExportedApprovalStep] | None = ...,
         decided: Global___EventInclusion | None = ...,
+        table_change: Global___ReliabilityTableChange | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["candidate", b"candidate", "decided", b"decided", "expire_time", b"expire_time", "grant_lifetime", b"grant_lifetime", "request_time", b"request_time", "requested", b"requested", "requester", b"requester"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["candidate", b"candidate", "decided", b"decided", "expire_time", b"expire_time", "grant_lifetime", b"grant_lifetime", "request_time", b"request_time", "requested", b"requested", "requester", b"requester", "table_change", b"table_change"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_digested", b"approval_digested", "approval_id", b"approval_id", "candidate", b"candidate", "decided", b"decided", "deny_ends", b"deny_ends", "expire_time", b"expire_time", "grant_lifetime", b"grant_lifetime", "predicate", b"predicate", "quorum", b"quorum", "reason", b"reason", "request_time", b"request_time", "requested", b"requested", "requester", b"requester", "steps", b"steps", "subject", b"subject", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_digested", b"approval_digested", "approval_id", b"approval_id", "candidate", b"candidate", "decided", b"decided", "deny_ends", b"deny_ends", "expire_time", b"expire_time", "grant_lifetime", b"grant_lifetime", "predicate", b"predicate", "quorum", b"quorum", "reason", b"reason", "request_time", b"request_time", "requested", b"requested", "requester", b"requester", "steps", b"steps", "subject", b"subject", "table_change", b"table_change", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ExportedApproval: _TypeAlias = ExportedApproval  # noqa: Y015
+
+@_typing.final
+class ReliabilityTableChange(_message.Message):
+    """ReliabilityTableChange is a reliability table put to an approval before the
+    resolver is given it (ApprovalService; docs/calibration.md): the table as
+    `--reliability-table` takes it and the digest that names it.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class SourcesEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.float
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.float = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    TABLE_DIGEST_FIELD_NUMBER: _builtins.int
+    SOURCES_FIELD_NUMBER: _builtins.int
+    TREE_SIZE_FIELD_NUMBER: _builtins.int
+    table_digest: _builtins.str
+    """Required. "sha256:" + hex SHA-256 of the RFC 8785 form of
+    {"sources": sources}: the digest the resolver names the table by
+    (GetResolverPolicyResponse). The server recomputes it and refuses a
+    change whose digest is not its table's.
+    """
+    tree_size: _builtins.int
+    """The checkpoint (ledger tree size) the proposal was calibrated at; 0 when
+    not from a calibration.
+    """
+    @_builtins.property
+    def sources(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
+        """Required. Reliability per source kind, each in [0, 1], as the resolver
+        validates a table file.
+        """
+
+    def __init__(
+        self,
+        *,
+        table_digest: _builtins.str = ...,
+        sources: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
+        tree_size: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["sources", b"sources", "table_digest", b"table_digest", "tree_size", b"tree_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReliabilityTableChange: _TypeAlias = ReliabilityTableChange  # noqa: Y015
 
 @_typing.final
 class ExportedApprovalStep(_message.Message):

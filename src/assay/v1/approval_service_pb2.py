@@ -29,7 +29,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x61ssay/v1/approval_service.proto\x12\x08\x61ssay.v1\x1a\x15\x61ssay/v1/access.proto\x1a#assay/v1/adjudication_service.proto\x1a\x13\x61ssay/v1/plan.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9d\x01\n\x0c\x41pprovalStep\x12(\n\x04kind\x18\x01 \x01(\x0e\x32\x1a.assay.v1.ApprovalStepKind\x12#\n\x05\x61\x63tor\x18\x02 \x01(\x0b\x32\x14.assay.v1.AuditActor\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12.\n\noccur_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xfe\x03\n\x08\x41pproval\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\x12\x0e\n\x06tenant\x18\x02 \x01(\t\x12\x0f\n\x07subject\x18\x03 \x01(\t\x12\x11\n\tpredicate\x18\x04 \x01(\t\x12\x31\n\tcandidate\x18\x05 \x01(\x0b\x32\x1e.assay.v1.AcquisitionCandidate\x12\'\n\trequester\x18\x06 \x01(\x0b\x32\x14.assay.v1.AuditActor\x12\x0e\n\x06reason\x18\x07 \x01(\t\x12\x30\n\x0crequest_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x65xpire_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\x0egrant_lifetime\x18\n \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x0e\n\x06quorum\x18\x0b \x01(\x05\x12\x11\n\tdeny_ends\x18\x0c \x01(\x08\x12&\n\x05state\x18\r \x01(\x0e\x32\x17.assay.v1.ApprovalState\x12\x35\n\x11grant_expire_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12%\n\x05steps\x18\x0f \x03(\x0b\x32\x16.assay.v1.ApprovalStep\"\x87\x02\n\x16RequestApprovalRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12\x0f\n\x07subject\x18\x02 \x01(\t\x12\x11\n\tpredicate\x18\x03 \x01(\t\x12\x31\n\tcandidate\x18\x04 \x01(\x0b\x32\x1e.assay.v1.AcquisitionCandidate\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12/\n\x0b\x65xpire_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\x0egrant_lifetime\x18\x07 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x12\n\nrequest_id\x18\x08 \x01(\t\"?\n\x17RequestApprovalResponse\x12$\n\x08\x61pproval\x18\x01 \x01(\x0b\x32\x12.assay.v1.Approval\")\n\x12GetApprovalRequest\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\";\n\x13GetApprovalResponse\x12$\n\x08\x61pproval\x18\x01 \x01(\x0b\x32\x12.assay.v1.Approval\"u\n\x14ListApprovalsRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12&\n\x05state\x18\x02 \x01(\x0e\x32\x17.assay.v1.ApprovalState\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"W\n\x15ListApprovalsResponse\x12%\n\tapprovals\x18\x01 \x03(\x0b\x32\x12.assay.v1.Approval\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"~\n\x15\x44\x65\x63ideApprovalRequest\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\x12,\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x1a.assay.v1.ApprovalDecision\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\">\n\x16\x44\x65\x63ideApprovalResponse\x12$\n\x08\x61pproval\x18\x01 \x01(\x0b\x32\x12.assay.v1.Approval\"P\n\x15RevokeApprovalRequest\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x12\n\nrequest_id\x18\x03 \x01(\t\">\n\x16RevokeApprovalResponse\x12$\n\x08\x61pproval\x18\x01 \x01(\x0b\x32\x12.assay.v1.Approval\"[\n\x16\x43onsumeApprovalRequest\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\x12\x18\n\x10\x63\x61ndidate_digest\x18\x02 \x01(\t\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"?\n\x17\x43onsumeApprovalResponse\x12$\n\x08\x61pproval\x18\x01 \x01(\x0b\x32\x12.assay.v1.Approval\"+\n\x14WatchApprovalRequest\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\"=\n\x15WatchApprovalResponse\x12$\n\x08\x61pproval\x18\x01 \x01(\x0b\x32\x12.assay.v1.Approval*\xd7\x01\n\rApprovalState\x12\x1e\n\x1a\x41PPROVAL_STATE_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x41PPROVAL_STATE_PENDING\x10\x01\x12\x1a\n\x16\x41PPROVAL_STATE_GRANTED\x10\x02\x12\x19\n\x15\x41PPROVAL_STATE_DENIED\x10\x03\x12\x1a\n\x16\x41PPROVAL_STATE_EXPIRED\x10\x04\x12\x1a\n\x16\x41PPROVAL_STATE_REVOKED\x10\x05\x12\x1b\n\x17\x41PPROVAL_STATE_CONSUMED\x10\x06*p\n\x10\x41pprovalDecision\x12!\n\x1d\x41PPROVAL_DECISION_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x41PPROVAL_DECISION_APPROVE\x10\x01\x12\x1a\n\x16\x41PPROVAL_DECISION_DENY\x10\x02*\xd7\x01\n\x10\x41pprovalStepKind\x12\"\n\x1e\x41PPROVAL_STEP_KIND_UNSPECIFIED\x10\x00\x12\x1f\n\x1b\x41PPROVAL_STEP_KIND_APPROVED\x10\x01\x12\x1d\n\x19\x41PPROVAL_STEP_KIND_DENIED\x10\x02\x12\x1e\n\x1a\x41PPROVAL_STEP_KIND_REVOKED\x10\x03\x12\x1f\n\x1b\x41PPROVAL_STEP_KIND_CONSUMED\x10\x04\x12\x1e\n\x1a\x41PPROVAL_STEP_KIND_EXPIRED\x10\x05\x32\xb9\x05\n\x0f\x41pprovalService\x12\x61\n\x0fRequestApproval\x12 .assay.v1.RequestApprovalRequest\x1a!.assay.v1.RequestApprovalResponse\"\t\xf2\xb8\x19\x05\n\x01\x04\x10\x01\x12Z\n\x0bGetApproval\x12\x1c.assay.v1.GetApprovalRequest\x1a\x1d.assay.v1.GetApprovalResponse\"\x0e\x90\x02\x01\xf2\xb8\x19\x07\n\x03\x04\x07\x05\x10\x01\x12`\n\rListApprovals\x12\x1e.assay.v1.ListApprovalsRequest\x1a\x1f.assay.v1.ListApprovalsResponse\"\x0e\x90\x02\x01\xf2\xb8\x19\x07\n\x03\x04\x07\x05\x10\x01\x12^\n\x0e\x44\x65\x63ideApproval\x12\x1f.assay.v1.DecideApprovalRequest\x1a .assay.v1.DecideApprovalResponse\"\t\xf2\xb8\x19\x05\n\x01\x07\x10\x01\x12^\n\x0eRevokeApproval\x12\x1f.assay.v1.RevokeApprovalRequest\x1a .assay.v1.RevokeApprovalResponse\"\t\xf2\xb8\x19\x05\n\x01\x04\x10\x01\x12\x61\n\x0f\x43onsumeApproval\x12 .assay.v1.ConsumeApprovalRequest\x1a!.assay.v1.ConsumeApprovalResponse\"\t\xf2\xb8\x19\x05\n\x01\x04\x10\x01\x12\x62\n\rWatchApproval\x12\x1e.assay.v1.WatchApprovalRequest\x1a\x1f.assay.v1.WatchApprovalResponse\"\x0e\x90\x02\x01\xf2\xb8\x19\x07\n\x03\x04\x07\x05\x10\x01\x30\x01\x42@\n\x0c\x64\x65v.assay.v1P\x01Z.github.com/assay/assay/gen/go/assay/v1;assayv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x61ssay/v1/approval_service.proto\x12\x08\x61ssay.v1\x1a\x15\x61ssay/v1/access.proto\x1a#assay/v1/adjudication_service.proto\x1a\x13\x61ssay/v1/plan.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9d\x01\n\x0c\x41pprovalStep\x12(\n\x04kind\x18\x01 \x01(\x0e\x32\x1a.assay.v1.ApprovalStepKind\x12#\n\x05\x61\x63tor\x18\x02 \x01(\x0b\x32\x14.assay.v1.AuditActor\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12.\n\noccur_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xb6\x04\n\x08\x41pproval\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\x12\x0e\n\x06tenant\x18\x02 \x01(\t\x12\x0f\n\x07subject\x18\x03 \x01(\t\x12\x11\n\tpredicate\x18\x04 \x01(\t\x12\x31\n\tcandidate\x18\x05 \x01(\x0b\x32\x1e.assay.v1.AcquisitionCandidate\x12\'\n\trequester\x18\x06 \x01(\x0b\x32\x14.assay.v1.AuditActor\x12\x0e\n\x06reason\x18\x07 \x01(\t\x12\x30\n\x0crequest_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x65xpire_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\x0egrant_lifetime\x18\n \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x0e\n\x06quorum\x18\x0b \x01(\x05\x12\x11\n\tdeny_ends\x18\x0c \x01(\x08\x12&\n\x05state\x18\r \x01(\x0e\x32\x17.assay.v1.ApprovalState\x12\x35\n\x11grant_expire_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12%\n\x05steps\x18\x0f \x03(\x0b\x32\x16.assay.v1.ApprovalStep\x12\x36\n\x0ctable_change\x18\x11 \x01(\x0b\x32 .assay.v1.ReliabilityTableChange\"\xbf\x02\n\x16RequestApprovalRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12\x0f\n\x07subject\x18\x02 \x01(\t\x12\x11\n\tpredicate\x18\x03 \x01(\t\x12\x31\n\tcandidate\x18\x04 \x01(\x0b\x32\x1e.assay.v1.AcquisitionCandidate\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12/\n\x0b\x65xpire_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\x0egrant_lifetime\x18\x07 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x12\n\nrequest_id\x18\x08 \x01(\t\x12\x36\n\x0ctable_change\x18\t \x01(\x0b\x32 .assay.v1.ReliabilityTableChange\"?\n\x17RequestApprovalResponse\x12$\n\x08\x61pproval\x18\x01 \x01(\x0b\x32\x12.assay.v1.Approval\")\n\x12GetApprovalRequest\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\";\n\x13GetApprovalResponse\x12$\n\x08\x61pproval\x18\x01 \x01(\x0b\x32\x12.assay.v1.Approval\"u\n\x14ListApprovalsRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12&\n\x05state\x18\x02 \x01(\x0e\x32\x17.assay.v1.ApprovalState\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"W\n\x15ListApprovalsResponse\x12%\n\tapprovals\x18\x01 \x03(\x0b\x32\x12.assay.v1.Approval\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"~\n\x15\x44\x65\x63ideApprovalRequest\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\x12,\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0e\x32\x1a.assay.v1.ApprovalDecision\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\">\n\x16\x44\x65\x63ideApprovalResponse\x12$\n\x08\x61pproval\x18\x01 \x01(\x0b\x32\x12.assay.v1.Approval\"P\n\x15RevokeApprovalRequest\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x12\n\nrequest_id\x18\x03 \x01(\t\">\n\x16RevokeApprovalResponse\x12$\n\x08\x61pproval\x18\x01 \x01(\x0b\x32\x12.assay.v1.Approval\"[\n\x16\x43onsumeApprovalRequest\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\x12\x18\n\x10\x63\x61ndidate_digest\x18\x02 \x01(\t\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"?\n\x17\x43onsumeApprovalResponse\x12$\n\x08\x61pproval\x18\x01 \x01(\x0b\x32\x12.assay.v1.Approval\"+\n\x14WatchApprovalRequest\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\"=\n\x15WatchApprovalResponse\x12$\n\x08\x61pproval\x18\x01 \x01(\x0b\x32\x12.assay.v1.Approval*\xd7\x01\n\rApprovalState\x12\x1e\n\x1a\x41PPROVAL_STATE_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x41PPROVAL_STATE_PENDING\x10\x01\x12\x1a\n\x16\x41PPROVAL_STATE_GRANTED\x10\x02\x12\x19\n\x15\x41PPROVAL_STATE_DENIED\x10\x03\x12\x1a\n\x16\x41PPROVAL_STATE_EXPIRED\x10\x04\x12\x1a\n\x16\x41PPROVAL_STATE_REVOKED\x10\x05\x12\x1b\n\x17\x41PPROVAL_STATE_CONSUMED\x10\x06*p\n\x10\x41pprovalDecision\x12!\n\x1d\x41PPROVAL_DECISION_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x41PPROVAL_DECISION_APPROVE\x10\x01\x12\x1a\n\x16\x41PPROVAL_DECISION_DENY\x10\x02*\xd7\x01\n\x10\x41pprovalStepKind\x12\"\n\x1e\x41PPROVAL_STEP_KIND_UNSPECIFIED\x10\x00\x12\x1f\n\x1b\x41PPROVAL_STEP_KIND_APPROVED\x10\x01\x12\x1d\n\x19\x41PPROVAL_STEP_KIND_DENIED\x10\x02\x12\x1e\n\x1a\x41PPROVAL_STEP_KIND_REVOKED\x10\x03\x12\x1f\n\x1b\x41PPROVAL_STEP_KIND_CONSUMED\x10\x04\x12\x1e\n\x1a\x41PPROVAL_STEP_KIND_EXPIRED\x10\x05\x32\xb9\x05\n\x0f\x41pprovalService\x12\x61\n\x0fRequestApproval\x12 .assay.v1.RequestApprovalRequest\x1a!.assay.v1.RequestApprovalResponse\"\t\xf2\xb8\x19\x05\n\x01\x04\x10\x01\x12Z\n\x0bGetApproval\x12\x1c.assay.v1.GetApprovalRequest\x1a\x1d.assay.v1.GetApprovalResponse\"\x0e\x90\x02\x01\xf2\xb8\x19\x07\n\x03\x04\x07\x05\x10\x01\x12`\n\rListApprovals\x12\x1e.assay.v1.ListApprovalsRequest\x1a\x1f.assay.v1.ListApprovalsResponse\"\x0e\x90\x02\x01\xf2\xb8\x19\x07\n\x03\x04\x07\x05\x10\x01\x12^\n\x0e\x44\x65\x63ideApproval\x12\x1f.assay.v1.DecideApprovalRequest\x1a .assay.v1.DecideApprovalResponse\"\t\xf2\xb8\x19\x05\n\x01\x07\x10\x01\x12^\n\x0eRevokeApproval\x12\x1f.assay.v1.RevokeApprovalRequest\x1a .assay.v1.RevokeApprovalResponse\"\t\xf2\xb8\x19\x05\n\x01\x04\x10\x01\x12\x61\n\x0f\x43onsumeApproval\x12 .assay.v1.ConsumeApprovalRequest\x1a!.assay.v1.ConsumeApprovalResponse\"\t\xf2\xb8\x19\x05\n\x01\x04\x10\x01\x12\x62\n\rWatchApproval\x12\x1e.assay.v1.WatchApprovalRequest\x1a\x1f.assay.v1.WatchApprovalResponse\"\x0e\x90\x02\x01\xf2\xb8\x19\x07\n\x03\x04\x07\x05\x10\x01\x30\x01\x42@\n\x0c\x64\x65v.assay.v1P\x01Z.github.com/assay/assay/gen/go/assay/v1;assayv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -51,44 +51,44 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_APPROVALSERVICE'].methods_by_name['ConsumeApproval']._serialized_options = b'\362\270\031\005\n\001\004\020\001'
   _globals['_APPROVALSERVICE'].methods_by_name['WatchApproval']._loaded_options = None
   _globals['_APPROVALSERVICE'].methods_by_name['WatchApproval']._serialized_options = b'\220\002\001\362\270\031\007\n\003\004\007\005\020\001'
-  _globals['_APPROVALSTATE']._serialized_start=2112
-  _globals['_APPROVALSTATE']._serialized_end=2327
-  _globals['_APPROVALDECISION']._serialized_start=2329
-  _globals['_APPROVALDECISION']._serialized_end=2441
-  _globals['_APPROVALSTEPKIND']._serialized_start=2444
-  _globals['_APPROVALSTEPKIND']._serialized_end=2659
+  _globals['_APPROVALSTATE']._serialized_start=2224
+  _globals['_APPROVALSTATE']._serialized_end=2439
+  _globals['_APPROVALDECISION']._serialized_start=2441
+  _globals['_APPROVALDECISION']._serialized_end=2553
+  _globals['_APPROVALSTEPKIND']._serialized_start=2556
+  _globals['_APPROVALSTEPKIND']._serialized_end=2771
   _globals['_APPROVALSTEP']._serialized_start=192
   _globals['_APPROVALSTEP']._serialized_end=349
   _globals['_APPROVAL']._serialized_start=352
-  _globals['_APPROVAL']._serialized_end=862
-  _globals['_REQUESTAPPROVALREQUEST']._serialized_start=865
-  _globals['_REQUESTAPPROVALREQUEST']._serialized_end=1128
-  _globals['_REQUESTAPPROVALRESPONSE']._serialized_start=1130
-  _globals['_REQUESTAPPROVALRESPONSE']._serialized_end=1193
-  _globals['_GETAPPROVALREQUEST']._serialized_start=1195
-  _globals['_GETAPPROVALREQUEST']._serialized_end=1236
-  _globals['_GETAPPROVALRESPONSE']._serialized_start=1238
-  _globals['_GETAPPROVALRESPONSE']._serialized_end=1297
-  _globals['_LISTAPPROVALSREQUEST']._serialized_start=1299
-  _globals['_LISTAPPROVALSREQUEST']._serialized_end=1416
-  _globals['_LISTAPPROVALSRESPONSE']._serialized_start=1418
-  _globals['_LISTAPPROVALSRESPONSE']._serialized_end=1505
-  _globals['_DECIDEAPPROVALREQUEST']._serialized_start=1507
-  _globals['_DECIDEAPPROVALREQUEST']._serialized_end=1633
-  _globals['_DECIDEAPPROVALRESPONSE']._serialized_start=1635
-  _globals['_DECIDEAPPROVALRESPONSE']._serialized_end=1697
-  _globals['_REVOKEAPPROVALREQUEST']._serialized_start=1699
-  _globals['_REVOKEAPPROVALREQUEST']._serialized_end=1779
-  _globals['_REVOKEAPPROVALRESPONSE']._serialized_start=1781
-  _globals['_REVOKEAPPROVALRESPONSE']._serialized_end=1843
-  _globals['_CONSUMEAPPROVALREQUEST']._serialized_start=1845
-  _globals['_CONSUMEAPPROVALREQUEST']._serialized_end=1936
-  _globals['_CONSUMEAPPROVALRESPONSE']._serialized_start=1938
-  _globals['_CONSUMEAPPROVALRESPONSE']._serialized_end=2001
-  _globals['_WATCHAPPROVALREQUEST']._serialized_start=2003
-  _globals['_WATCHAPPROVALREQUEST']._serialized_end=2046
-  _globals['_WATCHAPPROVALRESPONSE']._serialized_start=2048
-  _globals['_WATCHAPPROVALRESPONSE']._serialized_end=2109
-  _globals['_APPROVALSERVICE']._serialized_start=2662
-  _globals['_APPROVALSERVICE']._serialized_end=3359
+  _globals['_APPROVAL']._serialized_end=918
+  _globals['_REQUESTAPPROVALREQUEST']._serialized_start=921
+  _globals['_REQUESTAPPROVALREQUEST']._serialized_end=1240
+  _globals['_REQUESTAPPROVALRESPONSE']._serialized_start=1242
+  _globals['_REQUESTAPPROVALRESPONSE']._serialized_end=1305
+  _globals['_GETAPPROVALREQUEST']._serialized_start=1307
+  _globals['_GETAPPROVALREQUEST']._serialized_end=1348
+  _globals['_GETAPPROVALRESPONSE']._serialized_start=1350
+  _globals['_GETAPPROVALRESPONSE']._serialized_end=1409
+  _globals['_LISTAPPROVALSREQUEST']._serialized_start=1411
+  _globals['_LISTAPPROVALSREQUEST']._serialized_end=1528
+  _globals['_LISTAPPROVALSRESPONSE']._serialized_start=1530
+  _globals['_LISTAPPROVALSRESPONSE']._serialized_end=1617
+  _globals['_DECIDEAPPROVALREQUEST']._serialized_start=1619
+  _globals['_DECIDEAPPROVALREQUEST']._serialized_end=1745
+  _globals['_DECIDEAPPROVALRESPONSE']._serialized_start=1747
+  _globals['_DECIDEAPPROVALRESPONSE']._serialized_end=1809
+  _globals['_REVOKEAPPROVALREQUEST']._serialized_start=1811
+  _globals['_REVOKEAPPROVALREQUEST']._serialized_end=1891
+  _globals['_REVOKEAPPROVALRESPONSE']._serialized_start=1893
+  _globals['_REVOKEAPPROVALRESPONSE']._serialized_end=1955
+  _globals['_CONSUMEAPPROVALREQUEST']._serialized_start=1957
+  _globals['_CONSUMEAPPROVALREQUEST']._serialized_end=2048
+  _globals['_CONSUMEAPPROVALRESPONSE']._serialized_start=2050
+  _globals['_CONSUMEAPPROVALRESPONSE']._serialized_end=2113
+  _globals['_WATCHAPPROVALREQUEST']._serialized_start=2115
+  _globals['_WATCHAPPROVALREQUEST']._serialized_end=2158
+  _globals['_WATCHAPPROVALRESPONSE']._serialized_start=2160
+  _globals['_WATCHAPPROVALRESPONSE']._serialized_end=2221
+  _globals['_APPROVALSERVICE']._serialized_start=2774
+  _globals['_APPROVALSERVICE']._serialized_end=3471
 # @@protoc_insertion_point(module_scope)

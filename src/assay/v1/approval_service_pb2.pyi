@@ -196,19 +196,20 @@ class Approval(_message.Message):
     STATE_FIELD_NUMBER: _builtins.int
     GRANT_EXPIRE_TIME_FIELD_NUMBER: _builtins.int
     STEPS_FIELD_NUMBER: _builtins.int
+    TABLE_CHANGE_FIELD_NUMBER: _builtins.int
     approval_id: _builtins.str
     """Output only. Assigned by the server."""
     tenant: _builtins.str
     """The tenant it belongs to."""
     subject: _builtins.str
-    """The subject planned for."""
+    """The subject planned for (empty for a table change)."""
     predicate: _builtins.str
-    """The predicate planned for."""
+    """The predicate planned for (empty for a table change)."""
     reason: _builtins.str
     """Why the requester asks. Untrusted text."""
     quorum: _builtins.int
     """How many distinct approvers must approve (from the policy, for the
-    candidate's required side effects).
+    candidate's required side effects, or for a table change).
     """
     deny_ends: _builtins.bool
     """Whether one denial ends the request (from the policy)."""
@@ -216,7 +217,7 @@ class Approval(_message.Message):
     """Output only. Derived from `steps` and the clock on every read."""
     @_builtins.property
     def candidate(self) -> _plan_pb2.AcquisitionCandidate:
-        """The candidate as the plan gave it."""
+        """The candidate as the plan gave it (unset for a table change)."""
 
     @_builtins.property
     def requester(self) -> _adjudication_service_pb2.AuditActor:
@@ -242,6 +243,12 @@ class Approval(_message.Message):
     def steps(self) -> _containers.RepeatedCompositeFieldContainer[Global___ApprovalStep]:
         """Output only. Every step, in the order stored."""
 
+    @_builtins.property
+    def table_change(self) -> _adjudication_service_pb2.ReliabilityTableChange:
+        """The reliability table change asked for (unset for a candidate). Number
+        17, as in ExportedApproval, whose field 16 is another.
+        """
+
     def __init__(
         self,
         *,
@@ -260,10 +267,11 @@ class Approval(_message.Message):
         state: Global___ApprovalState.ValueType = ...,
         grant_expire_time: _timestamp_pb2.Timestamp | None = ...,
         steps: _abc.Iterable[Global___ApprovalStep] | None = ...,
+        table_change: _adjudication_service_pb2.ReliabilityTableChange | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["candidate", b"candidate", "expire_time", b"expire_time", "grant_expire_time", b"grant_expire_time", "grant_lifetime", b"grant_lifetime", "request_time", b"request_time", "requester", b"requester"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["candidate", b"candidate", "expire_time", b"expire_time", "grant_expire_time", b"grant_expire_time", "grant_lifetime", b"grant_lifetime", "request_time", b"request_time", "requester", b"requester", "table_change", b"table_change"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_id", b"approval_id", "candidate", b"candidate", "deny_ends", b"deny_ends", "expire_time", b"expire_time", "grant_expire_time", b"grant_expire_time", "grant_lifetime", b"grant_lifetime", "predicate", b"predicate", "quorum", b"quorum", "reason", b"reason", "request_time", b"request_time", "requester", b"requester", "state", b"state", "steps", b"steps", "subject", b"subject", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_id", b"approval_id", "candidate", b"candidate", "deny_ends", b"deny_ends", "expire_time", b"expire_time", "grant_expire_time", b"grant_expire_time", "grant_lifetime", b"grant_lifetime", "predicate", b"predicate", "quorum", b"quorum", "reason", b"reason", "request_time", b"request_time", "requester", b"requester", "state", b"state", "steps", b"steps", "subject", b"subject", "table_change", b"table_change", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -271,7 +279,9 @@ Global___Approval: _TypeAlias = Approval  # noqa: Y015
 
 @_typing.final
 class RequestApprovalRequest(_message.Message):
-    """RequestApprovalRequest asks for one candidate."""
+    """RequestApprovalRequest asks for one candidate or one table change: exactly
+    one of `candidate` and `table_change`.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -283,19 +293,24 @@ class RequestApprovalRequest(_message.Message):
     EXPIRE_TIME_FIELD_NUMBER: _builtins.int
     GRANT_LIFETIME_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
+    TABLE_CHANGE_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
-    """Required. The tenant the acquisition is for."""
+    """Required. The tenant the acquisition (or the table change) is for."""
     subject: _builtins.str
-    """Required. The plan's subject."""
+    """The plan's subject. Required with `candidate`; empty with
+    `table_change`.
+    """
     predicate: _builtins.str
-    """Required. The plan's predicate."""
+    """The plan's predicate. Required with `candidate`; empty with
+    `table_change`.
+    """
     reason: _builtins.str
     """Required. Why; 1-2,000 characters."""
     request_id: _builtins.str
     """Required. Makes the call retry-safe."""
     @_builtins.property
     def candidate(self) -> _plan_pb2.AcquisitionCandidate:
-        """Required. The candidate, as the plan gave it."""
+        """The candidate, as the plan gave it. Required unless `table_change`."""
 
     @_builtins.property
     def expire_time(self) -> _timestamp_pb2.Timestamp:
@@ -309,6 +324,13 @@ class RequestApprovalRequest(_message.Message):
         policy's maximum, or not positive: INVALID_FIELD.
         """
 
+    @_builtins.property
+    def table_change(self) -> _adjudication_service_pb2.ReliabilityTableChange:
+        """A reliability table change to approve instead of a candidate (e.g. a
+        calibration's proposal): validated as the resolver validates a table
+        file, its `table_digest` recomputed by the server.
+        """
+
     def __init__(
         self,
         *,
@@ -320,10 +342,11 @@ class RequestApprovalRequest(_message.Message):
         expire_time: _timestamp_pb2.Timestamp | None = ...,
         grant_lifetime: _duration_pb2.Duration | None = ...,
         request_id: _builtins.str = ...,
+        table_change: _adjudication_service_pb2.ReliabilityTableChange | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["candidate", b"candidate", "expire_time", b"expire_time", "grant_lifetime", b"grant_lifetime"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["candidate", b"candidate", "expire_time", b"expire_time", "grant_lifetime", b"grant_lifetime", "table_change", b"table_change"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidate", b"candidate", "expire_time", b"expire_time", "grant_lifetime", b"grant_lifetime", "predicate", b"predicate", "reason", b"reason", "request_id", b"request_id", "subject", b"subject", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidate", b"candidate", "expire_time", b"expire_time", "grant_lifetime", b"grant_lifetime", "predicate", b"predicate", "reason", b"reason", "request_id", b"request_id", "subject", b"subject", "table_change", b"table_change", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -585,8 +608,9 @@ class ConsumeApprovalRequest(_message.Message):
     approval_id: _builtins.str
     """Required."""
     candidate_digest: _builtins.str
-    """Required. The digest of the candidate about to be acquired; it must be
-    the one the approval was granted for.
+    """Required. The digest of the candidate about to be acquired, or for a
+    table change the `table_digest` of the table about to be applied; it
+    must be the one the approval was granted for.
     """
     request_id: _builtins.str
     """Required. Makes the call retry-safe (a retry of the winning consume

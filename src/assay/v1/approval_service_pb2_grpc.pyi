@@ -28,7 +28,7 @@ GRPC_VERSION: str
 
 class ApprovalServiceStub:
     """ApprovalService lets people grant or refuse an acquisition the planner
-    marked REQUIRES_APPROVAL. It is served by the adjudication process, on its
+    marked REQUIRES_APPROVAL, or a change of the resolver's reliability table. It is served by the adjudication process, on its
     storage, and every step is an event of its audit ledger (covered by the
     signed checkpoints and checked against the stored rows on every read).
 
@@ -39,6 +39,12 @@ class ApprovalServiceStub:
     time, bound to the candidate's digest, and the requester consumes it
     exactly once, for exactly that candidate, before acting. State is derived
     from the stored steps on every read, never stored.
+
+    An approval's action is one of two kinds: an acquisition candidate
+    (`candidate`, with `subject` and `predicate`), or a reliability table
+    change (`table_change`, bound to its `table_digest`, which then stands
+    where a candidate digest stands: in ConsumeApprovalRequest and in the
+    ledger's events).
 
     Errors common to every RPC are those of AdjudicationService. Approvals
     need authenticated callers: on a server without authentication every RPC
@@ -53,17 +59,21 @@ class ApprovalServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> ApprovalServiceAsyncStub: ...
     RequestApproval: _grpc.UnaryUnaryMultiCallable[_approval_service_pb2.RequestApprovalRequest, _approval_service_pb2.RequestApprovalResponse]
-    """Asks for an approval of one plan candidate. The candidate must be
-    REQUIRES_APPROVAL and blocked only by grants a person may give
-    (SIDE_EFFECT_NOT_GRANTED, EGRESS_NOT_ALLOWED, CLOUD_SYNC_NOT_ALLOWED);
-    its `candidate_digest` must be the digest of its action (see
-    AcquisitionCandidate.candidate_digest). The quorum, whether one denial
-    ends the request and the lifetimes come from the server's approval
-    policy and are recorded with the request.
+    """Asks for an approval of one plan candidate, or of one reliability table
+    change. The candidate must be REQUIRES_APPROVAL and blocked only by
+    grants a person may give (SIDE_EFFECT_NOT_GRANTED, EGRESS_NOT_ALLOWED,
+    CLOUD_SYNC_NOT_ALLOWED); its `candidate_digest` must be the digest of its
+    action (see AcquisitionCandidate.candidate_digest). A table change must
+    be a table the resolver would load, and its `table_digest` that table's
+    digest. The quorum (for a table change, the policy's
+    `table_change_quorum`), whether one denial ends the request and the
+    lifetimes come from the server's approval policy and are recorded with
+    the request.
 
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (tenant,
-    subject, predicate, candidate.*, reason, expire_time, grant_lifetime,
-    request_id); FAILED_PRECONDITION with ERROR_REASON_CANDIDATE_FORBIDDEN
+    subject, predicate, candidate.*, table_change.*, reason, expire_time,
+    grant_lifetime, request_id; both or neither of candidate and
+    table_change); FAILED_PRECONDITION with ERROR_REASON_CANDIDATE_FORBIDDEN
     (it needs a side effect that is never approved) or
     ERROR_REASON_CANDIDATE_NOT_APPROVABLE (not REQUIRES_APPROVAL, or blocked
     by a reason no grant removes).
@@ -104,14 +114,14 @@ class ApprovalServiceStub:
     consumed; metadata `state`).
     """
     ConsumeApproval: _grpc.UnaryUnaryMultiCallable[_approval_service_pb2.ConsumeApprovalRequest, _approval_service_pb2.ConsumeApprovalResponse]
-    """Marks a GRANTED approval used, atomically, for the candidate digest it
-    was granted for. Only the requester consumes. Exactly one of any number
+    """Marks a GRANTED approval used, atomically, for the candidate digest (or
+    the table digest, for a table change) it was granted for. Only the requester consumes. Exactly one of any number
     of concurrent consumes succeeds.
 
     Errors: NOT_FOUND with ERROR_REASON_APPROVAL_NOT_FOUND;
     PERMISSION_DENIED with ERROR_REASON_IDENTITY_MISMATCH (not the
     requester); FAILED_PRECONDITION with ERROR_REASON_APPROVAL_CANDIDATE_MISMATCH
-    (another candidate), ERROR_REASON_APPROVAL_NOT_GRANTED (pending, denied,
+    (another candidate or table), ERROR_REASON_APPROVAL_NOT_GRANTED (pending, denied,
     expired or revoked; metadata `state`) or
     ERROR_REASON_APPROVAL_ALREADY_CONSUMED.
     """
@@ -127,7 +137,7 @@ class ApprovalServiceStub:
 @_typing.type_check_only
 class ApprovalServiceAsyncStub(ApprovalServiceStub):
     """ApprovalService lets people grant or refuse an acquisition the planner
-    marked REQUIRES_APPROVAL. It is served by the adjudication process, on its
+    marked REQUIRES_APPROVAL, or a change of the resolver's reliability table. It is served by the adjudication process, on its
     storage, and every step is an event of its audit ledger (covered by the
     signed checkpoints and checked against the stored rows on every read).
 
@@ -139,6 +149,12 @@ class ApprovalServiceAsyncStub(ApprovalServiceStub):
     exactly once, for exactly that candidate, before acting. State is derived
     from the stored steps on every read, never stored.
 
+    An approval's action is one of two kinds: an acquisition candidate
+    (`candidate`, with `subject` and `predicate`), or a reliability table
+    change (`table_change`, bound to its `table_digest`, which then stands
+    where a candidate digest stands: in ConsumeApprovalRequest and in the
+    ledger's events).
+
     Errors common to every RPC are those of AdjudicationService. Approvals
     need authenticated callers: on a server without authentication every RPC
     is FAILED_PRECONDITION with ERROR_REASON_AUTHENTICATION_REQUIRED (there is
@@ -149,17 +165,21 @@ class ApprovalServiceAsyncStub(ApprovalServiceStub):
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     RequestApproval: _aio.UnaryUnaryMultiCallable[_approval_service_pb2.RequestApprovalRequest, _approval_service_pb2.RequestApprovalResponse]  # type: ignore[assignment]
-    """Asks for an approval of one plan candidate. The candidate must be
-    REQUIRES_APPROVAL and blocked only by grants a person may give
-    (SIDE_EFFECT_NOT_GRANTED, EGRESS_NOT_ALLOWED, CLOUD_SYNC_NOT_ALLOWED);
-    its `candidate_digest` must be the digest of its action (see
-    AcquisitionCandidate.candidate_digest). The quorum, whether one denial
-    ends the request and the lifetimes come from the server's approval
-    policy and are recorded with the request.
+    """Asks for an approval of one plan candidate, or of one reliability table
+    change. The candidate must be REQUIRES_APPROVAL and blocked only by
+    grants a person may give (SIDE_EFFECT_NOT_GRANTED, EGRESS_NOT_ALLOWED,
+    CLOUD_SYNC_NOT_ALLOWED); its `candidate_digest` must be the digest of its
+    action (see AcquisitionCandidate.candidate_digest). A table change must
+    be a table the resolver would load, and its `table_digest` that table's
+    digest. The quorum (for a table change, the policy's
+    `table_change_quorum`), whether one denial ends the request and the
+    lifetimes come from the server's approval policy and are recorded with
+    the request.
 
     Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (tenant,
-    subject, predicate, candidate.*, reason, expire_time, grant_lifetime,
-    request_id); FAILED_PRECONDITION with ERROR_REASON_CANDIDATE_FORBIDDEN
+    subject, predicate, candidate.*, table_change.*, reason, expire_time,
+    grant_lifetime, request_id; both or neither of candidate and
+    table_change); FAILED_PRECONDITION with ERROR_REASON_CANDIDATE_FORBIDDEN
     (it needs a side effect that is never approved) or
     ERROR_REASON_CANDIDATE_NOT_APPROVABLE (not REQUIRES_APPROVAL, or blocked
     by a reason no grant removes).
@@ -200,14 +220,14 @@ class ApprovalServiceAsyncStub(ApprovalServiceStub):
     consumed; metadata `state`).
     """
     ConsumeApproval: _aio.UnaryUnaryMultiCallable[_approval_service_pb2.ConsumeApprovalRequest, _approval_service_pb2.ConsumeApprovalResponse]  # type: ignore[assignment]
-    """Marks a GRANTED approval used, atomically, for the candidate digest it
-    was granted for. Only the requester consumes. Exactly one of any number
+    """Marks a GRANTED approval used, atomically, for the candidate digest (or
+    the table digest, for a table change) it was granted for. Only the requester consumes. Exactly one of any number
     of concurrent consumes succeeds.
 
     Errors: NOT_FOUND with ERROR_REASON_APPROVAL_NOT_FOUND;
     PERMISSION_DENIED with ERROR_REASON_IDENTITY_MISMATCH (not the
     requester); FAILED_PRECONDITION with ERROR_REASON_APPROVAL_CANDIDATE_MISMATCH
-    (another candidate), ERROR_REASON_APPROVAL_NOT_GRANTED (pending, denied,
+    (another candidate or table), ERROR_REASON_APPROVAL_NOT_GRANTED (pending, denied,
     expired or revoked; metadata `state`) or
     ERROR_REASON_APPROVAL_ALREADY_CONSUMED.
     """
@@ -222,7 +242,7 @@ class ApprovalServiceAsyncStub(ApprovalServiceStub):
 
 class ApprovalServiceServicer(metaclass=_abc_1.ABCMeta):
     """ApprovalService lets people grant or refuse an acquisition the planner
-    marked REQUIRES_APPROVAL. It is served by the adjudication process, on its
+    marked REQUIRES_APPROVAL, or a change of the resolver's reliability table. It is served by the adjudication process, on its
     storage, and every step is an event of its audit ledger (covered by the
     signed checkpoints and checked against the stored rows on every read).
 
@@ -233,6 +253,12 @@ class ApprovalServiceServicer(metaclass=_abc_1.ABCMeta):
     time, bound to the candidate's digest, and the requester consumes it
     exactly once, for exactly that candidate, before acting. State is derived
     from the stored steps on every read, never stored.
+
+    An approval's action is one of two kinds: an acquisition candidate
+    (`candidate`, with `subject` and `predicate`), or a reliability table
+    change (`table_change`, bound to its `table_digest`, which then stands
+    where a candidate digest stands: in ConsumeApprovalRequest and in the
+    ledger's events).
 
     Errors common to every RPC are those of AdjudicationService. Approvals
     need authenticated callers: on a server without authentication every RPC
@@ -248,17 +274,21 @@ class ApprovalServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _approval_service_pb2.RequestApprovalRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_approval_service_pb2.RequestApprovalResponse, _abc.Awaitable[_approval_service_pb2.RequestApprovalResponse]]:
-        """Asks for an approval of one plan candidate. The candidate must be
-        REQUIRES_APPROVAL and blocked only by grants a person may give
-        (SIDE_EFFECT_NOT_GRANTED, EGRESS_NOT_ALLOWED, CLOUD_SYNC_NOT_ALLOWED);
-        its `candidate_digest` must be the digest of its action (see
-        AcquisitionCandidate.candidate_digest). The quorum, whether one denial
-        ends the request and the lifetimes come from the server's approval
-        policy and are recorded with the request.
+        """Asks for an approval of one plan candidate, or of one reliability table
+        change. The candidate must be REQUIRES_APPROVAL and blocked only by
+        grants a person may give (SIDE_EFFECT_NOT_GRANTED, EGRESS_NOT_ALLOWED,
+        CLOUD_SYNC_NOT_ALLOWED); its `candidate_digest` must be the digest of its
+        action (see AcquisitionCandidate.candidate_digest). A table change must
+        be a table the resolver would load, and its `table_digest` that table's
+        digest. The quorum (for a table change, the policy's
+        `table_change_quorum`), whether one denial ends the request and the
+        lifetimes come from the server's approval policy and are recorded with
+        the request.
 
         Errors: INVALID_ARGUMENT with ERROR_REASON_INVALID_FIELD (tenant,
-        subject, predicate, candidate.*, reason, expire_time, grant_lifetime,
-        request_id); FAILED_PRECONDITION with ERROR_REASON_CANDIDATE_FORBIDDEN
+        subject, predicate, candidate.*, table_change.*, reason, expire_time,
+        grant_lifetime, request_id; both or neither of candidate and
+        table_change); FAILED_PRECONDITION with ERROR_REASON_CANDIDATE_FORBIDDEN
         (it needs a side effect that is never approved) or
         ERROR_REASON_CANDIDATE_NOT_APPROVABLE (not REQUIRES_APPROVAL, or blocked
         by a reason no grant removes).
@@ -329,14 +359,14 @@ class ApprovalServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _approval_service_pb2.ConsumeApprovalRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_approval_service_pb2.ConsumeApprovalResponse, _abc.Awaitable[_approval_service_pb2.ConsumeApprovalResponse]]:
-        """Marks a GRANTED approval used, atomically, for the candidate digest it
-        was granted for. Only the requester consumes. Exactly one of any number
+        """Marks a GRANTED approval used, atomically, for the candidate digest (or
+        the table digest, for a table change) it was granted for. Only the requester consumes. Exactly one of any number
         of concurrent consumes succeeds.
 
         Errors: NOT_FOUND with ERROR_REASON_APPROVAL_NOT_FOUND;
         PERMISSION_DENIED with ERROR_REASON_IDENTITY_MISMATCH (not the
         requester); FAILED_PRECONDITION with ERROR_REASON_APPROVAL_CANDIDATE_MISMATCH
-        (another candidate), ERROR_REASON_APPROVAL_NOT_GRANTED (pending, denied,
+        (another candidate or table), ERROR_REASON_APPROVAL_NOT_GRANTED (pending, denied,
         expired or revoked; metadata `state`) or
         ERROR_REASON_APPROVAL_ALREADY_CONSUMED.
         """

@@ -5,7 +5,9 @@ format); every key is optional. A candidate's quorum is the largest of its requi
 effects' quorums (each class defaults to ``default_quorum``), so the most dangerous effect
 an action has decides how many distinct approvers it needs. Lifetimes have a default and a
 maximum each: a pending request's from its request, a grant's from the moment the quorum
-approved.
+approved. A reliability table change needs ``table_change_quorum`` approvers (two by
+default: the table weighs every resolution after it, so no one person applies it, and
+the requester is never one of them).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ MAX_QUORUM = 10
 _KEYS = {
     "default_quorum",
     "quorum",
+    "table_change_quorum",
     "deny_ends",
     "pending_lifetime_seconds",
     "max_pending_lifetime_seconds",
@@ -52,6 +55,7 @@ _KEYS = {
 class ApprovalPolicy:
     default_quorum: int = 1
     quorum: Mapping[str, int] = field(default_factory=dict)
+    table_change_quorum: int = 2
     deny_ends: bool = True
     pending_lifetime: timedelta = timedelta(hours=1)
     max_pending_lifetime: timedelta = timedelta(days=1)
@@ -159,6 +163,9 @@ def parse_approval_policy(table: Mapping[str, Any]) -> ApprovalPolicy:
             "approvals.default_quorum", table.get("default_quorum", 1), MAX_QUORUM
         ),
         quorum=quorum,
+        table_change_quorum=_positive_int(
+            "approvals.table_change_quorum", table.get("table_change_quorum", 2), MAX_QUORUM
+        ),
         deny_ends=deny_ends,
         pending_lifetime=span("pending_lifetime_seconds", base.pending_lifetime),
         max_pending_lifetime=span("max_pending_lifetime_seconds", base.max_pending_lifetime),

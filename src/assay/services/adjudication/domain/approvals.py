@@ -15,12 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import AlreadyExists, FailedPrecondition, PermissionDenied, Reason
 from assay.services.adjudication.domain.digests import canonical_json, digest
 from assay.services.adjudication.domain.model import Actor, AuditEvent
 from assay.services.adjudication.domain.times import rfc3339
+
+if TYPE_CHECKING:  # table_changes builds on ApprovalCandidate, defined here
+    from assay.services.adjudication.domain.table_changes import TableChange
 
 MAX_REASON_CHARS = 2_000
 
@@ -109,16 +112,19 @@ class Standing:
 
 @dataclass(frozen=True)
 class ApprovalAsk:
-    """A RequestApproval as the wire read it."""
+    """A RequestApproval as the wire read it: a ``candidate`` (with the digest its action
+    has, ``expected_digest``) or a reliability table change (``table_change``), never
+    both."""
 
     tenant: str
     subject: str
     predicate: str
-    candidate: ApprovalCandidate
+    candidate: ApprovalCandidate | None
     reason: str
     expire_time: datetime | None
     grant_lifetime: timedelta | None
     expected_digest: str
+    table_change: TableChange | None = None
 
 
 @dataclass(frozen=True)

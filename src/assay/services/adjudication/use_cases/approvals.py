@@ -21,7 +21,7 @@ from functools import partial
 
 from assay.errors import FailedPrecondition, NotFound, Reason, Violations
 from assay.runtime import paging
-from assay.services.adjudication.domain import approvals, permissions, records
+from assay.services.adjudication.domain import approvals, permissions, records, table_changes
 from assay.services.adjudication.domain.approval_policy import ApprovalPolicy, check_approvable
 from assay.services.adjudication.domain.approvals import (
     MAX_REASON_CHARS,
@@ -149,15 +149,8 @@ class Approvals:
         if not key.request_id:
             found.add("request_id", "required: approvals are retry-safe by request id")
         found.check(require_tenant, ask.tenant, "tenant")
-        found.check(require_text, ask.subject, "subject", MAX_TEXT)
-        found.check(require_text, ask.predicate, "predicate", MAX_TEXT)
+        _check_action(found, ask)
         _check_reason(found, ask.reason)
-        if ask.expected_digest != ask.candidate.candidate_digest:
-            found.add(
-                "candidate.candidate_digest",
-                "is not the digest of this candidate's action (subject, predicate, probe, "
-                "target signal class, required side effects)",
-            )
         at = self.clock()
         expire_time = self.policy.expire_time(ask.expire_time, at)
         if isinstance(expire_time, str):
@@ -168,9 +161,15 @@ class Approvals:
         found.raise_if_any()
         assert isinstance(expire_time, datetime)
         assert isinstance(grant_lifetime, timedelta)
-        check_approvable(ask.candidate)
+        if ask.table_change is not None:
+            action = table_changes.as_candidate(ask.table_change)
+            quorum = self.policy.table_change_quorum
+        else:
+            assert ask.candidate is not None  # the wire gives one or the other
+            action = ask.candidate
+            check_approvable(action)
+            quorum = self.policy.quorum_for(action.required_side_effects)
         permissions.check_tenant_write(caller, ask.tenant, "tenant")
-        quorum = self.policy.quorum_for(ask.candidate.required_side_effects)
         pending_for = expire_time - at
 
         def job(tx: WriteTx, at: datetime) -> ApprovalView:
@@ -179,7 +178,7 @@ class Approvals:
                 tenant=ask.tenant,
                 subject=ask.subject,
                 predicate=ask.predicate,
-                candidate=ask.candidate,
+                candidate=action,
                 requester=requester,
                 reason=ask.reason,
                 request_time=at,
@@ -381,6 +380,25 @@ def _revoked(a: Approval, steps: list[Step], actor: Actor, at: datetime, reason:
 
 def _consumed(a: Approval, steps: list[Step], actor: Actor, at: datetime, digest: str) -> Step:
     return approvals.consume(a, steps, actor, digest, at)
+
+
+def _check_action(found: Violations, ask: ApprovalAsk) -> None:
+    """A candidate with its subject, predicate and digest; or a table change the resolver
+    would load, with its digest, and no subject or predicate (a table is no one's)."""
+    if ask.table_change is not None:
+        for name, given in (("subject", ask.subject), ("predicate", ask.predicate)):
+            if given:
+                found.add(name, "must be empty for a table change")
+        found.extend(table_changes.problems(ask.table_change))
+        return
+    found.check(require_text, ask.subject, "subject", MAX_TEXT)
+    found.check(require_text, ask.predicate, "predicate", MAX_TEXT)
+    if ask.candidate is not None and ask.expected_digest != ask.candidate.candidate_digest:
+        found.add(
+            "candidate.candidate_digest",
+            "is not the digest of this candidate's action (subject, predicate, probe, "
+            "target signal class, required side effects)",
+        )
 
 
 def _id_fields(key: RequestKey, approval_id: str) -> Violations:

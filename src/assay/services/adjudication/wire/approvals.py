@@ -5,6 +5,8 @@ names without their prefix, as the domain spells them) and the whole candidate a
 deterministic JSON (``detail``), which is stored, digested and given back as the
 ``AcquisitionCandidate`` it was. The digest the candidate claims is checked against the
 one ``assay.candidate_digest`` derives from it, the same rule the planner wrote it with.
+A ``ReliabilityTableChange`` becomes a ``TableChange`` (stored as a candidate by
+``table_changes``) and is given back as the message it was.
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ from assay.services.adjudication.domain.approvals import (
     Step,
 )
 from assay.services.adjudication.domain.model import Actor
+from assay.services.adjudication.domain.table_changes import (
+    TableChange,
+    as_candidate,
+    stored_change,
+)
 from assay.services.adjudication.wire.scalars import (
     enum_name,
     from_proto_enum,
@@ -67,6 +74,24 @@ def candidate(message: plan_pb2.AcquisitionCandidate) -> ApprovalCandidate:
     )
 
 
+def table_change(message: adj.ReliabilityTableChange) -> TableChange:
+    return TableChange.of(message.table_digest, dict(message.sources), message.tree_size)
+
+
+def table_change_message(change: TableChange) -> adj.ReliabilityTableChange:
+    return adj.ReliabilityTableChange(
+        table_digest=change.table_digest, sources=dict(change.sources), tree_size=change.tree_size
+    )
+
+
+def stored_action(message: pb.Approval | adj.ExportedApproval) -> ApprovalCandidate:
+    """The candidate an approval message stores: its table change as ``table_changes``
+    stores it, else its candidate (the export's verifier reads it back so)."""
+    if message.HasField("table_change"):
+        return as_candidate(table_change(message.table_change))
+    return candidate(message.candidate)
+
+
 def ask(request: pb.RequestApprovalRequest) -> ApprovalAsk:
     """The request as the use case takes it; INVALID_ARGUMENT for times no value holds."""
     problems: list[FieldViolation] = []
@@ -84,11 +109,32 @@ def ask(request: pb.RequestApprovalRequest) -> ApprovalAsk:
             problems.append(FieldViolation("grant_lifetime", problem))
         else:
             grant_lifetime = timedelta(seconds=given.seconds, microseconds=given.nanos // 1000)
-    if not request.HasField("candidate"):
-        problems.append(FieldViolation("candidate", "required: the candidate as the plan gave it"))
+    change = table_change(request.table_change) if request.HasField("table_change") else None
+    if change is not None and request.HasField("candidate"):
+        problems.append(
+            FieldViolation("table_change", "give a candidate or a table change, not both")
+        )
+    if change is None and not request.HasField("candidate"):
+        problems.append(
+            FieldViolation(
+                "candidate", "required: the candidate as the plan gave it (or a table_change)"
+            )
+        )
     if problems:
         first = problems[0]
         raise InvalidArgument(Reason.INVALID_FIELD, f"{first.field}: {first.description}", problems)
+    if change is not None:
+        return ApprovalAsk(
+            tenant=request.tenant,
+            subject=request.subject,
+            predicate=request.predicate,
+            candidate=None,
+            reason=request.reason,
+            expire_time=expire_time,
+            grant_lifetime=grant_lifetime,
+            expected_digest="",
+            table_change=change,
+        )
     return ApprovalAsk(
         tenant=request.tenant,
         subject=request.subject,
@@ -135,16 +181,20 @@ def _step(value: Step) -> pb.ApprovalStep:
 
 
 def request_part(value: Approval) -> pb.Approval:
-    """The fields the request stored (1–12 of ``Approval``; ``ExportedApproval`` numbers and
-    types its fields 1–12 the same, so the export reads them from these bytes)."""
-    shown = plan_pb2.AcquisitionCandidate()
-    json_format.Parse(value.candidate.detail, shown, ignore_unknown_fields=True)
+    """The fields the request stored (1–12 and 17 of ``Approval``; ``ExportedApproval``
+    numbers and types them the same, so the export reads them from these bytes)."""
+    change = stored_change(value.candidate)
+    shown = None
+    if change is None:
+        shown = plan_pb2.AcquisitionCandidate()
+        json_format.Parse(value.candidate.detail, shown, ignore_unknown_fields=True)
     message = pb.Approval(
         approval_id=value.approval_id,
         tenant=value.tenant,
         subject=value.subject,
         predicate=value.predicate,
         candidate=shown,
+        table_change=None if change is None else table_change_message(change),
         requester=actor_message(value.requester),
         reason=value.reason,
         request_time=timestamp(value.request_time),
