@@ -352,7 +352,8 @@ class TestTamper:
             verify = ["audit", "verify-export", str(export), "--public-key", str(pem)]
             capsys.readouterr()
             assert cli(verify) == 0, capsys.readouterr().err
-            assert approval_id in capsys.readouterr().out
+            proven = capsys.readouterr().out
+            assert f"{approval_id} (acme): table {table_digest(PROPOSED)} requested by" in proven
             # The export's table edited: the proof fails naming the approval and tableChange.
             assert edit_exported_table(Path(f"{export}.approvals.jsonl")) == table_digest(PROPOSED)
             assert cli(verify) == 3

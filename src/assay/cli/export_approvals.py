@@ -5,13 +5,13 @@ APPROVAL_GRANTED or APPROVAL_DENIED event the deciding step caused, each with it
 inclusion proof in the tree the manifest's checkpoint signs. Each event is proven first
 (``export_events.proven_payload``); then the approval's fields against the request's event:
 its content digest is recomputed from the exported fields with the server's own rules (the
-candidate, or the table change, read as ``wire.approvals`` reads it, ``approvals.approval_digest``,
-``records.requested_payload``), and the requester is the event's actor; then each step
-against its event (``records.step_commitment``: kind, reason digest, time, actor, and the
-event's own actor); then the outcome the domain's ``standing`` derives from the steps
-against the GRANTED or DENIED event. An edit of any field fails, naming the approval and
-the field (``approvalDigested``, the text the content digest hashes, names which digested
-field changed). What is proven is reported: who requested, who decided, who used it.
+candidate or table change read as ``wire.approvals`` reads it, ``approvals.approval_digest``,
+``records.requested_payload``), the requester is the event's actor; then each step against
+its event (``records.step_commitment``); then the outcome ``standing`` derives from the
+steps against the GRANTED or DENIED event. An edit of any field fails, naming the approval
+and the field (``approvalDigested``, the text the content digest hashes, names which
+digested field changed). Reported: who requested (which table, for a table change), who
+decided, who used it.
 """
 
 from __future__ import annotations
@@ -78,11 +78,13 @@ class Proven:
     consumed_by: str
     revoked_by: str
     expired: bool
+    table_digest: str = ""  # a reliability table change: the table's digest
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "approvalId": self.approval_id,
             "tenant": self.tenant,
+            "tableDigest": self.table_digest,
             "requester": self.requester,
             "decisions": [{"kind": k, "actor": a} for k, a in self.decisions],
             "outcome": self.outcome,
@@ -324,13 +326,15 @@ def check_approval(message: pb.ExportedApproval, signed: Checkpoint) -> Proven:
         by_kind.get(StepKind.CONSUMED, ""),
         by_kind.get(StepKind.REVOKED, ""),
         StepKind.EXPIRED in by_kind,
+        message.table_change.table_digest if message.HasField("table_change") else "",
     )
 
 
 def summary(found: Proven) -> str:
     """One line an auditor reads: who asked, who decided what, and how it ended."""
     decided = ", ".join(f"{kind.lower()} by {who}" for kind, who in found.decisions)
-    parts = [f"approval {found.approval_id} ({found.tenant}): requested by {found.requester}"]
+    what = f"table {found.table_digest} " if found.table_digest else ""
+    parts = [f"approval {found.approval_id} ({found.tenant}): {what}requested by {found.requester}"]
     parts.append(decided or "no decision")
     if found.outcome:
         parts.append(found.outcome.lower())
