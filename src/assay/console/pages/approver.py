@@ -2,8 +2,9 @@
 
 Pending approvals are ListApprovals in state PENDING as the signed-in person, so an
 approver sees their own tenants' requests only. Each shows what is asked for (the
-candidate: its probe, the side effects it needs and the reasons the planner blocked it),
-who asked and why, and until when. Approve or deny takes a reason; one request id per
+candidate: its probe, the side effects it needs and the reasons the planner blocked it;
+or a reliability table change: its digest and every entry), who asked and why, and until
+when. Approve or deny takes a reason; one request id per
 rendered form makes a double click or a resubmission one decision. What the service
 refuses (deciding one's own request, deciding twice, a request no longer pending) is
 shown in plain words by the shared refusal page.
@@ -31,6 +32,18 @@ _DECISIONS = {"approve": pb.APPROVAL_DECISION_APPROVE, "deny": pb.APPROVAL_DECIS
 
 def _effects(numbers: Any) -> list[str]:
     return [words(plan_pb2.SideEffectClass.DESCRIPTOR, n, "SIDE_EFFECT_CLASS_") for n in numbers]
+
+
+def _table(approval: pb.Approval) -> dict[str, Any] | None:
+    """A reliability table change's digest, checkpoint and entries (None for a candidate)."""
+    if not approval.HasField("table_change"):
+        return None
+    change = approval.table_change
+    return {
+        "digest": change.table_digest,
+        "tree_size": change.tree_size,
+        "sources": [(kind, repr(value)) for kind, value in sorted(change.sources.items())],
+    }
 
 
 def view(approval: pb.Approval) -> dict[str, Any]:
@@ -62,6 +75,7 @@ def view(approval: pb.Approval) -> dict[str, Any]:
         "expires": when(approval.expire_time),
         "grant_expires": when(approval.grant_expire_time),
         "quorum": approval.quorum,
+        "table": _table(approval),
         "steps": [
             {
                 "kind": words(pb.ApprovalStepKind.DESCRIPTOR, s.kind, "APPROVAL_STEP_KIND_"),
