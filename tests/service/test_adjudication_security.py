@@ -738,7 +738,7 @@ class TestMigrationToV2:
         at = datetime(2026, 1, 1, tzinfo=UTC)
         head = ChainHead(0, ledger.EMPTY_HEAD.hash)
         c2_row = ("c2", "acme", "s", "p", '["key"]', "[]", "", '"key"', "o", "", 0, 10**16 - 1)
-        c2_case = rows.named(rows.CASE_COLUMNS, (*c2_row, "", cases.DIGEST_V1, 2))
+        c2_case = rows.named(rows.CASE_COLUMNS, (*c2_row, "", cases.DIGEST_V1, 2, "[]", 0.0))
         c2_digest = cases.case_digest(rows.case(c2_case, check=False))
         r2_answer = digest(["LABEL", '"key"', ""])
         v1_events = [

@@ -209,9 +209,14 @@ class TestRememberedSnapshots:
                 await world.run(op)
             await store.write(lambda tx: tx._db.set_trace_callback(None), small=True)
             reads = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
-            # Only retry-record lookups and the freeze's reviewer lookups and ledger checks of
-            # the round's records remain.
-            allowed = ("FROM idempotency", "FROM reviewers", "FROM audit_events")
+            # Only retry-record lookups, the freeze's reviewer lookups, ledger checks of the
+            # round's records and each review's check of the case's assignment remain.
+            allowed = (
+                "FROM idempotency",
+                "FROM reviewers",
+                "FROM audit_events",
+                "FROM case_assignments",
+            )
             assert all(any(a in s for a in allowed) for s in reads), reads
             snap = await store.snapshot(world.case_ids[0])
             assert snap is not None
