@@ -84,6 +84,13 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "assay export --out - --format csv > reviews.csv",
     ),
     "agreement": ("assay agreement --tenant acme",),
+    "db": (
+        "assay db migrate --from sqlite:////var/lib/assay/assay.db --to postgresql://assay@db/assay",
+    ),
+    "db migrate": (
+        "assay db migrate --from assay.db --to postgresql://assay@db:5432/assay",
+        "assay db migrate --from sqlite:////srv/assay.db --to 'host=db dbname=assay' --json",
+    ),
     "audit": ("assay audit verify",),
     "audit verify": (
         "assay audit verify                # exit 3 when the chain is broken",

@@ -41,6 +41,7 @@ COMMAND_MODULES = (
     "assay.cli.completion_cmds",
     "assay.cli.login_cmds",
     "assay.cli.calibration_cmds",
+    "assay.cli.db_cmds",
 )
 
 

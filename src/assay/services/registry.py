@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
+from assay.runtime.database_move import MoveRefused, MoveReport, MoveUnverified
+from assay.runtime.database_url import masked, parse_database_url
 from assay.runtime.server import ServiceSpec
 from assay.runtime.tls import ClientTls
 from assay.services.resolver.domain import budget as resolver_budget
@@ -87,3 +89,25 @@ SERVICES: dict[str, ServiceEntry] = {
         ServiceEntry("adjudication", 50053, "assay.services.adjudication.service"),
     )
 }
+
+
+async def move_sqlite_to_postgres(source: str, target: str) -> MoveReport:
+    """``assay db migrate``: adjudication's corpus copied from the SQLite file ``source``
+    names to the empty PostgreSQL database ``target`` names (both as ``--db`` takes them;
+    ConfigurationError otherwise). Imported only when asked, like the services; every
+    message it raises has its passwords masked."""
+    source_db, target_db = parse_database_url(source), parse_database_url(target)
+    if source_db.is_postgres:
+        raise MoveRefused(f"--from {source_db.shown}: the source must be a SQLite file")
+    if not target_db.is_postgres:
+        raise MoveRefused(f"--to {target_db.shown}: the target must be a PostgreSQL database")
+    module = importlib.import_module("assay.services.adjudication.use_cases.move_to_postgres")
+    try:
+        report: MoveReport = await module.move(
+            Path(source_db.location), target_db.location, target_db.shown
+        )
+    except MoveRefused as error:
+        raise MoveRefused(masked(str(error))) from None
+    except MoveUnverified as error:
+        raise MoveUnverified(masked(str(error))) from None
+    return report
