@@ -278,3 +278,30 @@ class TestRefusals:
         # Nothing was created on the target by any refusal.
         tables = await pg_rows(postgres_dsn, "SELECT to_regclass('audit_events') AS t")
         assert tables[0]["t"] is None
+
+
+class TestVerification:
+    async def test_a_chain_that_does_not_verify_is_rolled_back(
+        self, tmp_path: Path, postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        source = tmp_path / "a.db"
+        async with adjudication_server(source) as server:
+            await register(server.stub, "fx-ann")
+            await register(server.stub, "fx-bob")
+        # An event's payload edited in the file, past the guarding trigger.
+        db = sqlite3.connect(source, isolation_level=None)
+        db.execute("DROP TRIGGER audit_events_no_update")
+        db.execute(
+            "UPDATE audit_events SET payload = replace(payload, 'fx-bob', 'fx-eve')"
+            " WHERE sequence = 2"
+        )
+        db.close()
+        code, out, err = await assay(
+            capsys, "db", "migrate", "--from", str(source), "--to", postgres_dsn
+        )
+        assert code == 3
+        assert out == ""
+        assert "does not verify at event 2" in err
+        assert "nothing was committed" in err
+        empty = await pg_rows(postgres_dsn, "SELECT count(*) AS n FROM audit_events")
+        assert empty[0]["n"] == 0  # the schema was created; no row was committed
