@@ -15,16 +15,19 @@ port, reaching each service at that service's own address, with its health check
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
 from assay.cli.main import build_parser
+from assay.client.channel import channel_options
 from assay.console.server import start as start_console
 from assay.console.settings import DEFAULT_PORT as CONSOLE_PORT
 from assay.console.settings import ConsoleSettings
@@ -167,6 +170,11 @@ def compose() -> dict[str, Any]:
     return loaded
 
 
+def unset_default(value: str) -> str:
+    """``value`` with each ``${VAR:-default}`` replaced by its default (the variable unset)."""
+    return re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", value)
+
+
 class TestCompose:
     def test_the_three_services_and_postgres(self) -> None:
         assert {*ASSAY_SERVICES, "postgres"} <= set(compose()["services"])
@@ -180,8 +188,8 @@ class TestCompose:
         assert args.service == name
         port = port_of(args)
         assert port == SERVICES[name].default_port
-        published = [str(p).split(":")[-1] for p in service.get("ports", [])]
-        assert str(port) in published + [str(p) for p in service.get("expose", [])]
+        published = [unset_default(str(p)).split(":")[-1] for p in service["ports"]]
+        assert str(port) in published
         test = service["healthcheck"]["test"]
         assert test[:3] == ["CMD", "assay-healthcheck", f"127.0.0.1:{port}"]
         ca = test[test.index("--ca") + 1]
@@ -206,6 +214,17 @@ class TestCompose:
         assert "@postgres:5432/" in url
         assert "ASSAY_DB" in documented_env_names()
         assert adjudication["depends_on"]["postgres"]["condition"] == "service_healthy"
+
+    @pytest.mark.parametrize("name", [*ASSAY_SERVICES, CONSOLE])
+    def test_every_called_port_is_published_at_its_default(self, name: str) -> None:
+        """A client on the host reaches each service, and the console, on its default port
+        (``${VAR:-default}`` read as Compose reads it unset); PostgreSQL stays unpublished."""
+        service = compose()["services"][name]
+        port = CONSOLE_PORT if name == CONSOLE else SERVICES[name].default_port
+        assert port_of(serve_args(service["command"])) == port
+        published = [unset_default(str(p)) for p in service["ports"]]
+        assert published == [f"{port}:{port}"]
+        assert "ports" not in compose()["services"]["postgres"]
 
     def test_environment_names_are_real(self) -> None:
         known = documented_env_names()
@@ -242,6 +261,89 @@ def container(name: str) -> dict[str, Any]:
     return found
 
 
+def pod_labels(name: str) -> dict[str, str]:
+    labels: dict[str, str] = deployments()[name]["spec"]["template"]["metadata"]["labels"]
+    return labels
+
+
+def selecting(kind: str, name: str) -> list[dict[str, Any]]:
+    """The objects of ``kind`` whose pod selector picks the pods of Deployment ``name``."""
+    labels = pod_labels(name).items()
+    found = []
+    for item in of_kind(kind).values():
+        spec = item["spec"]
+        selector = spec.get("selector", spec.get("podSelector"))
+        match = selector.get("matchLabels", selector) if kind != "Service" else selector
+        if match and match.items() <= labels:
+            found.append(item)
+    return found
+
+
+def headless_service(name: str) -> dict[str, Any]:
+    """The one headless Service (``clusterIP: None``) selecting Deployment ``name``."""
+    (service,) = [s for s in selecting("Service", name) if s["spec"].get("clusterIP") == "None"]
+    return service
+
+
+def container_port(name: str, port: int | str) -> int:
+    """A Service's or a policy's ``port`` (a number, or a container port's name) as the
+    number the container of Deployment ``name`` listens on."""
+    if isinstance(port, int):
+        return port
+    (number,) = [p["containerPort"] for p in container(name)["ports"] if p["name"] == port]
+    found: int = number
+    return found
+
+
+def quantity(value: str | int) -> float:
+    """A Kubernetes resource quantity (``250m``, ``2``, ``512Mi``, ``2Gi``) as a number."""
+    text = str(value)
+    units = {"m": 1e-3, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+    for suffix, factor in units.items():
+        if text.endswith(suffix):
+            return float(text.removesuffix(suffix)) * factor
+    return float(text)
+
+
+# The namespace Prometheus scrapes from, by the label Kubernetes sets on every namespace.
+MONITORING = {"kubernetes.io/metadata.name": "monitoring"}
+# The cluster DNS: every pod resolves names (the headless Services' above all).
+CLUSTER_DNS = {"kubernetes.io/metadata.name": "kube-system"}
+
+
+def network_policy(name: str) -> dict[str, Any]:
+    (policy,) = selecting("NetworkPolicy", name)
+    return policy
+
+
+def rule_ports(rule: dict[str, Any], name: str) -> set[tuple[int, str]]:
+    return {(container_port(name, p["port"]), p.get("protocol", "TCP")) for p in rule["ports"]}
+
+
+def same_namespace_callers(policy: dict[str, Any]) -> dict[str, set[int]]:
+    """The Assay pods of the policy's own namespace each ingress rule admits, by name
+    (``assay-planner`` …), with the ports admitted: peers with a podSelector alone."""
+    callers: dict[str, set[int]] = {}
+    for rule in policy["spec"]["ingress"]:
+        for peer in rule["from"]:
+            if set(peer) == {"podSelector"}:
+                caller = peer["podSelector"]["matchLabels"]["app.kubernetes.io/name"]
+                callers.setdefault(caller, set()).update(p["port"] for p in rule["ports"])
+    return callers
+
+
+def egress_to(policy: dict[str, Any], name: str) -> set[int]:
+    """The ports the policy's pods may open to the pods of Deployment ``name``."""
+    labels = pod_labels(name).items()
+    ports: set[int] = set()
+    for rule in policy["spec"]["egress"]:
+        for peer in rule.get("to", []):
+            match = peer.get("podSelector", {}).get("matchLabels", {})
+            if set(peer) == {"podSelector"} and match and match.items() <= labels:
+                ports.update(p["port"] for p in rule["ports"])
+    return ports
+
+
 class TestKubernetes:
     def test_a_deployment_per_service_and_the_console(self) -> None:
         assert set(deployments()) == {*ASSAY_SERVICES, CONSOLE}
@@ -255,7 +357,7 @@ class TestKubernetes:
         assert args.service == name
         port = port_of(args)
         assert port == SERVICES[name].default_port
-        assert [p["containerPort"] for p in spec["ports"]] == [port]
+        assert [p["containerPort"] for p in spec["ports"]] == [port, args.metrics_port]
         assert spec["readinessProbe"]["grpc"] == {"port": port, "service": HEALTH_NAMES[name]}
         assert spec["livenessProbe"]["grpc"] == {"port": port, "service": ""}
         if "startupProbe" in spec:
@@ -305,11 +407,7 @@ class TestKubernetes:
     def test_the_planner_sees_every_resolver_pod(self) -> None:
         """A headless Service selects the resolver pods, and the planner's ``--resolver`` is
         its DNS name, so round_robin balances over every pod."""
-        headless = [s for s in of_kind("Service").values() if s["spec"].get("clusterIP") == "None"]
-        (service,) = headless
-        resolver = deployments()["resolver"]
-        labels = resolver["spec"]["template"]["metadata"]["labels"]
-        assert service["spec"]["selector"].items() <= labels.items()
+        service = headless_service("resolver")
         port = SERVICES["resolver"].default_port
         assert [p["port"] for p in service["spec"]["ports"]] == [port]
         meta = service["metadata"]
@@ -327,6 +425,113 @@ class TestKubernetes:
             for port in service["spec"]["ports"]:
                 assert port["targetPort"] == ("http" if name == CONSOLE else "grpc")
                 assert port["targetPort"] in named
+
+    @pytest.mark.parametrize("name", [*ASSAY_SERVICES, CONSOLE])
+    def test_metrics_port_and_scrape_annotations(self, name: str) -> None:
+        """``--metrics-port`` is given, a container port named ``metrics`` is that port, and
+        the pod's Prometheus annotations point at it (``/metrics``)."""
+        spec = container(name)
+        args = serve_args(spec["args"])
+        assert args.metrics_port is not None, f"{name}: no --metrics-port"
+        assert args.metrics_port != port_of(args)
+        assert container_port(name, "metrics") == args.metrics_port
+        annotations = deployments()[name]["spec"]["template"]["metadata"]["annotations"]
+        assert annotations == {
+            "prometheus.io/scrape": "true",
+            "prometheus.io/port": str(args.metrics_port),
+            "prometheus.io/path": "/metrics",
+        }
+
+    @pytest.mark.parametrize("name", [*ASSAY_SERVICES, CONSOLE])
+    def test_requests_and_limits(self, name: str) -> None:
+        """CPU and memory are requested and limited, each limit at least its request."""
+        resources = container(name)["resources"]
+        for resource in ("cpu", "memory"):
+            request = quantity(resources["requests"][resource])
+            limit = quantity(resources["limits"][resource])
+            assert 0 < request <= limit, (name, resource)
+
+    @pytest.mark.parametrize("name", [*ASSAY_SERVICES, CONSOLE])
+    def test_a_disruption_budget_that_never_blocks_a_drain(self, name: str) -> None:
+        """One PodDisruptionBudget selects the pods; it lets one pod go at a time whatever
+        the replica count (``maxUnavailable: 1``), so a drain proceeds."""
+        (budget,) = selecting("PodDisruptionBudget", name)
+        assert budget["spec"]["maxUnavailable"] == 1
+        assert "minAvailable" not in budget["spec"]
+        labels = deployments()[name]["spec"]["selector"]["matchLabels"]
+        assert budget["spec"]["selector"]["matchLabels"] == labels
+
+    @pytest.mark.parametrize("name", [*ASSAY_SERVICES, CONSOLE])
+    def test_a_network_policy_admits_exactly_the_served_ports(self, name: str) -> None:
+        """One NetworkPolicy selects the pods, in both directions. Its ingress ports, beside
+        the scrape rule, are the ports its Services send to; the scrape rule admits the
+        monitoring namespace to the metrics port alone; no rule admits everyone; DNS out."""
+        policy = network_policy(name)
+        assert set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+        served = {
+            (container_port(name, p["targetPort"]), p["protocol"])
+            for service in selecting("Service", name)
+            for p in service["spec"]["ports"]
+        }
+        metrics = {(serve_args(container(name)["args"]).metrics_port, "TCP")}
+        admitted: set[tuple[int, str]] = set()
+        for rule in policy["spec"]["ingress"]:
+            assert rule.get("from"), f"{name}: an ingress rule admits every source"
+            if rule["from"] == [{"namespaceSelector": {"matchLabels": MONITORING}}]:
+                assert rule_ports(rule, name) == metrics
+            else:
+                admitted |= rule_ports(rule, name)
+        assert admitted == served
+        dns = [
+            rule
+            for rule in policy["spec"]["egress"]
+            if any(
+                peer.get("namespaceSelector", {}).get("matchLabels") == CLUSTER_DNS
+                for peer in rule.get("to", [])
+            )
+        ]
+        assert dns
+        assert {(p["port"], p["protocol"]) for p in dns[0]["ports"]} == {(53, "UDP"), (53, "TCP")}
+
+    def test_network_policies_admit_the_callers_each_service_has(self) -> None:
+        """Within the namespace only the planner reaches the resolver and only the console
+        reaches adjudication (besides labelled client pods); each caller may go out to it."""
+        port = {name: SERVICES[name].default_port for name in ASSAY_SERVICES}
+        callers = {name: same_namespace_callers(network_policy(name)) for name in deployments()}
+        assert callers == {
+            "resolver": {"assay-planner": {port["resolver"]}},
+            "planner": {},
+            "adjudication": {"assay-console": {port["adjudication"]}},
+            CONSOLE: {},
+        }
+        assert egress_to(network_policy("planner"), "resolver") == {port["resolver"]}
+        assert egress_to(network_policy(CONSOLE), "adjudication") == {port["adjudication"]}
+        # Nothing else calls another Assay pod.
+        assert egress_to(network_policy("resolver"), "planner") == set()
+        assert egress_to(network_policy(CONSOLE), "planner") == set()
+        assert egress_to(network_policy(CONSOLE), "resolver") == set()
+
+    def test_adjudication_may_reach_its_database(self) -> None:
+        """Adjudication's policy lets it open the port of the database URL in its Secret."""
+        (db,) = [e for e in container("adjudication")["env"] if e["name"] == "ASSAY_DB"]
+        ref = db["valueFrom"]["secretKeyRef"]
+        url = urlsplit(of_kind("Secret")[ref["name"]]["stringData"][ref["key"]])
+        egress = network_policy("adjudication")["spec"]["egress"]
+        assert any({"port": url.port, "protocol": "TCP"} in rule["ports"] for rule in egress)
+
+    @pytest.mark.parametrize("name", ASSAY_SERVICES)
+    def test_a_headless_service_where_clients_balance(self, name: str) -> None:
+        """Each service has a headless Service on its gRPC port, and docs/deploy.md gives
+        its ``dns:///`` target, which the Assay clients balance round_robin over."""
+        service = headless_service(name)
+        port = SERVICES[name].default_port
+        assert [container_port(name, p["targetPort"]) for p in service["spec"]["ports"]] == [port]
+        assert [p["port"] for p in service["spec"]["ports"]] == [port]
+        meta = service["metadata"]
+        target = f"dns:///{meta['name']}.{meta['namespace']}.svc.cluster.local:{port}"
+        assert target in (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+        config = json.loads(dict(channel_options([]))["grpc.service_config"])
+        assert config["loadBalancingConfig"] == [{"round_robin": {}}]
 
 
 # --- the console --------------------------------------------------------------------------
@@ -375,7 +580,7 @@ class TestConsole:
         assert args.service == CONSOLE
         port = port_of(args)
         assert port == CONSOLE_PORT
-        assert [p["containerPort"] for p in spec["ports"]] == [port]
+        assert [p["containerPort"] for p in spec["ports"]] == [port, args.metrics_port]
         assert spec["readinessProbe"]["httpGet"] == {
             "path": "/healthz",
             "port": port,
