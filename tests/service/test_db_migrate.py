@@ -163,11 +163,14 @@ class TestACurrentCorpus:
         assert "sha256:" not in out  # no digest, hash or row content is printed
 
         # Reviews keep their stored order, and a review stored now comes after them.
-        by_position = await pg_rows(postgres_dsn, "SELECT review_id FROM reviews ORDER BY position")
+        positions = await pg_rows(postgres_dsn, "SELECT review_id, position FROM reviews")
         db = sqlite3.connect(source)
-        by_rowid = [r[0] for r in db.execute("SELECT review_id FROM reviews ORDER BY rowid")]
+        rowids = db.execute("SELECT review_id, rowid FROM reviews ORDER BY rowid").fetchall()
         db.close()
-        assert [r["review_id"] for r in by_position] == by_rowid
+        assert sorted((r["position"], r["review_id"]) for r in positions) == [
+            (rowid, review_id) for review_id, rowid in rowids
+        ]
+        by_rowid = [review_id for review_id, _ in rowids]
 
         after = await seen(postgres_dsn, key)
         assert after == before
@@ -305,3 +308,13 @@ class TestVerification:
         assert "nothing was committed" in err
         empty = await pg_rows(postgres_dsn, "SELECT count(*) AS n FROM audit_events")
         assert empty[0]["n"] == 0  # the schema was created; no row was committed
+
+        # A target whose schema is applied but holds no rows is empty: a good copy goes in.
+        good = tmp_path / "good.db"
+        async with adjudication_server(good) as server:
+            await register(server.stub, "fx-ann")
+        code, out, err = await assay(
+            capsys, "db", "migrate", "--from", str(good), "--to", postgres_dsn
+        )
+        assert (code, err) == (0, "")
+        assert "  reviewers                   1 rows" in out

@@ -54,6 +54,8 @@ async def move(path: Path, dsn: str, shown: str) -> MoveReport:
             raise MoveRefused(f"{shown}: {error}") from None
         try:
             counts, source_tree, target_tree = await _copy(source, target, shown)
+        except sqlite3.DatabaseError as error:  # the file could not be read to its end
+            raise MoveRefused(f"{path}: {error}; nothing was committed") from None
         finally:
             await target.close()
     finally:
@@ -94,7 +96,7 @@ async def _copy(
             target_tree = tree_of(await pg_queries.chain_hashes(target, 0))
             _check_consistent(source_tree, target_tree)
             return counts, source_tree, target_tree
-    except (asyncpg.PostgresError, schema.SchemaTooNew, sqlite3.DatabaseError) as error:
+    except (asyncpg.PostgresError, schema.SchemaTooNew) as error:
         raise MoveRefused(f"{shown}: {error}; nothing was committed") from None
 
 
