@@ -126,9 +126,9 @@ class TestFleiss:
         few = multirater.fleiss_kappa([unit("a", "b")] * 19)
         assert (few.status, few.case_count, few.value) == (AgreementStatus.INSUFFICIENT, 19, None)
 
-    def test_a_nan_from_the_library_is_undefined(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """Whatever makes the library answer NaN, no NaN is reported as a value."""
-        monkeypatch.setattr(multirater, "statsmodels_fleiss_kappa", lambda *a, **k: math.nan)
+    def test_a_nan_from_the_formula_is_undefined(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Whatever makes the formula answer NaN, no NaN is reported as a value."""
+        monkeypatch.setattr(multirater, "fleiss_kappa_of", lambda *a, **k: math.nan)
         result = multirater.fleiss_kappa([unit("a", "b")] * 20)
         assert result.status is AgreementStatus.UNDEFINED
         assert result.undefined_reason is UndefinedReason.ZERO_DENOMINATOR

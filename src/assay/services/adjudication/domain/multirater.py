@@ -1,8 +1,9 @@
 """Fleiss' kappa and Krippendorff's alpha: agreement of every review of a case round, not two.
 
 The pooled kappa compares the first two reviews of each round; these use them all, computed
-by the reference libraries (statsmodels' ``fleiss_kappa``, the ``krippendorff`` package)
-from one table of counts, and held to the pooled kappa's honesty rules: INSUFFICIENT below
+from one table of counts (Fleiss' 1971 formula, a few lines, held equal to statsmodels'
+``fleiss_kappa`` by a differential test; alpha by the ``krippendorff`` package), and held
+to the pooled kappa's honesty rules: INSUFFICIENT below
 ``MIN_KAPPA_CASES`` rounds, UNDEFINED when every answer is in one category or the library
 answers NaN, and fixture reviewers flagged. Fleiss' kappa takes the rounds with the most
 common number of reviews; alpha every round with two or more.
@@ -10,9 +11,6 @@ common number of reviews; alpha every round with two or more.
 Alpha's 95% interval is a percentile bootstrap over rounds, on the closed form of nominal
 alpha evaluated for every resample at once with NumPy (a differential test holds it equal
 to the library), seeded from the counts so every engine and replica gives the same interval.
-statsmodels is imported at the first kappa, on the report's worker thread, not with this
-module: it brings pandas and SciPy, memory and start-up time every adjudication server would
-otherwise carry.
 """
 
 from __future__ import annotations
@@ -96,22 +94,29 @@ def modal_units(units: Sequence[RatedRound]) -> list[RatedRound]:
     return [unit for unit in units if len(unit.ratings) == modal]
 
 
-def statsmodels_fleiss_kappa(table: Counts, method: str) -> float:
-    """statsmodels' ``fleiss_kappa`` of ``table``, imported at its first use (see above)."""
-    from statsmodels.stats.inter_rater import fleiss_kappa as kappa
-
-    return float(kappa(table, method=method))
+def fleiss_kappa_of(table: Counts) -> float:
+    """Fleiss' kappa of a table of counts (rounds by categories, each round with the same
+    number of ratings n): observed agreement per round, (sum of squared counts - n) / (n
+    (n - 1)), averaged, against chance, the sum of squared category shares. NaN when chance
+    agreement is 1 (the caller's UNDEFINED)."""
+    counts = np.asarray(table, dtype=float)
+    rounds = counts.shape[0]
+    per_round = counts.sum(axis=1)[0]
+    shares = counts.sum(axis=0) / (rounds * per_round)
+    observed = ((counts * counts).sum(axis=1) - per_round) / (per_round * (per_round - 1))
+    chance = float((shares * shares).sum())
+    return float((observed.mean() - chance) / (1.0 - chance))
 
 
 def fleiss_kappa(units: Sequence[RatedRound]) -> Figure:
-    """Fleiss' kappa (statsmodels) over the modal units; it has no interval."""
+    """Fleiss' kappa over the modal units; it has no interval."""
     chosen = modal_units(units)
     table, categories = value_counts(chosen)
     refused = refusal(chosen, len(categories))
     if refused is not None:
         return refused
     with np.errstate(divide="ignore", invalid="ignore"):
-        value = float(statsmodels_fleiss_kappa(table, method="fleiss"))
+        value = fleiss_kappa_of(table)
     undefined = undefined_if_nan(value, chosen)
     if undefined is not None:
         return undefined
