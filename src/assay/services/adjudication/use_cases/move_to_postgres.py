@@ -35,7 +35,10 @@ def tree_of(hashes: Iterable[tuple[int, str]]) -> MerkleTree:
     for sequence, chain_hash in hashes:
         if sequence != tree.size + 1:
             raise MoveUnverified(f"audit event {sequence} follows {tree.size}")
-        tree.append(leaf_data(sequence, chain_hash))
+        try:
+            tree.append(leaf_data(sequence, chain_hash))
+        except ValueError as error:  # a hash that is no digest
+            raise MoveUnverified(str(error)) from None
     return tree
 
 
