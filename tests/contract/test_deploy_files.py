@@ -10,19 +10,29 @@ server, and so is the console's health check in compose.yaml, against a real con
 The console is checked the same way: its command parses as ``assay serve console`` on its
 port, reaching each service at that service's own address, with its health check on
 ``/healthz``.
+
+Each Deployment's metrics port, scrape annotations, requests and limits, disruption budget
+and network policy (its ports against its Services', the callers it admits) are checked
+against the parsed flags; docs/deploy.md's PostgreSQL role and restore steps are run
+against a real server.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import secrets
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import asyncpg
+import grpc
 import pytest
 import yaml
 
@@ -34,9 +44,17 @@ from assay.console.settings import ConsoleSettings
 from assay.runtime.auth.dev_credentials import write_dev_credentials
 from assay.runtime.config import ServerConfig
 from assay.runtime.server import ServiceSpec, serving
-from assay.services.registry import SERVICES
+from assay.services.registry import SERVICES, ServeOptions
+from assay.tlog.checkpoint import load_or_create_signing_key
 from assay.transport import target_addresses
-from assay.v1 import adjudication_service_pb2, planner_service_pb2, resolver_service_pb2
+from assay.v1 import (
+    adjudication_service_pb2,
+    adjudication_service_pb2_grpc,
+    gold_pb2,
+    planner_service_pb2,
+    resolver_service_pb2,
+)
+from tests.support.postgres import PostgresServer, unavailable
 from tests.support.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -700,3 +718,163 @@ class TestHealthCheckScript:
             assert await asyncio.to_thread(run, address) == 0
             assert await asyncio.to_thread(run, address, "--service", HEALTH_NAMES["resolver"]) == 0
         assert await asyncio.to_thread(run, f"127.0.0.1:{free_port()}", "--timeout", "1") == 1
+
+
+# --- docs/deploy.md's PostgreSQL runbook, run against a real server ----------------------
+
+
+def doc_block(heading: str, language: str, holding: str) -> str:
+    """The one fenced ``language`` block under ``heading`` in docs/deploy.md that holds
+    ``holding``, its lines unindented."""
+    text = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    section = text.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(rf"```{language}\n(.*?)\n *```", section, re.DOTALL)
+    (block,) = [b for b in blocks if holding in b]
+    return "\n".join(line.strip() for line in block.splitlines())
+
+
+def client_tool(server: PostgresServer, name: str) -> str:
+    """``pg_dump``, ``pg_restore`` or ``psql`` of the server's version, else on PATH."""
+    found = server.bin_dir / name
+    if found.exists():
+        return str(found)
+    on_path = shutil.which(name)
+    if on_path is None:
+        unavailable(f"no {name} beside the server or on PATH")
+        raise AssertionError("unreachable")
+    return on_path
+
+
+def run(command: list[str], **options: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=120, check=False, **options
+    )
+
+
+def assay_cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    """``assay ARGV`` as a user runs it, from this environment's scripts."""
+    return run([str(Path(sys.executable).parent / "assay"), *argv])
+
+
+async def register_reviewers(target: str, count: int) -> None:
+    """``count`` new fixture reviewers: one ledger event each."""
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = adjudication_service_pb2_grpc.AdjudicationServiceStub(channel)
+        for _ in range(count):
+            reviewer = adjudication_service_pb2.Reviewer(
+                reviewer_id=f"r-{secrets.token_hex(4)}",
+                kind=gold_pb2.REVIEWER_KIND_MECHANISM_TEST_FIXTURE,
+            )
+            request = adjudication_service_pb2.RegisterReviewerRequest(reviewer=reviewer)
+            await stub.RegisterReviewer(request, timeout=10)
+
+
+@pytest.mark.process
+class TestPostgresRunbook:
+    """The role and database docs/deploy.md creates are enough to migrate and serve and no
+    more, and its restore steps give a database whose ledger extends the checkpoint saved
+    before the backup; a checkpoint newer than the backup is refused by the documented check."""
+
+    async def test_the_documented_role_serves_and_a_restore_extends_the_checkpoint(
+        self, postgres_server: PostgresServer, tmp_path: Path
+    ) -> None:
+        import asyncio
+
+        name = f"assay_{secrets.token_hex(4)}"  # the docs' role, database and schema
+        restored = f"{name}_restored"
+        password = secrets.token_urlsafe(16)
+
+        def renamed(text: str) -> str:
+            text = re.sub(r"\bassay(_restored)?\b", rf"{name}\1", text)
+            return text.replace("CHANGE-ME", password)
+
+        def dsn(database: str) -> str:
+            return f"postgresql://{name}:{password}@127.0.0.1:{postgres_server.port}/{database}"
+
+        key = tmp_path / "ledger-key.pem"
+        load_or_create_signing_key(key)
+        public_key = tmp_path / "ledger.pub.pem"
+        public_key.write_text(assay_cli("audit", "public-key", "--key", str(key)).stdout)
+
+        async def serve(database: str, reviewers: int, since: Path | None = None) -> str:
+            """Adjudication on ``database`` as the role: ``reviewers`` more events, the chain
+            verified, a checkpoint saved as ``database-reviewers.checkpoint``; then the
+            outcome of ``assay audit verify --since`` (``since``, else that checkpoint)."""
+            options = ServeOptions(
+                port=0, db_path=dsn(database), ledger_signing_key=key, allow_fixture_reviewers=True
+            )
+            spec = await SERVICES["adjudication"].builder()(options)
+            async with serving([spec], ServerConfig(grace_seconds=0)) as running:
+                target = ["--target", running[0].address]
+                await register_reviewers(running[0].address, reviewers)
+                chain = await asyncio.to_thread(assay_cli, "audit", "verify", *target)
+                assert chain.returncode == 0, chain.stderr
+                saved = tmp_path / f"{database}-{reviewers}.checkpoint"
+                out = ["--out", str(saved)]
+                done = await asyncio.to_thread(assay_cli, "audit", "checkpoint", *target, *out)
+                assert done.returncode == 0, done.stderr
+                pinned = ["--since", str(since or saved), "--public-key", str(public_key)]
+                checked = await asyncio.to_thread(assay_cli, "audit", "verify", *target, *pinned)
+                return f"{checked.returncode} {checked.stdout}{checked.stderr}"
+
+        sql = renamed(doc_block("## PostgreSQL: the role and the database", "sql", "CREATE ROLE"))
+        on_server, in_database = re.split(r"^\\connect \S+$", sql, flags=re.MULTILINE)
+        admin = await asyncpg.connect(postgres_server.dsn())
+        try:
+            for statement in filter(str.strip, on_server.split(";")):
+                await admin.execute(statement)
+            inside = await asyncpg.connect(postgres_server.dsn(name))
+            try:
+                await inside.execute(in_database)
+            finally:
+                await inside.close()
+
+            # Enough to migrate and serve: three events, a checkpoint of them...
+            assert (await serve(name, 3)).startswith("0 audit log consistent: 3 -> 3")
+            # ...and no more.
+            role = await asyncpg.connect(dsn(name))
+            try:
+                for refused in (
+                    f"CREATE DATABASE {name}_x",
+                    f"CREATE ROLE {name}_x",
+                    "CREATE TABLE public.x (a int)",
+                ):
+                    with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                        await role.execute(refused)
+            finally:
+                await role.close()
+
+            # A backup, then the runbook's restore as the administrator, into `restored`.
+            dump = tmp_path / renamed("assay-2026-12-03.dump")
+            backup = ["pg_dump", "--format=custom", "--dbname", dsn(name), "--file", str(dump)]
+            backup[0] = client_tool(postgres_server, "pg_dump")
+            done = await asyncio.to_thread(run, backup)
+            assert done.returncode == 0, done.stderr
+            restore = renamed(doc_block("## Backups and restores", "sh", "pg_restore"))
+            admin_env = {
+                **os.environ,
+                "PGHOST": "127.0.0.1",
+                "PGPORT": str(postgres_server.port),
+                "PGUSER": urlsplit(postgres_server.dsn()).username or "",
+                "PGPASSWORD": postgres_server.password,
+                "PATH": f"{Path(client_tool(postgres_server, 'psql')).parent}:"
+                + os.environ["PATH"],
+            }
+            script = ["bash", "-euo", "pipefail", "-c", restore]
+            done = await asyncio.to_thread(run, script, cwd=tmp_path, env=admin_env)
+            assert done.returncode == 0, done.stderr
+
+            # The restored ledger extends the checkpoint saved before the backup...
+            before = tmp_path / f"{name}-3.checkpoint"
+            verdict = await serve(restored, 0, since=before)
+            assert verdict.startswith("0 audit log consistent: 3 -> 3"), verdict
+            # ...and a checkpoint saved after later writes finds the restored log shorter.
+            await serve(name, 2)
+            verdict = await serve(restored, 0, since=tmp_path / f"{name}-2.checkpoint")
+            assert verdict.startswith("3 "), verdict
+            assert "the log shrank: 5 event(s) saved, 3 now" in verdict
+        finally:
+            for database in (restored, name):
+                await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+            await admin.execute(f'DROP ROLE IF EXISTS "{name}"')
+            await admin.close()
