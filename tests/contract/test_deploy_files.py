@@ -529,6 +529,23 @@ class TestKubernetes:
         assert egress_to(network_policy(CONSOLE), "planner") == set()
         assert egress_to(network_policy(CONSOLE), "resolver") == set()
 
+    def test_the_client_labels_are_the_documented_ones(self) -> None:
+        """Each service admits pods carrying ``assay/<service>-client: "true"`` from any
+        namespace, the label docs/deploy.md tells executors and tool pods to carry."""
+        text = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+        for name in ASSAY_SERVICES:
+            label = f"assay/{name}-client"
+            peers = [
+                peer
+                for rule in network_policy(name)["spec"]["ingress"]
+                for peer in rule["from"]
+                if peer.get("podSelector", {}).get("matchLabels") == {label: "true"}
+            ]
+            assert peers == [
+                {"namespaceSelector": {}, "podSelector": {"matchLabels": {label: "true"}}}
+            ]
+            assert f'`{label}: "true"`' in text
+
     def test_adjudication_may_reach_its_database(self) -> None:
         """Adjudication's policy lets it open the port of the database URL in its Secret."""
         (db,) = [e for e in container("adjudication")["env"] if e["name"] == "ASSAY_DB"]
