@@ -63,7 +63,7 @@ ASSAY_SERVICES = ("resolver", "planner", "adjudication")
 CONSOLE = "console"
 # The services' addresses in the cluster, as their Services name them.
 K8S_TARGETS = {
-    "adjudication": "assay-adjudication.assay.svc.cluster.local:50053",
+    "adjudication": "dns:///assay-adjudication-headless.assay.svc.cluster.local:50053",
     "planner": "assay-planner.assay.svc.cluster.local:50052",
     "resolver": "dns:///assay-resolver-headless.assay.svc.cluster.local:50051",
 }

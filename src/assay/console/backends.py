@@ -16,7 +16,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from assay.client.adjudication_async import AsyncAdjudicationClient
 from assay.client.approvals import AsyncApprovalClient
+from assay.client.channel import channel_options
 from assay.console.settings import ConsoleSettings
+from assay.v1 import adjudication_service_pb2, approval_service_pb2
 
 Metadata = tuple[tuple[str, str], ...]
 # How long /healthz waits for a service's answer (well inside a probe's own timeout).
@@ -69,11 +71,23 @@ def bearer(token: str) -> Metadata:
     return (("authorization", f"Bearer {token}"),) if token else ()
 
 
+# The services the adjudication channel carries (ApprovalService shares its port).
+_SERVICES = (
+    adjudication_service_pb2.DESCRIPTOR.services_by_name["AdjudicationService"],
+    approval_service_pb2.DESCRIPTOR.services_by_name["ApprovalService"],
+)
+
+
 def _channel(target: str, settings: ConsoleSettings) -> grpc.aio.Channel:
+    """The client library's channel options (round_robin over every address a ``dns:///``
+    target resolves to, retries of the retry-safe methods, the servers' size limits), so
+    a console in front of several adjudication replicas spreads its calls over them."""
+    options = channel_options(_SERVICES)
     if settings.ca is None:
-        return grpc.aio.insecure_channel(target)
+        return grpc.aio.insecure_channel(target, options=options)
     credentials = grpc.ssl_channel_credentials(settings.ca.read_bytes())
     # The name every service's certificate carries, when the target's own is not it.
     name = settings.services_server_name
-    options = [("grpc.ssl_target_name_override", name)] if name else []
+    if name:
+        options.append(("grpc.ssl_target_name_override", name))
     return grpc.aio.secure_channel(target, credentials, options=options)
