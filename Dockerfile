@@ -2,8 +2,8 @@
 # Assay's three services in one image; the command picks one:
 #   docker run assay serve resolver --host 0.0.0.0 ...
 # Stage 1 builds a virtualenv as CI installs it (pip, a hash-checked lock file, then the
-# project with --no-deps): requirements-server.txt, the server extra at the versions CI tests,
-# without the test tools; stage 2 copies only that virtualenv onto a slim Python, without
+# project with --no-deps): requirements-server.txt, the server extra with its optional
+# columnar and stats extras at the versions CI tests, without the test tools; stage 2 copies only that virtualenv onto a slim Python, without
 # compilers or pip caches, and runs it as an unprivileged user.
 
 ARG PYTHON_VERSION=3.11

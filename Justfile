@@ -15,13 +15,13 @@ install:
     {{venv}}/pip install -q --no-deps -e .
 
 # requirements-test.txt is what CI and `just install` install, requirements-server.txt what the
-# container image does (the same versions). Versions already locked stay unless a range
-# excludes them; `just lock --upgrade` moves everything to the newest releases allowed.
+# container image does (the server extra with every optional extra, at the same versions).
+# Versions already locked stay unless a range excludes them; `just lock --upgrade` moves everything to the newest releases allowed.
 # Regenerate the lock files after a dependency edit in pyproject.toml (the suite fails until then).
 lock *args:
     {{venv}}/pip install -q 'uv=={{uv_version}}'
     {{venv}}/uv pip compile pyproject.toml --extra test --universal --python-version 3.11 --generate-hashes --no-emit-package assay -o requirements-test.txt {{args}}
-    {{venv}}/uv pip compile pyproject.toml --extra server --universal --python-version 3.11 --generate-hashes --no-emit-package assay -c requirements-test.txt -o requirements-server.txt
+    {{venv}}/uv pip compile pyproject.toml --extra server --extra columnar --extra stats --universal --python-version 3.11 --generate-hashes --no-emit-package assay -c requirements-test.txt -o requirements-server.txt
 
 # Regenerate the Python code from proto/ (committed; the suite fails if it is stale).
 proto:

@@ -286,6 +286,13 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """The case is assigned to other reviewers, or the tenant takes reviews of
     assigned cases only. Code: FAILED_PRECONDITION.
     """
+    ERROR_REASON_FEATURE_NOT_INSTALLED: _ErrorReason.ValueType  # 144
+    """The server was installed without the optional part this call needs: the
+    `columnar` extra (pyarrow) for ResolveColumns, the `stats` extra (SciPy)
+    for ComputeAgreement and CalibrateReliability. Metadata `extra` names it;
+    install `assay[server,<extra>]` (the container image has every extra).
+    Code: FAILED_PRECONDITION.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """ErrorReason is the vocabulary of `google.rpc.ErrorInfo.reason` for every
@@ -563,5 +570,12 @@ FAILED_PRECONDITION.
 ERROR_REASON_CASE_NOT_ASSIGNED: ErrorReason.ValueType  # 143
 """The case is assigned to other reviewers, or the tenant takes reviews of
 assigned cases only. Code: FAILED_PRECONDITION.
+"""
+ERROR_REASON_FEATURE_NOT_INSTALLED: ErrorReason.ValueType  # 144
+"""The server was installed without the optional part this call needs: the
+`columnar` extra (pyarrow) for ResolveColumns, the `stats` extra (SciPy)
+for ComputeAgreement and CalibrateReliability. Metadata `extra` names it;
+install `assay[server,<extra>]` (the container image has every extra).
+Code: FAILED_PRECONDITION.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 
+from assay import optional
 from assay.errors import Violations
 from assay.services.adjudication.domain import calibration_inputs
 from assay.services.adjudication.domain.calibration import (
@@ -47,6 +48,7 @@ async def calibrate_reliability(
     if not declared:
         problems.add("declared", "the table in use is required (GetResolverPolicy's)")
     problems.raise_if_any()
+    optional.require("scipy", "CalibrateReliability")  # the Beta posterior's quantiles
     options = CalibrationOptions(include_synthetic, min_count or DEFAULT_MIN_COUNT)
     left = calibration_inputs.LeftOut()
     found: list[Observation] = []

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
 
+from assay import optional
 from assay.errors import FailedPrecondition, Violations
 from assay.runtime import paging
 from assay.services.adjudication.domain import assignment, permissions, records
+from assay.services.adjudication.domain.agreement import RatedRound
 from assay.services.adjudication.domain.agreement_report import (
     AgreementReport,
     report,
@@ -32,6 +34,7 @@ from assay.services.adjudication.domain.blinding import blind
 from assay.services.adjudication.domain.case_listing import CaseQuery, CaseSummary
 from assay.services.adjudication.domain.cases import case_not_found
 from assay.services.adjudication.domain.fields import optional_id, optional_tenant, require_id
+from assay.services.adjudication.domain.gold_agreement import GoldAnswer
 from assay.services.adjudication.domain.model import (
     AuditEvent,
     BlindedCase,
@@ -303,7 +306,16 @@ class Lookups:
         scope = permissions.tenant_filter(caller, tenant)
         units = await self.store.rated_rounds(scope)
         gold = await self.store.gold_answers(scope)
-        return await asyncio.to_thread(report, units, count, gold)
+        return await asyncio.to_thread(_report_with_stats, units, count, gold)
 
     async def verify(self) -> ChainVerdict:
         return await self.store.verify_chain()
+
+
+def _report_with_stats(
+    units: Sequence[RatedRound], resamples: int, gold: Sequence[GoldAnswer]
+) -> AgreementReport:
+    """The report, once SciPy (the `stats` extra: Gwet's t interval) is known to be
+    installed; imported here, on the worker thread, not on the event loop."""
+    optional.require("scipy", "ComputeAgreement")
+    return report(units, resamples, gold)

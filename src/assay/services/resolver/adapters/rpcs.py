@@ -14,9 +14,9 @@ used from the next call on, and every resolution names the table it was computed
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from assay.services.resolver.adapters.policy_file import FixedPolicy, Loaded, PolicySource
-from assay.services.resolver.columnar.input.bounds import Survey
 from assay.services.resolver.domain.budget import ColumnsLimits
 from assay.services.resolver.use_cases.resolve import Resolver
 from assay.services.resolver.use_cases.stop import NEVER, Stop
@@ -26,6 +26,9 @@ from assay.services.resolver.wire.intake import source_table
 from assay.services.resolver.wire.reader import Reader
 from assay.transport import DEFAULT_MAX_MESSAGE_BYTES
 from assay.v1 import resolver_service_pb2 as pb
+
+if TYPE_CHECKING:  # the columnar path needs pyarrow (the `columnar` extra)
+    from assay.services.resolver.columnar.input.bounds import Survey
 
 
 class InForce:

@@ -26,13 +26,13 @@ from typing import ClassVar, TypeVar
 import grpc
 from google.protobuf.message import Message
 
+from assay import optional
 from assay.runtime.budget import ResponseBudget
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.runtime.memory import LARGE_REQUEST_BYTES, trim_after
 from assay.services.resolver.adapters.offload import INLINE_MAX_UNITS, Offload, without_gc
 from assay.services.resolver.adapters.policy_file import FixedPolicy, PolicySource
 from assay.services.resolver.adapters.rpcs import ResolverRpcs
-from assay.services.resolver.columnar.input.bounds import survey
 from assay.services.resolver.domain.budget import ColumnsLimits
 from assay.services.resolver.domain.policy import Policy
 from assay.services.resolver.use_cases.resolve import Resolver
@@ -171,6 +171,9 @@ class ResolverServicer:
         # (refused here when it holds too much) and counted by what it declares.
         units = len(data) // COLUMNS_BYTES_PER_UNIT
         surveyed = None
+        optional.require("pyarrow", "ResolveColumns")
+        from assay.services.resolver.columnar.input.bounds import survey
+
         if len(data) <= SURVEY_ON_LOOP_BYTES:
             surveyed = survey(data, self.columns_limits)
             units = max(units, surveyed.rows, surveyed.decompressed // COLUMNS_BYTES_PER_UNIT)

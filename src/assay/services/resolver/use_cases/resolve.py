@@ -20,10 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import partial
+from typing import TYPE_CHECKING
 
-from assay.services.resolver.columnar import resolve_stream
-from assay.services.resolver.columnar.input.bounds import Survey
-from assay.services.resolver.columnar.output.response import response_bytes
 from assay.services.resolver.domain import reconcile, resolve
 from assay.services.resolver.domain.asks import (
     ColumnsAsk,
@@ -38,6 +36,9 @@ from assay.services.resolver.domain.budget import ColumnsLimits, charge
 from assay.services.resolver.domain.model import Intake, ProposalOutcome, Resolution, SemKey
 from assay.services.resolver.domain.policy import Policy
 from assay.services.resolver.use_cases.stop import NEVER, Stop
+
+if TYPE_CHECKING:  # the columnar path needs pyarrow (the `columnar` extra): imported when used
+    from assay.services.resolver.columnar.input.bounds import Survey
 
 
 class Resolver:
@@ -120,6 +121,9 @@ class Resolver:
         """ResolveColumns: the response's bytes (``columnar.output.response``) for the
         claims of ``stream``, held to ``columns_limits``; ``surveyed`` is the stream's
         survey (``columnar.input.bounds``) when the caller made it already."""
+        from assay.services.resolver.columnar import resolve_stream
+        from assay.services.resolver.columnar.output.response import response_bytes
+
         answer = resolve_stream(
             stream,
             self.policy,
