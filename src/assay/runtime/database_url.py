@@ -6,7 +6,9 @@
 - a path (``assay.db``, ``/var/lib/assay/a.db``, ``./a=b.db``): SQLite;
 - ``sqlite:///PATH`` (``sqlite:///rel.db`` relative, ``sqlite:////abs.db`` absolute, as
   SQLAlchemy writes them): SQLite;
-- ``postgresql://…`` or ``postgres://…``, the scheme in any case: PostgreSQL;
+- ``postgresql://…`` or ``postgres://…``, the scheme in any case: PostgreSQL, with one host
+  or several (``h1:5432,h2:5432``, tried in turn; ``target_session_attrs=read-write`` picks
+  the primary among them);
 - a libpq connection string (``host=db dbname=assay user=assay password='a b'``), parsed by
   libpq's rules (``libpq_params``) and turned into the equivalent URL for the driver.
 
@@ -60,6 +62,8 @@ LIBPQ_KEYWORDS = frozenset(
         "gsslib",
     }
 )
+# The servers a session may use, of the hosts a URL lists (the driver's values).
+SESSION_ATTRS = ("any", "primary", "standby", "prefer-standby", "read-write", "read-only")
 _SECRET_KEYWORDS = ("password", "sslpassword")
 _LIBPQ_START = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*\s*=")
 _LIBPQ_SECRET = re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)")
@@ -155,13 +159,38 @@ def libpq_params(text: str) -> list[tuple[str, str]]:
         pairs.append((keyword, "".join(value)))
 
 
+def _check_host(host: str, position: str) -> None:
+    """ValueError naming ``host`` (``HOST``, ``HOST:PORT``, ``[V6]:PORT``; ``position``
+    says which of several) when its port is not a number from 1 to 65535."""
+    try:
+        port = urllib.parse.urlsplit(f"//{host}").port
+    except ValueError as error:
+        raise ValueError(f"{position}{host!r}: {error}") from None
+    if port == 0:
+        raise ValueError(f"{position}{host!r}: port 0")
+    if not host or host.startswith(":"):
+        raise ValueError(f"{position}{host!r}: no host name")
+
+
 def _postgres_url(value: str, rest: str) -> DatabaseTarget:
     url = f"postgresql://{rest}"
     try:
         parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number
+        hosts = parts.netloc.rpartition("@")[2]
+        # Several hosts (``h1:p1,h2:p2``), tried in turn by the driver: each is checked.
+        if "," in hosts:
+            named = hosts.split(",")
+            for number, host in enumerate(named, 1):
+                _check_host(host, f"host {number} of {len(named)} ")
+        elif hosts:
+            parts.port  # noqa: B018 -- raises ValueError for a port that is not a number
         if parts.query:
-            urllib.parse.parse_qs(parts.query, strict_parsing=True)
+            query = urllib.parse.parse_qs(parts.query, strict_parsing=True)
+            for attrs in query.get("target_session_attrs", []):
+                if attrs not in SESSION_ATTRS:
+                    raise ValueError(
+                        f"target_session_attrs={attrs!r} is none of {', '.join(SESSION_ATTRS)}"
+                    )
     except ValueError as error:
         raise _refuse(value, f"not a valid PostgreSQL URL ({error})") from None
     return DatabaseTarget("postgresql", url, masked(value))

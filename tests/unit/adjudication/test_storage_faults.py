@@ -322,6 +322,7 @@ class TestClassification:
             (asyncpg.AdminShutdownError("terminating connection"), True),
             (asyncpg.CrashShutdownError("terminating connection"), True),
             (asyncpg.TooManyConnectionsError("too many clients"), True),
+            (asyncpg.TargetServerAttributeNotMatched("None of the hosts match"), True),
             (asyncpg.InterfaceError("connection is closed"), True),
             (asyncpg.InterfaceError("cannot perform operation: another operation"), False),
             (asyncpg.UniqueViolationError("duplicate key"), False),

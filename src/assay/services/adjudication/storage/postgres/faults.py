@@ -4,8 +4,10 @@ The server is gone or going: the connection was lost or never made
 (``PostgresConnectionError``, SQLSTATE class 08, and the ``OSError`` of a refused or
 reset socket), the server is shutting down, crashing or still starting
 (``AdminShutdownError`` 57P01, ``CrashShutdownError`` 57P02,
-``CannotConnectNowError`` 57P03), or it refuses more connections
-(``TooManyConnectionsError`` 53300). asyncpg also raises ``InterfaceError`` for a
+``CannotConnectNowError`` 57P03), it refuses more connections
+(``TooManyConnectionsError`` 53300), or none of a multi-host URL's servers is the
+kind ``target_session_attrs`` asks for (``TargetServerAttributeNotMatched``: during a
+failover, before the standby is promoted). asyncpg also raises ``InterfaceError`` for a
 statement sent on a connection it already knows is closed; other
 ``InterfaceError``\\ s are the client's own mistakes and stay unexpected, as does
 every other SQLSTATE (a constraint, a syntax error): those are bugs, not outages.
@@ -41,6 +43,8 @@ _GONE = (
     asyncpg.CrashShutdownError,
     asyncpg.CannotConnectNowError,
     asyncpg.TooManyConnectionsError,
+    # Of a multi-host URL's servers, none is (yet) what it asks for: a standby not yet promoted.
+    asyncpg.TargetServerAttributeNotMatched,
     OSError,  # ConnectionRefusedError, ConnectionResetError, TimeoutError on connect
 )
 # asyncpg's wording for a statement on a closed connection ("connection is closed") and
