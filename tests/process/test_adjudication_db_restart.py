@@ -10,12 +10,14 @@ A server of its own (restarting the session's would disturb other tests), two
   own request id, and records every status it gets; a refused registration is sent again
   with the same id after the refusal's RetryInfo delay, until acknowledged.
 
-Once writes flow, ``pg_ctl restart -m fast`` (sessions terminated, checkpoint) or
-``-m immediate`` (no checkpoint: crash recovery) runs; the workload goes on until the
-probe has been acknowledged after the restart. Then: no call got INTERNAL; every call the
-outage caught got UNAVAILABLE with reason STORAGE_UNAVAILABLE and a RetryInfo delay; every
-library call succeeded; every acknowledged write reads back on both replicas; the ledger
-verifies; no replica logged a traceback.
+Once writes flow, a checkpoint is taken and ``pg_ctl restart -m fast`` (sessions
+terminated, checkpoint) or ``-m immediate`` (no checkpoint: crash recovery) runs; the
+workload goes on until the probe has been acknowledged after the restart. Then: no call
+got INTERNAL; every call the outage caught got UNAVAILABLE with reason STORAGE_UNAVAILABLE
+and a RetryInfo delay; every library call succeeded; every acknowledged write reads back on
+both replicas; the ledger verifies and extends the checkpoint; no replica logged a
+traceback. ``workload`` takes the disruption as a function, so the failover test
+(``test_adjudication_failover``) runs the same load and checks.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import asyncio
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,10 +38,11 @@ from assay.client import builders
 from assay.client.adjudication_async import AsyncAdjudicationClient
 from assay.client.errors import AssayCallError
 from assay.rpc_errors import decode_rpc_error
+from assay.tlog.merkle import verify_consistency
 from assay.v1 import adjudication_service_pb2 as pb
 from assay.v1 import adjudication_service_pb2_grpc as pb_grpc
 from assay.v1 import gold_pb2
-from tests.support.postgres import PostgresServer, running_server
+from tests.support.postgres import running_server
 from tests.support.processes import AssayProcess, free_port, service_process
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(240)]
@@ -68,6 +72,9 @@ class Run:
     # Every status the probe got, by code name; refusals' (reason, RetryInfo seconds).
     probe_codes: Counter[str] = field(default_factory=Counter)
     refusals: list[tuple[str, float | None]] = field(default_factory=list)
+    # Per refused probe write: seconds from its first refusal to its acknowledgement.
+    refused_seconds: list[float] = field(default_factory=list)
+    checkpoint_before: pb.GetCheckpointResponse | None = None
     reviewers: list[str] = field(default_factory=list)
     # (case id, [review ids]) of every acknowledged case.
     cases: list[tuple[str, list[str]]] = field(default_factory=list)
@@ -93,6 +100,7 @@ async def probe(target: str, run: Run, deadline: float) -> None:
             reviewer_id = f"probe-{number}"
             request = builders.register_reviewer_request(reviewer_id, FIXTURE)
             request.request_id = uuid.uuid4().hex
+            first_refused: float | None = None
             while time.monotonic() < deadline:
                 try:
                     await stub.RegisterReviewer(request, timeout=CALL_TIMEOUT_SECONDS)
@@ -103,9 +111,13 @@ async def probe(target: str, run: Run, deadline: float) -> None:
                     decoded = decode_rpc_error(error)
                     reason, delay = decoded.reason, decoded.retry_delay
                     run.refusals.append((reason, delay))
+                    if first_refused is None:
+                        first_refused = time.monotonic()
                     await asyncio.sleep(delay or 0.25)  # as RetryInfo says
                     continue
                 run.probe_codes["OK"] += 1
+                if first_refused is not None:
+                    run.refused_seconds.append(time.monotonic() - first_refused)
                 run.reviewers.append(reviewer_id)
                 if run.restarted.is_set():
                     run.probes_after_restart += 1
@@ -151,9 +163,9 @@ async def library_client(index: int, target: str, run: Run, deadline: float) -> 
             run.library_failures.append(f"client {index}: {error.code.name} {error}")
 
 
-async def workload(target: str, server: PostgresServer, mode: str) -> tuple[Run, float]:
-    """Run the clients and the probe; restart PostgreSQL once writes flow. Returns the run
-    and the seconds ``pg_ctl restart`` took."""
+async def workload(target: str, disrupt: Callable[[], object]) -> tuple[Run, float]:
+    """Run the clients and the probe; once writes flow, take a checkpoint and run ``disrupt``
+    (in a thread: it blocks). Returns the run and the seconds ``disrupt`` took."""
     run = Run()
     deadline = time.monotonic() + RUN_SECONDS
     tasks = [
@@ -167,8 +179,10 @@ async def workload(target: str, server: PostgresServer, mode: str) -> tuple[Run,
             assert time.monotonic() < deadline, "writes did not flow before the restart"
             run.progress.clear()
             await asyncio.wait_for(run.progress.wait(), deadline - time.monotonic())
+        async with AsyncAdjudicationClient(target, timeout=CALL_TIMEOUT_SECONDS) as client:
+            run.checkpoint_before = await client.get_checkpoint(pb.GetCheckpointRequest())
         started = time.monotonic()
-        await asyncio.to_thread(server.restart, mode)
+        await asyncio.to_thread(disrupt)
         took = time.monotonic() - started
         run.restarted.set()
         await asyncio.wait_for(asyncio.gather(*tasks), max(0.1, deadline - time.monotonic()))
@@ -180,7 +194,8 @@ async def workload(target: str, server: PostgresServer, mode: str) -> tuple[Run,
 
 
 async def read_back(target: str, run: Run) -> list[str]:
-    """Every acknowledged reviewer, case and review as ``target`` reads them; what differs."""
+    """Every acknowledged reviewer, case and review as ``target`` reads them, its verdict on
+    the chain, and its proof that its tree extends the checkpoint taken before: what differs."""
     problems: list[str] = []
     async with AsyncAdjudicationClient(target, timeout=CALL_TIMEOUT_SECONDS) as client:
         listed = {r.reviewer_id async for r in client.reviewers()}
@@ -199,6 +214,24 @@ async def read_back(target: str, run: Run) -> list[str]:
                 f"{target}: {verdict.events_checked} events for "
                 f"{len(run.reviewers)} reviewers and {len(run.cases)} reviewed cases"
             )
+        before = run.checkpoint_before
+        after = await client.get_checkpoint(pb.GetCheckpointRequest())
+        if before is None or not 0 < before.tree_size < after.tree_size:
+            problems.append(f"{target}: no checkpoint before, or the tree did not grow")
+        else:
+            proof = await client.get_consistency_proof(
+                pb.GetConsistencyProofRequest(
+                    first_size=before.tree_size, second_size=after.tree_size
+                )
+            )
+            if not verify_consistency(
+                before.tree_size,
+                after.tree_size,
+                before.root_hash,
+                after.root_hash,
+                list(proof.hashes),
+            ):
+                problems.append(f"{target}: the tree does not extend the checkpoint before")
     return problems
 
 
@@ -212,6 +245,35 @@ def log_problems(replica: AssayProcess) -> list[str]:
         if line.get("exception") or line.get("exc_info"):
             problems.append(str(line))
     return problems
+
+
+def start_replicas(
+    processes: ExitStack, tmp_path: Path, dsn: str
+) -> tuple[str, list[AssayProcess]]:
+    """Two ``assay serve adjudication`` replicas on ``dsn`` with one ledger key, stopped when
+    ``processes`` closes; and the multi-address target balancing over both."""
+    key = tmp_path / "ledger-key.pem"
+    ports = (free_port(), free_port())
+    replicas = [
+        processes.enter_context(
+            service_process(
+                [
+                    "serve",
+                    "adjudication",
+                    "--port",
+                    str(port),
+                    "--db",
+                    dsn,
+                    "--ledger-signing-key",
+                    str(key),
+                ],
+                tmp_path / f"replica-{port}.log",
+                port,
+            )
+        )
+        for port in ports
+    ]
+    return f"ipv4:127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}", replicas
 
 
 def storage_refusals_logged(replica: AssayProcess) -> int:
@@ -231,33 +293,12 @@ class TestPostgresRestartUnderWrites:
     ) -> None:
         """`pg_ctl restart -m MODE` mid-load: refusals are UNAVAILABLE/STORAGE_UNAVAILABLE with
         RetryInfo, never INTERNAL; library calls all succeed; every acknowledged write is
-        there on both replicas; no traceback in either log."""
-        key = tmp_path / "ledger-key.pem"
-        ports = (free_port(), free_port())
-        target = f"ipv4:127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}"
+        there on both replicas, whose tree extends the checkpoint taken before; no traceback
+        in either log."""
         with running_server() as server, ExitStack() as processes:
             database = asyncio.run(server.create_database())
-            dsn = server.dsn(database)
-            replicas = [
-                processes.enter_context(
-                    service_process(
-                        [
-                            "serve",
-                            "adjudication",
-                            "--port",
-                            str(port),
-                            "--db",
-                            dsn,
-                            "--ledger-signing-key",
-                            str(key),
-                        ],
-                        tmp_path / f"replica-{port}.log",
-                        port,
-                    )
-                )
-                for port in ports
-            ]
-            run, restart_seconds = asyncio.run(workload(target, server, mode))
+            target, replicas = start_replicas(processes, tmp_path, server.dsn(database))
+            run, restart_seconds = asyncio.run(workload(target, lambda: server.restart(mode)))
 
             assert run.library_failures == []
             assert run.done, "the probe was not acknowledged after the restart in time"
