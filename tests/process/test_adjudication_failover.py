@@ -40,30 +40,22 @@ pytestmark = [pytest.mark.process, pytest.mark.timeout(90)]
 
 
 def fail_over(pair: StandbyPair, replicas: list[AssayProcess], took: dict[str, float]) -> None:
-    """Kill the primary; once the replicas have refused the probe for it (as a monitor would
+    """Kill the primary; once each replica has refused a call for it (as a monitor would
     notice the primary gone before promoting), promote the standby; ``took`` gets the
     promotion's seconds."""
-    before = refused_probes(replicas)
+    before = [storage_refusals_logged(replica) for replica in replicas]
     pair.kill_primary()
     eventually(
-        lambda: refused_probes(replicas) > before,
-        message="a replica refused the probe after the primary was killed",
+        lambda: all(
+            storage_refusals_logged(replica) > count
+            for replica, count in zip(replicas, before, strict=True)
+        ),
+        message="each replica refused a call after the primary was killed",
         interval=0.02,
     )
     started = time.monotonic()
     pair.promote()
     took["promote"] = time.monotonic() - started
-
-
-def refused_probes(replicas: list[AssayProcess]) -> int:
-    """Registrations (the probe's writes, after the start) the replicas refused for storage."""
-    return sum(
-        1
-        for replica in replicas
-        for line in replica.log_lines()
-        if line.get("method", "").endswith("/RegisterReviewer")
-        and line.get("reason") == STORAGE_UNAVAILABLE
-    )
 
 
 def refusal_span(replicas: list[AssayProcess]) -> float:
