@@ -172,6 +172,10 @@ def _check_host(host: str, position: str) -> None:
         raise ValueError(f"{position}{host!r}: no host name")
 
 
+def _bad_session_attrs(given: str) -> str:
+    return f"target_session_attrs={given!r} is none of {', '.join(SESSION_ATTRS)}"
+
+
 def _postgres_url(value: str, rest: str) -> DatabaseTarget:
     url = f"postgresql://{rest}"
     try:
@@ -188,9 +192,7 @@ def _postgres_url(value: str, rest: str) -> DatabaseTarget:
             query = urllib.parse.parse_qs(parts.query, strict_parsing=True)
             for attrs in query.get("target_session_attrs", []):
                 if attrs not in SESSION_ATTRS:
-                    raise ValueError(
-                        f"target_session_attrs={attrs!r} is none of {', '.join(SESSION_ATTRS)}"
-                    )
+                    raise ValueError(_bad_session_attrs(attrs))
     except ValueError as error:
         raise _refuse(value, f"not a valid PostgreSQL URL ({error})") from None
     return DatabaseTarget("postgresql", url, masked(value))
@@ -210,9 +212,11 @@ def _libpq(value: str) -> DatabaseTarget:
         pairs = libpq_params(value)
     except ValueError as error:
         raise _refuse(value, f"not a valid libpq connection string ({error})") from None
-    for keyword, _ in pairs:
+    for keyword, given in pairs:
         if keyword not in LIBPQ_KEYWORDS:
             raise _refuse(value, f"unsupported connection keyword {keyword!r}")
+        if keyword == "target_session_attrs" and given not in SESSION_ATTRS:
+            raise _refuse(value, _bad_session_attrs(given))
     query = urllib.parse.urlencode(pairs, quote_via=urllib.parse.quote)
     return DatabaseTarget("postgresql", f"postgresql://?{query}", masked(value))
 

@@ -60,6 +60,10 @@ class TestEngineChosen:
             ),
             ("host=db password='' dbname=x", {"host": "db", "password": "", "dbname": "x"}),
             ("service=assay sslmode=verify-full", {"service": "assay", "sslmode": "verify-full"}),
+            (
+                "host=h1,h2 port=5432,5433 target_session_attrs=read-write",
+                {"host": "h1,h2", "port": "5432,5433", "target_session_attrs": "read-write"},
+            ),
         ],
     )
     def test_a_libpq_string_becomes_the_equivalent_url(
@@ -97,6 +101,7 @@ class TestRefused:
             ("postgresql://h1:1,:5/db", "host 2 of 2 ':5': no host name"),
             ("postgresql://h1:1,h2:0/db", "host 2 of 2 'h2:0': port 0"),
             ("postgresql://h/db?target_session_attrs=rw", "target_session_attrs='rw' is none of"),
+            ("host=h1,h2 target_session_attrs=master", "target_session_attrs='master' is none"),
             ("sqlite://host/x.db", "sqlite:///PATH"),
             ("sqlite:///x.db?mode=ro", "sqlite:///PATH"),
             ("sqlite:///", "names no file"),
