@@ -8,10 +8,11 @@ never stored, so no write path can overwrite a disagreement.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
+from functools import cached_property
 from typing import Any
 
 # A JSON value as decoded from ``google.protobuf.Value`` (numbers are floats there).
@@ -270,9 +271,10 @@ class CaseSnapshot:
         # The round is derived from the number of frozen revisions (ADR 0014).
         return self.revision_count + 1
 
-    @property
+    @cached_property
     def round_reviews(self) -> tuple[Review, ...]:
-        """The final reviews of the current round, in the order their records were stored."""
+        """The final reviews of the current round, in the order their records were stored
+        (worked out once per snapshot: the state, permission and queue rules all ask)."""
         return final_reviews(self.round_rows)
 
     def latest_of(self, reviewer_id: str) -> Review | None:
@@ -282,9 +284,14 @@ class CaseSnapshot:
         )
 
 
+def superseded_ids(rows: Iterable[Review]) -> set[str]:
+    """The ids of the records a later one among ``rows`` amends or withdraws."""
+    return {r.supersedes for r in rows if r.supersedes}
+
+
 def current_records(rows: tuple[Review, ...]) -> tuple[Review, ...]:
     """The records no later record supersedes: each reviewer's latest, withdrawals included."""
-    superseded = {r.supersedes for r in rows if r.supersedes}
+    superseded = superseded_ids(rows)
     return tuple(r for r in rows if r.review_id not in superseded)
 
 

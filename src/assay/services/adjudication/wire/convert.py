@@ -46,6 +46,7 @@ from assay.services.adjudication.domain.model import (
     Reviewer,
     ReviewerKind,
     TenantScope,
+    superseded_ids,
 )
 from assay.services.adjudication.domain.resolution import ResolveRequest
 from assay.services.adjudication.domain.reviews import ReviewSubmission, Revision
@@ -235,7 +236,7 @@ def round_agreement(value: RoundAgreement) -> pb.RoundAgreement:
 def reviews_of(found: Sequence[Review]) -> list[pb.Review]:
     """Review records, each marked ``superseded`` when a later one among them amends or
     withdraws it."""
-    superseded = {r.supersedes for r in found if r.supersedes}
+    superseded = superseded_ids(found)
     return [review(r, r.review_id in superseded) for r in found]
 
 
