@@ -36,8 +36,6 @@ APPROVAL_COLUMNS = (
 STEP_COLUMNS = (
     "approval_id, seq, kind, actor_issuer, actor_subject, reason, occur_time, candidate_digest"
 )
-APPROVAL_WIDTH = APPROVAL_COLUMNS.count(",") + 1
-STEP_WIDTH = STEP_COLUMNS.count(",") + 1
 # A step that ends the approval for good, whatever the clock says (DENIED may not: the
 # policy decides whether one denial ends it).
 FINAL_STEPS = ("CONSUMED", "REVOKED", "EXPIRED")

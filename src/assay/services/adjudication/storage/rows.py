@@ -73,11 +73,6 @@ GOLD_COLUMNS = (
     "contributing_review_ids, contributing_reviewer_ids, adjudicator_reviewer_id, "
     "provenance, freeze_time, digest, digest_version"
 )
-# How many columns a case / gold-label row has: how many ``?`` its INSERT takes.
-CASE_WIDTH = CASE_COLUMNS.count(",") + 1
-GOLD_WIDTH = GOLD_COLUMNS.count(",") + 1
-REVIEW_WIDTH = REVIEW_COLUMNS.count(",") + 1
-RESOLUTION_WIDTH = RESOLUTION_COLUMNS.count(",") + 1
 AUDIT_COLUMNS = (
     "sequence, event_type, occur_time, payload, previous_hash, hash, actor_issuer, actor_subject"
 )

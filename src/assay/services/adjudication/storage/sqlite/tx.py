@@ -10,11 +10,13 @@ The writer depends on this module, never the reverse.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from assay.services.adjudication.domain import ledger, model
 from assay.services.adjudication.domain.approvals import Approval, Step
@@ -27,6 +29,18 @@ from assay.services.adjudication.storage.sqlite.case_cache import Remembered
 from assay.services.adjudication.storage.sqlite.ledger_checks import recorded_sql
 
 __all__ = ["StoredResponse", "WriteTx", "WriterState"]
+
+# The IntegrityError texts that mean a duplicate review or gold-label revision (any other,
+# a NOT NULL or CHECK failure say, is raised as it is). A reviewer's insert takes every
+# IntegrityError for a duplicate (``_insert`` given no texts).
+_UNIQUE = ("UNIQUE",)
+_UNIQUE_OR_KEY = ("UNIQUE", "PRIMARY KEY")
+
+
+@functools.cache
+def insert_sql(table: str, columns: str) -> str:
+    """The INSERT of one row of ``table``'s ``columns`` (one ``?`` each)."""
+    return f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * len(rows.names(columns)))})"
 
 
 @dataclass
@@ -74,11 +88,8 @@ class WriteTx:
         tenant: str,
         case_id: str,
     ) -> None:
-        self.wrote = True
-        self._db.execute(
-            f"INSERT INTO idempotency ({rows.IDEMPOTENCY_COLUMNS}) VALUES ({', '.join('?' * 9)})",
-            rows.idempotency_params(owner, request_id, stored, tenant, case_id, self._now()),
-        )
+        params = rows.idempotency_params(owner, request_id, stored, tenant, case_id, self._now())
+        self._insert("idempotency", rows.IDEMPOTENCY_COLUMNS, params)
 
     def reviewer(self, reviewer_id: str) -> model.Reviewer | None:
         # Reviewers are never changed or deleted (a trigger refuses it), so one found stays
@@ -127,59 +138,50 @@ class WriteTx:
         self.wrote = True  # the writer's memory changes: a failure after this undoes it
         self._writer.memory.keep_snapshot(value)
 
-    def insert_reviewer(self, value: model.Reviewer) -> None:
+    def _insert(
+        self,
+        table: str,
+        columns: str,
+        params: Sequence[Any],
+        refused: Callable[[], Exception] | None = None,
+        when: tuple[str, ...] = (),
+        case_id: str | None = None,
+    ) -> None:
+        """Insert one row of ``table``. An IntegrityError whose text has one of ``when`` (none
+        given: any IntegrityError) is the conflict ``refused`` builds; any other is raised as
+        it is. ``case_id``: the case whose remembered round the row changes (dropped first)."""
         self.wrote = True
+        if case_id is not None:
+            self._writer.memory.drop_snapshot(case_id)
         try:
-            self._db.execute(
-                f"INSERT INTO reviewers ({rows.REVIEWER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-                rows.reviewer_params(value),
-            )
-        except sqlite3.IntegrityError:
-            raise conflicts.reviewer_exists(value) from None
+            self._db.execute(insert_sql(table, columns), params)
+        except sqlite3.IntegrityError as error:
+            if refused is None or (when and not any(text in str(error) for text in when)):
+                raise
+            raise refused() from None
+
+    def insert_reviewer(self, value: model.Reviewer) -> None:
+        refused = functools.partial(conflicts.reviewer_exists, value)
+        self._insert("reviewers", rows.REVIEWER_COLUMNS, rows.reviewer_params(value), refused)
 
     def insert_case(self, value: model.Case) -> None:
-        self.wrote = True
-        self._db.execute(
-            f"INSERT INTO cases ({rows.CASE_COLUMNS}) VALUES ({', '.join('?' * rows.CASE_WIDTH)})",
-            rows.case_params(value),
-        )
+        self._insert("cases", rows.CASE_COLUMNS, rows.case_params(value))
 
     def insert_review(self, value: model.Review) -> None:
-        self.wrote = True
-        self._writer.memory.drop_snapshot(value.case_id)
-        try:
-            self._db.execute(
-                f"INSERT INTO reviews ({rows.REVIEW_COLUMNS}) "
-                f"VALUES ({', '.join('?' * rows.REVIEW_WIDTH)})",
-                rows.review_params(value),
-            )
-        except sqlite3.IntegrityError as error:
-            if "UNIQUE" not in str(error):
-                raise
-            raise conflicts.review_submitted(value) from None
+        refused = functools.partial(conflicts.review_submitted, value)
+        params = rows.review_params(value)
+        self._insert("reviews", rows.REVIEW_COLUMNS, params, refused, _UNIQUE, value.case_id)
 
     def insert_resolution(self, value: model.Resolution) -> None:
-        self.wrote = True
-        self._writer.memory.drop_snapshot(value.case_id)
-        self._db.execute(
-            f"INSERT INTO resolutions ({rows.RESOLUTION_COLUMNS}) "
-            f"VALUES ({', '.join('?' * rows.RESOLUTION_WIDTH)})",
-            rows.resolution_params(value),
-        )
+        params = rows.resolution_params(value)
+        self._insert("resolutions", rows.RESOLUTION_COLUMNS, params, case_id=value.case_id)
 
     def insert_gold_label(self, value: model.GoldLabelRevision) -> None:
-        self.wrote = True
-        self._writer.memory.drop_snapshot(value.case_id)
-        try:
-            self._db.execute(
-                f"INSERT INTO gold_labels ({rows.GOLD_COLUMNS}) "
-                f"VALUES ({', '.join('?' * rows.GOLD_WIDTH)})",
-                rows.gold_params(value),
-            )
-        except sqlite3.IntegrityError as error:
-            if "UNIQUE" not in str(error) and "PRIMARY KEY" not in str(error):
-                raise
-            raise conflicts.gold_revision_exists(value) from None
+        refused = functools.partial(conflicts.gold_revision_exists, value)
+        params = rows.gold_params(value)
+        self._insert(
+            "gold_labels", rows.GOLD_COLUMNS, params, refused, _UNIQUE_OR_KEY, value.case_id
+        )
 
     def bulk_insert(
         self, cases: Iterable[model.Case], gold_labels: Iterable[model.GoldLabelRevision]
@@ -191,21 +193,15 @@ class WriteTx:
         self._writer.memory.forget_cases()
         case_list, gold_list = list(cases), list(gold_labels)
         self._db.executemany(
-            f"INSERT INTO cases ({rows.CASE_COLUMNS}) VALUES ({', '.join('?' * rows.CASE_WIDTH)})",
-            [rows.case_params(c) for c in case_list],
+            insert_sql("cases", rows.CASE_COLUMNS), [rows.case_params(c) for c in case_list]
         )
         self._db.executemany(
-            f"INSERT INTO gold_labels ({rows.GOLD_COLUMNS}) "
-            f"VALUES ({', '.join('?' * rows.GOLD_WIDTH)})",
-            [rows.gold_params(g) for g in gold_list],
+            insert_sql("gold_labels", rows.GOLD_COLUMNS), [rows.gold_params(g) for g in gold_list]
         )
         params, head = ledger_rules.seeded_events(
             self._writer.head, case_list, gold_list, self._now()
         )
-        self._db.executemany(
-            f"INSERT INTO audit_events ({rows.AUDIT_INSERT_COLUMNS}) VALUES ({', '.join('?' * 9)})",
-            params,
-        )
+        self._db.executemany(insert_sql("audit_events", rows.AUDIT_INSERT_COLUMNS), params)
         self._writer.head = head
 
     def delete_tenant_cases(self, tenant: str) -> model.DeletedCounts:
@@ -256,10 +252,8 @@ class WriteTx:
         event, payload_json = ledger.extend(
             self._writer.head, event_type, payload, self._now(), actor
         )
-        self._db.execute(
-            f"INSERT INTO audit_events ({rows.AUDIT_INSERT_COLUMNS}) VALUES ({', '.join('?' * 9)})",
-            rows.audit_params(event, payload_json, tenant),
-        )
+        params = rows.audit_params(event, payload_json, tenant)
+        self._insert("audit_events", rows.AUDIT_INSERT_COLUMNS, params)
         self._writer.head = model.ChainHead(event.sequence, event.hash)
         return event
 
@@ -280,20 +274,11 @@ class WriteTx:
         return found, steps
 
     def insert_approval(self, value: Approval) -> None:
-        self.wrote = True
-        marks = ", ".join("?" * approval_rows.APPROVAL_WIDTH)
-        self._db.execute(
-            f"INSERT INTO approvals ({approval_rows.APPROVAL_COLUMNS}) VALUES ({marks})",
-            approval_rows.approval_params(value),
-        )
+        params = approval_rows.approval_params(value)
+        self._insert("approvals", approval_rows.APPROVAL_COLUMNS, params)
 
     def insert_step(self, value: Step) -> None:
-        self.wrote = True
-        marks = ", ".join("?" * approval_rows.STEP_WIDTH)
-        self._db.execute(
-            f"INSERT INTO approval_steps ({approval_rows.STEP_COLUMNS}) VALUES ({marks})",
-            approval_rows.step_params(value),
-        )
+        self._insert("approval_steps", approval_rows.STEP_COLUMNS, approval_rows.step_params(value))
 
     def notify_approval(self, approval_id: str) -> None:
         """One process holds a SQLite file: its own hub hears of every change."""
