@@ -13,7 +13,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from google.protobuf import json_format, struct_pb2
 
@@ -205,33 +205,57 @@ def register_reviewer_request(
     )
 
 
-def enqueue_case_request(
-    *,
-    tenant: str,
-    subject: str,
-    predicate: str,
-    candidate_values: Sequence[Any],
-    local_verdict: Any,
-    evidence_refs: Sequence[str] = (),
-    context: str = "",
-    origin: str = "client",
-    origin_ref: str = "",
-    expire_time: datetime | None = None,
-) -> adj.EnqueueCaseRequest:
-    """Enqueue a case; values are plain JSON values."""
-    case = adj.Case(
-        tenant=tenant,
-        subject=subject,
-        predicate=predicate,
-        candidate_values=[to_value(v) for v in candidate_values],
-        evidence_refs=list(evidence_refs),
-        context=context,
-        local_verdict=to_value(local_verdict),
-        lineage=adj.CaseLineage(origin=origin, origin_ref=origin_ref),
+class _NewCaseRequired(TypedDict):
+    tenant: str
+    subject: str
+    predicate: str
+    candidate_values: Sequence[Any]
+    local_verdict: Any
+
+
+class NewCase(_NewCaseRequired, total=False):
+    """A case to enqueue, as keywords: what ``enqueue_case_request`` and the clients'
+    ``enqueue`` take, stated once so the two cannot drift apart.
+
+    ``candidate_values`` and ``local_verdict`` are plain JSON values. Left out,
+    ``evidence_refs``, ``context`` and ``origin_ref`` are empty, ``origin`` is
+    ``"client"`` and the case does not expire. (The required keys live in a base class:
+    under postponed annotations, Python 3.11 cannot see ``NotRequired``.)
+    """
+
+    evidence_refs: Sequence[str]
+    context: str
+    origin: str
+    origin_ref: str
+    expire_time: datetime | None
+
+
+def enqueue_case_request(**case: Unpack[NewCase]) -> adj.EnqueueCaseRequest:
+    """Enqueue a case; values are plain JSON values (the keywords: ``NewCase``).
+
+    A missing or unknown keyword is a TypeError, as a written-out signature would make
+    it, for callers mypy does not check: a misspelt ``expire_time`` is not dropped.
+    """
+    if missing := NewCase.__required_keys__ - case.keys():
+        raise TypeError(f"enqueue_case_request() missing keywords: {', '.join(sorted(missing))}")
+    if unknown := case.keys() - NewCase.__required_keys__ - NewCase.__optional_keys__:
+        raise TypeError(f"enqueue_case_request() unknown keywords: {', '.join(sorted(unknown))}")
+    message = adj.Case(
+        tenant=case["tenant"],
+        subject=case["subject"],
+        predicate=case["predicate"],
+        candidate_values=[to_value(v) for v in case["candidate_values"]],
+        evidence_refs=list(case.get("evidence_refs", ())),
+        context=case.get("context", ""),
+        local_verdict=to_value(case["local_verdict"]),
+        lineage=adj.CaseLineage(
+            origin=case.get("origin", "client"), origin_ref=case.get("origin_ref", "")
+        ),
     )
+    expire_time = case.get("expire_time")
     if expire_time is not None:
-        case.expire_time.FromDatetime(expire_time)
-    return adj.EnqueueCaseRequest(case=case)
+        message.expire_time.FromDatetime(expire_time)
+    return adj.EnqueueCaseRequest(case=message)
 
 
 def label_review_request(

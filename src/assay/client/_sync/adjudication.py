@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 from assay.client import assignment_builders, builders, listing_builders
 from assay.client._sync.base import SyncClient, follow_pages, unary, unary_default_request
@@ -31,26 +31,36 @@ class AdjudicationClient(SyncClient):
 
     SERVICE = SERVICE
 
-    # The RPCs, in the contract's order.
+    # The RPCs, by what they work on.
+
+    # Reviewers.
     register_reviewer = unary(adj.RegisterReviewerRequest, adj.RegisterReviewerResponse)
     get_reviewer = unary(adj.GetReviewerRequest, adj.GetReviewerResponse)
     list_reviewers = unary_default_request(adj.ListReviewersRequest, adj.ListReviewersResponse)
+
+    # Cases: enqueued, read (whole, or blinded as a reviewer sees them), listed, their state.
     enqueue_case = unary(adj.EnqueueCaseRequest, adj.EnqueueCaseResponse)
     enqueue_cases = unary(adj.EnqueueCasesRequest, adj.EnqueueCasesResponse)
     get_case = unary(adj.GetCaseRequest, adj.GetCaseResponse)
     get_blinded_case = unary(adj.GetBlindedCaseRequest, adj.GetBlindedCaseResponse)
-    list_queue = unary(adj.ListQueueRequest, adj.ListQueueResponse)
-    list_adjudication_queue = unary(
-        adj.ListAdjudicationQueueRequest, adj.ListAdjudicationQueueResponse
-    )
     list_cases = unary_default_request(adj.ListCasesRequest, adj.ListCasesResponse)
+    get_case_state = unary(adj.GetCaseStateRequest, adj.GetCaseStateResponse)
+
+    # Reviews: a reviewer's queue and reviews; an adjudicator's worklist and resolutions.
+    list_queue = unary(adj.ListQueueRequest, adj.ListQueueResponse)
     submit_review = unary(adj.SubmitReviewRequest, adj.SubmitReviewResponse)
     amend_review = unary(adj.AmendReviewRequest, adj.AmendReviewResponse)
     withdraw_review = unary(adj.WithdrawReviewRequest, adj.WithdrawReviewResponse)
+    list_adjudication_queue = unary(
+        adj.ListAdjudicationQueueRequest, adj.ListAdjudicationQueueResponse
+    )
+    resolve_case = unary(adj.ResolveCaseRequest, adj.ResolveCaseResponse)
+
+    # Assignment.
     assign_cases = unary(adj.AssignCasesRequest, adj.AssignCasesResponse)
     unassign_case = unary(adj.UnassignCaseRequest, adj.UnassignCaseResponse)
-    get_case_state = unary(adj.GetCaseStateRequest, adj.GetCaseStateResponse)
-    resolve_case = unary(adj.ResolveCaseRequest, adj.ResolveCaseResponse)
+
+    # Gold labels: frozen, listed, exported with the corpus.
     freeze_gold_label = unary(adj.FreezeGoldLabelRequest, adj.FreezeGoldLabelResponse)
     list_gold_label_revisions = unary_default_request(
         adj.ListGoldLabelRevisionsRequest, adj.ListGoldLabelRevisionsResponse
@@ -71,10 +81,13 @@ class AdjudicationClient(SyncClient):
             x_request_id,
         )
 
+    # Agreement between reviewers, and the sources' reliability against gold labels.
     compute_agreement = unary_default_request(
         adj.ComputeAgreementRequest, adj.ComputeAgreementResponse
     )
     calibrate_reliability = unary(adj.CalibrateReliabilityRequest, adj.CalibrateReliabilityResponse)
+
+    # The audit ledger: its chain verified, its events listed, its transparency-log proofs.
     verify_audit_chain = unary_default_request(
         adj.VerifyAuditChainRequest, adj.VerifyAuditChainResponse
     )
@@ -84,6 +97,8 @@ class AdjudicationClient(SyncClient):
     get_checkpoint = unary_default_request(adj.GetCheckpointRequest, adj.GetCheckpointResponse)
     get_inclusion_proof = unary(adj.GetInclusionProofRequest, adj.GetInclusionProofResponse)
     get_consistency_proof = unary(adj.GetConsistencyProofRequest, adj.GetConsistencyProofResponse)
+
+    # Operations: the data lifecycle.
     delete_tenant_records = unary(adj.DeleteTenantRecordsRequest, adj.DeleteTenantRecordsResponse)
     sweep_expired_records = unary_default_request(
         adj.SweepExpiredRecordsRequest, adj.SweepExpiredRecordsResponse
@@ -107,32 +122,14 @@ class AdjudicationClient(SyncClient):
     def enqueue(
         self,
         *,
-        tenant: str,
-        subject: str,
-        predicate: str,
-        candidate_values: Sequence[Any],
-        local_verdict: Any,
-        evidence_refs: Sequence[str] = (),
-        context: str = "",
-        origin: str = "client",
-        origin_ref: str = "",
-        expire_time: datetime | None = None,
         request_id: str = "",
         timeout: float | None = None,
+        **case: Unpack[builders.NewCase],
     ) -> adj.Case:
-        """Enqueue a case; ``local_verdict`` is stored hidden from reviewers."""
-        request = builders.enqueue_case_request(
-            tenant=tenant,
-            subject=subject,
-            predicate=predicate,
-            candidate_values=candidate_values,
-            local_verdict=local_verdict,
-            evidence_refs=evidence_refs,
-            context=context,
-            origin=origin,
-            origin_ref=origin_ref,
-            expire_time=expire_time,
-        )
+        """Enqueue a case; ``local_verdict`` is stored hidden from reviewers. The case's
+        keywords are ``builders.NewCase``'s (``tenant``, ``subject``, ``predicate``,
+        ``candidate_values``, ``local_verdict``, then the optional ones)."""
+        request = builders.enqueue_case_request(**case)
         request.request_id = request_id
         response = self.enqueue_case(request, timeout=timeout)
         return response.case
