@@ -36,7 +36,7 @@ class ApprovalServicer:
     ) -> bytes:
         render = _renders(pb.RequestApprovalResponse)
         return await self.approvals.request(
-            request_key("RequestApproval", request), wire.ask(request), render, caller()
+            request_key(request), wire.ask(request), render, caller()
         )
 
     async def GetApproval(
@@ -62,38 +62,21 @@ class ApprovalServicer:
     async def DecideApproval(
         self, request: pb.DecideApprovalRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        render = _renders(pb.DecideApprovalResponse)
-        return await self.approvals.decide(
-            request_key("DecideApproval", request),
-            request.approval_id,
-            wire.decision(request.decision),
-            request.reason,
-            render,
-            caller(),
-        )
+        return await self._change(request, pb.DecideApprovalResponse)
 
     async def RevokeApproval(
         self, request: pb.RevokeApprovalRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        render = _renders(pb.RevokeApprovalResponse)
-        return await self.approvals.revoke(
-            request_key("RevokeApproval", request),
-            request.approval_id,
-            request.reason,
-            render,
-            caller(),
-        )
+        return await self._change(request, pb.RevokeApprovalResponse)
 
     async def ConsumeApproval(
         self, request: pb.ConsumeApprovalRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        render = _renders(pb.ConsumeApprovalResponse)
-        return await self.approvals.consume(
-            request_key("ConsumeApproval", request),
-            request.approval_id,
-            request.candidate_digest,
-            render,
-            caller(),
+        return await self._change(request, pb.ConsumeApprovalResponse)
+
+    async def _change(self, request: wire.ChangeRequest, response: Callable[..., Any]) -> bytes:
+        return await self.approvals.change(
+            request_key(request), wire.change(request), _renders(response), caller()
         )
 
     async def WatchApproval(

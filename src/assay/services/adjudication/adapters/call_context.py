@@ -17,7 +17,10 @@ def response_bytes(message: Any) -> bytes:
     return data
 
 
-def request_key(method: str, request: Any) -> RequestKey:
+def request_key(request: Any) -> RequestKey:
+    """The retry key of a mutation: its request id, its method (the request message's name
+    without ``Request``, as the contract's lint rule names every request) and its digest."""
+    method = request.DESCRIPTOR.name.removesuffix("Request")
     return RequestKey(request.request_id, method, scalars.request_digest(request))
 
 

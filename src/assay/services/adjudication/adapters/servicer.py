@@ -132,15 +132,14 @@ class AdjudicationServicer:
         self, request: pb.RegisterReviewerRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
         given = request.reviewer
-        raw = await self.adjudication.register_reviewer(
-            request_key("RegisterReviewer", request),
+        return await self.adjudication.register_reviewer(
+            request_key(request),
             given.reviewer_id,
             convert.reviewer_kind(given.kind),
             given.attested_by,
             lambda r: response_bytes(pb.RegisterReviewerResponse(reviewer=convert.reviewer(r))),
             caller(),
         )
-        return raw
 
     async def GetReviewer(
         self, request: pb.GetReviewerRequest, context: grpc.aio.ServicerContext
@@ -161,14 +160,13 @@ class AdjudicationServicer:
         self, request: pb.EnqueueCaseRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
         item = convert.batch_item(request.case, "case")
-        raw = await self.adjudication.enqueue_case(
-            request_key("EnqueueCase", request),
+        return await self.adjudication.enqueue_case(
+            request_key(request),
             item.data,
             lambda c: response_bytes(pb.EnqueueCaseResponse(case=convert.case(c))),
             caller(),
             item.unreadable,
         )
-        return raw
 
     async def GetCase(
         self, request: pb.GetCaseRequest, context: grpc.aio.ServicerContext
@@ -212,19 +210,18 @@ class AdjudicationServicer:
     async def SubmitReview(
         self, request: pb.SubmitReviewRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        raw = await self.adjudication.submit_review(
-            request_key("SubmitReview", request),
+        return await self.adjudication.submit_review(
+            request_key(request),
             convert.submission(request),
             _review_answer(pb.SubmitReviewResponse),
             caller(),
         )
-        return raw
 
     async def ResolveCase(
         self, request: pb.ResolveCaseRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        raw = await self.adjudication.resolve_case(
-            request_key("ResolveCase", request),
+        return await self.adjudication.resolve_case(
+            request_key(request),
             convert.resolve_request(request),
             lambda r: response_bytes(
                 pb.ResolveCaseResponse(
@@ -233,13 +230,12 @@ class AdjudicationServicer:
             ),
             caller(),
         )
-        return raw
 
     async def FreezeGoldLabel(
         self, request: pb.FreezeGoldLabelRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        raw = await self.adjudication.freeze(
-            request_key("FreezeGoldLabel", request),
+        return await self.adjudication.freeze(
+            request_key(request),
             request.case_id,
             request.expected_revision,
             lambda rev: response_bytes(
@@ -247,7 +243,6 @@ class AdjudicationServicer:
             ),
             caller(),
         )
-        return raw
 
     # --- the corpus --------------------------------------------------------
 
@@ -373,27 +368,25 @@ class AdjudicationServicer:
     async def DeleteTenantRecords(
         self, request: pb.DeleteTenantRecordsRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        raw = await self.adjudication.delete_tenant(
-            request_key("DeleteTenantRecords", request),
+        return await self.adjudication.delete_tenant(
+            request_key(request),
             request.tenant,
             lambda r: response_bytes(
                 pb.DeleteTenantRecordsResponse(deleted=convert.deleted(r[0]), audit_sequence=r[1])
             ),
             caller(),
         )
-        return raw
 
     async def SweepExpiredRecords(
         self, request: pb.SweepExpiredRecordsRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        raw = await self.adjudication.sweep(
-            request_key("SweepExpiredRecords", request),
+        return await self.adjudication.sweep(
+            request_key(request),
             lambda r: response_bytes(
                 pb.SweepExpiredRecordsResponse(deleted=convert.deleted(r[0]), audit_sequence=r[1])
             ),
             caller(),
         )
-        return raw
 
     # --- the transparency log -----------------------------------------------
 
@@ -426,8 +419,8 @@ class AdjudicationServicer:
     async def EnqueueCases(
         self, request: pb.EnqueueCasesRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        raw = await self.adjudication.enqueue_cases(
-            request_key("EnqueueCases", request),
+        return await self.adjudication.enqueue_cases(
+            request_key(request),
             convert.batch_items(request.cases),
             lambda stored: response_bytes(
                 pb.EnqueueCasesResponse(cases=[convert.case(c) for c in stored])
@@ -435,7 +428,6 @@ class AdjudicationServicer:
             caller(),
             request.required_reviews,
         )
-        return raw
 
     async def ListAdjudicationQueue(
         self, request: pb.ListAdjudicationQueueRequest, context: grpc.aio.ServicerContext
@@ -450,50 +442,45 @@ class AdjudicationServicer:
     async def AmendReview(
         self, request: pb.AmendReviewRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        raw = await self.adjudication.revise_review(
-            request_key("AmendReview", request),
-            convert.amendment(request),
-            _review_answer(pb.AmendReviewResponse),
-            caller(),
-        )
-        return raw
+        return await self._revise(request, pb.AmendReviewResponse)
 
     async def WithdrawReview(
         self, request: pb.WithdrawReviewRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        raw = await self.adjudication.revise_review(
-            request_key("WithdrawReview", request),
-            convert.withdrawal(request),
-            _review_answer(pb.WithdrawReviewResponse),
-            caller(),
+        return await self._revise(request, pb.WithdrawReviewResponse)
+
+    async def _revise(
+        self,
+        request: pb.AmendReviewRequest | pb.WithdrawReviewRequest,
+        response: type[pb.AmendReviewResponse | pb.WithdrawReviewResponse],
+    ) -> bytes:
+        return await self.adjudication.revise_review(
+            request_key(request), convert.revision(request), _review_answer(response), caller()
         )
-        return raw
 
     # --- assignment -------------------------------------------------------------
 
     async def AssignCases(
         self, request: pb.AssignCasesRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        raw = await self.assignments.assign(
-            request_key("AssignCases", request),
+        return await self.assignments.assign(
+            request_key(request),
             wire_assignments.assign_request(request),
             lambda found: response_bytes(wire_assignments.assignments(found)),
             caller(),
         )
-        return raw
 
     async def UnassignCase(
         self, request: pb.UnassignCaseRequest, context: grpc.aio.ServicerContext
     ) -> bytes:
-        raw = await self.assignments.unassign(
-            request_key("UnassignCase", request),
+        return await self.assignments.unassign(
+            request_key(request),
             wire_assignments.unassign_request(request),
             lambda found: response_bytes(
                 pb.UnassignCaseResponse(assignment=wire_assignments.case_assignment(found))
             ),
             caller(),
         )
-        return raw
 
     # --- finding work ---------------------------------------------------------
 

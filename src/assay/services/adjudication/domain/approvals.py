@@ -314,6 +314,37 @@ def consume(
     )
 
 
+class ChangeKind(Enum):
+    DECIDE = "DECIDE"
+    REVOKE = "REVOKE"
+    CONSUME = "CONSUME"
+
+
+@dataclass(frozen=True)
+class ApprovalChange:
+    """What a caller asks of an approval: a decision (``decision`` None when the request
+    named none), a revocation, or the use of its grant for ``candidate_digest``."""
+
+    approval_id: str
+    kind: ChangeKind
+    decision: Decision | None = None
+    reason: str = ""
+    candidate_digest: str = ""
+
+
+def changed(
+    change: ApprovalChange, approval: Approval, steps: Sequence[Step], actor: Actor, at: datetime
+) -> Step:
+    """The step ``change`` records on ``approval``, or the refusal (``decide``, ``revoke``,
+    ``consume``); a missing decision is refused as a field before this runs."""
+    if change.kind is ChangeKind.DECIDE:
+        chosen = change.decision or Decision.DENY
+        return decide(approval, steps, actor, chosen, change.reason, at)
+    if change.kind is ChangeKind.REVOKE:
+        return revoke(approval, steps, actor, change.reason, at)
+    return consume(approval, steps, actor, change.candidate_digest, at)
+
+
 def expiry(approval: Approval, steps: Sequence[Step], at: datetime) -> Step | None:
     """The EXPIRED step to record, when the clock has expired the approval and no step says
     so yet (written once, by whichever process notices first)."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
-from functools import partial
 
 from assay.errors import FailedPrecondition, NotFound, Reason, Violations
 from assay.runtime import paging
@@ -27,9 +26,10 @@ from assay.services.adjudication.domain.approvals import (
     MAX_REASON_CHARS,
     Approval,
     ApprovalAsk,
+    ApprovalChange,
     ApprovalState,
     ApprovalView,
-    Decision,
+    ChangeKind,
     Step,
     StepKind,
 )
@@ -199,73 +199,33 @@ class Approvals:
 
         return await self._write(key, caller, job, render)
 
-    async def _change(
+    async def change(
         self,
         key: RequestKey,
-        approval_id: str,
-        caller: Caller,
+        change: ApprovalChange,
         render: Callable[[ApprovalView], bytes],
-        make: Callable[[Approval, list[Step], Actor, datetime], Step],
-        found: Violations,
+        caller: Caller,
     ) -> bytes:
-        """Refuse ``found``'s violations, or record the step ``make`` gives from the approval
-        as the job reads it (locked, checked), with its events."""
+        """DecideApproval, RevokeApproval and ConsumeApproval: refuse the request's field
+        violations, or record the step ``change`` makes of the approval as the job reads it
+        (locked, checked), with its events."""
+        found = _id_fields(key, change.approval_id)
+        if change.kind is ChangeKind.CONSUME:
+            if not change.candidate_digest:
+                found.add("candidate_digest", "required")
+        else:
+            if change.kind is ChangeKind.DECIDE and change.decision is None:
+                found.add("decision", "required: APPROVE or DENY")
+            _check_reason(found, change.reason)
         actor = _actor(caller)
         found.raise_if_any()
 
         def job(tx: WriteTx, at: datetime) -> ApprovalView:
-            approval, steps = _visible(caller, tx.approval(approval_id), approval_id)
-            step = make(approval, steps, actor, at)
+            approval, steps = _visible(caller, tx.approval(change.approval_id), change.approval_id)
+            step = approvals.changed(change, approval, steps, actor, at)
             return _record(tx, approval, steps, step, actor, at)
 
         return await self._write(key, caller, job, render)
-
-    async def decide(
-        self,
-        key: RequestKey,
-        approval_id: str,
-        decision: Decision | None,
-        reason: str,
-        render: Callable[[ApprovalView], bytes],
-        caller: Caller,
-    ) -> bytes:
-        found = _id_fields(key, approval_id)
-        if decision is None:
-            found.add("decision", "required: APPROVE or DENY")
-        _check_reason(found, reason)
-        chosen = decision or Decision.DENY  # refused above when missing
-
-        def make(a: Approval, steps: list[Step], actor: Actor, at: datetime) -> Step:
-            return approvals.decide(a, steps, actor, chosen, reason, at)
-
-        return await self._change(key, approval_id, caller, render, make, found)
-
-    async def revoke(
-        self,
-        key: RequestKey,
-        approval_id: str,
-        reason: str,
-        render: Callable[[ApprovalView], bytes],
-        caller: Caller,
-    ) -> bytes:
-        found = _id_fields(key, approval_id)
-        _check_reason(found, reason)
-        make = partial(_revoked, reason=reason)
-        return await self._change(key, approval_id, caller, render, make, found)
-
-    async def consume(
-        self,
-        key: RequestKey,
-        approval_id: str,
-        candidate_digest: str,
-        render: Callable[[ApprovalView], bytes],
-        caller: Caller,
-    ) -> bytes:
-        found = _id_fields(key, approval_id)
-        if not candidate_digest:
-            found.add("candidate_digest", "required")
-        make = partial(_consumed, digest=candidate_digest)
-        return await self._change(key, approval_id, caller, render, make, found)
 
     async def expire(self, approval_id: str) -> bool:
         """Record the expiry of an approval the clock has expired (once: False when there
@@ -372,14 +332,6 @@ class Approvals:
                 if latest.steps != view.steps or latest.standing.state is not view.standing.state:
                     view = latest
                     yield view
-
-
-def _revoked(a: Approval, steps: list[Step], actor: Actor, at: datetime, reason: str) -> Step:
-    return approvals.revoke(a, steps, actor, reason, at)
-
-
-def _consumed(a: Approval, steps: list[Step], actor: Actor, at: datetime, digest: str) -> Step:
-    return approvals.consume(a, steps, actor, digest, at)
 
 
 def _check_action(found: Violations, ask: ApprovalAsk) -> None:

@@ -71,6 +71,15 @@ def _fields(key: RequestKey) -> Violations:
     return found
 
 
+def _refuse_invalid(
+    key: RequestKey, validate: Callable[[T, Violations | None], None], value: T
+) -> None:
+    """Refuse ``value``'s field violations (``validate``'s) with its request id's, together."""
+    found = _fields(key)
+    validate(value, found)
+    found.raise_if_any()
+
+
 def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(8)}"
 
@@ -249,9 +258,7 @@ class Adjudication:
         render: Callable[[tuple[Review, CaseState]], bytes],
         caller: Caller = DEV_CALLER,
     ) -> bytes:
-        found = _fields(key)
-        reviews.validate_submission(sub, found)
-        found.raise_if_any()
+        _refuse_invalid(key, reviews.validate_submission, sub)
         permissions.check_acting_as(caller, sub.reviewer_id, "reviewer_id")
 
         def job(tx: WriteTx, at: datetime) -> tuple[Review, CaseState, str]:
@@ -273,9 +280,7 @@ class Adjudication:
     ) -> bytes:
         """AmendReview and WithdrawReview: a new record superseding the caller's own latest
         review of an undecided round (``rev.withdraw``: a withdrawal)."""
-        found = _fields(key)
-        reviews.validate_revision(rev, found)
-        found.raise_if_any()
+        _refuse_invalid(key, reviews.validate_revision, rev)
 
         def job(tx: WriteTx, at: datetime) -> tuple[Review, CaseState, str]:
             target = tx.review(rev.review_id)
@@ -313,9 +318,7 @@ class Adjudication:
         render: Callable[[tuple[Resolution, CaseState]], bytes],
         caller: Caller = DEV_CALLER,
     ) -> bytes:
-        found = _fields(key)
-        resolution.validate_resolve(req, found)
-        found.raise_if_any()
+        _refuse_invalid(key, resolution.validate_resolve, req)
         adjudicator = req.adjudicator_reviewer_id
         if adjudicator:
             permissions.check_acting_as(caller, adjudicator, "adjudicator_reviewer_id")

@@ -22,8 +22,10 @@ from assay.services.adjudication.domain.approvals import (
     Approval,
     ApprovalAsk,
     ApprovalCandidate,
+    ApprovalChange,
     ApprovalState,
     ApprovalView,
+    ChangeKind,
     Decision,
     Step,
 )
@@ -149,6 +151,22 @@ def ask(request: pb.RequestApprovalRequest) -> ApprovalAsk:
 
 def decision(number: int) -> Decision | None:
     return from_proto_enum(Decision, enum_name(pb.ApprovalDecision, number), "APPROVAL_DECISION_")
+
+
+ChangeRequest = pb.DecideApprovalRequest | pb.RevokeApprovalRequest | pb.ConsumeApprovalRequest
+
+
+def change(request: ChangeRequest) -> ApprovalChange:
+    """A decision, revocation or consumption request as the change it asks for."""
+    if isinstance(request, pb.DecideApprovalRequest):
+        return ApprovalChange(
+            request.approval_id, ChangeKind.DECIDE, decision(request.decision), request.reason
+        )
+    if isinstance(request, pb.RevokeApprovalRequest):
+        return ApprovalChange(request.approval_id, ChangeKind.REVOKE, reason=request.reason)
+    return ApprovalChange(
+        request.approval_id, ChangeKind.CONSUME, candidate_digest=request.candidate_digest
+    )
 
 
 def state(number: int) -> ApprovalState | None:

@@ -137,7 +137,10 @@ def submission(request: pb.SubmitReviewRequest) -> ReviewSubmission:
     )
 
 
-def amendment(request: pb.AmendReviewRequest) -> Revision:
+def revision(request: pb.AmendReviewRequest | pb.WithdrawReviewRequest) -> Revision:
+    """An amendment (a new answer) or a withdrawal (none) of the review ``review_id``."""
+    if isinstance(request, pb.WithdrawReviewRequest):
+        return Revision(request.review_id, None, None, request.reason, withdraw=True)
     return Revision(
         review_id=request.review_id,
         outcome=from_proto_enum(
@@ -146,16 +149,6 @@ def amendment(request: pb.AmendReviewRequest) -> Revision:
         label=value_to_json(request.label) if request.HasField("label") else None,
         reason=request.reason,
         rationale=request.rationale,
-    )
-
-
-def withdrawal(request: pb.WithdrawReviewRequest) -> Revision:
-    return Revision(
-        review_id=request.review_id,
-        outcome=None,
-        label=None,
-        reason=request.reason,
-        withdraw=True,
     )
 
 
