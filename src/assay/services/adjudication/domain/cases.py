@@ -42,7 +42,8 @@ from assay.services.adjudication.domain.fields import (
 from assay.services.adjudication.domain.model import Case, CaseInput, JsonValue
 from assay.services.adjudication.domain.state import (
     DEFAULT_REQUIRED_REVIEWS,
-    MAX_REQUIRED_REVIEWS,
+    REQUIRED_REVIEWS_RANGE,
+    required_reviews_allowed,
 )
 from assay.services.adjudication.domain.times import rfc3339
 
@@ -143,10 +144,10 @@ def case_violations(
 
 
 def required_reviews_violations(value: int, path: str) -> Iterator[FieldViolation]:
-    """0 (the default) or 2 to ``MAX_REQUIRED_REVIEWS``: one review is no agreement at all."""
-    if value != 0 and not DEFAULT_REQUIRED_REVIEWS <= value <= MAX_REQUIRED_REVIEWS:
+    """0 (the default) or a count ``required_reviews_allowed`` allows."""
+    if value != 0 and not required_reviews_allowed(value):
         yield FieldViolation(
-            path, f"must be 0 (the default) or 2 to {MAX_REQUIRED_REVIEWS} (it is {value})"
+            path, f"must be 0 (the default) or {REQUIRED_REVIEWS_RANGE} (it is {value})"
         )
 
 

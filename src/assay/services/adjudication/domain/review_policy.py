@@ -21,7 +21,8 @@ from typing import Any
 
 from assay.services.adjudication.domain.state import (
     DEFAULT_REQUIRED_REVIEWS,
-    MAX_REQUIRED_REVIEWS,
+    REQUIRED_REVIEWS_RANGE,
+    required_reviews_allowed,
 )
 
 _KEYS = frozenset({"required_reviews", "required_reviews_by_predicate", "assigned_only_tenants"})
@@ -43,10 +44,8 @@ class ReviewPolicy:
 
 
 def _count(where: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{where}: expected an integer in [2, {MAX_REQUIRED_REVIEWS}]")
-    if not DEFAULT_REQUIRED_REVIEWS <= value <= MAX_REQUIRED_REVIEWS:
-        raise ValueError(f"{where}: expected an integer in [2, {MAX_REQUIRED_REVIEWS}]")
+    if isinstance(value, bool) or not isinstance(value, int) or not required_reviews_allowed(value):
+        raise ValueError(f"{where}: expected an integer from {REQUIRED_REVIEWS_RANGE}")
     return value
 
 

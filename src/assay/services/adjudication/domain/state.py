@@ -20,6 +20,14 @@ from assay.services.adjudication.domain.model import Basis, CaseSnapshot, CaseSt
 # an agreed round into a disagreed one).
 DEFAULT_REQUIRED_REVIEWS = 2
 MAX_REQUIRED_REVIEWS = 10
+# How a bad count is told, wherever one is given (a request, the review policy file).
+REQUIRED_REVIEWS_RANGE = f"2 to {MAX_REQUIRED_REVIEWS}"
+
+
+def required_reviews_allowed(value: int) -> bool:
+    """Whether a round may take ``value`` reviews: one review is no agreement at all."""
+    return DEFAULT_REQUIRED_REVIEWS <= value <= MAX_REQUIRED_REVIEWS
+
 
 _STATE_BY_BASIS = {
     Basis.UNANIMOUS_AGREEMENT: CaseState.RESOLVED,
