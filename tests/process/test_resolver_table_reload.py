@@ -15,7 +15,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY, table_digest
+from assay.reliability_table import table_digest
+from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY
 from assay.v1 import claim_pb2, resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb
 from assay.v1 import resolver_service_pb2_grpc as pb_grpc

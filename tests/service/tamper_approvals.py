@@ -23,9 +23,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from assay.candidate_digest import candidate_digest
+from assay.reliability_table import table_digest
 from assay.runtime.auth.principal import ALL_TENANTS, Principal, Role, bind_principal
 from assay.services.adjudication.adapters.approval_servicer import ApprovalServicer
-from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY, table_digest
+from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY
 from assay.v1 import adjudication_service_pb2 as adj
 from assay.v1 import approval_service_pb2 as pb
 from assay.v1 import plan_pb2

@@ -18,9 +18,10 @@ from typing import Any
 import grpc
 import pytest
 
+from assay.reliability_table import table_digest
 from assay.runtime.server import serving
 from assay.services.registry import ServeOptions
-from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY, table_digest
+from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY
 from assay.services.resolver.service import build_spec
 from assay.v1 import claim_pb2, resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb

@@ -28,10 +28,11 @@ import grpc
 import pytest
 
 from assay.cli.main import main as cli
+from assay.reliability_table import table_digest
 from assay.runtime.auth.dev_credentials import Grantee
 from assay.runtime.server import serving
 from assay.services.registry import ServeOptions
-from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY, table_digest
+from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY
 from assay.services.resolver.service import build_spec
 from assay.v1 import adjudication_service_pb2 as adj
 from assay.v1 import adjudication_service_pb2_grpc as adj_grpc

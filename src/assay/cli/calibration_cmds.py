@@ -6,7 +6,6 @@ and a proposed reliability table written owner-only for the resolver's
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from assay.cli.common import (
 from assay.cli.private_files import write_private
 from assay.client.adjudication import AdjudicationClient
 from assay.client.resolver import ResolverClient
+from assay.reliability_table import TableError, read_table
 from assay.runtime.config import env_str
 from assay.safe_text import text
 from assay.v1 import adjudication_service_pb2 as pb
@@ -38,12 +38,9 @@ def _declared(args: argparse.Namespace) -> dict[str, float]:
     the resolver's, asked with the same credentials."""
     if args.declared is not None:
         try:
-            document: Any = json.loads(Path(args.declared).read_text(encoding="utf-8"))
-            return {str(k): float(v) for k, v in document["sources"].items()}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
-            raise CliError(
-                f"--declared {args.declared}: not a reliability table ({error})"
-            ) from None
+            return read_table(args.declared)
+        except TableError as error:
+            raise CliError(f"--declared: not a reliability table ({error})") from None
     resolver = Remote(
         "resolver", args.resolver, Remote.of(args, "adjudication").credentials, args.timeout
     )

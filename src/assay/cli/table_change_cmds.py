@@ -4,8 +4,8 @@
 sources and the checkpoint it was calibrated at); approvers other than the requester
 decide with ``assay approval approve``. ``apply FILE --approval ID --table PATH`` uses the
 grant and puts the file where the resolver reads its table: the file is read once and
-named with the resolver's own reading (``read_policy``), written beside PATH owner-only,
-the approval consumed for that digest (the server refuses another table, a used or
+named as the resolver reads and names it (``assay.reliability_table``), written beside
+PATH owner-only, the approval consumed for that digest (the server refuses another table, a used or
 ungranted approval, naming why), and only then renamed over PATH, so a refusal leaves
 PATH as it was. The APPROVAL_REQUESTED and APPROVAL_CONSUMED events carry the digest.
 """
@@ -28,20 +28,22 @@ from assay.cli.common import (
 )
 from assay.cli.private_files import private_file
 from assay.client import ApprovalClient
-from assay.services.resolver.domain.policy import Policy, PolicyError, read_policy
+from assay.reliability_table import TableError, read_table, table_digest
 from assay.v1 import adjudication_service_pb2 as adj
 from assay.v1 import approval_service_pb2 as pb
 
 ADJUDICATION_TARGET = "127.0.0.1:50053"
 
 
-def _table(path: str) -> tuple[str, Policy]:
-    """The file's text and the table the resolver would read from it (exit 2 if none)."""
+def _table(path: str) -> tuple[str, dict[str, float], str]:
+    """The file's text, the table the resolver would read from it and its digest (exit 2
+    if none)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
-        return text, read_policy(path)
-    except (OSError, UnicodeDecodeError, PolicyError) as error:
+        table = read_table(path)
+    except (OSError, UnicodeDecodeError, TableError) as error:
         raise CliError(f"{path}: not a reliability table ({error})", exit_code=2) from None
+    return text, table, table_digest(table)
 
 
 def _tree_size(text: str) -> int:
@@ -54,9 +56,9 @@ def _tree_size(text: str) -> int:
 
 
 def _request(args: argparse.Namespace) -> int:
-    text, policy = _table(args.file)
+    text, table, digest = _table(args.file)
     change = adj.ReliabilityTableChange(
-        table_digest=policy.digest, sources=dict(policy.reliability), tree_size=_tree_size(text)
+        table_digest=digest, sources=table, tree_size=_tree_size(text)
     )
     request = pb.RequestApprovalRequest(
         tenant=args.tenant,
@@ -76,19 +78,19 @@ def _current(path: Path) -> str:
     if not path.exists():
         return "none"
     try:
-        return read_policy(str(path)).digest
-    except PolicyError:
+        return table_digest(read_table(str(path)))
+    except TableError:
         return "unreadable"
 
 
 def _apply(args: argparse.Namespace) -> int:
-    text, policy = _table(args.file)
+    text, _, digest = _table(args.file)
     target = Path(args.table)
     old = _current(target)
     remote = Remote.of(args, "adjudication")
     use = pb.ConsumeApprovalRequest(
         approval_id=args.approval,
-        candidate_digest=policy.digest,
+        candidate_digest=digest,
         request_id=args.request_id or f"apply-{uuid.uuid4().hex}",
     )
     try:
@@ -101,14 +103,14 @@ def _apply(args: argparse.Namespace) -> int:
         "approvalId": args.approval,
         "table": str(target),
         "oldDigest": old,
-        "newDigest": policy.digest,
+        "newDigest": digest,
     }
 
     def lines() -> None:
         out = console()
         out.print(f"applied {args.approval} to {target}", markup=False)
         out.print(f"old {old}", markup=False)
-        out.print(f"new {policy.digest}", markup=False)
+        out.print(f"new {digest}", markup=False)
 
     return emit_data(args, data, lines)
 

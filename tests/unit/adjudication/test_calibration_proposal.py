@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from assay.errors import InvalidArgument
+from assay.reliability_table import parse_table
 from assay.services.adjudication.domain.calibration import (
     CalibrationOptions,
     LabelOrigin,
@@ -24,7 +25,7 @@ from assay.services.adjudication.domain.calibration_proposal import (
     render_proposal,
 )
 from assay.services.adjudication.domain.model import Provenance
-from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY, load_policy, parse_table
+from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY, load_policy
 from tests.unit.adjudication.test_calibration import CONFLICT, SYNTHETIC, trials
 
 CHECKPOINT = Checkpoint(tree_size=4096, root_hash="9f" * 32)

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from assay.reliability_table import table_digest
 from assay.services.adjudication.domain import approvals
 from assay.services.adjudication.domain.approval_policy import parse_approval_policy
 from assay.services.adjudication.domain.approvals import Approval
@@ -21,7 +22,7 @@ from assay.services.adjudication.domain.table_changes import (
     problems,
     stored_change,
 )
-from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY, table_digest
+from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY
 
 T0 = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 TABLE = {**DEFAULT_RELIABILITY, "ci_status": 0.7}

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import rfc8785
 
+from assay.reliability_table import table_digest
 from assay.runtime.logging import configure_logging
 from assay.services.resolver.adapters import policy_file
 from assay.services.resolver.adapters.policy_file import (
@@ -27,7 +28,6 @@ from assay.services.resolver.domain.policy import (
     TABLE_ENV,
     Policy,
     PolicyError,
-    table_digest,
 )
 from assay.services.resolver.use_cases.resolve import Resolver
 from assay.v1 import resolution_pb2

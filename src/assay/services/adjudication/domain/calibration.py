@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from enum import Enum
 
 from assay.errors import Reason, Violations
+from assay.reliability_table import TableError, parse_table
 from assay.services.adjudication.domain.calibration_figures import Figure, Tally, figures_of
 from assay.services.adjudication.domain.fields import bad
 from assay.services.adjudication.domain.model import Provenance
 from assay.services.resolver.domain.claim_rules import KNOWN_SOURCES_KEY
-from assay.services.resolver.domain.policy import PolicyError, parse_table
 
 # Fewer effective trials than this and a figure is INSUFFICIENT: at ten the 95% interval is
 # still about 0.4 wide, which says "we do not know yet" in a number; below, say it in words.
@@ -176,5 +176,5 @@ def _checked_table(declared: Mapping[str, float]) -> dict[str, float]:
     """The declared table as the resolver would load it, or InvalidArgument naming why not."""
     try:
         return parse_table({"sources": dict(declared)}, "declared")
-    except PolicyError as error:
+    except TableError as error:
         raise bad("declared", str(error).removeprefix("declared: ")) from None

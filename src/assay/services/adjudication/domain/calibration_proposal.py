@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from assay.reliability_table import parse_table
 from assay.services.adjudication.domain.calibration import CalibrationReport, SourceCalibration
 from assay.services.adjudication.domain.calibration_figures import (
     INTERVAL_NAME,
@@ -31,7 +32,6 @@ from assay.services.adjudication.domain.calibration_figures import (
     FigureStatus,
 )
 from assay.services.adjudication.domain.fields import bad
-from assay.services.resolver.domain.policy import parse_table
 
 DECIMALS = 4
 PROPOSAL_CEILING = 0.99

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from assay.errors import FieldViolation
+from assay.reliability_table import TableError, parse_table, table_digest
 from assay.services.adjudication.domain.approvals import ApprovalCandidate
 from assay.services.adjudication.domain.digests import jcs
-from assay.services.resolver.domain.policy import PolicyError, parse_table, table_digest
 
 KEY = "reliabilityTableChange"
 # JCS spells integers exactly up to 2**53; a tree size is far below it.
@@ -47,7 +47,7 @@ def problems(change: TableChange) -> list[FieldViolation]:
     table = dict(change.sources)
     try:
         parse_table({"sources": table}, "table_change")
-    except PolicyError as error:
+    except TableError as error:
         found.append(FieldViolation("table_change.sources", str(error)))
     else:
         if change.table_digest != table_digest(table):

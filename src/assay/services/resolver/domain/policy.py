@@ -25,17 +25,12 @@ artifact, decides):
 
 from __future__ import annotations
 
-import json
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 
-# The project's one RFC 8785 (JCS) form: the digest of a table is reproducible with any
-# JCS library and SHA-256 tool.
-from assay.services.adjudication.domain.digests import jcs_digest
+from assay.reliability_table import TableError, read_table, table_digest
 
 DEFAULT_RELIABILITY: Mapping[str, float] = MappingProxyType(
     {
@@ -77,8 +72,8 @@ BUILTIN_ORIGIN = "builtin"
 TABLE_ENV = "ASSAY_RELIABILITY_TABLE"
 
 
-class PolicyError(ValueError):
-    """A replacement reliability table could not be loaded; the message names file and entry."""
+# A replacement table could not be loaded; the message names file and entry.
+PolicyError = TableError
 
 
 @dataclass(frozen=True)
@@ -102,35 +97,7 @@ class Policy:
         return sorted(self.reliability.items())
 
 
-def table_digest(reliability: Mapping[str, float]) -> str:
-    """``sha256:`` + hex SHA-256 of the RFC 8785 form of ``{"sources": reliability}``: the
-    table's content alone, so a file's spelling (``1`` or ``1.0``, key order, spaces) and
-    its other members (a proposal's ``calibration`` evidence) leave it unchanged."""
-    return jcs_digest({"sources": dict(reliability)})
-
-
 DEFAULT_POLICY = Policy()
-
-
-def parse_table(data: object, origin: str) -> dict[str, float]:
-    """Validate a decoded config document; every problem names ``origin`` and the entry."""
-    if not isinstance(data, dict) or not isinstance(data.get("sources"), dict):
-        raise PolicyError(f'{origin}: expected an object {{"sources": {{"kind": reliability}}}}')
-    sources: dict[str, object] = data["sources"]
-    if not sources:
-        raise PolicyError(f"{origin}: sources: the table is empty")
-    table: dict[str, float] = {}
-    for name, raw in sources.items():
-        if not name.strip():
-            raise PolicyError(f"{origin}: sources: a source kind name is empty")
-        # bool is an int subclass: reject it explicitly, "true" is not a reliability.
-        if isinstance(raw, bool) or not isinstance(raw, int | float):
-            raise PolicyError(f"{origin}: sources.{name}: {raw!r} is not a number")
-        value = float(raw)
-        if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-            raise PolicyError(f"{origin}: sources.{name}: {raw!r} is not a number in [0, 1]")
-        table[name] = value
-    return table
 
 
 def chosen_table(path: str | None) -> str | None:
@@ -146,17 +113,4 @@ def load_policy(path: str | None) -> Policy:
 
 def read_policy(path: str) -> Policy:
     """The policy with the table of the file at ``path``; PolicyError naming file and entry."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = getattr(error, "strerror", None) or str(error)
-        raise PolicyError(f"{path}: cannot read the reliability table: {reason}") from None
-    try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except (json.JSONDecodeError, PolicyError, RecursionError) as error:
-        raise PolicyError(f"{path}: not valid JSON: {error}") from None
-    return Policy(reliability=MappingProxyType(parse_table(data, path)), origin=path)
-
-
-def _reject_constant(name: str) -> float:
-    raise PolicyError(f"{name} is not allowed")
+    return Policy(reliability=MappingProxyType(read_table(path)), origin=path)
