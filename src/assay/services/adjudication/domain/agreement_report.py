@@ -54,14 +54,16 @@ class CategoryFigure:
 
 @dataclass(frozen=True)
 class AgreementReport:
+    """The whole panel's figures first, then the breakdowns: by pair, category, reviewer."""
+
     pooled: Agreement
-    pairs: tuple[PairFigure, ...]
-    categories: tuple[CategoryFigure, ...]
     fleiss: Figure
     krippendorff: Figure
     percent: Figure
     gwet_ac1: Figure
     gwet_ac2: Figure
+    pairs: tuple[PairFigure, ...]
+    categories: tuple[CategoryFigure, ...]
     reviewers: tuple[ReviewerFigure, ...]
 
 
