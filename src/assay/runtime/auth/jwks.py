@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import threading
 import time
 from collections.abc import Mapping
@@ -28,11 +27,11 @@ from urllib.parse import urlsplit
 
 import jwt
 
+from assay.runtime.file_watch import FileWatch
 from assay.transport import is_loopback
 
 # The algorithms Assay accepts, each tied to the key type that must carry it.
 ACCEPTED_ALGORITHMS = frozenset({"RS256", "ES256", "EdDSA"})
-FILE_CHECK_SECONDS = 1.0
 URL_LIFESPAN_SECONDS = 300.0
 URL_COOLDOWN_SECONDS = 30.0
 URL_TIMEOUT_SECONDS = 5.0
@@ -88,31 +87,23 @@ def check_jwks_url(url: str) -> str:
 
 
 class FileKeys:
-    """The keys of a JWKS file, re-read when it changes."""
+    """The keys of a JWKS file, re-read when it changes (``assay.runtime.file_watch``)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._keys: Keys = load_jwks(path)
-        self._mtime = self._stat()
-        self._checked = time.monotonic()
-
-    def _stat(self) -> int:
-        try:
-            return os.stat(self.path).st_mtime_ns
-        except OSError:
-            return -1
+        # Only a new modification time counts as a change here (the table and observation
+        # files count inode and size too): kept as this file has always been watched.
+        self._watch = FileWatch(path, now=time.monotonic(), mtime_only=True)
 
     def current(self) -> tuple[Keys, bool]:
         """The keys, and whether they changed since last asked."""
-        moment = time.monotonic()
-        if moment - self._checked < FILE_CHECK_SECONDS:
+        version = self._watch.look(time.monotonic())
+        if version is None:
             return self._keys, False
-        self._checked = moment
-        mtime = self._stat()
-        if mtime == self._mtime:
-            return self._keys, False
-        with contextlib.suppress(ValueError):
-            self._keys, self._mtime = load_jwks(self.path), mtime
+        with contextlib.suppress(ValueError):  # a bad file: tried again at the next look
+            self._keys = load_jwks(self.path)
+            self._watch.took(version)
             return self._keys, True
         return self._keys, False
 

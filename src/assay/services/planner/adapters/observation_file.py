@@ -4,9 +4,10 @@ watched.
 The executor appends one JSON line per acquisition (``assay.executor.observations``, the
 format in docs/calibration.md) and, past its size cap, renames the file to ``FILE.1``; the
 planner reads ``FILE.1`` then ``FILE``, at most ``MAX_READ_BYTES`` of each (the tail), and
-derives every probe kind's figures (``domain.measured``). Like a JWKS file it is looked at
-again at most once per ``CHECK_SECONDS`` when asked, and re-read when either file changed,
-so new figures need no restart.
+derives every probe kind's figures (``domain.measured``). By the rule every watched file
+follows (``assay.runtime.file_watch``) it is looked at again at most once per
+``CHECK_SECONDS`` when asked, and re-read when either file changed, so new figures need no
+restart.
 
 A line that is not a JSON object, is longer than ``MAX_LINE_BYTES``, names a probe kind the
 catalogue lacks or has a field of the wrong kind is skipped, and named (file, line, field,
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.runtime import file_watch
 from assay.runtime.config import ConfigurationError
 from assay.runtime.logging import get_logger
 from assay.services.planner.domain.measured import NONE, Measurements, Observation, measure
@@ -37,7 +39,7 @@ from assay.services.planner.domain.model import Discrimination, LatencyBand, Pro
 _log = get_logger("assay.planner")
 
 SCHEMA = 1
-CHECK_SECONDS = 1.0
+CHECK_SECONDS = file_watch.CHECK_SECONDS
 MAX_LINE_BYTES = 1024
 MAX_READ_BYTES = 4 << 20
 # Problems named per read; the rest are counted.
@@ -185,24 +187,16 @@ class ObservationFile:
         refused = writable_by_others(path)
         if refused is not None:
             raise ObservationFileError(f"--observations {refused}")
-        self._signature = self._stat()
+        # A version not read (refused, or unreadable) is tried again at every look: a chmod
+        # that fixes it leaves the files' signature as it was.
+        self._watch = file_watch.FileWatch(
+            rotated(path), path, now=time.monotonic(), interval=CHECK_SECONDS
+        )
         try:
             self._figures = self._load()
         except OSError as error:
             raise ObservationFileError(f"--observations {path}: cannot be read: {error}") from None
-        self._checked = time.monotonic()
         self._reading = False
-
-    def _stat(self) -> tuple[tuple[int, int, int], ...]:
-        signature = []
-        for part in (rotated(self.path), self.path):
-            try:
-                found = os.stat(part)
-            except OSError:
-                signature.append((-1, -1, -1))
-                continue
-            signature.append((found.st_ino, found.st_size, found.st_mtime_ns))
-        return tuple(signature)
 
     def _load(self) -> Measurements:
         read = read_files(self.path, self.declared)
@@ -218,12 +212,10 @@ class ObservationFile:
 
     async def current(self) -> Measurements:
         """The figures, re-read first when the files changed (looked at once a second)."""
-        moment = time.monotonic()
-        if self._reading or moment - self._checked < CHECK_SECONDS:
+        if self._reading:
             return self._figures
-        self._checked = moment
-        signature = self._stat()
-        if signature == self._signature:
+        version = self._watch.look(time.monotonic())
+        if version is None:
             return self._figures
         refused = writable_by_others(self.path)
         if refused is not None:
@@ -232,7 +224,7 @@ class ObservationFile:
         self._reading = True
         try:
             self._figures = await asyncio.to_thread(self._load)
-            self._signature = signature
+            self._watch.took(version)
         except OSError as error:  # e.g. made unreadable: plans go on with what was read
             _log.warning("observations_unreadable", path=str(self.path), error=str(error))
         finally:

@@ -1,8 +1,8 @@
 """The policy in force: the builtin table, or a table file read again when it changes.
 
 A request takes the policy once (``current``) and is read, resolved and written under
-it, so a table that changes mid-request never mixes into it. Like a JWKS file
-(``assay.runtime.auth.jwks.FileKeys``) the file is looked at at most once per
+it, so a table that changes mid-request never mixes into it. By the rule every watched
+file follows (``assay.runtime.file_watch``) the file is looked at at most once per
 ``CHECK_SECONDS``, by whichever request asks first after that, and read again when its
 inode, size or modification time changed: a new table needs no restart, and the calls
 in between cost one clock read. Replacing the file by a rename (write a new file, then
@@ -17,12 +17,12 @@ old and new digests; a file rewritten with the same entries keeps the table in f
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from assay.runtime import file_watch
 from assay.runtime.logging import get_logger
 from assay.services.resolver.domain.policy import (
     DEFAULT_POLICY,
@@ -34,11 +34,7 @@ from assay.services.resolver.domain.policy import (
 
 _log = get_logger("assay.resolver")
 
-CHECK_SECONDS = 1.0
-
-# What says a file changed: inode (a rename over it), size and modification time.
-_Signature = tuple[int, int, int]
-_GONE: _Signature = (-1, -1, -1)
+CHECK_SECONDS = file_watch.CHECK_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,30 +69,23 @@ class PolicyFile:
     def __init__(self, path: str) -> None:
         """Reads the file now: PolicyError (naming file and entry) stops start-up."""
         self.path = path
-        self._signature = self._stat()
+        # A version is read once (one warning for a bad one), not at every look.
+        self._watch = file_watch.FileWatch(
+            path, now=time.monotonic(), interval=CHECK_SECONDS, retry=False
+        )
         self._loaded = Loaded(read_policy(path), time.time())
-        self._due = time.monotonic() + CHECK_SECONDS
         self._checking = threading.Lock()
 
-    def _stat(self) -> _Signature:
-        try:
-            found = os.stat(self.path)
-        except OSError:
-            return _GONE
-        return (found.st_ino, found.st_size, found.st_mtime_ns)
-
     def current(self) -> Loaded:
-        if time.monotonic() < self._due:
+        now = time.monotonic()
+        if not self._watch.due(now):
             return self._loaded
-        # One caller checks; the others go on with the table in force meanwhile.
+        # One caller looks; the others go on with the table in force meanwhile.
         if not self._checking.acquire(blocking=False):
             return self._loaded
         try:
-            signature = self._stat()
-            if signature != self._signature:
-                self._signature = signature
+            if self._watch.look(now) is not None:
                 self._read()
-            self._due = time.monotonic() + CHECK_SECONDS
         finally:
             self._checking.release()
         return self._loaded
