@@ -38,17 +38,13 @@ class FileWatch:
         now: float,
         interval: float = CHECK_SECONDS,
         retry: bool = True,
-        mtime_only: bool = False,
     ) -> None:
         """Takes the files' version now (the one the caller is about to read, or has read);
         the first look is due ``interval`` after ``now``. ``retry``: a version the caller
-        did not pass to ``took`` is offered again at the next look. ``mtime_only``: only a
-        new modification time is a change (a file renamed over the old one with the same
-        modification time goes unnoticed)."""
+        did not pass to ``took`` is offered again at the next look."""
         self.paths = paths
         self.interval = interval
         self.retry = retry
-        self.mtime_only = mtime_only
         self._held = self.version()
         self._due = now + interval
 
@@ -61,10 +57,7 @@ class FileWatch:
             except OSError:
                 found.append(None)
                 continue
-            if self.mtime_only:
-                found.append((status.st_mtime_ns,))
-            else:
-                found.append((status.st_ino, status.st_size, status.st_mtime_ns))
+            found.append((status.st_ino, status.st_size, status.st_mtime_ns))
         return tuple(found)
 
     def due(self, now: float) -> bool:

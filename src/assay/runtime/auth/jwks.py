@@ -92,9 +92,7 @@ class FileKeys:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._keys: Keys = load_jwks(path)
-        # Only a new modification time counts as a change here (the table and observation
-        # files count inode and size too): kept as this file has always been watched.
-        self._watch = FileWatch(path, now=time.monotonic(), mtime_only=True)
+        self._watch = FileWatch(path, now=time.monotonic())
 
     def current(self) -> tuple[Keys, bool]:
         """The keys, and whether they changed since last asked."""
