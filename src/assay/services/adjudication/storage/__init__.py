@@ -1,7 +1,8 @@
 """All of adjudication's SQL, behind one interface, with two engines.
 
 In this package, what both engines share: the ``Store`` and ``WriteTx``
-protocols the service is written against (``interface``), the one
+protocols the service is written against (``interface``), the store's reads
+stated once over each engine's ``primitives`` (``store_reads``), the one
 group-commit loop both writers run (``group_commit``), row mapping and column
 lists (``rows``), SQL predicates both dialects read alike (``predicates``),
 what each record kind is checked against in the ledger (``ledger_rules``),

@@ -1,7 +1,8 @@
 """Adjudication storage on PostgreSQL (``--db postgresql://…``), through ``asyncpg``.
 
 The schema and its versioned migrations (``schema``), the read queries
-(``queries``), the job API (``tx``) whose synchronous methods run their SQL on
+(``queries``) and, bridged, the read primitives ``store_reads`` runs
+(``primitives``), the job API (``tx``) whose synchronous methods run their SQL on
 the event loop (``greenlet_bridge``), the group-committing writer that serializes the
 audit chain across replicas (``writer``), whole-database reads (``verify``),
 which asyncpg errors mean the server is unreachable (``faults``), and the

@@ -41,10 +41,6 @@ async def check(db: queries.Db, rule: Rule[T], values: Sequence[T]) -> dict[str,
     return rule.match(values, (rows.audit_event(queries.row(r)) for r in fetched))
 
 
-async def check_reviewers(db: queries.Db, values: Sequence[model.Reviewer]) -> None:
-    await check(db, ledger_rules.REVIEWERS, values)
-
-
 async def check_cases(db: queries.Db, values: Sequence[model.Case]) -> dict[str, model.AuditEvent]:
     """Check the cases; their CASE_ENQUEUED events by case id."""
     return await check(db, ledger_rules.CASES, values)
@@ -89,16 +85,6 @@ async def check_events(db: queries.Db, values: Sequence[model.AuditEvent]) -> No
         ledger_rules.previous_sequences(values),
     )
     ledger_rules.check_links(values, {int(r["sequence"]): str(r["hash"]) for r in found})
-
-
-async def check_snapshot(db: queries.Db, snap: model.CaseSnapshot | None) -> None:
-    """The case, its current round's reviews and its resolution."""
-    if snap is None:
-        return
-    await check_cases(db, [snap.case])
-    await check_reviews(db, snap.round_rows)
-    resolution = [snap.round_resolution] if snap.round_resolution is not None else []
-    await check_resolutions(db, resolution)
 
 
 async def check_approvals(db: queries.Db, found: Sequence[tuple[Approval, list[Step]]]) -> None:

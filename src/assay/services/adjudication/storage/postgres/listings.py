@@ -1,20 +1,19 @@
 """ListCases' and filtered ListAuditEvents' reads on PostgreSQL (statements: ``listing_sql``).
 
 The same reads as SQLite's (``storage.sqlite.listings``), inside the store's
-read-only snapshot: each listed case read and checked as GetCaseState reads it
-(``checked``), each audit page's events re-hashed and linked.
+read-only snapshot: a page's case ids (each case then read and checked as GetCaseState
+reads it: ``store_reads``), each audit page's events re-hashed and linked.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 
-from assay.services.adjudication.domain.assignment import current
 from assay.services.adjudication.domain.audit_filters import AuditScan, AuditWhere
-from assay.services.adjudication.domain.case_listing import CaseWhere, ListedCase
-from assay.services.adjudication.domain.model import CaseSnapshot, TenantScope
+from assay.services.adjudication.domain.case_listing import CaseWhere
+from assay.services.adjudication.domain.model import TenantScope
 from assay.services.adjudication.storage import listing_sql, rows
-from assay.services.adjudication.storage.postgres import assignments, ledger_checks, queries
+from assay.services.adjudication.storage.postgres import ledger_checks, queries
 
 
 def _texts(values: Sequence[str]) -> list[str]:
@@ -29,23 +28,17 @@ DIALECT = listing_sql.Dialect(
 )
 
 
-async def case_page(
+async def case_ids(
     db: queries.Db,
     scope: TenantScope,
     where: CaseWhere,
     after: tuple[str, int] | None,
     limit: int,
-    checked: Callable[[queries.Db, Sequence[str]], Awaitable[dict[str, CaseSnapshot]]],
-) -> list[ListedCase]:
-    """Up to ``limit`` cases after ``after``, each with its checked snapshot (``checked``
-    reads the page's cases together)."""
+) -> list[str]:
+    """The ids of up to ``limit`` cases after ``after`` that ``where`` keeps (each then read
+    and checked as GetCaseState reads it: ``store_reads``)."""
     sql, params = listing_sql.case_page(where, after, limit, scope, DIALECT)
-    ids = [str(row["case_id"]) for row in await db.fetch(sql, *params.positional())]
-    snaps = await checked(db, ids)
-    found = [ListedCase(snaps[case_id]) for case_id in ids if case_id in snaps]
-    # Who each is assigned to, every change checked against its ledger event.
-    held = await assignments.of_cases(db, [listed.snapshot.case.case_id for listed in found])
-    return [ListedCase(c.snapshot, current(held.get(c.snapshot.case.case_id, []))) for c in found]
+    return [str(row["case_id"]) for row in await db.fetch(sql, *params.positional())]
 
 
 async def audit_page(

@@ -160,6 +160,13 @@ async def snapshot(db: Db, case_id: str) -> CaseSnapshot | None:
     return snapshot_of(await db.fetchrow(_SNAPSHOT, case_id))
 
 
+async def snapshots(db: Db, case_ids: Sequence[str]) -> dict[str, CaseSnapshot]:
+    """``snapshot`` of each of ``case_ids`` in one statement, by case id (a case not found:
+    absent)."""
+    found = map(snapshot_of, await db.fetch(SNAPSHOTS, list(case_ids)))
+    return {snap.case.case_id: snap for snap in found if snap is not None}
+
+
 def snapshot_of(found: asyncpg.Record | None) -> CaseSnapshot | None:
     """The snapshot a row of ``SNAPSHOT`` holds (None: no such case)."""
     if found is None:

@@ -78,10 +78,6 @@ def check(
     return rule.match(values, found)
 
 
-def check_reviewers(db: sqlite3.Connection, values: Sequence[model.Reviewer]) -> None:
-    check(db, ledger_rules.REVIEWERS, values)
-
-
 def check_cases(
     db: sqlite3.Connection, values: Sequence[model.Case]
 ) -> dict[str, model.AuditEvent]:
@@ -133,15 +129,6 @@ def check_events(db: sqlite3.Connection, values: Sequence[model.AuditEvent]) -> 
         sql = f"SELECT sequence, hash FROM audit_events WHERE sequence IN ({marks})"
         stored.update((int(row["sequence"]), str(row["hash"])) for row in db.execute(sql, chunk))
     ledger_rules.check_links(values, stored)
-
-
-def check_snapshot(db: sqlite3.Connection, snap: model.CaseSnapshot | None) -> None:
-    """The case, its current round's reviews and its resolution."""
-    if snap is None:
-        return
-    check_cases(db, [snap.case])
-    check_reviews(db, snap.round_rows)
-    check_resolutions(db, [snap.round_resolution] if snap.round_resolution is not None else [])
 
 
 def check_approvals(db: sqlite3.Connection, found: Sequence[tuple[Approval, list[Step]]]) -> None:

@@ -1,23 +1,22 @@
 """ListCases' and filtered ListAuditEvents' reads on SQLite (statements: ``listing_sql``).
 
-Each runs inside the store's read transaction. A listed case is read the way
-GetCaseState reads one (``checked``: the store's checked snapshot), so a tampered
-case, review, resolution or gold label is DATA_LOSS here as it is there; the
-events of an audit page are re-hashed and linked like every other page of them.
+Each runs inside the store's read transaction. ``case_ids`` finds a page's cases, which
+``store_reads`` then reads the way GetCaseState reads one, so a tampered case, review,
+resolution or gold label is DATA_LOSS there as it is for GetCaseState; the events of an
+audit page are re-hashed and linked like every other page of them.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from assay.services.adjudication.domain.assignment import current
 from assay.services.adjudication.domain.audit_filters import AuditScan, AuditWhere
-from assay.services.adjudication.domain.case_listing import CaseWhere, ListedCase
-from assay.services.adjudication.domain.model import CaseSnapshot, TenantScope
+from assay.services.adjudication.domain.case_listing import CaseWhere
+from assay.services.adjudication.domain.model import TenantScope
 from assay.services.adjudication.storage import listing_sql, rows
-from assay.services.adjudication.storage.sqlite import assignments, ledger_checks
+from assay.services.adjudication.storage.sqlite import ledger_checks
 
 
 def _texts(values: Sequence[str]) -> str:
@@ -32,23 +31,17 @@ DIALECT = listing_sql.Dialect(
 )
 
 
-def case_page(
+def case_ids(
     db: sqlite3.Connection,
     scope: TenantScope,
     where: CaseWhere,
     after: tuple[str, int] | None,
     limit: int,
-    checked: Callable[[sqlite3.Connection, Sequence[str]], dict[str, CaseSnapshot]],
-) -> list[ListedCase]:
-    """Up to ``limit`` cases after ``after``, each with its checked snapshot (``checked``
-    reads the page's cases together)."""
+) -> list[str]:
+    """The ids of up to ``limit`` cases after ``after`` that ``where`` keeps (each then read
+    and checked as GetCaseState reads it: ``store_reads``)."""
     sql, params = listing_sql.case_page(where, after, limit, scope, DIALECT)
-    ids = [str(row["case_id"]) for row in db.execute(sql, params.values).fetchall()]
-    snaps = checked(db, ids)
-    found = [ListedCase(snaps[case_id]) for case_id in ids if case_id in snaps]
-    # Who each is assigned to, every change checked against its ledger event.
-    held = assignments.of_cases(db, [listed.snapshot.case.case_id for listed in found])
-    return [ListedCase(c.snapshot, current(held.get(c.snapshot.case.case_id, []))) for c in found]
+    return [str(row["case_id"]) for row in db.execute(sql, params.values).fetchall()]
 
 
 def audit_page(

@@ -106,6 +106,12 @@ def snapshot(
     )
 
 
+def snapshots(db: sqlite3.Connection, case_ids: Sequence[str]) -> dict[str, model.CaseSnapshot]:
+    """``snapshot`` of each of ``case_ids``, by case id (a case not found: absent)."""
+    found = (snapshot(db, case_id) for case_id in case_ids)
+    return {snap.case.case_id: snap for snap in found if snap is not None}
+
+
 # Ids per query: under SQLite's smallest default limit on bound variables (999).
 _CHUNK = 500
 
@@ -230,6 +236,11 @@ def audit_events(
         {"after": after, "tenants": tenants_param(scope), "limit": limit},
     )
     return [rows.audit_event(r) for r in found]
+
+
+def chain_hashes(db: sqlite3.Connection, after: int) -> list[tuple[int, str]]:
+    sql = "SELECT sequence, hash FROM audit_events WHERE sequence > ? ORDER BY sequence"
+    return [(int(row["sequence"]), str(row["hash"])) for row in db.execute(sql, (after,))]
 
 
 _PAIRS = predicates.rated_reviews(

@@ -14,44 +14,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from assay.services.adjudication.domain import cases
-from assay.services.adjudication.domain.agreement import RatedRound
-from assay.services.adjudication.domain.assignment import AssignmentChange
-from assay.services.adjudication.domain.audit_filters import AuditScan, AuditWhere
-from assay.services.adjudication.domain.case_listing import CaseWhere, ListedCase
-from assay.services.adjudication.domain.gold_agreement import GoldAnswer
 from assay.services.adjudication.domain.model import (
-    AuditEvent,
-    CaseSnapshot,
     ChainHead,
     ChainVerdict,
     ExportExclusion,
-    GoldLabelRevision,
-    Resolution,
-    Review,
-    Reviewer,
     TenantScope,
 )
 from assay.services.adjudication.domain.times import to_micros
 from assay.services.adjudication.storage import faults, rows, verify_walk
 from assay.services.adjudication.storage.interface import (
     ApprovalBatch,
-    ApprovalRecord,
     ExportBatch,
     exported_record,
 )
 from assay.services.adjudication.storage.page_steps import PageReads, Steps
 from assay.services.adjudication.storage.sqlite import (
     approvals,
-    assignments,
     files,
     ledger_checks,
-    listings,
     pages,
+    primitives,
     queries,
 )
 from assay.services.adjudication.storage.sqlite import faults as sqlite_faults
@@ -60,6 +47,7 @@ from assay.services.adjudication.storage.sqlite.single_process import ProcessLoc
 from assay.services.adjudication.storage.sqlite.sqlite_thread import SqliteConnection
 from assay.services.adjudication.storage.sqlite.tx import WriteTx
 from assay.services.adjudication.storage.sqlite.writer import Writer
+from assay.services.adjudication.storage.store_reads import SnapshotReads, StoreReads
 
 __all__ = ["ExportBatch", "SchemaTooNew", "Store"]
 
@@ -90,7 +78,7 @@ def _migrate(db: sqlite3.Connection, path: str) -> None:
         db.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {target};\nCOMMIT;")
 
 
-class Store(PageReads):
+class Store(PageReads, StoreReads[sqlite3.Connection]):
     """Everything the service keeps, behind domain-valued methods."""
 
     def __init__(
@@ -172,109 +160,15 @@ class Store(PageReads):
         """The page ``steps`` return, run in one read snapshot."""
         return await self._read(lambda db: pages.run(db, steps))
 
-    # --- reads -------------------------------------------------------------
+    async def _in_snapshot(self, read: Callable[[SnapshotReads[sqlite3.Connection]], T]) -> T:
+        """``read`` (``store_reads``) in one read transaction."""
+        return await self._read(lambda db: read(SnapshotReads(primitives, db)))
 
-    # Each read that returns records checks them against their ledger events in the same
-    # read transaction (``ledger_checks``): DATA_LOSS names the first that disagrees.
+    # --- whole-database walks ------------------------------------------------
 
-    async def reviewer(self, reviewer_id: str) -> Reviewer | None:
-        def work(db: sqlite3.Connection) -> Reviewer | None:
-            found = queries.reviewer(db, reviewer_id)
-            ledger_checks.check_reviewers(db, [found] if found else [])
-            return found
-
-        return await self._read(work)
-
-    async def reviewers(self, after: str, limit: int) -> list[Reviewer]:
-        def work(db: sqlite3.Connection) -> list[Reviewer]:
-            found = queries.list_reviewers(db, after, limit)
-            ledger_checks.check_reviewers(db, found)
-            return found
-
-        return await self._read(work)
-
-    async def snapshot(self, case_id: str) -> CaseSnapshot | None:
-        def work(db: sqlite3.Connection) -> CaseSnapshot | None:
-            snap = queries.snapshot(db, case_id)
-            ledger_checks.check_snapshot(db, snap)
-            return snap
-
-        return await self._read(work)
-
-    async def case_state(self, case_id: str) -> CaseSnapshot | None:
-        """The snapshot GetCaseState derives the state from (``_state_snapshot``)."""
-        return await self._read(lambda db: _state_snapshot(db, case_id))
-
-    async def case_page(
-        self, scope: TenantScope, where: CaseWhere, after: tuple[str, int] | None, limit: int
-    ) -> list[ListedCase]:
-        """Up to ``limit`` cases of ``scope`` after ``after`` that ``where`` keeps, each read
-        and checked as GetCaseState reads it, in one snapshot."""
-        return await self._read(
-            lambda db: listings.case_page(db, scope, where, after, limit, _state_snapshots)
-        )
-
-    async def audit_page(
-        self, scope: TenantScope, where: AuditWhere, after: int, scan: int, limit: int
-    ) -> AuditScan:
-        return await self._read(
-            lambda db: listings.audit_page(db, scope, where, after, scan, limit)
-        )
-
-    async def case_detail(
-        self, case_id: str
-    ) -> tuple[CaseSnapshot, list[Review], list[Resolution]] | None:
-        def work(
-            db: sqlite3.Connection,
-        ) -> tuple[CaseSnapshot, list[Review], list[Resolution]] | None:
-            snap = queries.snapshot(db, case_id)
-            if snap is None:
-                return None
-            reviews, resolutions = queries.case_history(db, case_id)
-            # The round's reviews and resolution are among the case's: checked once.
-            ledger_checks.check_cases(db, [snap.case])
-            ledger_checks.check_reviews(db, reviews)
-            ledger_checks.check_resolutions(db, resolutions)
-            return snap, reviews, resolutions
-
-        return await self._read(work)
-
-    async def gold_labels(
-        self, case_id: str, after: tuple[str, int] | None, limit: int, scope: TenantScope
-    ) -> list[GoldLabelRevision]:
-        def work(db: sqlite3.Connection) -> list[GoldLabelRevision]:
-            found = queries.gold_labels(db, case_id, after, limit, scope)
-            ledger_checks.check_gold_labels(db, found)
-            return found
-
-        return await self._read(work)
-
-    async def audit_events(self, after: int, limit: int, scope: TenantScope) -> list[AuditEvent]:
-        """Events after ``after``, each re-hashed and linked to its predecessor's stored hash
-        in the same snapshot (DATA_LOSS naming the first that fails)."""
-
-        def work(db: sqlite3.Connection) -> list[AuditEvent]:
-            found = queries.audit_events(db, after, limit, scope)
-            ledger_checks.check_events(db, found)
-            return found
-
-        return await self._read(work)
-
-    async def chain_hashes(self, after: int) -> list[tuple[int, str]]:
-        """(sequence, hash) of every committed audit event after ``after``, in order: the
-        transparency log's leaves."""
-        sql = "SELECT sequence, hash FROM audit_events WHERE sequence > ? ORDER BY sequence"
-        return await self._read(
-            lambda db: [
-                (int(row["sequence"]), str(row["hash"])) for row in db.execute(sql, (after,))
-            ]
-        )
-
-    async def rated_rounds(self, scope: TenantScope) -> list[RatedRound]:
-        return await self._read(lambda db: queries.rated_rounds(db, scope))
-
-    async def gold_answers(self, scope: TenantScope) -> list[GoldAnswer]:
-        return await self._read(lambda db: queries.gold_answers(db, scope))
+    # The other reads come from ``StoreReads``, stated once for both engines: those that
+    # return records check them against their ledger events in the same read transaction,
+    # DATA_LOSS naming the first that disagrees.
 
     async def export(
         self,
@@ -334,22 +228,8 @@ class Store(PageReads):
 
     # --- approvals -----------------------------------------------------------
 
-    async def approval(self, approval_id: str) -> ApprovalRecord | None:
-        return await self._read(lambda db: approvals.one(db, approval_id))
-
-    async def approvals(
-        self, scope: TenantScope, after: tuple[str, int] | None, limit: int
-    ) -> list[ApprovalRecord]:
-        return await self._read(lambda db: approvals.page(db, scope, after, limit))
-
-    async def open_approvals(self, limit: int) -> list[ApprovalRecord]:
-        return await self._read(lambda db: approvals.still_open(db, limit))
-
     def listen_approvals(self, changed: Callable[[str], None]) -> None:
         """One process holds the file: its own commits are every change there is."""
-
-    async def assignments(self, case_ids: Sequence[str]) -> dict[str, list[AssignmentChange]]:
-        return await self._read(lambda db: assignments.of_cases(db, case_ids))
 
     async def verify_chain(self) -> ChainVerdict:
         """Walk every event, then cross-check every gold-label row against the ledger."""
@@ -358,33 +238,6 @@ class Store(PageReads):
             return await db.run(_verify)
         finally:
             await db.close()
-
-
-def _state_snapshot(db: sqlite3.Connection, case_id: str) -> CaseSnapshot | None:
-    """The snapshot GetCaseState derives the state from (``_state_snapshots`` of one case)."""
-    return _state_snapshots(db, [case_id]).get(case_id)
-
-
-def _state_snapshots(db: sqlite3.Connection, case_ids: Sequence[str]) -> dict[str, CaseSnapshot]:
-    """The snapshots states are derived from, by case id (a case not found: absent), with
-    every row they rest on checked: each case, all its reviews and resolutions (an earlier
-    round's edited review or resolution is as much tampering as the current one's) and its
-    gold labels, whose count makes the round. Each kind is checked for all the cases at
-    once, so a listing's page costs one check of each kind."""
-    snaps = {
-        snap.case.case_id: snap
-        for snap in (queries.snapshot(db, case_id) for case_id in case_ids)
-        if snap is not None
-    }
-    if not snaps:
-        return {}
-    ids = list(snaps)
-    reviews, resolutions = queries.histories(db, ids)
-    ledger_checks.check_cases(db, [s.case for s in snaps.values()])
-    ledger_checks.check_reviews(db, reviews)
-    ledger_checks.check_resolutions(db, resolutions)
-    ledger_checks.check_gold_labels(db, queries.gold_labels_of_cases(db, ids))
-    return snaps
 
 
 def _verify(raw: sqlite3.Connection) -> ChainVerdict:
