@@ -29,7 +29,7 @@ from collections.abc import (
 )
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import asyncpg
 
@@ -63,6 +63,7 @@ from assay.services.adjudication.storage.postgres import assignments, prefetch, 
 from assay.services.adjudication.storage.postgres.greenlet_bridge import Bridge
 
 T = TypeVar("T")
+V = TypeVar("V")
 # The LISTEN/NOTIFY channel on which replicas tell each other an approval changed.
 APPROVALS_CHANNEL = "assay_approvals"
 
@@ -122,6 +123,49 @@ class PendingInsert:
     params: Sequence[Any]
     touches: Touch
     refused: Callable[[], Exception] | None = None
+
+
+@dataclass(frozen=True)
+class RowKind(Generic[V]):
+    """Where a record of one kind is written: its table, columns and values, what its row
+    touches, and the refusal a duplicate key means (None: a bug, reported as it is)."""
+
+    table: str
+    columns: str
+    params: Callable[[V], Sequence[Any]]
+    touches: Callable[[V], Touch]
+    refused: Callable[[V], Exception] | None = None
+
+
+def _case(value: Case | Review | Resolution | GoldLabelRevision) -> Touch:
+    return ("case", value.case_id)
+
+
+def _approval(value: Approval | Step) -> Touch:
+    return ("approval", value.approval_id)
+
+
+def _reviewer(value: Reviewer) -> Touch:
+    return ("reviewer", value.reviewer_id)
+
+
+# The record kinds a job inserts one by one (``_insert``); the idempotency, audit and
+# assignment rows, whose values a method works out, go through ``_insert_row`` directly.
+REVIEWERS = RowKind(
+    "reviewers", rows.REVIEWER_COLUMNS, rows.reviewer_params, _reviewer, conflicts.reviewer_exists
+)
+CASES = RowKind("cases", rows.CASE_COLUMNS, rows.case_params, _case)
+REVIEWS = RowKind(
+    "reviews", rows.REVIEW_COLUMNS, rows.review_params, _case, conflicts.review_submitted
+)
+RESOLUTIONS = RowKind("resolutions", rows.RESOLUTION_COLUMNS, rows.resolution_params, _case)
+GOLD_LABELS = RowKind(
+    "gold_labels", rows.GOLD_COLUMNS, rows.gold_params, _case, conflicts.gold_revision_exists
+)
+APPROVALS = RowKind(
+    "approvals", approval_rows.APPROVAL_COLUMNS, approval_rows.approval_params, _approval
+)
+STEPS = RowKind("approval_steps", approval_rows.STEP_COLUMNS, approval_rows.step_params, _approval)
 
 
 def insert_sql(table: str, columns: str, width: int, start: int = 1) -> str:
@@ -393,46 +437,32 @@ class PostgresWriteTx:
         self._state.dirty.add(touches)
         self._state.pending.append(PendingInsert(table, columns, params, touches, refused))
 
-    def insert_reviewer(self, value: Reviewer) -> None:
+    def _insert(self, kind: RowKind[V], value: V) -> None:
+        """Queue ``value``'s row (``_insert_row``) as ``kind`` says."""
+        refused = kind.refused
         self._insert_row(
-            ("reviewer", value.reviewer_id),
-            "reviewers",
-            rows.REVIEWER_COLUMNS,
-            rows.reviewer_params(value),
-            lambda: conflicts.reviewer_exists(value),
+            kind.touches(value),
+            kind.table,
+            kind.columns,
+            kind.params(value),
+            None if refused is None else lambda: refused(value),
         )
+
+    def insert_reviewer(self, value: Reviewer) -> None:
+        self._insert(REVIEWERS, value)
 
     def insert_case(self, value: Case) -> None:
         queries.written_case(value)
-        self._insert_row(
-            ("case", value.case_id), "cases", rows.CASE_COLUMNS, rows.case_params(value)
-        )
+        self._insert(CASES, value)
 
     def insert_review(self, value: Review) -> None:
-        self._insert_row(
-            ("case", value.case_id),
-            "reviews",
-            rows.REVIEW_COLUMNS,
-            rows.review_params(value),
-            lambda: conflicts.review_submitted(value),
-        )
+        self._insert(REVIEWS, value)
 
     def insert_resolution(self, value: Resolution) -> None:
-        self._insert_row(
-            ("case", value.case_id),
-            "resolutions",
-            rows.RESOLUTION_COLUMNS,
-            rows.resolution_params(value),
-        )
+        self._insert(RESOLUTIONS, value)
 
     def insert_gold_label(self, value: GoldLabelRevision) -> None:
-        self._insert_row(
-            ("case", value.case_id),
-            "gold_labels",
-            rows.GOLD_COLUMNS,
-            rows.gold_params(value),
-            lambda: conflicts.gold_revision_exists(value),
-        )
+        self._insert(GOLD_LABELS, value)
 
     def bulk_insert(self, cases: Iterable[Case], gold_labels: Iterable[GoldLabelRevision]) -> None:
         """Seed many rows at once (benchmarks, imports), each with the ledger event its
@@ -522,20 +552,10 @@ class PostgresWriteTx:
         return value, steps
 
     def insert_approval(self, value: Approval) -> None:
-        self._insert_row(
-            ("approval", value.approval_id),
-            "approvals",
-            approval_rows.APPROVAL_COLUMNS,
-            approval_rows.approval_params(value),
-        )
+        self._insert(APPROVALS, value)
 
     def insert_step(self, value: Step) -> None:
-        self._insert_row(
-            ("approval", value.approval_id),
-            "approval_steps",
-            approval_rows.STEP_COLUMNS,
-            approval_rows.step_params(value),
-        )
+        self._insert(STEPS, value)
 
     def notify_approval(self, approval_id: str) -> None:
         """NOTIFY the other replicas; PostgreSQL delivers it when this transaction commits."""
