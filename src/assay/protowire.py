@@ -4,7 +4,7 @@ Some paths frame a message around bytes they already hold instead of copying tho
 into a message and serializing it again (the ResolveColumns response around the Arrow
 writers' buffers, the planner's resolver requests around the serialized evidence), read
 a message's top-level fields without parsing it (the ResolveColumns request's stream
-taken as a view), or count a response's size as it grows (``runtime.budget``). They all
+taken as a view), or count a response's size as it grows (``runtime.response_budget``). They all
 use this module: varints, lengths and field keys, the keys always taken from the
 generated descriptors (``tag_of(Message, "field")``), never written as literal bytes.
 

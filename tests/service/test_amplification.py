@@ -19,13 +19,13 @@ import grpc
 import pytest
 
 from assay.errors import Reason
-from assay.runtime.budget import RESPONSE_RATIO
 from assay.runtime.config import ServerConfig
+from assay.runtime.response_budget import RESPONSE_RATIO
 from assay.runtime.server import serving
 from assay.runtime.status import DecodedError, decode_rpc_error
 from assay.services.planner.service import build_spec as planner_spec
 from assay.services.registry import ServeOptions
-from assay.services.resolver.domain.budget import MAX_CLAIM_RESOLUTIONS
+from assay.services.resolver.domain.request_cost import MAX_CLAIM_RESOLUTIONS
 from assay.services.resolver.service import build_spec as resolver_spec
 from assay.v1 import claim_pb2
 from assay.v1 import planner_service_pb2 as ppb

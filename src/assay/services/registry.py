@@ -18,13 +18,13 @@ from assay.runtime.database_move import MoveRefused, MoveReport, MoveUnverified
 from assay.runtime.database_url import masked, parse_database_url
 from assay.runtime.server import ServiceSpec
 from assay.runtime.tls import ClientTls
-from assay.services.resolver.domain import budget as resolver_budget
+from assay.services.resolver.domain import request_cost
 
 # What one ResolveColumns stream may hold unless ``assay serve`` is told otherwise (its
 # flags' defaults): the command reaches the services only through this module.
-MAX_COLUMNS_ROWS = resolver_budget.MAX_COLUMNS_ROWS
-MAX_COLUMNS_BYTES = resolver_budget.MAX_COLUMNS_BYTES
-MAX_COLUMNS_RATIO = resolver_budget.MAX_COLUMNS_RATIO
+MAX_COLUMNS_ROWS = request_cost.MAX_COLUMNS_ROWS
+MAX_COLUMNS_BYTES = request_cost.MAX_COLUMNS_BYTES
+MAX_COLUMNS_RATIO = request_cost.MAX_COLUMNS_RATIO
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class ServeOptions:
     # probe kind's observed latency and success rate, and re-read when it changes.
     observations_file: Path | None = None
     # The resolver: what one ResolveColumns stream may hold (``--columns-max-*``; None:
-    # the resolver's default, ``resolver.domain.budget``).
+    # the resolver's default, ``resolver.domain.request_cost``).
     columns_max_rows: int | None = None
     columns_max_bytes: int | None = None
     columns_max_ratio: int | None = None

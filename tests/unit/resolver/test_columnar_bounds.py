@@ -11,7 +11,8 @@ from assay.errors import InvalidArgument, Reason, ResourceExhausted
 from assay.services.resolver.columnar import resolve_stream
 from assay.services.resolver.columnar.input import bounds
 from assay.services.resolver.columnar.input.ipc_headers import HeaderError, record_batch
-from assay.services.resolver.domain.budget import (
+from assay.services.resolver.domain.policy import DEFAULT_POLICY
+from assay.services.resolver.domain.request_cost import (
     MAX_COLUMNS_BYTES,
     MAX_COLUMNS_RATIO,
     MAX_COLUMNS_ROWS,
@@ -19,7 +20,6 @@ from assay.services.resolver.domain.budget import (
     ColumnsLimits,
     charge_columns,
 )
-from assay.services.resolver.domain.policy import DEFAULT_POLICY
 from tests.support.arrow_bombs import identical, ipc, varied
 
 DEFAULTS = ColumnsLimits()

@@ -6,13 +6,13 @@ import pytest
 
 from assay.errors import InvalidArgument, Reason
 from assay.protowire import tag_of
-from assay.runtime.budget import (
+from assay.runtime.response_budget import (
     RESPONSE_FLOOR_BYTES,
     RESPONSE_RATIO,
     ResponseBudget,
     response_limit,
 )
-from assay.services.resolver.domain.budget import MAX_CLAIM_RESOLUTIONS, charge
+from assay.services.resolver.domain.request_cost import MAX_CLAIM_RESOLUTIONS, charge
 from assay.services.resolver.use_cases.stop import NEVER, Abandoned, Stop
 from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb

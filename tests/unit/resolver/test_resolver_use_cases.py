@@ -19,9 +19,9 @@ from assay.services.resolver.domain.asks import (
     ReconcileAsk,
     SemanticAsk,
 )
-from assay.services.resolver.domain.budget import MAX_CLAIM_RESOLUTIONS
 from assay.services.resolver.domain.model import Decision, Intake
 from assay.services.resolver.domain.policy import DEFAULT_POLICY
+from assay.services.resolver.domain.request_cost import MAX_CLAIM_RESOLUTIONS
 from assay.services.resolver.use_cases.resolve import Resolver
 from assay.services.resolver.use_cases.stop import Abandoned, Stop
 

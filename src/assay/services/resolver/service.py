@@ -11,8 +11,8 @@ from assay.runtime.server import ServiceSpec
 from assay.services.registry import ServeOptions
 from assay.services.resolver.adapters.policy_file import policy_source
 from assay.services.resolver.adapters.servicer import ResolverServicer
-from assay.services.resolver.domain.budget import ColumnsLimits
 from assay.services.resolver.domain.policy import Policy, load_policy
+from assay.services.resolver.domain.request_cost import ColumnsLimits
 from assay.v1 import resolver_service_pb2
 
 SERVICE_DESCRIPTOR = resolver_service_pb2.DESCRIPTOR.services_by_name["ResolverService"]

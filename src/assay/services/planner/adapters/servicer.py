@@ -11,7 +11,7 @@ asserts, the resolver answers with every value of the target once per hypothesis
 every candidate names its outcome's value key. Evidence whose values make any of that
 exceed a cap (the resolver's, or its message limit) is refused as
 ERROR_REASON_REQUEST_TOO_EXPENSIVE (``resolver_client.translate``); a plan response
-over ``assay.runtime.budget`` (100 times the request, within the message limit) as
+over ``assay.runtime.response_budget`` (100 times the request, within the message limit) as
 ERROR_REASON_RESPONSE_TOO_LARGE. Either names ``evidence``.
 """
 
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import grpc
 
-from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
 from assay.runtime.handlers import REQUEST_ID_KEY, current_request_id
 from assay.runtime.paging import page
+from assay.runtime.response_budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
 from assay.services.planner.adapters.observation_file import NoObservations, ObservationFile
 from assay.services.planner.adapters.reliability import ReliabilityTable
 from assay.services.planner.adapters.resolver_client import ResolverClient

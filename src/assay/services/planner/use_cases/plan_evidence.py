@@ -4,7 +4,7 @@ of the answer.
 Usually one resolver call per plan, within the caller's remaining deadline: one
 ResolveHypotheses that returns the base resolution in full (``base_detail``) and, in
 summary, every outcome any plan over these claims may weigh, foreseen from the claims
-before anything is resolved (``wire.superset``); the plan reads its leader, gaps and
+before anything is resolved (``wire.foreseen_outcomes``); the plan reads its leader, gaps and
 candidates from that base and ignores the hypotheses it does not need. When the guess is
 not made (a claim about another semantic: the hypotheses then go over the target's scope,
 checked against a full base; too many values), or the resolver refuses the call, the
@@ -46,8 +46,8 @@ from assay.services.planner.domain.plan import Draft, draft_plan, finish_plan
 from assay.services.planner.domain.probes import CATALOGUE, Catalogue
 from assay.services.planner.wire import convert
 from assay.services.planner.wire.field_paths import PathMap, no_paths
+from assay.services.planner.wire.foreseen_outcomes import MatchKey, guess_outcomes, match_key
 from assay.services.planner.wire.scope import all_about_target, summary_of, target_scope
-from assay.services.planner.wire.superset import MatchKey, guess_outcomes, match_key
 from assay.v1 import planner_service_pb2 as pb
 from assay.v1 import resolution_pb2
 from assay.v1 import resolver_service_pb2 as rpb

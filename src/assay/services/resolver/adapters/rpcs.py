@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from assay.services.resolver.adapters.policy_file import FixedPolicy, Loaded, PolicySource
-from assay.services.resolver.domain.budget import ColumnsLimits
+from assay.services.resolver.domain.request_cost import ColumnsLimits
 from assay.services.resolver.use_cases.resolve import Resolver
 from assay.services.resolver.use_cases.stop import NEVER, Stop
 from assay.services.resolver.wire import answers, asks

@@ -27,14 +27,14 @@ import grpc
 from google.protobuf.message import Message
 
 from assay import optional
-from assay.runtime.budget import ResponseBudget
 from assay.runtime.config import DEFAULT_MAX_MESSAGE_BYTES
 from assay.runtime.memory import LARGE_REQUEST_BYTES, trim_after
+from assay.runtime.response_budget import ResponseBudget
 from assay.services.resolver.adapters.offload import INLINE_MAX_UNITS, Offload, without_gc
 from assay.services.resolver.adapters.policy_file import FixedPolicy, PolicySource
 from assay.services.resolver.adapters.rpcs import ResolverRpcs
-from assay.services.resolver.domain.budget import ColumnsLimits
 from assay.services.resolver.domain.policy import Policy
+from assay.services.resolver.domain.request_cost import ColumnsLimits
 from assay.services.resolver.use_cases.resolve import Resolver
 from assay.services.resolver.use_cases.stop import NEVER, Stop
 from assay.services.resolver.wire.columns_request import ColumnsCall, parse_columns_request

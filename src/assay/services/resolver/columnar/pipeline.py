@@ -18,8 +18,8 @@ from assay.services.resolver.columnar.engine.vectorized import resolve_table
 from assay.services.resolver.columnar.input import bounds, decode, stream
 from assay.services.resolver.columnar.output.arrow_out import encode
 from assay.services.resolver.columnar.output.response import Answer
-from assay.services.resolver.domain.budget import ColumnsLimits
 from assay.services.resolver.domain.policy import Policy
+from assay.services.resolver.domain.request_cost import ColumnsLimits
 from assay.services.resolver.domain.validation import Violation, raise_if_any
 
 

@@ -10,7 +10,7 @@ nothing; both are rejected by the caller with the path this module reports.
 Scalars dominate real evidence, so they have their own cheap entry points; the
 general ``canonical_key`` is only needed for objects and lists. This is the one rule:
 the per-claim path, the columnar path (``columnar.input.texts``) and the planner's
-guessed outcomes (``planner.wire.superset``) all key values here.
+guessed outcomes (``planner.wire.foreseen_outcomes``) all key values here.
 """
 
 from __future__ import annotations

@@ -32,9 +32,9 @@ from assay.services.resolver.domain.asks import (
     ReconcileAsk,
     SemanticAsk,
 )
-from assay.services.resolver.domain.budget import ColumnsLimits, charge
 from assay.services.resolver.domain.model import Intake, ProposalOutcome, Resolution, SemKey
 from assay.services.resolver.domain.policy import Policy
+from assay.services.resolver.domain.request_cost import ColumnsLimits, charge
 from assay.services.resolver.use_cases.stop import NEVER, Stop
 
 if TYPE_CHECKING:  # the columnar path needs pyarrow (the `columnar` extra): imported when used

@@ -6,7 +6,7 @@ next resolution only once the last one fitted: an oversized response is refused 
 as it passes its budget, with no more resolved than was written. ResolveSemantic,
 ResolveEvidence and ResolveColumns, whose responses only grow with their request, have a
 budget here that the servicer checks once, on the serialized bytes
-(``assay.runtime.budget``).
+(``assay.runtime.response_budget``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from google.protobuf.message import Message
 
 from assay.protowire import tag_of
-from assay.runtime.budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
+from assay.runtime.response_budget import MIN_CLAIM_WIRE_BYTES, ResponseBudget
 from assay.services.resolver.domain.asks import EvidenceAnswer, HypothesesAnswer, HypothesesAsk
 from assay.services.resolver.domain.model import ProposalOutcome, Resolution
 from assay.services.resolver.domain.policy import Policy

@@ -8,7 +8,7 @@ pyarrow reads any record batch, ``survey`` walks the stream's messages
 received, nothing decompressed) and adds up, from each header (``ipc_headers``), the
 rows of its record batches and the bytes their buffers and the dictionaries' will take
 once decompressed. After each message the running totals are held to the server's
-``ColumnsLimits`` (``domain.budget.charge_columns``), so the refusal comes at the first
+``ColumnsLimits`` (``domain.request_cost.charge_columns``), so the refusal comes at the first
 message that passes a limit, having decompressed nothing.
 
 The walk is cheap (a header is a few hundred bytes), and it checks its ``stop`` every
@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from assay.errors import Reason
 from assay.services.resolver.columnar.input import ipc_headers
-from assay.services.resolver.domain.budget import ColumnsLimits, charge_columns
+from assay.services.resolver.domain.request_cost import ColumnsLimits, charge_columns
 from assay.services.resolver.domain.validation import Violation
 
 CHECK_EVERY = 256

@@ -14,7 +14,11 @@ from assay.services.planner.domain.model import PlanInput
 from assay.services.planner.domain.plan import draft_plan
 from assay.services.planner.domain.probes import CATALOGUE
 from assay.services.planner.wire import convert
-from assay.services.planner.wire.superset import MAX_GUESSED_VALUES, guess_outcomes, match_key
+from assay.services.planner.wire.foreseen_outcomes import (
+    MAX_GUESSED_VALUES,
+    guess_outcomes,
+    match_key,
+)
 from assay.services.resolver.adapters.rpcs import ResolverRpcs
 from assay.services.resolver.domain.policy import DEFAULT_RELIABILITY, Policy
 from assay.services.resolver.use_cases.resolve import Resolver

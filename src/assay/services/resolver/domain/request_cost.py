@@ -7,7 +7,7 @@ for a response of gigabytes. So a request may ask for at most ``MAX_CLAIM_RESOLU
 claim resolutions (ResolveHypotheses: (hypotheses + 1) x the claims about the target, plus
 the hypotheses' own; Reconcile: per proposal, one plus the claims about every semantic it is
 judged on); ``charge`` refuses more with REQUEST_TOO_EXPENSIVE before any work starts.
-Every response is also held to ``assay.runtime.budget``.
+Every response is also held to ``assay.runtime.response_budget``.
 
 ResolveColumns multiplies differently: a few kilobytes of ZSTD can declare a million rows.
 Its stream is measured from its message headers before anything is decompressed
