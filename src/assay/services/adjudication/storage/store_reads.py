@@ -3,19 +3,20 @@
 A read that returns records checks them against their ledger events in the same read
 snapshot (``ledger_rules``: DATA_LOSS names the first that disagrees). What differs
 between the engines is only how one fetch or check runs, so each engine plugs in its
-``primitives`` module (the ``Primitives`` protocol): SQLite's names its own functions,
-which run on a reader's thread; PostgreSQL's makes each coroutine a plain call through the
-greenlet bridge, the read running in ``run_sync``. ``SnapshotReads`` states each read on
-one snapshot; both stores take their async methods from ``StoreReads``, each run by the
-engine's ``_in_snapshot`` in one read snapshot, as they take the queue and worklist from
+``primitives`` module (the ``Primitives`` protocol, coroutines): PostgreSQL's are its
+asyncpg queries, awaited in the calling task; SQLite's are its plain functions as
+coroutines that never suspend, so a whole read runs to its end on a reader's thread
+(``sqlite.primitives.completed``). ``SnapshotReads`` states each read on one snapshot;
+both stores take their async methods from ``StoreReads``, each run by the engine's
+``_in_snapshot`` in one read snapshot, as they take the queue and worklist from
 ``page_steps.PageReads``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from assay.services.adjudication.domain.agreement import RatedRound
 from assay.services.adjudication.domain.assignment import AssignmentChange, current
@@ -39,28 +40,34 @@ T = TypeVar("T")
 # The engine's handle on one read snapshot: a SQLite connection, an asyncpg one.
 DbT = TypeVar("DbT")
 DbT_contra = TypeVar("DbT_contra", contravariant=True)
+# One fetch or check as the engine runs it.
+Query = Coroutine[Any, Any, T]
 
 
 class Primitives(Protocol[DbT_contra]):
-    """An engine's fetches and checks on one read snapshot, as plain calls: what each
+    """An engine's fetches and checks on one read snapshot, as coroutines: what each
     engine's ``primitives`` module holds (its ``queries``, ``ledger_checks``, ``listings``,
     ``approvals`` and ``assignments`` functions)."""
 
-    def reviewer(self, db: DbT_contra, reviewer_id: str, /) -> Reviewer | None: ...
+    def reviewer(self, db: DbT_contra, reviewer_id: str, /) -> Query[Reviewer | None]: ...
 
-    def list_reviewers(self, db: DbT_contra, after: str, limit: int, /) -> list[Reviewer]: ...
+    def list_reviewers(
+        self, db: DbT_contra, after: str, limit: int, /
+    ) -> Query[list[Reviewer]]: ...
 
-    def snapshot(self, db: DbT_contra, case_id: str, /) -> CaseSnapshot | None: ...
+    def snapshot(self, db: DbT_contra, case_id: str, /) -> Query[CaseSnapshot | None]: ...
 
-    def snapshots(self, db: DbT_contra, case_ids: Sequence[str], /) -> dict[str, CaseSnapshot]: ...
+    def snapshots(
+        self, db: DbT_contra, case_ids: Sequence[str], /
+    ) -> Query[dict[str, CaseSnapshot]]: ...
 
     def case_history(
         self, db: DbT_contra, case_id: str, /
-    ) -> tuple[list[Review], list[Resolution]]: ...
+    ) -> Query[tuple[list[Review], list[Resolution]]]: ...
 
     def histories(
         self, db: DbT_contra, case_ids: Sequence[str], /
-    ) -> tuple[list[Review], list[Resolution]]: ...
+    ) -> Query[tuple[list[Review], list[Resolution]]]: ...
 
     def gold_labels(
         self,
@@ -70,15 +77,15 @@ class Primitives(Protocol[DbT_contra]):
         limit: int,
         scope: TenantScope,
         /,
-    ) -> list[GoldLabelRevision]: ...
+    ) -> Query[list[GoldLabelRevision]]: ...
 
     def gold_labels_of_cases(
         self, db: DbT_contra, case_ids: Sequence[str], /
-    ) -> list[GoldLabelRevision]: ...
+    ) -> Query[list[GoldLabelRevision]]: ...
 
     def audit_events(
         self, db: DbT_contra, after: int, limit: int, scope: TenantScope, /
-    ) -> list[AuditEvent]: ...
+    ) -> Query[list[AuditEvent]]: ...
 
     def case_ids(
         self,
@@ -88,7 +95,7 @@ class Primitives(Protocol[DbT_contra]):
         after: tuple[str, int] | None,
         limit: int,
         /,
-    ) -> list[str]: ...
+    ) -> Query[list[str]]: ...
 
     def audit_page(
         self,
@@ -99,31 +106,31 @@ class Primitives(Protocol[DbT_contra]):
         scan: int,
         limit: int,
         /,
-    ) -> AuditScan: ...
+    ) -> Query[AuditScan]: ...
 
     def of_cases(
         self, db: DbT_contra, case_ids: Sequence[str], /
-    ) -> dict[str, list[AssignmentChange]]: ...
+    ) -> Query[dict[str, list[AssignmentChange]]]: ...
 
-    def chain_hashes(self, db: DbT_contra, after: int, /) -> list[tuple[int, str]]: ...
+    def chain_hashes(self, db: DbT_contra, after: int, /) -> Query[list[tuple[int, str]]]: ...
 
-    def rated_rounds(self, db: DbT_contra, scope: TenantScope, /) -> list[RatedRound]: ...
+    def rated_rounds(self, db: DbT_contra, scope: TenantScope, /) -> Query[list[RatedRound]]: ...
 
-    def gold_answers(self, db: DbT_contra, scope: TenantScope, /) -> list[GoldAnswer]: ...
+    def gold_answers(self, db: DbT_contra, scope: TenantScope, /) -> Query[list[GoldAnswer]]: ...
 
-    def approval(self, db: DbT_contra, approval_id: str, /) -> ApprovalRecord | None: ...
+    def approval(self, db: DbT_contra, approval_id: str, /) -> Query[ApprovalRecord | None]: ...
 
     def approvals_page(
         self, db: DbT_contra, scope: TenantScope, after: tuple[str, int] | None, limit: int, /
-    ) -> list[ApprovalRecord]: ...
+    ) -> Query[list[ApprovalRecord]]: ...
 
-    def open_approvals(self, db: DbT_contra, limit: int, /) -> list[ApprovalRecord]: ...
+    def open_approvals(self, db: DbT_contra, limit: int, /) -> Query[list[ApprovalRecord]]: ...
 
     def check(
         self, db: DbT_contra, rule: Rule[T], values: Sequence[T], /
-    ) -> dict[str, AuditEvent]: ...
+    ) -> Query[dict[str, AuditEvent]]: ...
 
-    def check_events(self, db: DbT_contra, values: Sequence[AuditEvent], /) -> None: ...
+    def check_events(self, db: DbT_contra, values: Sequence[AuditEvent], /) -> Query[None]: ...
 
 
 @dataclass(frozen=True)
@@ -133,90 +140,90 @@ class SnapshotReads(Generic[DbT]):
     engine: Primitives[DbT]
     db: DbT
 
-    def reviewer(self, reviewer_id: str) -> Reviewer | None:
-        found = self.engine.reviewer(self.db, reviewer_id)
-        self.engine.check(self.db, ledger_rules.REVIEWERS, [found] if found else [])
+    async def reviewer(self, reviewer_id: str) -> Reviewer | None:
+        found = await self.engine.reviewer(self.db, reviewer_id)
+        await self.engine.check(self.db, ledger_rules.REVIEWERS, [found] if found else [])
         return found
 
-    def reviewers(self, after: str, limit: int) -> list[Reviewer]:
-        found = self.engine.list_reviewers(self.db, after, limit)
-        self.engine.check(self.db, ledger_rules.REVIEWERS, found)
+    async def reviewers(self, after: str, limit: int) -> list[Reviewer]:
+        found = await self.engine.list_reviewers(self.db, after, limit)
+        await self.engine.check(self.db, ledger_rules.REVIEWERS, found)
         return found
 
-    def snapshot(self, case_id: str) -> CaseSnapshot | None:
+    async def snapshot(self, case_id: str) -> CaseSnapshot | None:
         """The case with its current round's reviews and resolution, each checked."""
-        snap = self.engine.snapshot(self.db, case_id)
+        snap = await self.engine.snapshot(self.db, case_id)
         if snap is not None:
             resolution = [snap.round_resolution] if snap.round_resolution is not None else []
-            self.engine.check(self.db, ledger_rules.CASES, [snap.case])
-            self.engine.check(self.db, ledger_rules.REVIEWS, snap.round_rows)
-            self.engine.check(self.db, ledger_rules.RESOLUTIONS, resolution)
+            await self.engine.check(self.db, ledger_rules.CASES, [snap.case])
+            await self.engine.check(self.db, ledger_rules.REVIEWS, snap.round_rows)
+            await self.engine.check(self.db, ledger_rules.RESOLUTIONS, resolution)
         return snap
 
-    def case_state(self, case_id: str) -> CaseSnapshot | None:
+    async def case_state(self, case_id: str) -> CaseSnapshot | None:
         """The snapshot GetCaseState derives the state from (``state_snapshots`` of one)."""
-        return self.state_snapshots([case_id]).get(case_id)
+        return (await self.state_snapshots([case_id])).get(case_id)
 
-    def state_snapshots(self, case_ids: Sequence[str]) -> dict[str, CaseSnapshot]:
+    async def state_snapshots(self, case_ids: Sequence[str]) -> dict[str, CaseSnapshot]:
         """The snapshots states are derived from, by case id (a case not found: absent), with
         every row they rest on checked: each case, all its reviews and resolutions (an earlier
         round's edited review or resolution is as much tampering as the current one's) and its
         gold labels, whose count makes the round. Each kind is read and checked for all the
         cases at once, so a listing's page costs the statements of one case."""
-        snaps = self.engine.snapshots(self.db, case_ids)
+        snaps = await self.engine.snapshots(self.db, case_ids)
         if not snaps:
             return {}
         ids = list(snaps)
-        reviews, resolutions = self.engine.histories(self.db, ids)
-        labels = self.engine.gold_labels_of_cases(self.db, ids)
-        self.engine.check(self.db, ledger_rules.CASES, [s.case for s in snaps.values()])
-        self.engine.check(self.db, ledger_rules.REVIEWS, reviews)
-        self.engine.check(self.db, ledger_rules.RESOLUTIONS, resolutions)
-        self.engine.check(self.db, ledger_rules.GOLD_LABELS, labels)
+        reviews, resolutions = await self.engine.histories(self.db, ids)
+        labels = await self.engine.gold_labels_of_cases(self.db, ids)
+        await self.engine.check(self.db, ledger_rules.CASES, [s.case for s in snaps.values()])
+        await self.engine.check(self.db, ledger_rules.REVIEWS, reviews)
+        await self.engine.check(self.db, ledger_rules.RESOLUTIONS, resolutions)
+        await self.engine.check(self.db, ledger_rules.GOLD_LABELS, labels)
         return snaps
 
-    def case_page(
+    async def case_page(
         self, scope: TenantScope, where: CaseWhere, after: tuple[str, int] | None, limit: int
     ) -> list[ListedCase]:
         """The cases ``where`` keeps, each with its checked state snapshot, then who each
         is assigned to, every assignment change checked against its ledger event."""
-        ids = self.engine.case_ids(self.db, scope, where, after, limit)
-        snaps = self.state_snapshots(ids)
+        ids = await self.engine.case_ids(self.db, scope, where, after, limit)
+        snaps = await self.state_snapshots(ids)
         found = [snaps[case_id] for case_id in ids if case_id in snaps]
-        held = self.engine.of_cases(self.db, [snap.case.case_id for snap in found])
+        held = await self.engine.of_cases(self.db, [snap.case.case_id for snap in found])
         return [ListedCase(snap, current(held.get(snap.case.case_id, []))) for snap in found]
 
-    def audit_page(
+    async def audit_page(
         self, scope: TenantScope, where: AuditWhere, after: int, scan: int, limit: int
     ) -> AuditScan:
         """The engine's ``listings.audit_page``: its events re-hashed and linked."""
-        return self.engine.audit_page(self.db, scope, where, after, scan, limit)
+        return await self.engine.audit_page(self.db, scope, where, after, scan, limit)
 
-    def case_detail(
+    async def case_detail(
         self, case_id: str
     ) -> tuple[CaseSnapshot, list[Review], list[Resolution]] | None:
-        snap = self.engine.snapshot(self.db, case_id)
+        snap = await self.engine.snapshot(self.db, case_id)
         if snap is None:
             return None
-        reviews, resolutions = self.engine.case_history(self.db, case_id)
+        reviews, resolutions = await self.engine.case_history(self.db, case_id)
         # The round's reviews and resolution are among the case's: checked once.
-        self.engine.check(self.db, ledger_rules.CASES, [snap.case])
-        self.engine.check(self.db, ledger_rules.REVIEWS, reviews)
-        self.engine.check(self.db, ledger_rules.RESOLUTIONS, resolutions)
+        await self.engine.check(self.db, ledger_rules.CASES, [snap.case])
+        await self.engine.check(self.db, ledger_rules.REVIEWS, reviews)
+        await self.engine.check(self.db, ledger_rules.RESOLUTIONS, resolutions)
         return snap, reviews, resolutions
 
-    def gold_labels(
+    async def gold_labels(
         self, case_id: str, after: tuple[str, int] | None, limit: int, scope: TenantScope
     ) -> list[GoldLabelRevision]:
-        found = self.engine.gold_labels(self.db, case_id, after, limit, scope)
-        self.engine.check(self.db, ledger_rules.GOLD_LABELS, found)
+        found = await self.engine.gold_labels(self.db, case_id, after, limit, scope)
+        await self.engine.check(self.db, ledger_rules.GOLD_LABELS, found)
         return found
 
-    def audit_events(self, after: int, limit: int, scope: TenantScope) -> list[AuditEvent]:
+    async def audit_events(self, after: int, limit: int, scope: TenantScope) -> list[AuditEvent]:
         """Events after ``after``, each re-hashed and linked to its predecessor's stored
         hash (``ledger_rules.check_links``)."""
-        found = self.engine.audit_events(self.db, after, limit, scope)
-        self.engine.check_events(self.db, found)
+        found = await self.engine.audit_events(self.db, after, limit, scope)
+        await self.engine.check_events(self.db, found)
         return found
 
 
@@ -224,7 +231,7 @@ class StoreReads(Generic[DbT]):
     """A store's reads, the same on both engines: each run by the engine's ``_in_snapshot``
     in one read snapshot."""
 
-    async def _in_snapshot(self, read: Callable[[SnapshotReads[DbT]], T]) -> T:
+    async def _in_snapshot(self, read: Callable[[SnapshotReads[DbT]], Coroutine[Any, Any, T]]) -> T:
         """``read`` of the engine's ``SnapshotReads`` on one read snapshot."""
         raise NotImplementedError
 

@@ -7,9 +7,6 @@ coroutine to ``Bridge.run``, which switches back to the writer's task, awaits th
 there (the loop serves everything else meanwhile) and switches into the job again with the
 result or the exception. This is the technique SQLAlchemy's asyncio extension uses.
 
-The store's reads run the same way (``bridged``, ``storage.postgres.primitives``), so each
-read is stated once, as plain code, for both engines (``storage.store_reads``).
-
 A worker thread with ``run_coroutine_threadsafe`` was tried first: each statement then had
 to win the GIL back from a busy loop, which cut a replica's commit rate to a small fraction
 of raw inserts (docs/performance.md). A greenlet switch costs microseconds and involves no
@@ -20,12 +17,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, TypeVar
 
 import greenlet
 
 T = TypeVar("T")
-P = ParamSpec("P")
 
 
 class _JobGreenlet(greenlet.greenlet):
@@ -64,14 +60,3 @@ class Bridge:
         awaitable: Awaitable[T] = work
         result: T = current.driver.switch(awaitable)
         return result
-
-
-def bridged(work: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
-    """``work`` as a plain call that awaits it through the ``Bridge``: only inside
-    ``run_sync`` (the checked reads' primitives: ``storage.postgres.primitives``)."""
-    bridge = Bridge()
-
-    def call(*args: P.args, **kwargs: P.kwargs) -> T:
-        return bridge.run(work(*args, **kwargs))
-
-    return call

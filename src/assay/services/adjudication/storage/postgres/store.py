@@ -10,7 +10,7 @@ one snapshot. Several replicas may open the same database (see ``writer``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 import asyncpg
@@ -33,7 +33,6 @@ from assay.services.adjudication.storage.postgres import (
     verify,
 )
 from assay.services.adjudication.storage.postgres.faults import lost, quiet_pool_log
-from assay.services.adjudication.storage.postgres.greenlet_bridge import run_sync
 from assay.services.adjudication.storage.postgres.tx import PostgresWriteTx
 from assay.services.adjudication.storage.postgres.writer import PostgresWriter
 from assay.services.adjudication.storage.store_reads import SnapshotReads, StoreReads
@@ -108,10 +107,11 @@ class PostgresStore(PageReads, StoreReads[queries.Db]):
         """The page ``steps`` return, run in one read snapshot."""
         return await self._read(lambda db: pages.run(db, steps))
 
-    async def _in_snapshot(self, read: Callable[[SnapshotReads[queries.Db]], T]) -> T:
-        """``read`` (``store_reads``) in one read-only snapshot, its statements awaited
-        through the greenlet bridge (``primitives``)."""
-        return await self._read(lambda db: run_sync(read, SnapshotReads(primitives, db)))
+    async def _in_snapshot(
+        self, read: Callable[[SnapshotReads[queries.Db]], Coroutine[Any, Any, T]]
+    ) -> T:
+        """``read`` (``store_reads``) in one read-only snapshot."""
+        return await self._read(lambda db: read(SnapshotReads(primitives, db)))
 
     # --- whole-database walks ------------------------------------------------
 

@@ -1,49 +1,63 @@
 """SQLite's fetches and checks for the checked reads (``storage.store_reads``), by the
-names its ``Primitives`` protocol gives them: plain calls on one read transaction's
-connection, run on a reader's thread."""
+names its ``Primitives`` protocol gives them: its plain functions on one read
+transaction's connection as coroutines that never suspend, so a read over them runs to its
+end at once on a reader's thread (``completed``)."""
 
 from __future__ import annotations
 
-from assay.services.adjudication.storage.sqlite.approvals import one as approval
-from assay.services.adjudication.storage.sqlite.approvals import page as approvals_page
-from assay.services.adjudication.storage.sqlite.approvals import still_open as open_approvals
-from assay.services.adjudication.storage.sqlite.assignments import of_cases
-from assay.services.adjudication.storage.sqlite.ledger_checks import check, check_events
-from assay.services.adjudication.storage.sqlite.listings import audit_page, case_ids
-from assay.services.adjudication.storage.sqlite.queries import (
-    audit_events,
-    case_history,
-    chain_hashes,
-    gold_answers,
-    gold_labels,
-    gold_labels_of_cases,
-    histories,
-    list_reviewers,
-    rated_rounds,
-    reviewer,
-    snapshot,
-    snapshots,
-)
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
 
-__all__ = [
-    "approval",
-    "approvals_page",
-    "audit_events",
-    "audit_page",
-    "case_history",
-    "case_ids",
-    "chain_hashes",
-    "check",
-    "check_events",
-    "gold_answers",
-    "gold_labels",
-    "gold_labels_of_cases",
-    "histories",
-    "list_reviewers",
-    "of_cases",
-    "open_approvals",
-    "rated_rounds",
-    "reviewer",
-    "snapshot",
-    "snapshots",
-]
+from assay.services.adjudication.storage.sqlite import (
+    approvals,
+    assignments,
+    ledger_checks,
+    listings,
+)
+from assay.services.adjudication.storage.sqlite import queries as q
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+def _at_once(work: Callable[P, T]) -> Callable[P, Coroutine[Any, Any, T]]:
+    """``work`` as a coroutine that runs it and never suspends."""
+
+    async def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        return work(*args, **kwargs)
+
+    return call
+
+
+def completed(read: Coroutine[Any, Any, T]) -> T:
+    """The result of ``read``, a read over these primitives, run to its end here: none of
+    them suspends, so it ends at its first step (RuntimeError if it ever did not)."""
+    try:
+        read.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    read.close()
+    raise RuntimeError("a SQLite read suspended")
+
+
+reviewer = _at_once(q.reviewer)
+list_reviewers = _at_once(q.list_reviewers)
+snapshot = _at_once(q.snapshot)
+snapshots = _at_once(q.snapshots)
+case_history = _at_once(q.case_history)
+histories = _at_once(q.histories)
+gold_labels = _at_once(q.gold_labels)
+gold_labels_of_cases = _at_once(q.gold_labels_of_cases)
+audit_events = _at_once(q.audit_events)
+chain_hashes = _at_once(q.chain_hashes)
+rated_rounds = _at_once(q.rated_rounds)
+gold_answers = _at_once(q.gold_answers)
+approval = _at_once(approvals.one)
+approvals_page = _at_once(approvals.page)
+open_approvals = _at_once(approvals.still_open)
+case_ids = _at_once(listings.case_ids)
+audit_page = _at_once(listings.audit_page)
+of_cases = _at_once(assignments.of_cases)
+check = _at_once(ledger_checks.check)
+check_events = _at_once(ledger_checks.check_events)

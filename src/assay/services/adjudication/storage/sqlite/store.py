@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -160,9 +160,14 @@ class Store(PageReads, StoreReads[sqlite3.Connection]):
         """The page ``steps`` return, run in one read snapshot."""
         return await self._read(lambda db: pages.run(db, steps))
 
-    async def _in_snapshot(self, read: Callable[[SnapshotReads[sqlite3.Connection]], T]) -> T:
-        """``read`` (``store_reads``) in one read transaction."""
-        return await self._read(lambda db: read(SnapshotReads(primitives, db)))
+    async def _in_snapshot(
+        self, read: Callable[[SnapshotReads[sqlite3.Connection]], Coroutine[Any, Any, T]]
+    ) -> T:
+        """``read`` (``store_reads``) in one read transaction, run to its end on a reader's
+        thread (``primitives.completed``)."""
+        return await self._read(
+            lambda db: primitives.completed(read(SnapshotReads(primitives, db)))
+        )
 
     # --- whole-database walks ------------------------------------------------
 
