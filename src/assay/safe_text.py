@@ -1,26 +1,18 @@
 """Stored and server-provided text made safe to put on a terminal: one rule, one place.
 
-Cases, reviews, audit payloads, plans and resolutions carry text that anyone allowed to
-write it chose: a case's subject, a reviewer's reason, a claim's value. Printed raw, an
-escape sequence in it clears an operator's screen, sets the window title or disguises a
-link (OSC 8); a bidi override (U+202E) or isolate reorders what an auditor reads; a
-C1 control (U+009B is a CSI on many terminals) does what ESC + ``[`` does; rich markup
-(``[red]``, ``[link=…]``) in it would be styled or linked by ``rich``.
+Cases, reviews, audit payloads, plans and resolutions carry text its writer chose (a case's
+subject, a reviewer's reason, a claim's value). Printed raw, an escape sequence in it clears
+an operator's screen, sets the window title or disguises a link (OSC 8); a bidi override
+(U+202E) reorders what an auditor reads; a C1 control (U+009B, a CSI on many terminals) acts
+as ESC + ``[``; rich markup (``[red]``, ``[link=…]``) would be styled or linked by ``rich``.
 
-The rule: every character of Unicode category Cc (C0 controls, DEL, C1 controls; newline
-and tab included, so a table cell stays one cell), Cf (format characters: the bidi
-embeddings, overrides, isolates and marks, zero-width spaces and joiners, the BOM, the
-soft hyphen), Zl and Zp (line and paragraph separators) and Cs (a lone surrogate) is
-shown as its escape, ``\\x1b``, ``\\u202e``, ``\\U000e0001``: visible, and inert. The text
-around it is left alone. Data given to ``rich`` goes in as ``Text`` (``text``), never as
-markup; where a line is written as markup, data is interpolated through ``markup``.
-
-JSON output needs no such rule: the ``json`` encoder's ``ensure_ascii`` (the default,
-used by the CLI's JSON and by the services' log lines) writes every character outside
-printable ASCII, a superset of these, as a ``\\u`` escape.
-
-Nothing here imports ``rich`` at import time, so the module stays neutral ground (the
-client library and the services may import it; ``rich`` is the CLI's dependency).
+The rule: every character of the categories in ``UNSAFE_CATEGORIES`` is shown as its escape
+(``\\x1b``, ``\\u202e``, ``\\U000e0001``): visible and inert; the text around it is left
+alone. Data goes to ``rich`` as ``Text`` (``text``), never as markup; a line written as
+markup interpolates data through ``markup``. JSON output needs no such rule: ``json``'s
+``ensure_ascii`` (used by the CLI's JSON and the services' logs) escapes a superset of these.
+Nothing here imports ``rich`` at import time, so the client library and the services may
+import this module (``rich`` is the CLI's dependency).
 """
 
 from __future__ import annotations
@@ -31,7 +23,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.text import Text
 
-# The categories a terminal acts on, or that change how the text around them reads.
+# The categories a terminal acts on, or that change how the text around them reads: Cc (C0
+# controls, DEL, C1 controls; newline and tab included, so a table cell stays one cell), Cf
+# (format characters: bidi embeddings, overrides, isolates and marks, zero-width spaces and
+# joiners, the BOM, the soft hyphen), Zl and Zp (line and paragraph separators) and Cs (a
+# lone surrogate).
 UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 

@@ -1,21 +1,18 @@
 """``assay audit public-key``, ``checkpoint``, ``verify --since`` and ``verify-export``: the
 transparency log seen from an auditor's side.
 
-An auditor saves a signed checkpoint now (``checkpoint --out``) and later asks the server to
-prove that today's ledger extends it (``verify --since``); both checkpoints' signatures and
-the RFC 6962 consistency proof are checked here, locally, against a public key the auditor
-pinned (``--public-key``; ``public-key --key`` prints it from the key file, offline). An
-export's manifest carries the checkpoint of the ledger head it was read at;
-``verify-export`` checks that signature offline, then proves every field of every record
-against it (``export_proofs``), saying what it cannot prove. A saved checkpoint is created
-owner-only (``private_files``).
+An auditor saves a signed checkpoint now (``checkpoint --out``, created owner-only by
+``private_files``) and later asks the server to prove that today's ledger extends it
+(``verify --since``); both signatures and the RFC 6962 consistency proof are checked here,
+locally, against a public key the auditor pinned (``--public-key``; ``public-key --key``
+prints it from the key file, offline). ``verify-export`` checks the signature of the
+checkpoint an export's manifest carries, then proves every field of every record against it
+(``export_proofs``), saying what it cannot prove.
 
-Every file argument takes ``-`` for standard input (``checkpoint --out -``: standard
-output), and a check that fails exits 3 (``EXIT_VERIFICATION_FAILED``), never 2 like a
-command line argparse refused.
-
-The checking uses ``merkle`` and ``checkpoint``: pure modules (hashing, Ed25519, parsing —
-no server, storage or grpc code), shared so the verifier is the algorithm the log uses.
+Every file argument takes ``-`` for standard input or output, and a failed check exits 3
+(``EXIT_VERIFICATION_FAILED``), never 2 like a command line argparse refused. The checking
+uses ``merkle`` and ``checkpoint``, pure modules (no server, storage or grpc code) shared so
+the verifier is the algorithm the log uses.
 """
 
 from __future__ import annotations

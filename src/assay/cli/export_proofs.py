@@ -1,25 +1,18 @@
 """Each record of an exported corpus proven against the export's signed checkpoint, offline.
 
-A record carries, beside every field a consumer reads, what binds that field to the ledger:
-its label's GOLD_LABEL_FROZEN event, its case's CASE_ENQUEUED event and (with ``--reviews``)
-each review's REVIEW_SUBMITTED event, each with its RFC 6962 inclusion proof in the tree
-the manifest's checkpoint signs, and the openings of the digests those events hold
-(``revisionDigested``, ``caseBinding.fieldDigests``, ``reviewBindings[i].answerOpening``).
-So an auditor holding only the ledger's public key proves, per record and from the signed
-root down: each event (``export_events``), then each opening against the digest its event
-holds, then each field against its opening (``export_bindings``). An edit of any field
-fails, and the failure names the record and the field.
+Beside every field a consumer reads, a record carries what binds it to the ledger: its
+label's GOLD_LABEL_FROZEN, its case's CASE_ENQUEUED and (``--reviews``) each review's
+REVIEW_SUBMITTED event, each with its RFC 6962 inclusion proof under the manifest's
+checkpoint, and the openings of the digests those events hold. An auditor holding only the
+ledger's public key proves each event (``export_events``), each opening against its event's
+digest, and each field against its opening (``export_bindings``): an edited field fails,
+naming the record and the field.
 
-What cannot be proven is said, never passed over (``Unproven``). Either the record lacks
-binding material an export can carry (exported before records were bound, or stripped from
-this one), which the command refuses unless the auditor accepts it explicitly; or the ledger
-itself holds no commitment to the field (a case enqueued, or a review submitted, before its
-event recorded ``shown`` or ``submit_time``), which no export can supply: the event proves
-that, so it is reported, not refused. A revision without ``revisionDigested`` is still proven
-whole by its digest; only the field an edit changed cannot be named.
-
-The rules come from the pure domain modules (no storage, no grpc): the verifier is the
-algorithm the server uses, not a second spelling of it.
+What cannot be proven is said (``Unproven``). Binding material this export lacks (exported
+before records were bound, or stripped) is refused unless the auditor accepts it; a field the
+ledger never committed to (an event older than ``shown`` or ``submit_time``) is reported, not
+refused. A revision without ``revisionDigested`` is still proven whole, only the edited field
+goes unnamed. The rules are the pure domain modules': the server's algorithm, not a copy.
 """
 
 from __future__ import annotations

@@ -1,21 +1,17 @@
 """``assay serve NAME`` and ``assay up``: host one service, or all of them, in this process.
 
-``up`` is the one-command start: all services on their default ports
-(resolver 50051, planner 50052, adjudication 50053), wired to each other, with
-the adjudication data in a local SQLite file. Both run until SIGTERM/SIGINT
-and then drain gracefully (health NOT_SERVING, in-flight calls finish within
-the grace period, databases closed, exit 0; work still running in a thread when the grace
-period is over does not hold the process). A start that fails (a port in use, an unreadable
+``up`` is the one-command start: all services on their default ports (resolver 50051,
+planner 50052, adjudication 50053), wired to each other, the adjudication data in a local
+SQLite file. Both run until SIGTERM/SIGINT, then drain: health NOT_SERVING, in-flight calls
+finish within the grace period, databases closed, exit 0; work still in a thread when the
+grace is over does not hold the process. A failed start (a port in use, an unreadable
 database) is one line naming what failed and exit code 1, with nothing left running.
 
-Without security flags both serve in dev mode (plaintext, every caller holds
-every role), which is allowed on loopback only and said in one warning line at
-start; ``serve_security`` turns the TLS and authentication flags into settings.
-
-The console (``assay serve console``, and ``up`` unless ``--no-console``) is HTTP: it is
-served on the same event loop beside the gRPC servers, its port refused before anything
-starts when taken, and it stops on the same signal within the same grace
-(``console_cmds`` turns its flags into settings).
+Without security flags they serve in dev mode (plaintext, every caller holds every role),
+allowed on loopback only and said in one warning line; ``serve_security`` turns the TLS and
+authentication flags into settings. The HTTP console (``serve console``, and ``up`` unless
+``--no-console``; flags in ``console_cmds``) runs on the same event loop, its port refused
+before anything starts when taken, and stops on the same signal within the same grace.
 """
 
 from __future__ import annotations

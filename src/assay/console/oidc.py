@@ -1,26 +1,18 @@
 """Signing in with OpenID Connect: the authorization code flow with PKCE, through Authlib.
 
-``begin`` reads the issuer's discovery document (its ``issuer`` must be the one configured),
-keeps a pending login server-side under a random ``state`` (with the nonce, the PKCE S256
-verifier and the page to return to; bounded, ten minutes at most) and sends the browser to
-the provider. The pending login is also tied to this browser: the session cookie carries a
-random binding until the callback, so a callback link made for someone else's login (login
-CSRF) is refused. ``finish`` takes the pending login by ``state`` (once: a replayed or
-tampered state finds nothing), exchanges the code with the verifier, and checks the ID token
-against the provider's JWKS (``runtime.auth.tokens``: signature, issuer, audience = the client
-id, expiry) and the nonce.
+``begin`` checks the discovery document's ``issuer``, keeps a pending login server-side under
+a random ``state`` and sends the browser to the provider; ``finish`` takes it back by
+``state``, once, exchanges the code and checks the ID token and nonce. The pending login is
+tied to this browser by a random binding in the session cookie, so a callback link made for
+someone else's login (login CSRF) is refused.
 
 The session acts as the reviewer id in the ID token's ``assay_reviewer_id`` claim when the
-provider adds one (for a subject such as ``auth0|5f…`` that the services' policy binds to a
-reviewer id with ``reviewer_id``; the services check the two agree), else as its subject.
-
-The session's bearer token for the services is the ID token. It is a JWT the services verify
-against the same JWKS (their ``[tokens]`` audience is the console's client id); an access
-token need not be (many providers, oidc-provider-mock among them, issue opaque ones). The
-session ends with the ID token: near its expiry ``fresh`` uses the refresh token, if the
-provider gave one, and takes the new ID token the refresh returns; a refresh the provider
-refuses ends the session, and a refresh answered without an ID token (the provider does not
-renew them) leaves the session to end when its token does.
+provider adds one (the services' policy binds a subject such as ``auth0|5f…`` to it with
+``reviewer_id`` and checks the two agree), else as its subject. Its bearer token for the
+services is the ID token, a JWT they verify against the same JWKS (their ``[tokens]``
+audience is the console's client id); an access token need not be one (many providers,
+oidc-provider-mock among them, issue opaque ones). So the session ends with the ID token,
+unless a refresh (``fresh``) returns a new one.
 """
 
 from __future__ import annotations
@@ -151,7 +143,10 @@ class OidcSignIn:
             return self._metadata
 
     async def begin(self, next_path: str) -> tuple[str, str]:
-        """Where to send the browser, and the binding its cookie carries meanwhile."""
+        """Where to send the browser, and the binding its cookie carries meanwhile.
+
+        The pending login (nonce, PKCE S256 verifier, page to return to) is kept server-side
+        under a random ``state``: bounded, ten minutes at most (``PendingLogins``)."""
         try:
             found = await self.metadata()
         except (httpx.HTTPError, ValueError) as error:
@@ -184,7 +179,12 @@ class OidcSignIn:
             return self._verifier.verify(id_token)
 
     async def finish(self, query: Mapping[str, str], binding: str) -> tuple[Session, str]:
-        """The new session and the page to return to; ``SignInRefused`` otherwise."""
+        """The new session and the page to return to; ``SignInRefused`` otherwise.
+
+        The pending login is taken once (a replayed or tampered state finds nothing), the code
+        exchanged with its verifier, and the ID token checked against the provider's JWKS
+        (``runtime.auth.tokens``: signature, issuer, audience = the client id, expiry) and
+        the nonce."""
         pending = self.pending.take(query.get("state", ""))
         if pending is None or pending.binding != binding:
             raise SignInRefused("This sign-in is not valid or has expired. Sign in again.")
@@ -221,7 +221,11 @@ class OidcSignIn:
     async def fresh(self, session: Session) -> Session | None:
         """``session``, its ID token refreshed when near expiry; None when it has ended.
         One refresh at a time: a provider rotating refresh tokens would refuse the second
-        of two concurrent ones, so the second finds the session already fresh."""
+        of two concurrent ones, so the second finds the session already fresh.
+
+        A refresh needs the provider's refresh token and takes the new ID token it returns;
+        a refresh the provider refuses ends the session, and one answered without an ID
+        token (the provider does not renew them) leaves it to end when its token does."""
         if not self._near(session):
             return session
         async with self._refreshing:

@@ -1,26 +1,18 @@
 """``assay demo``: the whole loop, in one process, on shipped example data, over TLS with tokens.
 
-It writes throwaway credentials (a local CA, a server certificate, a signing
-key and one token per example principal) into a temporary folder, starts the
-three services on free loopback ports with TLS and authentication on, and
-walks a conflicted ``idempotency.mode`` through every stage, each step done by
-the principal whose job it is, with its own token: the operator's executor
-resolves, plans and enqueues a review case for tenant ``acme``; alice and bob
-review it and disagree; carol adjudicates; the operator freezes the label;
-a second executor run brings the gold label back as a claim that resolves the
-conflict. Two refusals show the boundary holding (mallory of tenant
-``globex`` cannot see the ``acme`` case; alice may not freeze), and the audit
-ledger shows who did what. A last stage (``demo_approval.py``) shows the
-executor asking people before an action that needs approval, a requester
-refused his own approval, and the action taken only on dave's grant.
+It writes throwaway credentials (a local CA, a server certificate, a signing key, a token per
+example principal) to a temporary folder, starts the three services on free loopback ports
+with TLS and authentication on, and walks a conflicted ``idempotency.mode`` through every
+stage, each step by the principal whose job it is: the operator's executor resolves, plans
+and enqueues a case for tenant ``acme``; alice and bob disagree; carol adjudicates; the
+operator freezes the label; a second run brings it back as a claim that resolves the
+conflict. Two refusals show the boundary holding (mallory of ``globex`` cannot see the case;
+alice may not freeze), the audit ledger shows who did what, and ``demo_approval.py`` shows an
+action that needs approval: the requester refused his own, the action taken on dave's grant.
 
-Honesty is the point of the demo as much as the mechanism. alice, bob and
-carol are MECHANISM_TEST_FIXTURE reviewers, scripted, and it says so; their
-gold label's provenance is SYNTHETIC_MECHANISM_TEST, so it returns as a
-``mechanism_test_fixture`` claim, never as ``human_review``. The builtin
-reliability table has no such kind (so against a production resolver a
-fixture label cannot count at all); the demo's resolver therefore runs with
-the builtin table plus that one row at a low reliability, and prints it.
+Honesty is the point as much as the mechanism: the scripted reviewers are
+MECHANISM_TEST_FIXTURE, and it says so; their label returns as ``mechanism_test_fixture``,
+never ``human_review``, a kind the builtin table lacks (``demo_table`` adds it).
 """
 
 from __future__ import annotations
@@ -73,7 +65,9 @@ TIMEOUT = 10.0
 
 
 def demo_table(directory: Path) -> tuple[str | None, str]:
-    """The reliability table file for the demo's resolver, and a line saying what it is."""
+    """The reliability table file for the demo's resolver, and a line saying what it is:
+    the builtin table plus ``mechanism_test_fixture`` at a low reliability, printed so the
+    demo never hides that a fixture's label was allowed to count."""
     if SYNTHETIC_SOURCE in DEFAULT_RELIABILITY:
         return None, f"builtin table ({SYNTHETIC_SOURCE} {DEFAULT_RELIABILITY[SYNTHETIC_SOURCE]})"
     path = directory / "reliability.json"

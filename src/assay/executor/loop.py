@@ -1,24 +1,18 @@
 """The reference executor's loop: resolve -> plan -> act within policy -> add claims -> again.
 
-One run, for one target (subject, predicate):
+One run, for one target (subject, predicate): gold labels of the cases it is given come back
+as claims (``review.py``); then each iteration resolves the evidence and, unless RESOLVED,
+asks the planner, takes the best candidate it may act on (``choice.py``), performs it and
+adds the claims it yielded. A REQUIRES_APPROVAL candidate is first asked for through the
+approval service (``approval.py``) and performed only on a consumed grant. With
+``Settings.observations`` each acquisition is recorded once the next resolution shows
+whether it changed the decision (``recording``).
 
-1. gold labels of the cases it is given come back as claims (``review.py``);
-2. each iteration resolves the evidence; RESOLVED ends the run;
-3. otherwise it asks the planner, takes the best candidate it may act on
-   (``choice.py``), performs it, and adds the claims it yielded; a candidate
-   that REQUIRES_APPROVAL is first asked for through the approval service
-   (``approval.py``) when the run has one, and performed only on a consumed grant;
-4. with ``Settings.observations``, each acquisition is recorded once the next
-   resolution (the one the loop makes anyway) shows whether it changed the
-   decision (``recording``);
-5. it stops when the predicate resolves, when a human-review case now waits
-   for reviewers, when no ranked candidate may be acted on, when an approval it
-   asked for ends without a grant to use (APPROVAL_*), or after
-   ``max_iterations``.
-
-Local probes block (files, ``git``, a test command), so they run in a worker
-thread: the demo hosts the services on this same event loop, and a blocking
-probe must not stall them.
+It stops when the predicate resolves, a human-review case waits for reviewers, no ranked
+candidate may be acted on, an approval ends without a grant to use (APPROVAL_*), or after
+``max_iterations``. Local probes block (files, ``git``, a test command), so they run in a
+worker thread: the demo hosts the services on this same event loop, and a blocking probe
+must not stall them.
 """
 
 from __future__ import annotations
