@@ -1,27 +1,18 @@
 """Admission control: how many calls one service runs at once, and refusing calls while it drains.
 
-Every call of a service's own RPCs passes ``Admission.enter`` before anything else is done
-for it. Past ``limit`` calls in flight, or once the server drains for shutdown, the call is
-refused at once, before its request is parsed, with a status a client can act on:
+Every call of a service's own RPCs passes ``Admission.enter`` first. Past ``limit`` calls in
+flight (``RESOURCE_EXHAUSTED``, ``ERROR_REASON_OVERLOADED``), or once the server drains for
+shutdown (``UNAVAILABLE``, ``ERROR_REASON_SHUTTING_DOWN``), the call is refused at once,
+before its request is parsed. Both carry a ``google.rpc.RetryInfo`` delay, also sent as
+gRPC's ``grpc-retry-pushback-ms`` trailer, which grpc-core's retry policy obeys instead of
+its backoff; it doubles with the client's reported attempts (``grpc-previous-rpc-attempts``)
+and is jittered, so a refused burst comes back spread out. A refused call did no work, so
+repeating it is always safe.
 
-- overloaded: ``RESOURCE_EXHAUSTED``, reason ``ERROR_REASON_OVERLOADED``;
-- draining: ``UNAVAILABLE``, reason ``ERROR_REASON_SHUTTING_DOWN``.
-
-Both carry a ``google.rpc.RetryInfo`` detail and the same delay as gRPC's own
-``grpc-retry-pushback-ms`` trailer, which grpc-core's retry policy obeys instead of its
-backoff. The delay doubles with the attempts the client reports
-(``grpc-previous-rpc-attempts``) and is jittered, so a refused burst comes back spread out
-rather than as the same burst. A refused call did no work, so repeating it is always safe.
-
-Why a limit of our own rather than grpc's ``maximum_concurrent_rpcs``: grpc's counts health
-and reflection calls too (a saturated server would fail its health checks), and refuses with
-a bare status, no retry delay and no log line. Here each refusal is one ordinary RPC log line
-(code and reason), and the counts go into the shutdown line.
-
-``drain`` starts shutdown's refusals; ``idle`` waits for the admitted calls to end;
-``abandon`` ends those still running when the grace period is over: the caller gets
-``UNAVAILABLE``/``SHUTTING_DOWN`` rather than a bare ``CANCELLED``, and the call's task is
-cancelled so nothing it awaits keeps the process alive.
+Why not grpc's ``maximum_concurrent_rpcs``: it counts health and reflection calls too (a
+saturated server would fail its health checks) and refuses with a bare status, no retry
+delay and no log line. Here each refusal is one ordinary RPC log line (code and reason), and
+the counts go into the shutdown line. ``drain``, ``idle`` and ``abandon`` are shutdown's steps.
 """
 
 from __future__ import annotations
@@ -196,7 +187,8 @@ class Admission:
         """End the calls still running (the grace period is over); returns how many there were.
 
         Each caller gets UNAVAILABLE / SHUTTING_DOWN (its call did not finish, so a retry-safe
-        RPC may be repeated), then the call's task is cancelled."""
+        RPC may be repeated) rather than a bare CANCELLED, then the call's task is cancelled,
+        so nothing it awaits keeps the process alive."""
         calls = list(self._calls.items())
         for context, task in calls:
             if not context.done():

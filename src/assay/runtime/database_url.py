@@ -1,26 +1,18 @@
 """What ``--db`` names: a SQLite file or a PostgreSQL database, or a refusal; and how to show it.
 
-``--db`` accepts only what it can name, so a mistyped URL never becomes a local file
-(with the password in its name):
+It accepts only what it can name: a mistyped URL never becomes a file (password in its name):
 
-- a path (``assay.db``, ``/var/lib/assay/a.db``, ``./a=b.db``): SQLite;
-- ``sqlite:///PATH`` (``sqlite:///rel.db`` relative, ``sqlite:////abs.db`` absolute, as
-  SQLAlchemy writes them): SQLite;
-- ``postgresql://…`` or ``postgres://…``, the scheme in any case: PostgreSQL, with one host
-  or several (``h1:5432,h2:5432``, tried in turn; ``target_session_attrs=read-write`` picks
-  the primary among them);
-- a libpq connection string (``host=db dbname=assay user=assay password='a b'``), parsed by
-  libpq's rules (``libpq_params``) and turned into the equivalent URL for the driver.
+- SQLite: a path (``assay.db``, ``/var/lib/assay/a.db``; a name with ``=`` or ``:`` written
+  with a directory, ``./a=b.db``), or ``sqlite:///rel.db`` / ``sqlite:////abs.db`` as
+  SQLAlchemy writes them;
+- PostgreSQL: ``postgresql://…`` or ``postgres://…`` (scheme in any case), with one host or
+  several (``h1:5432,h2:5432``, tried in turn; ``target_session_attrs=read-write`` picks the
+  primary), or a libpq connection string (``host=db password='a b'``), parsed by libpq's
+  rules (``libpq_params``) into the equivalent URL for the driver.
 
-Anything else is refused in one line: another scheme (``mysql://``), a scheme-looking
-prefix (``postgresql:db``), a string with ``=`` that is not a valid connection string, or
-a keyword the driver cannot honour. A file whose name has ``=`` or ``:`` is written with a
-directory (``./a=b.db``).
-
-``masked`` is the one function that shows a ``--db`` value: the password of a URL's
-userinfo, a ``password=``/``sslpassword=`` query parameter and a libpq ``password``
-keyword all become ``***``, in start lines and error messages alike. It masks strings
-it would refuse too, since those are quoted back in the refusal.
+Anything else is refused in one line: another scheme, a scheme-looking prefix
+(``postgresql:db``), an invalid connection string, a keyword the driver cannot honour.
+``masked`` is the one function that shows a ``--db`` value, passwords as ``***``.
 """
 
 from __future__ import annotations
@@ -95,7 +87,10 @@ class DatabaseTarget:
 
 
 def masked(value: str) -> str:
-    """``value`` with every password in it replaced by ``***`` (module docstring)."""
+    """``value`` with every password in it replaced by ``***``: a URL's userinfo password,
+    a ``password=``/``sslpassword=`` query parameter and a libpq ``password`` keyword, in
+    start lines and error messages alike. Strings ``--db`` refuses are masked too, since
+    the refusal quotes them back."""
     if _URL.match(value):
         scheme, rest = value.split("://", 1)
         at = rest.rfind("@")

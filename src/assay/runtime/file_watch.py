@@ -1,21 +1,17 @@
 """A file read again when it changes, looked at at most once per interval.
 
-One rule for every file a service watches (the JWKS file, the resolver's reliability
-table, the planner's observations file): a new version needs no restart, and the calls in
-between cost one comparison. A caller asks ``look(now)`` on its way through; once
-``interval`` seconds have passed since the last look, the files are stat-ed, and when
-their signature (inode, size and modification time; a file that cannot be stat-ed counts
-as gone) differs from the version in hand, the new signature is returned. The caller then
-reads the files itself and keeps what it had when they cannot be read or parsed. A new
-file renamed over the old one has another inode, so it is noticed even within one
-modification-time tick.
+One rule for every file a service watches (the JWKS file, the resolver's reliability table,
+the planner's observations file): a new version needs no restart, and the calls in between
+cost one comparison. A caller asks ``look(now)`` on its way through; once ``interval``
+seconds have passed since the last look, the files are stat-ed, and when their signature
+(inode, size and modification time; a file that cannot be stat-ed counts as gone) differs
+from the version in hand, the new signature is returned. The caller then reads the files
+itself and keeps what it had when they cannot be read or parsed. A new file renamed over the
+old one has another inode, so it is noticed even within one modification-time tick.
 
-A version that could not be read is, by the caller's choice (``retry``), tried again at
-every look until it reads (a fix that leaves the signature alone, such as a chmod, is then
-noticed), or left until the files change again (one attempt, so one warning, per version).
-
-The clock is the caller's (``now``, from ``time.monotonic``), so tests move it. A watch
-holds no lock: a caller that looks from several threads lets one look at a time.
+A version that could not be read is tried again or not by the caller's choice (``retry``).
+The clock is the caller's (``time.monotonic``), so tests move it. A watch holds no lock: a
+caller that looks from several threads lets one look at a time.
 """
 
 from __future__ import annotations
@@ -41,7 +37,9 @@ class FileWatch:
     ) -> None:
         """Takes the files' version now (the one the caller is about to read, or has read);
         the first look is due ``interval`` after ``now``. ``retry``: a version the caller
-        did not pass to ``took`` is offered again at the next look."""
+        did not pass to ``took`` is offered again at every look until it reads (so a fix
+        that leaves the signature alone, such as a chmod, is noticed); without it, it waits
+        for the files to change again (one attempt, so one warning, per version)."""
         self.paths = paths
         self.interval = interval
         self.retry = retry

@@ -10,12 +10,9 @@ What each status means (per name; ``""`` is the server as a whole):
 - ``SERVING``: the server accepts calls, and for a service's own name (``assay.v1.…Service``)
   what the service depends on answers too (the planner's resolver);
 - ``NOT_SERVING``: the server is shutting down (every name), or, for a service's own name
-  only, a dependency is unreachable: its calls would fail with ``UNAVAILABLE`` now; the
-  server stays up and turns ``SERVING`` again by itself when the dependency is back;
+  only, a dependency is unreachable (``watch_dependency``): its calls would fail with
+  ``UNAVAILABLE`` now; the server stays up and turns ``SERVING`` again by itself;
 - ``NOT_FOUND`` (a status code, not a status): the server has no service of that name.
-
-``watch_dependency`` is that probe: it asks ``probe()`` once a second while it succeeds and,
-while it fails, after 0.25, 0.5, 1 and then every 2 seconds, and logs each change once.
 """
 
 from __future__ import annotations
@@ -114,9 +111,12 @@ async def watch_dependency(
     probe: Callable[[], Awaitable[bool]],
     serving: bool,
 ) -> None:
-    """Keep ``service``'s status in step with ``probe()`` until cancelled (module docstring).
+    """Keep ``service``'s status in step with ``probe()`` until cancelled: ``NOT_SERVING``
+    while the dependency is unreachable, ``SERVING`` again once it is back.
 
-    ``serving`` is what the last probe said (start-up runs the first one)."""
+    It probes once a second while the probe succeeds and, while it fails, after 0.25, 0.5,
+    1 and then every 2 seconds, logging each change once. ``serving`` is what the last
+    probe said (start-up runs the first one)."""
     failures = 0 if serving else 1
     while True:
         delay = (

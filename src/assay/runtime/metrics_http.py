@@ -1,23 +1,18 @@
 """The ``/metrics`` endpoint: a small HTTP/1.1 responder on the event loop.
 
-prometheus_client's own ``start_http_server`` is a ``ThreadingHTTPServer``: one thread per
-connection, each kept while the connection stays open, so anyone who can reach the port
-can make the process start a thread per idle socket they hold. This responder runs on
-the asyncio loop instead: a connection costs a coroutine, not a thread, and
+prometheus_client's ``start_http_server`` keeps a thread per open connection, so anyone who
+reaches the port can make the process hold a thread per idle socket. Here one costs a coroutine:
 
 - at most ``MAX_CONNECTIONS`` are open at once: one more closes the connection that has
-  waited longest for a request (so idle sockets cannot lock a scraper out, which sends its
+  waited longest for a request (idle sockets cannot lock out a scraper, which sends its
   request as it connects), or, when every one is busy answering, itself;
-- a connection that sends no complete request head within ``IDLE_SECONDS`` (or sends
-  nothing more for that long after an answer) is closed, as is a reader too slow to take
-  an answer within it;
-- a request head is at most ``MAX_HEAD_BYTES``; ``GET`` or ``HEAD`` of ``/metrics`` (or
-  ``/``) is answered, anything else refused with its HTTP status, a request with a body
-  refused and the connection closed.
+- a connection silent for ``IDLE_SECONDS`` before a complete request head (or after an
+  answer), or too slow to take an answer within it, is closed;
+- a head is at most ``MAX_HEAD_BYTES``; only ``GET``/``HEAD`` of ``/metrics`` (or ``/``) is
+  answered, anything else refused with its HTTP status, a request with a body also closed.
 
-The exposition itself (``prometheus_client``'s encoder, OpenMetrics when asked for, gzip
-when accepted) is built on one worker thread, so a scrape never stalls the loop and the
-process holds one thread for metrics however many clients connect.
+The exposition (OpenMetrics when asked for, gzip when accepted) is built on one worker thread:
+a scrape never stalls the loop, and metrics hold one thread however many clients connect.
 """
 
 from __future__ import annotations

@@ -1,22 +1,16 @@
 """The one table from error type to gRPC status, and its inverse for clients.
 
-Server side: ``to_status`` looks an exception's class up along its MRO and
-builds a ``google.rpc.Status`` carrying ``ErrorInfo`` (reason, domain,
-metadata) and, when there are field violations, ``BadRequest``. Client side:
-``decode_rpc_error`` reads those details back out of an ``RpcError``
-(it lives in ``assay.rpc_errors``, which the client library shares; re-exported here).
+Server side: ``to_status`` looks an exception's class up along its MRO and builds a
+``google.rpc.Status`` carrying ``ErrorInfo`` (reason, domain, metadata) and, when there are
+field violations, ``BadRequest``. Client side: ``decode_rpc_error`` reads those details back
+out of an ``RpcError`` (it lives in ``assay.rpc_errors``, which the client library shares;
+re-exported here).
 
-Every status is bounded here, once for every service, because the details
-travel in a trailer (``grpc-status-details-bin``, next to the percent-encoded
-``grpc-message``) and gRPC clients refuse trailers past their metadata limit
-(16 KiB by default, and at random from about 8 KiB): an error too large to
-deliver reaches the caller as ``RESOURCE_EXHAUSTED`` with nothing in it. So a
-status lists at most ``MAX_VIOLATIONS`` field violations, the last one then
-saying how many more there were; every field path, description, message and
-metadata value is cut (on a character boundary, marked with ``…``); and
-``TRAILER_BUDGET_BYTES`` bounds the serialized details plus the message as
-sent, shedding violations from the end (and, only if that is not enough,
-shortening the metadata) until it fits.
+Every status is bounded here, once for every service (``bounded_status_proto``), because the
+details travel in a trailer (``grpc-status-details-bin``, next to the percent-encoded
+``grpc-message``) and gRPC clients refuse trailers past their metadata limit (16 KiB by
+default, and at random from about 8 KiB): an error too large to deliver reaches the caller
+as ``RESOURCE_EXHAUSTED`` with nothing in it.
 """
 
 from __future__ import annotations
@@ -159,7 +153,13 @@ def _proto(
 
 
 def bounded_status_proto(error: errors.AssayError, request_id: str = "") -> status_pb2.Status:
-    """The ``google.rpc.Status`` of ``error``, within every bound of the module docstring."""
+    """The ``google.rpc.Status`` of ``error``, small enough to deliver (module docstring).
+
+    At most ``MAX_VIOLATIONS`` field violations, the last one then saying how many more
+    there were; every field path, description, message and metadata value cut (on a
+    character boundary, marked with ``…``); and ``TRAILER_BUDGET_BYTES`` bounding the
+    serialized details plus the message as sent, shedding violations from the end (and,
+    only if that is not enough, shortening the metadata) until it fits."""
     code = status_code_for(error)
     message = clip(error.message, MAX_MESSAGE_BYTES)
     # The details carry the message once more; the header carries it percent-encoded.

@@ -1,23 +1,18 @@
-"""OpenTelemetry tracing of the services' RPCs, off unless the standard ``OTEL_*`` environment
-asks for it.
+"""OpenTelemetry tracing of the services' RPCs, off unless the ``OTEL_*`` environment asks for it.
 
 On when ``OTEL_TRACES_EXPORTER`` names an exporter (``otlp`` or ``console``) or an OTLP
-endpoint is set (``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``);
-``OTEL_SDK_DISABLED=true`` or ``OTEL_TRACES_EXPORTER=none`` keep it off. The OTLP exporter
-(gRPC) reads its own ``OTEL_EXPORTER_OTLP_*`` settings, the batch processor
-``OTEL_BSP_*``, the sampler ``OTEL_TRACES_SAMPLER``, the resource ``OTEL_SERVICE_NAME`` and
-``OTEL_RESOURCE_ATTRIBUTES``: nothing here re-implements them.
-
-When on, every server gets ``opentelemetry-instrumentation-grpc``'s server interceptor and
-the planner's channel to the resolver its client interceptors, which send the W3C
-``traceparent``: a plan is one trace, its resolver calls children of the plan's span. Only
-``assay.*`` services are traced; health checks and reflection would drown the traces.
-When off there is no interceptor at all, so an untraced call costs nothing.
+endpoint is set; ``OTEL_SDK_DISABLED=true`` or ``OTEL_TRACES_EXPORTER=none`` keep it off;
+the SDK reads the other ``OTEL_*`` settings itself, nothing here re-implements them. When on,
+every server gets ``opentelemetry-instrumentation-grpc``'s server interceptor and the
+planner's channel to the resolver its client interceptors, which send the W3C
+``traceparent``: a plan is one trace, its resolver calls children of its span. Only
+``assay.*`` services are traced (health checks and reflection would drown the traces); when
+off there is no interceptor at all, so an untraced call costs nothing.
 
 Tracing is process-wide, as the environment that configures it is: ``install`` makes a
-``TracerProvider`` the one servers and channels created afterwards use (tests install one
-with an in-memory exporter), ``uninstall`` flushes and forgets it. Log lines then carry the
-active span's ``trace_id`` and ``span_id`` (``logging.add_trace_ids``).
+``TracerProvider`` the one later servers and channels use (tests install one with an
+in-memory exporter), ``uninstall`` flushes and forgets it. Log lines then carry the active
+span's ``trace_id`` and ``span_id`` (``logging.add_trace_ids``).
 """
 
 from __future__ import annotations
@@ -51,6 +46,11 @@ _STATE = _State()
 
 def exporter_from_env() -> str | None:
     """The exporter the environment asks for (``otlp``, ``console``), or None: tracing off.
+
+    An OTLP endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``…_TRACES_ENDPOINT``) asks for
+    ``otlp``. The OTLP exporter (gRPC) reads its own ``OTEL_EXPORTER_OTLP_*`` settings, the
+    batch processor ``OTEL_BSP_*``, the sampler ``OTEL_TRACES_SAMPLER``, the resource
+    ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES``.
 
     ``SystemExit`` for an exporter this build does not ship (one line, at start)."""
     if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
