@@ -1,25 +1,16 @@
 """The audit ledger: an append-only hash chain, and the walk that verifies it.
 
-Each event's hash covers its sequence, type, time, payload, the previous
-event's hash and — when it has one — its actor (the authenticated caller), so
-editing, removing or reordering any event breaks every hash after it. The actor
-is hashed only when set, so an event written without one (dev mode, or before
-actors were recorded) hashes exactly as it always did and old ledgers verify.
-Payloads hold ids, digests and counts only — never case content — so
-deleting a tenant's cases never has to touch (or break) the chain. The
-verifier also cross-checks GOLD_LABEL_FROZEN events against the gold-label
-rows: the per-case digest chain cannot see a row that was deleted or
-replaced wholesale (digest recomputed), the ledger can.
+Each event's hash covers its sequence, type, time, payload, the previous event's hash and,
+when it has one, its actor (the authenticated caller), so editing, removing or reordering any
+event breaks every hash after it. The actor is hashed only when set, so an event written
+without one (dev mode, or before actors were recorded) hashes as it always did and old
+ledgers verify. Payloads hold ids, digests and counts only, never case content, so deleting a
+tenant's cases never has to touch (or break) the chain.
 
-A record whose event exists but whose row is gone was deleted only if the
-service could have deleted it: a tenant deletion or an expiry sweep removes
-cases, with their reviews and resolutions, and nothing else. So a missing
-reviewer is always reported, a missing review or resolution whenever its case's
-row is still there, and a missing case unless a later TENANT_RECORDS_DELETED
-names its tenant or a later EXPIRED_RECORDS_SWEPT covers its tenant and — when
-its CASE_ENQUEUED records the expiry (events written since ``expire_time`` was
-added) — swept as of that expiry or after. An older CASE_ENQUEUED holds no
-expiry: any later sweep covering the tenant accounts for it.
+The verifier (``ChainVerifier``) also cross-checks GOLD_LABEL_FROZEN events against the
+gold-label rows: the per-case digest chain cannot see a row deleted or replaced wholesale
+(digest recomputed), the ledger can. A record whose event exists but whose row is gone counts
+as deleted only if the service could have deleted it (``_unaccounted``).
 """
 
 from __future__ import annotations
@@ -217,7 +208,16 @@ class ChainVerifier:
 
     def _unaccounted(self, kind: RecordKind, sequence: int, payload: Mapping[str, str]) -> str:
         """Why the row of a recorded record may not be missing ("" when a deletion by the
-        service accounts for it)."""
+        service accounts for it).
+
+        A tenant deletion or an expiry sweep removes cases, with their reviews and
+        resolutions, and nothing else. So a missing reviewer is always reported, a missing
+        review or resolution whenever its case's row is still there, and a missing case
+        unless a later TENANT_RECORDS_DELETED names its tenant or a later
+        EXPIRED_RECORDS_SWEPT covers its tenant and, when its CASE_ENQUEUED records the
+        expiry (events written since ``expire_time`` was added), was swept as of that expiry
+        or after. An older CASE_ENQUEUED holds no expiry: any later sweep covering the tenant
+        accounts for it."""
         if kind is RecordKind.REVIEWER:
             return "its row is missing (reviewers are never deleted)"
         if kind in (RecordKind.APPROVAL, RecordKind.APPROVAL_STEP):

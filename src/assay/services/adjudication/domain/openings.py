@@ -1,23 +1,18 @@
 """What an exported record carries so an auditor can prove, offline, every field a consumer
 reads, and name the one an edit changed.
 
-The ledger's events commit to records through digests: a gold label's ``digest``, a
-review's salted ``answer`` commitment, a case's ``content`` digest. A digest proves that
-*something* changed, not what; so for each digest an export carries its *opening*, the text
-the digest was computed over, and a verifier that finds the opening hashes to the digest
-compares each exported field with it:
+The ledger's events commit to records through digests (a gold label's ``digest``, a review's
+salted ``answer``, a case's ``content``), and a digest proves that *something* changed, not
+what. So for each digest an export carries its *opening*, the text it was computed over; a
+verifier that finds the opening hashes to the digest compares each exported field with it:
+a gold-label revision's ``gold_digested`` (its digested fields in its ``digest_version``'s
+form), a review's ``reviews.answer_opening``, a case's ``shown_field_digests``.
 
-- a gold-label revision: ``gold_digested``, the canonical JSON of its digested fields in its
-  ``digest_version``'s form (SHA-256 of it is the revision's ``digest``);
-- a review: ``reviews.answer_opening`` (SHA-256 of it is REVIEW_SUBMITTED's ``answer``);
-- a case: ``shown_field_digests``, the digest of each field the blinded view shows. A case's
-  ``content`` digest also covers its local verdict and lineage, which blinding hides from an
-  export, so it cannot be recomputed from one; CASE_ENQUEUED events therefore also record
-  ``shown`` (``shown_digest``): a digest over the shown fields' digests only. A field digest
-  reveals no more than the field beside it in the export.
-
-Everything is RFC 8785 (JCS) or the legacy form a record's own version names, so any JCS
-library recomputes it (docs/audit.md).
+A case's ``content`` digest also covers its local verdict and lineage, which blinding hides
+from an export, so it cannot be recomputed from one; CASE_ENQUEUED events therefore also
+record ``shown`` (``shown_digest``), a digest over the shown fields' digests only. A field
+digest reveals no more than the field beside it. Everything is RFC 8785 (JCS) or the legacy
+form a record's own version names, so any JCS library recomputes it (docs/audit.md).
 """
 
 from __future__ import annotations

@@ -1,23 +1,18 @@
 """Who may act as whom, and who may see what: the adjudication rules of the trust boundary.
 
-The runtime has already checked that the caller holds one of the RPC's roles;
-these are the finer rules that depend on the request and the stored records.
+Beyond the RPC's roles (the runtime checked those), the rules that depend on the request and
+the stored records. A caller without an actor (dev mode) meets no identity rule, sees every
+tenant.
 
-- Nobody acts in another's name: a reviewer or adjudicator id must be the
-  caller's authenticated subject (or the reviewer id the auth policy binds that
-  subject to), and a reviewer bound to an identity accepts only that identity
-  (IDENTITY_MISMATCH, operators included).
-- Tenants are walls: another tenant's case reads as CASE_NOT_FOUND, exactly as
-  a case that does not exist (so existence never leaks); writing into, deleting
-  or naming a tenant not granted is TENANT_NOT_PERMITTED.
-- Sealed blinding: a plain reviewer sees a blinded case only while it waits for
-  their own review, and a full round only as awaiting resolution, never whether
-  its reviews agree; an adjudicator who is not an operator sees a case only
-  while it waits for their decision, and then without the verdict or earlier
-  rounds.
-
-A caller without an actor is a server without authentication (dev mode): no
-identity rule applies to it and it sees every tenant, as before the boundary.
+- Nobody acts in another's name: a reviewer or adjudicator id must be the caller's subject
+  (or the reviewer id the auth policy binds it to), and a reviewer bound to an identity
+  accepts only that identity (IDENTITY_MISMATCH, operators included).
+- Tenants are walls: another tenant's case reads as CASE_NOT_FOUND, as a missing one (existence
+  never leaks); writing into, deleting or naming a tenant not granted is TENANT_NOT_PERMITTED.
+- Sealed blinding: a plain reviewer sees a blinded case only while it waits for their own
+  review, and a full round only as awaiting resolution, never whether its reviews agree; a
+  non-operator adjudicator sees a case only while it waits for their decision, and then
+  without the verdict or earlier rounds.
 """
 
 from __future__ import annotations

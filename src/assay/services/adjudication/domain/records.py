@@ -1,22 +1,18 @@
 """What the ledger committed to for each stored record, recomputed from the record.
 
-Each function gives the payload fields the record's ledger event must hold (a
-reviewer's REVIEWER_REGISTERED, a case's CASE_ENQUEUED, a review's
-REVIEW_SUBMITTED, a resolution's CASE_RESOLVED, a gold label's GOLD_LABEL_FROZEN),
-so a row edited in the file — a review's label, a resolution's basis, a
-reviewer's kind, a gold label forged with a recomputed digest — disagrees with
-the event written when it was stored. A payload field missing from an event
-counts as "" (a reviewer registered without an identity binding records none).
-The freeze, every read and ``VerifyAuditChain`` compare through ``mismatch`` and
-report through ``record_loss``, so they agree on what counts as tampering.
+Each function gives the payload fields the record's ledger event must hold (a reviewer's
+REVIEWER_REGISTERED, a case's CASE_ENQUEUED, a review's REVIEW_SUBMITTED, a resolution's
+CASE_RESOLVED, a gold label's GOLD_LABEL_FROZEN), so a row edited in the file (a review's
+label, a reviewer's kind, a gold label forged with a recomputed digest) disagrees with the
+event written when it was stored. A field missing from an event counts as "". The freeze,
+every read and ``VerifyAuditChain`` compare through ``mismatch`` and report through
+``record_loss``, so they agree on what counts as tampering.
 
-``LATER_FIELDS`` are committed only by events written since they were added: a
-reviewer's attestation (the digest of ``attested_by``: payloads hold ids and
-digests, never free text) and registration time, a review's submit time, a
-resolution's resolve time, a case's expiry and the digest of its shown fields
-(``shown``). An event written before holds none of them, so its record is not
-checked on them (a stored ``attested_by`` or time of such a record can be edited
-unseen); every other field is checked as always.
+``LATER_FIELDS`` are committed only by events written since they were added (a reviewer's
+attestation digest and registration time, a review's submit time, a resolution's resolve
+time, a case's expiry and ``shown`` digest; payloads hold digests, never free text). An
+older event holds none, so its record is not checked on them: a stored ``attested_by`` or
+time of such a record can be edited unseen. Every other field is checked as always.
 """
 
 from __future__ import annotations

@@ -1,23 +1,18 @@
 """The rules for accepting a review.
 
-One review per reviewer per case per round (a UNIQUE index in SQL on first
-submissions), and as many per round as the case requires: a round with all of
-them refuses more (ROUND_COMPLETE), so no late review can turn an agreed round
-into a disagreed one. Until the round is resolved a reviewer may amend or
-withdraw their own latest review: each revision is a new record that
-supersedes the one before (never an edit), and only the latest counts. The rule runs in
-the writer's job against the case as stored (on PostgreSQL under the chain
-lock every replica's writes take), so two racing reviews cannot both pass it.
-A review belongs to the case's current round, which a FROZEN case only leaves
-when the reviewer names the new round explicitly — so a late submission made
-against a view of the old round can never silently reopen a frozen case.
-Unresolved and not-evaluable are outcomes of their own, never a label.
+One review per reviewer per case per round (a UNIQUE index in SQL on first submissions), and
+as many per round as the case requires: a full round refuses more (ROUND_COMPLETE), so no
+late review can turn an agreed round into a disagreed one. Until the round is resolved a
+reviewer may amend or withdraw their latest review: each revision is a new record that
+supersedes the one before (never an edit), and only the latest counts. The rule runs in the
+writer's job against the case as stored (on PostgreSQL under every replica's chain lock), so
+two racing reviews cannot both pass it. A FROZEN case leaves its round only when the reviewer
+names the new round explicitly, so a late submission against the old round's view can never
+silently reopen it. Unresolved and not-evaluable are outcomes of their own, never a label.
 
-The audit ledger commits to each answer without revealing it: the commitment
-is a digest over a per-review random salt (kept in the review row, never
-served) and the answer, so hashing each candidate value cannot recover a label
-from the ledger, and two equal answers give unequal commitments. Anyone with
-the review rows can still recompute it (``answer_commitment``).
+The ledger commits to each answer without revealing it (``answer_commitment``): a digest over
+a per-review random salt (in the review row, never served) and the answer, so hashing candidate
+values cannot recover a label and equal answers give unequal commitments; the rows recompute it.
 """
 
 from __future__ import annotations

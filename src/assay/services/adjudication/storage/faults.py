@@ -1,20 +1,17 @@
 """A database that cannot be reached, told apart from every other storage failure.
 
-A restart of the database, a lost connection or a server refusing connections is
-not a bug in the service, and the service recovers from it by itself (the next
-statement reconnects). So it must not reach the caller as INTERNAL with a traceback
-in the log: it becomes ``UNAVAILABLE`` with reason ``STORAGE_UNAVAILABLE`` and,
-when repeating the call is safe, a ``RetryInfo`` delay; the call's log line is the
-one warning line every refused call gets. Each engine says which of its driver's
-errors mean "unreachable" (``sqlite.faults``, ``postgres.faults``); anything else stays
-what it was, an unexpected failure.
+A database restart, a lost connection or a server refusing connections is not a bug in the
+service, which recovers by itself (the next statement reconnects). So it must not reach the
+caller as INTERNAL with a traceback in the log: it becomes ``UNAVAILABLE``, reason
+``STORAGE_UNAVAILABLE``, with a ``RetryInfo`` delay when repeating is safe, and the call's
+log line is the one warning every refused call gets. Each engine says which driver errors
+mean "unreachable" (``sqlite.faults``, ``postgres.faults``); anything else stays an
+unexpected failure.
 
-Whether a repeat is safe depends on where the connection was lost. Before COMMIT
-was sent, nothing of the batch is stored. While COMMIT was under way, the outcome
-is unknown: the write may be stored. A write keyed by a request id is safe to
-repeat either way (its repeat returns the stored response, or runs it the first
-time); a write without one is answered without RetryInfo, with metadata
-``commit_outcome: unknown``.
+A repeat's safety depends on where the connection was lost: before COMMIT was sent nothing
+of the batch is stored; during COMMIT the write may be stored. A write keyed by a request id
+is safe to repeat either way (the repeat returns the stored response, or runs it the first
+time); one without is answered without RetryInfo, with metadata ``commit_outcome: unknown``.
 """
 
 from __future__ import annotations

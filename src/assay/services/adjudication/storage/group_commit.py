@@ -1,20 +1,16 @@
 """One group-commit loop for both engines' writers.
 
-A writer task takes every job waiting in its queue (up to ``MAX_BATCH``) and
-hands them to its engine, which runs them in order inside one transaction and
-commits once, so the commit's flush is shared by the batch. Only then is each
-caller answered: an acknowledged write is stored. The engine answers each job
-with its value or its error (a failed job vanishes alone; a failed commit fails
-them all), so this loop has no failure path of its own.
+A writer task takes every job waiting in its queue (up to ``MAX_BATCH``) and hands them to
+its engine, which runs them in order inside one transaction and commits once, so the batch
+shares the commit's flush. Only then is each caller answered: an acknowledged write is
+stored. The engine answers each job with its value or its error (a failed job vanishes
+alone; a failed commit fails them all), so this loop has no failure path of its own.
 
-A caller that gives up (deadline) cancels only its future: its job stays queued
-and runs, the answer being dropped, so a retry with the same request_id finds
-its result. ``stop`` finishes every queued job first.
-
-What the engines differ in is how a batch runs and commits: SQLite's writer
-(``storage.sqlite.writer``) on a connection with a thread of its own,
-PostgreSQL's (``storage.postgres.writer``) over asyncpg under the chain lock.
-Each subclasses ``GroupCommitWriter`` and implements ``_run_batch``.
+A caller that gives up (deadline) cancels only its future: its job stays queued and runs,
+so a retry with the same request_id finds its result. ``stop`` finishes every queued job
+first. Each engine subclasses ``GroupCommitWriter`` with its own ``_run_batch``: SQLite's
+(``storage.sqlite.writer``) on a connection with a thread of its own, PostgreSQL's
+(``storage.postgres.writer``) over asyncpg under the chain lock.
 """
 
 from __future__ import annotations

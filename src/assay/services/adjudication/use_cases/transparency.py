@@ -4,18 +4,15 @@ and checkpoints signed with the ledger key.
 The hash chain proves the ledger to someone who re-reads every row; the tree lets an auditor
 who kept only a signed checkpoint (origin, size, root) check later that the ledger only grew
 (a consistency proof) and that one event is in it (an inclusion proof). Leaf ``i`` is the
-32-byte chain hash of event ``i + 1``, so the tree commits to everything the chain does.
+chain hash of event ``i + 1``, so the tree commits to everything the chain does.
 
-The tree lives in memory. It is rebuilt from the stored events at start and then caught up
-from the database before each answer, reading only the events after its size: readers see
-committed rows only, so an event whose transaction rolled back never becomes a leaf, and a
-row edited after it became a leaf does not change the tree (the next checkpoint would then
-disagree with the rows — which is the point).
-
-The origin is ``assay.v1/adjudication/<log id>``, the log id being the first 16 hex digits
-of SHA-256 of the raw Ed25519 public key: stable across restarts and tied to the key, so a
-verifier that pins the key also knows the origin (``origin_for``). The signer's name (the
-signed note's key name) is the origin, as the C2SP tlog-checkpoint convention suggests.
+The tree lives in memory, rebuilt from the stored events at start and caught up before each
+answer from the events after its size. Readers see committed rows only, so a rolled-back
+event never becomes a leaf, and a row edited after it became a leaf does not change the tree
+(the next checkpoint would then disagree with the rows, which is the point). The origin
+(``origin_for``) is ``assay.v1/adjudication/<log id>``, the log id derived from the public
+key: stable across restarts and tied to the key, so a verifier that pins the key knows the
+origin. The signer's name is the origin, as the C2SP tlog-checkpoint convention suggests.
 """
 
 from __future__ import annotations
@@ -49,7 +46,8 @@ ReadHashes = Callable[[int], Awaitable[list[tuple[int, str]]]]
 
 
 def origin_for(public_key: Ed25519PublicKey) -> str:
-    """The log's origin line for a ledger key."""
+    """The log's origin line for a ledger key: the log id is the first 16 hex digits of
+    SHA-256 of the raw Ed25519 public key."""
     raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return ORIGIN_PREFIX + hashlib.sha256(raw).hexdigest()[:16]
 

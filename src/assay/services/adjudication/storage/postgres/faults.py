@@ -1,28 +1,17 @@
 """Which asyncpg errors mean "PostgreSQL cannot be reached" (see ``storage.faults``).
 
 The server is gone or going: the connection was lost or never made
-(``PostgresConnectionError``, SQLSTATE class 08, and the ``OSError`` of a refused or
-reset socket), the server is shutting down, crashing or still starting
-(``AdminShutdownError`` 57P01, ``CrashShutdownError`` 57P02,
-``CannotConnectNowError`` 57P03), it refuses more connections
-(``TooManyConnectionsError`` 53300), or none of a multi-host URL's servers is the
-kind ``target_session_attrs`` asks for (``TargetServerAttributeNotMatched``: during a
-failover, before the standby is promoted). asyncpg also raises ``InterfaceError`` for a
-statement sent on a connection it already knows is closed; other
-``InterfaceError``\\ s are the client's own mistakes and stay unexpected, as does
-every other SQLSTATE (a constraint, a syntax error): those are bugs, not outages.
+(``PostgresConnectionError``, SQLSTATE class 08, and the ``OSError`` of a refused or reset
+socket), the server is shutting down, crashing or still starting (57P01, 57P02, 57P03), it
+refuses more connections (53300), or none of a multi-host URL's servers is the kind
+``target_session_attrs`` asks for (``TargetServerAttributeNotMatched``: during a failover,
+before the standby is promoted). ``InterfaceError`` counts only for a statement sent on a
+connection asyncpg already knows is closed; other ``InterfaceError``\\ s are the client's own
+mistakes and stay unexpected, as does every other SQLSTATE (a constraint, a syntax error):
+those are bugs, not outages.
 
-asyncpg's pool reconnects its floor of connections in the background and, when that
-fails, logs a warning with the whole traceback through the standard ``logging`` module:
-once per second while the server is down. ``quiet_pool_log`` replaces that with one
-structured warning line naming the error, like every other line the server writes.
-
-One more case needs the connection itself: a server that terminates an idle session
-sends its FATAL message before closing the socket, and a statement sent between the two
-fails with ``InternalClientError`` (the protocol is still consuming that message); one
-sent on a connection the pool took back when its server closed it fails with
-``InterfaceError``. ``lost`` waits a moment for such a connection to be closed: if it is,
-the error was the lost connection; if it stays open, the error is what it says.
+A connection its server is closing, or the pool took back, fails oddly: ``lost`` tells that
+apart by the connection's state. ``quiet_pool_log`` quiets the pool's reconnect tracebacks.
 """
 
 from __future__ import annotations
@@ -81,7 +70,14 @@ def usable(db: Any) -> bool:
 
 async def lost(error: BaseException, db: Any | None) -> bool:
     """Whether ``error``, raised by work on ``db`` (None: none was had yet), means the
-    database could not be reached (module docstring)."""
+    database could not be reached (module docstring).
+
+    A server that terminates an idle session sends its FATAL message before closing the
+    socket, and a statement sent between the two fails with ``InternalClientError`` (the
+    protocol is still consuming that message); one sent on a connection the pool took back
+    when its server closed it fails with ``InterfaceError``. So for those this waits a
+    moment for ``db`` to be closed: if it is, the error was the lost connection; if it stays
+    open, the error is what it says."""
     if is_unreachable(error):
         return True
     if db is None or not isinstance(error, _ODD):
@@ -108,7 +104,12 @@ class _PoolLog(logging.Filter):
 
 
 def quiet_pool_log() -> None:
-    """Route asyncpg's pool log through ``_PoolLog`` (once per process)."""
+    """Route asyncpg's pool log through ``_PoolLog`` (once per process).
+
+    asyncpg's pool reconnects its floor of connections in the background and, when that
+    fails, logs a warning with the whole traceback through the standard ``logging`` module,
+    once per second while the server is down; this makes each one structured warning line
+    naming the error, like every other line the server writes."""
     pool_log = logging.getLogger("asyncpg.pool")
     if not any(isinstance(f, _PoolLog) for f in pool_log.filters):
         pool_log.addFilter(_PoolLog())

@@ -1,25 +1,18 @@
 """Reading a batch's request ids and cases in two statements instead of two per job.
 
-A review's job reads two things before it writes: whether its request id was
-answered already (``recall``) and the case it reviews (``snapshot``). Read one
-job at a time, each read is a round trip, and round trips are what a batch
-spends most of its time on. So before the jobs run, the writer *probes* them:
-it runs each job on a ``ProbeTx`` that records what the job reads (taking a
-request id it has not fetched for new) and stops it at the first case it has
-not fetched (``Stop``, a ``BaseException``, so a job's ``except
-Exception`` does not swallow it). The keys every job stopped at are read in one
-statement per kind (``fetch``); the jobs are then probed again with those
-answers for what they read next, up to ``ROUNDS`` times. A probe writes
-nothing and its result is dropped: jobs are functions of their transaction
-(the writer already runs a batch twice when a job fails).
+A review's job reads whether its request id was answered already (``recall``) and the case
+it reviews (``snapshot``) before it writes; read job by job, each is a round trip, and round
+trips are most of a batch's time. So before the jobs run, the writer *probes* them
+(``probe``) for the keys they will read and reads those in one statement per kind
+(``fetch``), up to ``ROUNDS`` times. A probe writes nothing and its result is dropped: jobs
+are functions of their transaction (the writer already runs a batch twice when a job fails).
 
-The jobs then run for real, in order, and their ``recall`` and ``snapshot`` are
-answered from what was fetched — unless a job earlier in the batch wrote rows
-under that key (``BatchState.dirty``): then they read through, and see it.
-Nothing else changes the fetched rows meanwhile: the batch holds the chain lock
-(``writer``), so no other replica writes until it commits, and anything that
-writes more broadly than one key (deletes, bulk inserts) turns the fetched data
-off for the rest of the batch.
+The jobs then run for real, in order, their ``recall`` and ``snapshot`` answered from what
+was fetched, unless a job earlier in the batch wrote rows under that key
+(``BatchState.dirty``): then they read through, and see it. Nothing else changes the fetched
+rows meanwhile: the batch holds the chain lock (``writer``), so no other replica writes until
+it commits, and anything that writes more broadly than one key (deletes, bulk inserts) turns
+the fetched data off for the rest of the batch.
 """
 
 from __future__ import annotations
@@ -103,7 +96,11 @@ def probe(
     answers: Mapping[Key, Any],
     known: Mapping[str, Reviewer],
 ) -> list[Key]:
-    """The keys the ``jobs`` read next, given ``answers`` (each job's result is dropped)."""
+    """The keys the ``jobs`` read next, given ``answers`` (each job's result is dropped).
+
+    Each job runs on a ``ProbeTx`` that records what it reads (taking a request id it has
+    not fetched for new) and stops it at the first case not fetched (``Stop``, a
+    ``BaseException``, so a job's ``except Exception`` does not swallow it)."""
     wanted: list[Key] = []
     for job in jobs:
         tx = ProbeTx(answers, known)

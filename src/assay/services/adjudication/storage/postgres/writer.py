@@ -1,20 +1,18 @@
 """The PostgreSQL writer: group commit, with the chain serialized across replicas.
 
 The loop shared with SQLite (``storage.group_commit``) hands over every waiting job; they run
-in order inside one transaction that commits once, sharing its WAL flush, and no caller is
+in order in one transaction that commits once, sharing its WAL flush, and no caller is
 answered before it returns. A failing job is undone alone (the batch runs again with a
-SAVEPOINT per job, ``_run_jobs``). A batch reads ahead every request id and case its jobs
-will read (``prefetch``) and sends their rows at the end in one pipelined statement per
-table, so it costs a fixed handful of round trips whatever its size; the writer keeps one
-pooled connection for itself.
+SAVEPOINT per job, ``_run_jobs``). A batch reads ahead the request ids and cases its jobs
+will read (``prefetch``) and sends its rows in one pipelined statement per table, so it costs
+a fixed handful of round trips whatever its size. Jobs run in a greenlet on the loop's
+thread (``greenlet_bridge``), on one pooled connection the writer keeps for itself.
 
 Replicas share one database: each batch first takes a transaction-scoped advisory lock
-(``CHAIN_LOCK``) and then reads the chain head, so appends are one gap-free total order, and
-since a commit is visible before its locks are released, the next batch on any replica sees
-this one's rows. A lost server fails the batch with UNAVAILABLE (``storage.faults``; a
-connection lost during COMMIT leaves the outcome unknown, which a request id makes safe to
-retry), and the writer takes a fresh connection for the next batch. Jobs run in a greenlet
-on the loop's thread (``greenlet_bridge``).
+(``CHAIN_LOCK``), then reads the chain head, so appends are one gap-free total order; a
+commit is visible before its locks are released, so the next batch on any replica sees this
+one's rows. A lost server fails the batch with UNAVAILABLE (``storage.faults``: a request id
+makes a lost COMMIT safe to retry); the next batch takes a fresh connection.
 """
 
 from __future__ import annotations

@@ -1,20 +1,17 @@
 """Records checked against their ledger events as they are read.
 
-A row edited in the file — a review's label, a reviewer's kind, a gold label
-forged with a recomputed digest — still decodes and may still match its own
-digest, but it no longer matches the event written in the same transaction as
-the row. So every read that returns records looks their events up in the same
-read transaction (one snapshot: a row and its event are committed together)
-and fails with DATA_LOSS naming the first record that disagrees or has no event
-(``records.record_loss``). Each kind costs one query over the partial index of
-its event type (schema V3, V4), however long the ledger is. What each kind is
-compared with is ``ledger_rules``, shared with PostgreSQL; only the fetching is
-here.
+A row edited in the file (a review's label, a reviewer's kind, a gold label forged with a
+recomputed digest) still decodes and may match its own digest, but no longer matches the
+event written in the same transaction. So every read that returns records looks their
+events up in the same read transaction (one snapshot: a row and its event are committed
+together) and fails with DATA_LOSS naming the first record that disagrees or has no event
+(``records.record_loss``). Each kind costs one query over the partial index of its event
+type (schema V3, V4), however long the ledger is. What each kind is compared with is
+``ledger_rules``, shared with PostgreSQL; only the fetching is here.
 
 The writer's own reads skip this: the freeze checks what it builds on
-(``operations._check_recorded``), and SubmitReview's hot path stays one query besides
-the case's assignment, which it reads checked (``assignments``: the rows that decide
-whether the reviewer may review it).
+(``operations._check_recorded``), and SubmitReview's hot path stays one query besides the
+case's assignment, which it reads checked (``assignments``: they decide who may review).
 """
 
 from __future__ import annotations

@@ -1,20 +1,17 @@
 """A ``sqlite3`` connection with a thread of its own: a whole unit of SQL work in one hop.
 
-The standard ``sqlite3`` module blocks, so each connection gets one thread
-that runs what it is handed. The unit handed over is a plain function of the
-connection — a read transaction, a writer's batch — not a statement: a review
-needs about eight statements, and a hop between the event loop and a thread
-costs tens of microseconds, so statement-by-statement hops (what a generic
-async wrapper offers) would make the writer wait for hops rather than SQLite.
-Inside the function SQL calls are direct.
+The standard ``sqlite3`` module blocks, so each connection gets one thread that runs what it
+is handed: a plain function of the connection (a read transaction, a writer's batch), not a
+statement. A review needs about eight statements, and a hop between the event loop and a
+thread is costly, so statement-by-statement hops (what a generic async wrapper offers) would
+make the writer wait for hops rather than SQLite; inside the function SQL calls are direct.
 
-Only the standard library is used: a queue of (work, future) pairs drained by
-the thread, each result handed back to the loop with ``call_soon_threadsafe``.
-The thread is a daemon, so a connection left open never keeps the process
-alive; ``close`` still ends it cleanly and closes the connection on its
-thread. The connection is opened with ``check_same_thread=False`` so the
-writer may also use ``raw`` from the loop's thread while it holds its lock
-and nothing is running here (sqlite's default serialized mode allows it).
+Only the standard library is used: a queue of (work, future) pairs drained by the thread,
+each result handed back with ``call_soon_threadsafe``. The thread is a daemon, so a
+connection left open never keeps the process alive; ``close`` still ends it cleanly and
+closes the connection on its thread. ``check_same_thread=False`` lets the writer also use
+``raw`` from the loop's thread while it holds its lock and nothing runs here (sqlite's
+default serialized mode allows it).
 """
 
 from __future__ import annotations
