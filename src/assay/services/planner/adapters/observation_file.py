@@ -1,20 +1,18 @@
 """The executor's observations file (``assay serve planner --observations FILE``), read and
 watched.
 
-The executor appends one JSON line per acquisition (``assay.executor.observations``, the
-format in docs/calibration.md) and, past its size cap, renames the file to ``FILE.1``; the
-planner reads ``FILE.1`` then ``FILE``, at most ``MAX_READ_BYTES`` of each (the tail), and
-derives every probe kind's figures (``domain.measured``). By the rule every watched file
-follows (``assay.runtime.file_watch``) it is looked at again at most once per
-``CHECK_SECONDS`` when asked, and re-read when either file changed, so new figures need no
-restart.
+The executor appends one JSON line per acquisition (``assay.executor.observations``, format
+in docs/calibration.md) and, past its size cap, renames the file to ``FILE.1``; the planner
+reads ``FILE.1`` then ``FILE``, at most ``MAX_READ_BYTES`` of each (the tail), and derives
+every probe kind's figures (``domain.measured``). Watched as every watched file is
+(``assay.runtime.file_watch``, at most once per ``CHECK_SECONDS``): new figures need no restart.
 
-A line that is not a JSON object, is longer than ``MAX_LINE_BYTES``, names a probe kind the
-catalogue lacks or has a field of the wrong kind is skipped, and named (file, line, field,
-why) in one ``observations_skipped`` log line per read. A file that group or others may
-write could carry anyone's figures: at start that refuses the planner (exit code 2, as a
-bad ``--probes`` file), as does one it cannot read; later either keeps the figures it has
-and logs why.
+A bad line (not a JSON object, longer than ``MAX_LINE_BYTES``, an unknown probe kind, a
+field of the wrong kind) is skipped and named (file, line, field, why) in one
+``observations_skipped`` log line per read. A file that group or others may write could
+carry anyone's figures: at start that refuses the planner (exit code 2, as a bad
+``--probes`` file), as does an unreadable one; later either keeps the figures it has and
+logs why.
 """
 
 from __future__ import annotations

@@ -1,20 +1,18 @@
 """Whether a probe may be acquired here: four checks in a fixed order, first failure decides.
 
-1. A probe needing FILESYSTEM_WRITE_OUTSIDE_WORKTREE is FORBIDDEN, whatever the
-   policy grants: forbidden is a stronger refusal than "not granted", so it is
-   checked before the grants and cannot be overridden by them.
-2. A probe that observes through the runtime is UNAVAILABLE when the runtime
-   cannot observe its target class (the state is reported). HUMAN_REVIEW does
-   not observe through the runtime, which keeps it reachable for every gap.
-3. A side effect the policy does not grant makes it REQUIRES_APPROVAL, naming
-   exactly the missing grants, never a bare "denied".
-4. A network probe without ``egress_allowed``, or a hosted-service probe
-   without ``cloud_sync_allowed``, is UNAVAILABLE with that reason.
+1. A probe needing FILESYSTEM_WRITE_OUTSIDE_WORKTREE is FORBIDDEN, whatever the policy
+   grants: forbidden is a stronger refusal than "not granted", so it comes before the grants.
+2. A probe that observes through the runtime is UNAVAILABLE when the runtime cannot observe
+   its target class (the state is reported). HUMAN_REVIEW does not observe through the
+   runtime, which keeps it reachable for every gap.
+3. A side effect the policy does not grant makes it REQUIRES_APPROVAL, naming exactly the
+   missing grants, never a bare "denied".
+4. A network probe without ``egress_allowed``, or a hosted-service probe without
+   ``cloud_sync_allowed``, is UNAVAILABLE with that reason.
 
-The first failing check decides; every later one that also fails is kept too
-(``AvailabilityVerdict.blocking_reasons``), so a REQUIRES_APPROVAL network probe names
-egress and cloud sync beside its missing grants: one approval can ask for everything
-that stands between the candidate and AVAILABLE.
+Every later check that also fails is kept (``AvailabilityVerdict.blocking_reasons``), so a
+REQUIRES_APPROVAL network probe names egress and cloud sync beside its missing grants: one
+approval can ask for everything between the candidate and AVAILABLE.
 """
 
 from __future__ import annotations

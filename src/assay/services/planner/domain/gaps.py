@@ -1,22 +1,18 @@
 """Gap derivation: why more evidence would help, from three sources plus one.
 
-1. The resolution: CONFLICTED is an unresolved conflict, and each rationale
-   flag the resolver raised on the leader is its own gap. A RESOLVED leader
-   with no flag that still rests on fewer than two *declared* independent
-   groups is UNCORROBORATED: without it, "no gap" would be reachable by a
-   single claim, which is not what corroboration means.
-2. Missing-signal notes whose availability is concerning (anything but
-   AVAILABLE): somebody looked for the class and did not get it.
-3. Capabilities: a class this runtime reports it cannot fully observe is a gap
-   even when nobody noted it missing; without this source the planner would
-   only ever see gaps someone already wrote down.
+1. The resolution: CONFLICTED is an unresolved conflict, and each rationale flag the
+   resolver raised on the leader is its own gap. A RESOLVED, unflagged leader resting on
+   fewer than two *declared* independent groups is UNCORROBORATED: without it, "no gap"
+   would be reachable by a single claim, which is not what corroboration means.
+2. Missing-signal notes whose availability is concerning (anything but AVAILABLE):
+   somebody looked for the class and did not get it.
+3. Capabilities: a class this runtime reports it cannot fully observe is a gap even when
+   nobody noted it missing; otherwise the planner would only see gaps already written down.
 
-Plus: INSUFFICIENT with nothing excluded and no concerning note is
-NO_EVIDENCE_AT_ALL ("nobody looked"), which is kept distinct from a
-MISSING_SIGNAL gap ("somebody looked and it was not there"). INSUFFICIENT
-because every claim was reviewed out or superseded is NO_ACTIVE_CLAIMS.
-
-So an empty gap list means exactly DESIGN's NO_GAP_IDENTIFIED condition.
+Plus: INSUFFICIENT with nothing excluded and no concerning note is NO_EVIDENCE_AT_ALL
+("nobody looked"), kept distinct from a MISSING_SIGNAL gap ("somebody looked and it was not
+there"); INSUFFICIENT because every claim was reviewed out or superseded is
+NO_ACTIVE_CLAIMS. So an empty gap list means exactly DESIGN's NO_GAP_IDENTIFIED condition.
 """
 
 from __future__ import annotations

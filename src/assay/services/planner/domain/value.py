@@ -1,23 +1,18 @@
 """The expected value of sample information of a probe: what ranks candidates, inside only.
 
 The decision is the resolver's: a RESOLVED semantic whose leader has STRONG support
-(``DECIDED_SUPPORT``, the planner's strong band) is acted on as its leader; a weaker,
-CONFLICTED or INSUFFICIENT one is not acted on yet, since its gaps still call for
-evidence. Against a truth ``t`` that decision is
-worth ``RIGHT_RESOLUTION`` when RESOLVED to ``t``, ``-WRONG_RESOLUTION`` when RESOLVED to
+(``DECIDED_SUPPORT``) is acted on as its leader; a weaker, CONFLICTED or INSUFFICIENT one is
+not acted on yet, since its gaps still call for evidence. Against a truth ``t`` that decision
+is worth ``RIGHT_RESOLUTION`` when RESOLVED to ``t``, ``-WRONG_RESOLUTION`` when RESOLVED to
 anything else, and nothing when undecided: a wrong resolution costs more than none.
 
-Acquiring a probe turns the current state into the state its outcome ``o`` would give
-(the resolver's answer to that hypothesis). Its value is the expected change of the
-decision's worth, over the truth and the outcome together (the likelihood model of
-``outcomes``)::
+Acquiring a probe turns the current state into the state its outcome ``o`` would give (the
+resolver's answer to that hypothesis). Its value is the expected change of the decision's
+worth, over the truth and the outcome together (the likelihood model of ``outcomes``)::
 
     EVSI = sum_o sum_t P(t) P(o | t) (U(state_o, t) - U(state_now, t))
 
-Outcomes that leave the state as it is contribute nothing; one that resolves a conflict
-to the likely truth contributes a lot; one that would resolve to a likely-wrong value
-contributes a negative amount. The figure orders candidates (``ranking``) and is then
-discarded: it never crosses the wire.
+The figure orders candidates (``ranking``) and is then discarded: it never crosses the wire.
 """
 
 from __future__ import annotations
@@ -63,7 +58,10 @@ def evsi(
     hypothetical: Sequence[Resolution],
     reliability: float,
 ) -> float:
-    """The expected change in the decision's worth from acquiring the probe."""
+    """The expected change in the decision's worth from acquiring the probe (module
+    docstring). Outcomes that leave the state as it is contribute nothing; one that
+    resolves a conflict to the likely truth contributes a lot; one that would resolve to a
+    likely-wrong value contributes a negative amount."""
     reportable = [o.value_key for o in outcomes]
     total = 0.0
     for outcome, after in zip(outcomes, hypothetical, strict=True):

@@ -1,24 +1,18 @@
 """PlanEvidence, in order: read the request, ask the resolver, plan, and hand back the parts
 of the answer.
 
-Usually one resolver call per plan, within the caller's remaining deadline: one
+Usually one resolver call per plan, within the caller's remaining deadline: a
 ResolveHypotheses that returns the base resolution in full (``base_detail``) and, in
-summary, every outcome any plan over these claims may weigh, foreseen from the claims
-before anything is resolved (``wire.foreseen_outcomes``); the plan reads its leader, gaps and
-candidates from that base and ignores the hypotheses it does not need. When the guess is
-not made (a claim about another semantic: the hypotheses then go over the target's scope,
-checked against a full base; too many values), or the resolver refuses the call, the
-plan resolves first (ResolveSemantic) and then weighs exactly its outcomes in one
-ResolveHypotheses, as it always did; an outcome the guess missed is weighed in a second
-ResolveHypotheses. The resolver's reliability table (each probe's accuracy) is asked for
-beside the first call when the cached copy is older than
-``adapters.reliability.TABLE_TTL_SECONDS``. The planner's request id travels with them
+summary, every outcome a plan over these claims may weigh, foreseen from the claims
+(``wire.foreseen_outcomes``); the plan reads its leader, gaps and candidates from that base
+and ignores the hypotheses it does not need. The fallbacks are in ``PlanEvidence``. The
+reliability table is asked for beside the first call when the cached copy is older than
+``adapters.reliability.TABLE_TTL_SECONDS``; the planner's request id travels with every call
 (``metadata``), so one grep finds a plan in both services' logs.
 
-The resolver and the table are reached through the two ports below, which
-``adapters.resolver_client`` and ``adapters.reliability`` fill: this module knows the
-planner's and the resolver's messages (``wire``), so that evidence is serialized once
-and the base resolution's bytes become the answer's, but never a gRPC channel or context.
+The resolver and the table are reached through the two ports below (``adapters``): this
+module knows the planner's and the resolver's messages (``wire``), so evidence is serialized
+once and the base resolution's bytes become the answer's, but never a gRPC channel or context.
 """
 
 from __future__ import annotations
@@ -121,7 +115,13 @@ class Planned(NamedTuple):
 
 
 class PlanEvidence:
-    """The PlanEvidence use case over one resolver and its reliability table."""
+    """The PlanEvidence use case over one resolver and its reliability table.
+
+    When the outcomes are not foreseen (a claim about another semantic: the hypotheses then
+    go over the target's scope, checked against a full base; too many values), or the
+    resolver refuses the foreseeing call, the plan resolves first (ResolveSemantic) and then
+    weighs exactly its outcomes in one ResolveHypotheses. An outcome the guess missed is
+    weighed in a second ResolveHypotheses."""
 
     def __init__(
         self,

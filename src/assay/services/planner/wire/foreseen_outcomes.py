@@ -1,27 +1,18 @@
 """The outcomes a plan may weigh, foreseen from the request's claims before any resolution.
 
-A probe's outcomes (``outcomes.enumerate_outcomes``) depend on the base resolution in
-three ways only: which claimed values it may report (the strongest few, and the leader),
-the counted group its source would join, and the stale claims of that group it would
-supersede. All three are read off the claims about the target: a value with support is a
-value some active claim states, a counted group is a group some active claim is in, and
-the claims a fresh observation supersedes are that group's active, stale, named claims.
-So the planner can send the hypotheses before it has the base, in the same call that
-returns the base (``ResolveHypotheses`` with ``base_detail`` FULL), instead of resolving
-the target once to enumerate and a second time to weigh.
+A probe's outcomes (``outcomes.enumerate_outcomes``) depend on the base resolution in three
+ways only: which claimed values it may report (the strongest few, and the leader), the
+counted group its source would join, and the stale claims of that group it would supersede.
+All three are read off the target's active claims, so the planner sends the hypotheses in
+the call that returns the base (``ResolveHypotheses``, ``base_detail`` FULL) instead of
+resolving the target once to enumerate and again to weigh.
 
-The set built here is a superset of what any plan over the request needs when every claim
-is active: every probe of the catalogue (the gaps are not known yet), every claimed value
-(the support ranking is not known yet), and each source's group as the resolver would
-count it if nothing were excluded. A claim the resolver excludes (superseded, reviewed
-out) can make it miss one: the draft then names an outcome the guess lacks, and the
-use case asks for the missing ones in a second call. Hypotheses the plan turns out not to
-need are ignored, which costs the resolver a little (each re-resolves the target's claims).
-
-Outcomes are matched to the draft's by ``match_key``, the hypothetical claim's content
-with the value by its key: a guessed value is keyed by the resolver's own rule
-(``resolver.domain.value_keys``), so its key is the one the resolver reports for that value
-and the draft's outcomes (which carry the resolver's keys) match it byte for byte.
+The set built here is a superset of what any plan needs when every claim is active: every
+probe of the catalogue (the gaps are not known yet), every claimed value (nor is the ranking),
+each source's group as counted with nothing excluded. A claim the resolver excludes
+(superseded, reviewed out) can make it miss one, which the use case asks for in a second
+call; unneeded hypotheses are ignored (each costs the resolver a re-resolution of the
+target's claims). Outcomes are matched to the draft's by ``match_key``.
 """
 
 from __future__ import annotations
@@ -49,7 +40,10 @@ MatchKey = tuple[str, str, bool, str, tuple[str, ...], float]
 
 
 def match_key(outcome: m.Outcome) -> MatchKey:
-    """What decides an outcome's hypothesis, the value by its value key (module docstring)."""
+    """What decides an outcome's hypothesis: the hypothetical claim's content, the value by
+    its value key. A guessed value is keyed by the resolver's own rule
+    (``resolver.domain.value_keys``), so its key is the one the resolver reports for that
+    value, and the draft's outcomes (which carry the resolver's keys) match it byte for byte."""
     return (
         outcome.source,
         outcome.correlation_group,

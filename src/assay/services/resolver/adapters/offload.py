@@ -1,20 +1,18 @@
 """Runs heavy resolution where it cannot stall the server, and stops it once the caller is gone.
 
-Resolving is pure computation. On the event loop, one large request stalled everything
-else, health checks included, and its work ran on long after its caller had given up.
+Resolving is pure computation. On the event loop, one large request stalled everything else,
+health checks included, and its work ran on long after its caller had given up.
 
 Work of more than ``INLINE_MAX_UNITS`` (claims, or claim resolutions: the servicer counts)
-runs on a small pool of ``WORKERS`` threads, which also serialize its response; smaller
-work, nearly every call, stays on the loop, where the hop would cost more than the work. A
-worker gives the GIL up at the interpreter's switch interval, so the loop keeps answering
-meanwhile; more workers would not resolve faster under the GIL, only hold more large
-requests in memory, so further heavy calls wait (still cancellable).
-
-Each piece of work gets a ``Stop`` (``use_cases.stop``) and checks it between chunks; it
-raises ``Abandoned`` once the caller has cancelled or its deadline has passed (read on the
-stop's own clock), is logged (``resolver_work_stopped``) and counted in ``Offload.stopped``.
-The cyclic collector stays on here: pausing it is process-wide; work on the loop runs with
-it paused (``without_gc``). (Measured: docs/performance.md.)
+runs on a pool of ``WORKERS`` threads, which also serialize its response; smaller work,
+nearly every call, stays on the loop, where the hop would cost more than the work. A worker
+gives the GIL up at the switch interval, so the loop keeps answering; more workers would not
+resolve faster under the GIL, only hold more large requests in memory, so further heavy calls
+wait (still cancellable). Each work checks its ``Stop`` (``use_cases.stop``) between chunks
+and raises ``Abandoned`` once the caller has cancelled or its deadline passed; that is logged
+(``resolver_work_stopped``) and counted (``Offload.stopped``). The cyclic collector stays on
+here (pausing it is process-wide); work on the loop runs with it paused (``without_gc``).
+(Measured: docs/performance.md.)
 """
 
 from __future__ import annotations

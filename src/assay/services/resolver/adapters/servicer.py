@@ -2,19 +2,14 @@
 and their translation from and to messages (``adapters.rpcs.ResolverRpcs``), and puts
 each RPC behind a transport that decides where it runs and checks what it sends.
 
-Work above ``offload.INLINE_MAX_UNITS`` runs on a worker thread and stops at its next
-check once the caller is gone; smaller work runs on the loop with the cyclic collector
-paused (``without_gc``), as does a call made without a gRPC context (in-process, from
-tests and benchmarks: nothing is sent, so only the counting RPCs' budgets apply). The
-responses of ResolveSemantic, ResolveEvidence and ResolveColumns are serialized where
-the work ran and checked against their budget on the bytes that go out.
-
-ResolveColumns's work grows with the rows its stream declares, which a compressed
-stream does not show in its size: a small stream is measured on the loop
-(``columnar.input.bounds``: headers only, nothing decompressed), so a few kilobytes that
-declare a million rows are refused there or go to a worker like any large request; a
-larger stream goes to a worker, which measures it first. Memory such a call used is
-given back afterwards (``runtime.memory``), as for any large request.
+Work above ``offload.INLINE_MAX_UNITS`` runs on a worker thread and stops at its next check
+once the caller is gone; smaller work runs on the loop with the cyclic collector paused
+(``without_gc``), as does a call made without a gRPC context (in-process, from tests and
+benchmarks: nothing is sent, so only the counting RPCs' budgets apply). The responses of
+ResolveSemantic, ResolveEvidence and ResolveColumns are serialized where the work ran and
+checked against their budget on the bytes that go out. ResolveColumns's work grows with the
+rows its stream declares, which a compressed stream's size does not show, so it is measured
+before it is read (``ResolveColumns``).
 """
 
 from __future__ import annotations
@@ -158,7 +153,14 @@ class ResolverServicer:
         context: grpc.aio.ServicerContext,
     ) -> pb.ResolveColumnsResponse | bytes:
         """A served call arrives as a ``ColumnsCall`` (``REQUEST_PARSERS``): its stream a
-        view of the bytes received. An in-process call may pass the message."""
+        view of the bytes received. An in-process call may pass the message.
+
+        The work grows with the rows the stream declares, not its compressed size: a small
+        stream is measured on the loop (``columnar.input.bounds``: headers only, nothing
+        decompressed), so a few kilobytes that declare a million rows are refused there or
+        go to a worker like any large request; a larger stream goes to a worker, which
+        measures it first. Memory such a call used is given back afterwards
+        (``runtime.memory``), as for any large request."""
         if isinstance(request, ColumnsCall):
             message, data = request.request, request.stream
         else:  # read once and handed on: each read of a bytes field copies it

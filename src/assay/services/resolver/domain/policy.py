@@ -1,26 +1,12 @@
 """The resolver's policy: one reliability table, the conflict margin, the safety predicates.
 
-Every computation reads the same ``Policy`` object, and ``GetResolverPolicy``
-serves it, so what a client sees is what fusion used (rule 1). The table can
-be replaced by a JSON file ``{"sources": {"kind": reliability, ...}}``; a bad
-file is an error that names the file and the offending entry, never a
-half-loaded table. A policy's ``digest`` names its table by content alone
-(``table_digest``), so a resolution can say which table it was computed with.
-
-Default reliabilities, one line of reasoning each (the trust class, not the
-artifact, decides):
-
-- ``human_review`` 1.0: an adjudicated human decision is the gold standard.
-- ``artifact_hash`` 0.95: a content hash either matches or it does not.
-- ``vcs_state`` 0.9: the repository is the record of what the code is.
-- ``runtime_trace`` 0.9: observed behaviour, though only of the paths exercised.
-- ``test_result`` 0.85 / ``ci_status`` 0.85: executed checks; flaky at the margins.
-- ``api_spec`` 0.8: authored intent, may drift from the implementation.
-- ``replay_experiment`` 0.8: a bounded replay; faithful only to what it replays.
-- ``static_analysis`` 0.7: sound-ish inference over code, blind to runtime config.
-- ``documentation`` 0.6: prose drifts.
-- ``llm_inference`` 0.4: plausible, unverified.
-- ``generated_mock`` 0.3: fabricated to look real; never enough on its own.
+Every computation reads the same ``Policy`` object, and ``GetResolverPolicy`` serves it, so
+what a client sees is what fusion used (rule 1). The table can be replaced by a JSON file
+``{"sources": {"kind": reliability, ...}}``; a bad file is an error that names the file and
+the offending entry, never a half-loaded table. A policy's ``digest`` names its table by
+content alone (``table_digest``), so a resolution can say which table it was computed with.
+The default reliabilities (``DEFAULT_RELIABILITY``) follow the trust class, not the
+artifact, one line of reasoning each.
 """
 
 from __future__ import annotations
@@ -32,6 +18,18 @@ from types import MappingProxyType
 
 from assay.reliability_table import TableError, read_table, table_digest
 
+# Default reliabilities, one line of reasoning each (the trust class, not the artifact, decides):
+# - human_review 1.0: an adjudicated human decision is the gold standard.
+# - artifact_hash 0.95: a content hash either matches or it does not.
+# - vcs_state 0.9: the repository is the record of what the code is.
+# - runtime_trace 0.9: observed behaviour, though only of the paths exercised.
+# - test_result 0.85 / ci_status 0.85: executed checks; flaky at the margins.
+# - api_spec 0.8: authored intent, may drift from the implementation.
+# - replay_experiment 0.8: a bounded replay; faithful only to what it replays.
+# - static_analysis 0.7: sound-ish inference over code, blind to runtime config.
+# - documentation 0.6: prose drifts.
+# - llm_inference 0.4: plausible, unverified.
+# - generated_mock 0.3: fabricated to look real; never enough on its own.
 DEFAULT_RELIABILITY: Mapping[str, float] = MappingProxyType(
     {
         "human_review": 1.0,

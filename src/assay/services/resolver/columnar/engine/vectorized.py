@@ -1,27 +1,18 @@
 """The vectorized resolver: every semantic of a claim table resolved with array operations.
 
-The rules are the reference's (``fusion``), applied to whole columns at once:
+The rules are the reference's (``fusion``), applied to whole columns (``resolve_table``):
 
 - weight = confidence × min(stated reliability, the table's);
-- rows are sorted once by (semantic, value, correlation group, weight descending), so
-  each group's first row is its strongest, the one that counts; a weight tie at a
-  group's top is broken by claim_ref ascending, which needs content references only
-  for id-less rows that actually tie (``refs``);
-- groups are then sorted by (value, weight descending), and a value's support is the
-  noisy-OR ``1 - Π(1 - w)`` over its groups, multiplied strongest first exactly as the
-  reference multiplies (``np.multiply.reduceat`` reduces each segment left to right),
-  so supports are equal to the bit, not only close: value order and ties between
-  values then agree with the reference too. A value with a single claim has that
-  claim's weight as its support, as in the reference;
-- values are ordered per semantic by support descending then value_key (value codes
-  follow value_key order), the first leads, and status, flags, review and coverage
-  follow from per-value aggregates over the counted claims.
-
-``resolve_table`` runs these as named stages (``stages``: ``weigh``, ``group``,
-``support``, ``rank``, ``rationale``, ``per_claim``), each handing the next a record.
-Semantic, value and group codes are dense integers from ``decode``, so every step is a
-sort, a scan or a segmented reduction. The only Python loops are over the rare rows:
-relations, ties, capped reliabilities, and (at full detail) groups whose weights tie.
+- rows sorted once by (semantic, value, correlation group, weight descending), so each
+  group's first row is its strongest, the one that counts; a weight tie at a group's top is
+  broken by claim_ref ascending (content references needed only for id-less rows that tie);
+- groups sorted by (value, weight descending); a value's support is the noisy-OR
+  ``1 - Π(1 - w)`` over its groups, multiplied strongest first as the reference multiplies
+  (``np.multiply.reduceat`` reduces each segment left to right), so supports are equal to
+  the bit, not only close, and value order and ties agree too; a lone claim's weight is its
+  value's support;
+- values ordered per semantic by support descending then value_key; the first leads, and
+  status, flags, review and coverage follow from per-value aggregates over counted claims.
 """
 
 from __future__ import annotations
@@ -100,7 +91,14 @@ def resolve_table(
 
     ``horizon`` is ``as_of - stale_after`` in seconds when staleness is asked for;
     ``refs`` gives claim_refs for tie-breaks; ``full=False`` (SUMMARY) skips the
-    per-claim tables. ``check`` is called between stages and may raise to abandon."""
+    per-claim tables. ``check`` is called between stages and may raise to abandon.
+
+    The rules run as named stages (``stages``: ``weigh``, ``group``, ``support``, ``rank``,
+    ``rationale``, ``per_claim``), each handing the next a record. Semantic, value and group
+    codes are dense integers from ``decode`` (value codes follow value_key order), so every
+    step is a sort, a scan or a segmented reduction. The only Python loops are over the rare
+    rows: relations, ties, capped reliabilities, and (at full detail) groups whose weights
+    tie."""
     weighed = stages.weigh(claims)
     check()
     groups = stages.group(claims, weighed, refs, full, check)

@@ -1,21 +1,18 @@
 """A ResolveColumns stream measured before it is read, and refused if it holds too much.
 
 The stream may be compressed, and what it costs the server (decoding, the engine, the
-response) grows with the rows and bytes it decompresses to, not with the bytes
-received: a few kilobytes of ZSTD can declare a million identical rows. So before
-pyarrow reads any record batch, ``survey`` walks the stream's messages
-(``pyarrow.ipc.MessageReader``, which hands each one out as a view of the bytes
-received, nothing decompressed) and adds up, from each header (``ipc_headers``), the
-rows of its record batches and the bytes their buffers and the dictionaries' will take
-once decompressed. After each message the running totals are held to the server's
-``ColumnsLimits`` (``domain.request_cost.charge_columns``), so the refusal comes at the first
-message that passes a limit, having decompressed nothing.
+response) grows with the rows and bytes it decompresses to, not with the bytes received: a
+few kilobytes of ZSTD can declare a million identical rows. So before pyarrow reads any
+record batch, ``survey`` walks the stream's messages (``pyarrow.ipc.MessageReader``: each a
+view of the bytes received, nothing decompressed) and adds up, from each header
+(``ipc_headers``), the rows and the decompressed bytes of its batches and dictionaries. After
+each message the totals are held to the server's ``ColumnsLimits``
+(``domain.request_cost.charge_columns``), so the refusal comes at the first message past a
+limit, having decompressed nothing.
 
-The walk is cheap (a header is a few hundred bytes), and it checks its ``stop`` every
-``CHECK_EVERY`` messages, so a stream of very many small messages cannot hold a worker
-past its caller. A message pyarrow reads but whose header this walk cannot follow is a
-malformed stream (it is never read unmeasured); bytes that are not a stream at all are
-left to ``stream.read``, which reports them as it always has.
+The walk checks its ``stop`` every ``CHECK_EVERY`` messages, so very many small messages
+cannot hold a worker past its caller. A header it cannot follow is a malformed stream (never
+read unmeasured); bytes that are no stream at all are left to ``stream.read`` to report.
 """
 
 from __future__ import annotations

@@ -1,20 +1,18 @@
 """What an Arrow IPC message's header says, read without decompressing its body.
 
-pyarrow reads a compressed stream transparently and does not say, before it decompresses
-a record batch, how many rows it holds or how large its buffers will be. Both are in the
+pyarrow reads a compressed stream transparently and does not say, before it decompresses a
+record batch, how many rows it holds or how large its buffers will be. Both are in the
 message: the header (a flatbuffer, ``Message.header``) is a ``RecordBatch`` (or a
-``DictionaryBatch`` wrapping one) with the row count, the buffers' places in the body
-and the codec; and each compressed buffer begins with its decompressed length (an
-int64, -1 when the writer left that buffer uncompressed). This module reads those
-fields, so a stream can be measured, and refused, before any of it is decompressed:
-Arrow allocates exactly the declared length for each buffer, and rejects a buffer that
-decompresses to any other.
+``DictionaryBatch`` wrapping one) with the row count, the buffers' places and the codec, and
+each compressed buffer begins with its decompressed length (an int64, -1 when left
+uncompressed). Reading those fields, a stream is measured, and refused, before any of it is
+decompressed: Arrow allocates exactly the declared length for each buffer, and rejects a
+buffer that decompresses to any other.
 
-The flatbuffer layout is Arrow's ``Message.fbs``: ``Message`` {version, header_type,
-header, bodyLength, custom_metadata}; ``RecordBatch`` {length, nodes, buffers,
-compression, variadicBufferCounts}; ``DictionaryBatch`` {id, data, isDelta};
-``Buffer`` a struct of two int64s (offset, length); ``BodyCompression`` {codec, method}.
-pyarrow verifies a message's flatbuffer before it hands the message out.
+The layout is Arrow's ``Message.fbs``: ``Message`` {version, header_type, header, bodyLength,
+custom_metadata}; ``RecordBatch`` {length, nodes, buffers, compression, variadicBufferCounts};
+``DictionaryBatch`` {id, data, isDelta}; ``Buffer`` a struct of two int64s (offset, length);
+``BodyCompression`` {codec, method}. pyarrow verifies a message's flatbuffer first.
 """
 
 from __future__ import annotations
