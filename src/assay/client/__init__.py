@@ -7,15 +7,12 @@
         evidence = load_json_file("examples/evidence/safety-conflict.json")
         resolution = resolver.resolve(evidence, "api:payments.create", "idempotency.mode")
 
-Every call has a timeout (the client's default, overridable per call), retries
-UNAVAILABLE only where a retry is safe, and raises an ``AssayCallError``
-subclass carrying the status code, the ``ErrorReason`` and the bad fields.
-Against a server with authentication on, pass ``credentials=Credentials(...)``
-(a CA to trust, a bearer token or token file, a client certificate)::
-
-    creds = Credentials.from_folder("creds", "alice")  # creds/ca.pem, creds/tokens/alice.jwt
-    with AdjudicationClient("localhost:50053", credentials=creds) as adjudication:
-        ...
+Every call has a timeout (the client's default, overridable per call), retries UNAVAILABLE
+only where a retry is safe, and raises an ``AssayCallError`` subclass carrying the status
+code, the ``ErrorReason`` and the bad fields. Against a server with authentication on, pass
+``credentials=Credentials(...)`` (a CA to trust, a bearer token or token file, a client
+certificate), e.g. ``Credentials.from_folder("creds", "alice")`` for ``creds/ca.pem`` and
+``creds/tokens/alice.jwt``.
 """
 
 from __future__ import annotations

@@ -1,27 +1,18 @@
 """What a client presents to an Assay service: how it trusts the server, and who it is.
 
-    from assay.client import Credentials, AdjudicationClient
-
     creds = Credentials(ca="creds/ca.pem", token_file="creds/tokens/alice.jwt")
-    with AdjudicationClient("localhost:50053", credentials=creds) as client:
-        ...
+    with AdjudicationClient("localhost:50053", credentials=creds) as client: ...
 
-- **TLS** when a CA, a client certificate or ``tls=True`` is given: the
-  server's certificate is checked against ``ca`` (or the system roots), and
-  ``client_cert`` + ``client_key`` add mutual TLS.
-- **A bearer token**, ``token`` itself or ``token_file`` (read again whenever
-  the file changes, so rotation needs no restart), is sent as
-  ``authorization: Bearer …`` on every call. It rides on gRPC call
-  credentials, so gRPC itself attaches it only to channels that protect it:
-  TLS, or plaintext to this machine (loopback or a Unix socket) for local
-  development. A token over plaintext to any other host is refused with
-  ``ValueError`` before a connection is made.
-- **Several replicas** behind one target (``dns:///assay:50053``, or
-  ``ipv4:10.0.0.5:50053,10.0.0.6:50053``): the channel balances calls over
-  them. An address list spanning several hosts has no name for TLS to verify,
-  so ``server_name`` names the one every replica's certificate carries.
-
-The token never appears in a ``repr``, a log line or an error message.
+- **TLS** when a CA, a client certificate or ``tls=True`` is given: the server's certificate
+  is checked against ``ca`` (or the system roots); ``client_cert`` + ``client_key`` add mTLS.
+- **A bearer token**, ``token`` or ``token_file`` (re-read when the file changes: rotation
+  needs no restart), sent on every call as ``authorization: Bearer …`` call credentials, which
+  gRPC attaches only to channels that protect it: TLS, or plaintext to this machine (loopback
+  or a Unix socket); over plaintext to any other host it is refused with ``ValueError`` before
+  any connection. It never appears in a ``repr``, a log line or an error message.
+- **Several replicas** behind one target (``dns:///assay:50053``, an address list) share its
+  calls; a list spanning hosts gives TLS no name, so ``server_name`` names the one every
+  replica's certificate carries.
 """
 
 from __future__ import annotations

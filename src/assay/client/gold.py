@@ -1,26 +1,18 @@
 """Gold labels returned to the resolver as claims, without lying about where they came from.
 
-The loop closes when a frozen gold label becomes a claim the resolver can
-weigh. The label's provenance decides its trust class:
+The loop closes when a frozen gold label becomes a claim the resolver can weigh. The label's
+provenance decides its trust class (``source_for``):
 
-- ``HUMAN_ADJUDICATED`` (every contributor a human) -> source ``human_review``,
-  the table's 1.0: a person's adjudicated decision is the strongest evidence
-  Assay knows.
-- ``SYNTHETIC_MECHANISM_TEST`` (a fixture contributed) -> source
-  ``mechanism_test_fixture`` (``SYNTHETIC_SOURCE``), never ``human_review``.
-  A fixture's answer is scripted; feeding it back as a human decision would
-  turn a demonstration into fabricated ground truth with the top reliability.
-  The resolver must list that kind in its reliability table (at a low value);
-  when it does not, the resolver rejects the claim as an unknown source, which
-  is the honest failure.
+- ``HUMAN_ADJUDICATED`` (every contributor a human) -> ``human_review``, the table's 1.0: a
+  person's adjudicated decision is the strongest evidence Assay knows.
+- ``SYNTHETIC_MECHANISM_TEST`` (a fixture contributed) -> ``mechanism_test_fixture``
+  (``SYNTHETIC_SOURCE``), never ``human_review``: a fixture's answer is scripted, and fed back
+  as a human decision it would be fabricated ground truth at the top reliability. The
+  resolver must list that kind in its table (at a low value); when it does not, it rejects
+  the claim as an unknown source, which is the honest failure.
 
-Labels without a value (UNRESOLVED, NOT_EVALUABLE) yield no claim: "people
-could not decide" is not evidence for any value.
-
-The claim's provenance stays visible in the claim itself: ``method`` names
-the provenance and the resolution basis, ``source_ref`` the case,
-``source_revision`` the revision and its digest, and the case is the claim's
-declared correlation group (revisions of one case are one line of evidence).
+Labels without a value (UNRESOLVED, NOT_EVALUABLE) yield no claim: "people could not decide"
+is not evidence for any value. The claim itself shows its provenance (``gold_label_claim``).
 """
 
 from __future__ import annotations
@@ -43,7 +35,12 @@ def source_for(provenance: gold_pb2.LabelingProvenance.ValueType) -> str:
 def gold_label_claim(
     revision: gold_pb2.GoldLabelRevision, case: adj.BlindedCase
 ) -> claim_pb2.Claim | None:
-    """The claim a frozen gold label makes about its case's (subject, predicate), if any."""
+    """The claim a frozen gold label makes about its case's (subject, predicate), if any.
+
+    Its provenance stays visible: ``method`` names the provenance and the resolution basis,
+    ``source_ref`` the case, ``source_revision`` the revision and its digest, and the case
+    is the claim's declared correlation group (revisions of one case are one line of
+    evidence)."""
     if not revision.HasField("label"):
         return None
     provenance = gold_pb2.LabelingProvenance.Name(revision.provenance).removeprefix(

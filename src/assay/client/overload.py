@@ -1,26 +1,18 @@
 """Retrying calls a server refused with a retry delay: overloaded, or its database unavailable.
 
-Two refusals say "repeat this later" with a ``google.rpc.RetryInfo`` delay, and these
-interceptors, sync and asyncio, repeat a unary call after it, only for retry-safe methods
-(the same set the channel's retry policy names: reads, and mutations carrying a
-``request_id``, which the clients always fill in), and never past the call's own timeout:
-when the next delay would not fit, the caller gets the refusal itself at once.
+Two refusals say "repeat this later" with a ``google.rpc.RetryInfo`` delay; these
+interceptors, sync and asyncio, repeat a unary call after it (``refusal_delay``), only for
+retry-safe methods (the channel retry policy's set: reads, and mutations carrying the
+``request_id`` the clients always fill in), never past the call's own timeout: when the next
+delay would not fit, the caller gets the refusal itself at once.
 
-- ``RESOURCE_EXHAUSTED``, reason ``ERROR_REASON_OVERLOADED``: a server past
-  ``--max-concurrent-rpcs`` refused the call before starting it. The channel's gRPC retry
-  policy cannot retry exactly that: it would retry every ``RESOURCE_EXHAUSTED``, including a
-  message larger than the limit, which fails again the same way. The server's delay already
-  grows with the attempts it is told of; at most ``OVERLOAD_ATTEMPTS`` attempts in all.
-- ``UNAVAILABLE``, reason ``ERROR_REASON_STORAGE_UNAVAILABLE``: the server's database is
-  restarting or unreachable. The channel's retry policy already repeats ``UNAVAILABLE`` a few
-  times, waiting the server's ``grpc-retry-pushback-ms`` (the same delay as RetryInfo), which
-  spans less than a database restart; so once it has given up, this waits the RetryInfo delay
-  doubled per attempt (capped at ``MAX_DELAY_SECONDS``, jittered) and tries again, at most
-  ``STORAGE_ATTEMPTS`` times in all. A refusal without RetryInfo (a write without a request
-  id whose commit outcome is unknown) is never repeated.
-
-Any other ``UNAVAILABLE`` (a server shutting down, a lost connection) is left to the retry
-policy alone.
+- ``RESOURCE_EXHAUSTED`` / ``ERROR_REASON_OVERLOADED`` (past ``--max-concurrent-rpcs``, not
+  started): the channel's retry policy cannot retry exactly that; it would retry every
+  ``RESOURCE_EXHAUSTED``, including a message over the size limit, which fails the same way.
+- ``UNAVAILABLE`` / ``ERROR_REASON_STORAGE_UNAVAILABLE`` (database restarting, unreachable):
+  the channel's policy repeats it a few times after the server's ``grpc-retry-pushback-ms``,
+  spanning less than a database restart; this takes over once it gives up. Any other
+  ``UNAVAILABLE`` (a server shutting down, a lost connection) is left to that policy alone.
 """
 
 from __future__ import annotations
@@ -71,7 +63,13 @@ def refusal_delay(
     rand: random.Random | None = None,
 ) -> tuple[float, int] | None:
     """For a refusal retried here (module docstring), after attempt number ``attempt`` (1 for
-    the first call): the seconds to wait and the attempts allowed in all; else None."""
+    the first call): the seconds to wait and the attempts allowed in all; else None.
+
+    OVERLOADED waits the server's delay, which already grows with the attempts it is told
+    of, at most ``OVERLOAD_ATTEMPTS`` attempts in all. STORAGE_UNAVAILABLE waits the
+    RetryInfo delay doubled per attempt (capped at ``MAX_DELAY_SECONDS``, jittered), at most
+    ``STORAGE_ATTEMPTS`` attempts. A STORAGE_UNAVAILABLE without RetryInfo (a write without
+    a request id whose commit outcome is unknown) is never repeated."""
     if code not in _RETRIED_CODES:
         return None
     reason, delay = _reason_and_delay(code, trailers)
