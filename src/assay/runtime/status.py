@@ -52,7 +52,7 @@ def status_code_for(error: errors.AssayError) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
-# The bounds of one status (module docstring). Sizes are UTF-8 bytes.
+# The bounds of one status (``bounded_status_proto``). Sizes are UTF-8 bytes.
 MAX_VIOLATIONS = 50
 MAX_FIELD_BYTES = 256
 MAX_DESCRIPTION_BYTES = 256

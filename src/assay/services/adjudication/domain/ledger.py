@@ -250,7 +250,7 @@ class ChainVerifier:
         """Cross-check (case_id, revision, stored digest, recomputed digest) of every gold row,
         then every ``stored`` record (kind, id, the commitment recomputed from its row — None
         when the row cannot be read or fails its own digest) against the event that recorded
-        it, and every recorded record without a row (see the module's docstring: only what a
+        it, and every recorded record without a row (see ``_unaccounted``: only what a
         tenant deletion or sweep removed may be missing); the first disagreeing record (by
         its event's sequence) is named. ``stored`` None: no rows given, only the chain and
         the gold rows are checked."""
