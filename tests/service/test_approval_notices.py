@@ -8,7 +8,6 @@ import contextlib
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from assay.v1 import approval_service_pb2_grpc as pb_grpc
 from tests.service.test_approvals import PRINCIPALS, World
 from tests.support.approvals import candidate
 from tests.support.eventually import eventually_async
+from tests.support.loopback_http import QuietHandler, base_url, loopback_server, serving
 from tests.support.secure import secure_stack
 
 
@@ -32,7 +32,7 @@ class Receiver:
         self.lock = threading.Lock()
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 with receiver.lock:
@@ -44,14 +44,11 @@ class Receiver:
                         self.send_response(204)
                 self.end_headers()
 
-            def log_message(self, *args: object) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = loopback_server(Handler)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        return f"{base_url(self.server)}/hook"
 
     def changes(self) -> list[str]:
         with self.lock:
@@ -61,13 +58,8 @@ class Receiver:
 @contextlib.contextmanager
 def receiving(refuse_first: int = 0) -> Iterator[Receiver]:
     receiver = Receiver(refuse_first)
-    thread = threading.Thread(target=receiver.server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(receiver.server):
         yield receiver
-    finally:
-        receiver.server.shutdown()
-        thread.join(timeout=10)
 
 
 async def test_each_change_is_posted_without_the_reason(tmp_path: Path) -> None:

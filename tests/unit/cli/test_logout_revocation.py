@@ -5,15 +5,14 @@ provider is a real HTTP server on loopback serving discovery and a revocation en
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
 
 from assay.cli import signin
+from tests.support.loopback_http import QuietHandler, base_url, loopback_server, serving
 
 
 class Revoker:
@@ -24,7 +23,7 @@ class Revoker:
         self.status = 200
         revoker = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 body = json.dumps(
                     {
@@ -33,37 +32,22 @@ class Revoker:
                         "revocation_endpoint": f"{revoker.issuer}/revoke",
                     }
                 ).encode()
-                self._send(200, body)
+                self.send_json(200, body)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", "0"))
                 revoker.revoked.append(parse_qs(self.rfile.read(length).decode()))
-                self._send(revoker.status, b"{}")
+                self.send_json(revoker.status, b"{}")
 
-            def _send(self, status: int, body: bytes) -> None:
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.issuer = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.server = loopback_server(Handler)
+        self.issuer = base_url(self.server)
 
 
 @pytest.fixture
 def revoker() -> Iterator[Revoker]:
     found = Revoker()
-    thread = threading.Thread(target=found.server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(found.server):
         yield found
-    finally:
-        found.server.shutdown()
-        found.server.server_close()
 
 
 def signed_in(config: Path, issuer: str, monkeypatch: pytest.MonkeyPatch) -> signin.Identity:

@@ -8,7 +8,6 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import jwt
@@ -20,6 +19,7 @@ from assay.runtime.auth import jwks
 from assay.runtime.auth.dev_credentials import DEV_AUDIENCE, DEV_ISSUER, public_jwk
 from assay.runtime.auth.tokens import TokenVerifier
 from tests.support.eventually import eventually
+from tests.support.loopback_http import QuietHandler, base_url, loopback_server, serving
 
 OLD = ec.generate_private_key(ec.SECP256R1())
 NEW = ec.generate_private_key(ec.SECP256R1())
@@ -36,35 +36,22 @@ class Provider:
         self.hold: threading.Event | None = None
         provider = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 provider.fetches += 1
                 if provider.hold is not None:
                     provider.hold.wait(timeout=30)
-                body = json.dumps(provider.document).encode()
-                self.send_response(provider.status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self.send_json(provider.status, json.dumps(provider.document).encode())
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/jwks"
+        self.server = loopback_server(Handler)
+        self.url = f"{base_url(self.server)}/jwks"
 
 
 @pytest.fixture
 def provider() -> Iterator[Provider]:
     found = Provider()
-    thread = threading.Thread(target=found.server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(found.server):
         yield found
-    finally:
-        found.server.shutdown()
-        found.server.server_close()
 
 
 class Clock:
