@@ -11,36 +11,15 @@ import json
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.support.processes import assay_command, assay_process, free_port
+from tests.support.processes import TargetCli, assay_command, assay_process, free_port
 
 pytestmark = pytest.mark.process
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "adjudication" / "case-idempotency.json"
 ATTESTATION = "assay test suite (test data, not a person)"
-
-
-class Cli:
-    def __init__(self, target: str) -> None:
-        self.target = target
-
-    def run(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [*assay_command(*args), "--target", self.target],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        if ok:
-            assert done.returncode == 0, done.stderr
-        return done
-
-    def json(self, *args: str) -> Any:
-        return json.loads(self.run(*args, "--json").stdout)
 
 
 class TestFullPath:
@@ -50,7 +29,7 @@ class TestFullPath:
         db = tmp_path / "assay.db"
         args = ["serve", "adjudication", "--port", str(port), "--db", str(db)]
         with assay_process(args, tmp_path / "server.log", port) as proc:
-            cli = Cli(proc.target)
+            cli = TargetCli(proc.target)
             for name in ("h-ann", "h-bob", "h-cy"):
                 cli.run("reviewer", "add", name, "--kind", "human", "--attested-by", ATTESTATION)
             refused = cli.run("reviewer", "add", "h-dan", "--kind", "human", ok=False)

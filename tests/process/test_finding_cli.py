@@ -5,15 +5,13 @@ The reviewers are test data: fixture reviewers, and one "human" whose attestatio
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.processes import assay_command, assay_process, free_port
+from tests.support.processes import TargetCli, assay_process, free_port
 
 pytestmark = pytest.mark.process
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,25 +20,7 @@ ATTESTATION = "assay test suite (test data, not a person)"
 RFC3339 = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\b")
 
 
-class Cli:
-    def __init__(self, target: str) -> None:
-        self.target = target
-
-    def run(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [*assay_command(*args), "--target", self.target],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        if ok:
-            assert done.returncode == 0, done.stderr
-        return done
-
-    def json(self, *args: str) -> Any:
-        return json.loads(self.run(*args, "--json").stdout)
-
+class Cli(TargetCli):
     def ids(self, *args: str, key: str = "cases", field: str = "caseId") -> list[Any]:
         return [item[field] for item in self.json(*args).get(key, [])]
 

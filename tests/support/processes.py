@@ -40,6 +40,29 @@ def assay_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "assay.cli.main", *args]
 
 
+class TargetCli:
+    """``assay`` client commands against one ``--target``: each must exit 0 unless told
+    otherwise (``ok=False``); ``json`` reads a command's ``--json`` output."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def run(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [*assay_command(*args), "--target", self.target],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if ok:
+            assert done.returncode == 0, done.stderr
+        return done
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.run(*args, "--json").stdout)
+
+
 def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
     """The one line a failed ``assay`` client command prints (exit 1, ``assay: …``, no
     traceback); fails the test otherwise."""
