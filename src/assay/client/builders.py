@@ -205,6 +205,16 @@ def register_reviewer_request(
     )
 
 
+def check_keywords(name: str, shape: Any, given: Mapping[str, object]) -> None:
+    """TypeError for a keyword ``given`` lacks or ``shape`` (a TypedDict) does not name, as
+    a written-out signature would raise, for callers mypy does not check: a misspelt
+    keyword is refused, not dropped."""
+    if missing := shape.__required_keys__ - given.keys():
+        raise TypeError(f"{name}() missing keywords: {', '.join(sorted(missing))}")
+    if unknown := given.keys() - shape.__required_keys__ - shape.__optional_keys__:
+        raise TypeError(f"{name}() unknown keywords: {', '.join(sorted(unknown))}")
+
+
 class _NewCaseRequired(TypedDict):
     tenant: str
     subject: str
@@ -231,15 +241,9 @@ class NewCase(_NewCaseRequired, total=False):
 
 
 def enqueue_case_request(**case: Unpack[NewCase]) -> adj.EnqueueCaseRequest:
-    """Enqueue a case; values are plain JSON values (the keywords: ``NewCase``).
-
-    A missing or unknown keyword is a TypeError, as a written-out signature would make
-    it, for callers mypy does not check: a misspelt ``expire_time`` is not dropped.
-    """
-    if missing := NewCase.__required_keys__ - case.keys():
-        raise TypeError(f"enqueue_case_request() missing keywords: {', '.join(sorted(missing))}")
-    if unknown := case.keys() - NewCase.__required_keys__ - NewCase.__optional_keys__:
-        raise TypeError(f"enqueue_case_request() unknown keywords: {', '.join(sorted(unknown))}")
+    """Enqueue a case; values are plain JSON values (the keywords: ``NewCase``; a
+    missing or unknown one is a TypeError, ``check_keywords``)."""
+    check_keywords("enqueue_case_request", NewCase, case)
     message = adj.Case(
         tenant=case["tenant"],
         subject=case["subject"],

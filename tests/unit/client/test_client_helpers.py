@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import pytest
 
@@ -10,6 +11,7 @@ from assay.client import LegacyBundleWarning
 from assay.client.builders import (
     acquisition_policy,
     as_evidence,
+    enqueue_case_request,
     enum_number,
     from_value,
     plan_request,
@@ -18,6 +20,7 @@ from assay.client.builders import (
 from assay.client.errors import DataLossError
 from assay.client.export import ExportTracker
 from assay.client.gold import HUMAN_SOURCE, SYNTHETIC_SOURCE, gold_label_claim, source_for
+from assay.client.listing_builders import audit_events_request, list_cases_request
 from assay.v1 import adjudication_service_pb2 as adj
 from assay.v1 import claim_pb2, gold_pb2, plan_pb2
 
@@ -39,6 +42,49 @@ class TestEnums:
         """An unknown enum name or number is a ValueError, not a silent zero."""
         with pytest.raises(ValueError, match=r"TELEPATHY|99"):
             enum_number(plan_pb2.SideEffectClass, given, "SIDE_EFFECT_CLASS_")
+
+
+class TestKeywordRequests:
+    """The builders that take a TypedDict's keywords refuse what a written-out signature
+    would: an unknown (misspelt) keyword, a missing required one; left out, a filter keeps
+    its default."""
+
+    @pytest.mark.parametrize(
+        ("build", "name", "valid"),
+        [
+            (list_cases_request, "list_cases_request", {"tenant": "t"}),
+            (audit_events_request, "audit_events_request", {"case_id": "c"}),
+            (
+                enqueue_case_request,
+                "enqueue_case_request",
+                {
+                    "tenant": "t",
+                    "subject": "s",
+                    "predicate": "p",
+                    "candidate_values": [1],
+                    "local_verdict": 1,
+                },
+            ),
+        ],
+    )
+    def test_an_unknown_keyword_is_a_type_error(
+        self, build: Any, name: str, valid: dict[str, Any]
+    ) -> None:
+        build(**valid)
+        with pytest.raises(TypeError, match=rf"^{name}\(\) unknown keywords: newest_frist$"):
+            build(**valid, newest_frist=True)
+
+    def test_a_missing_required_keyword_is_a_type_error(self) -> None:
+        with pytest.raises(TypeError, match=r"missing keywords: local_verdict, subject"):
+            enqueue_case_request(tenant="t", predicate="p", candidate_values=[1])  # type: ignore[call-arg]
+
+    def test_left_out_filters_keep_their_defaults(self) -> None:
+        assert list_cases_request() == adj.ListCasesRequest(order=adj.CASE_ORDER_OLDEST_FIRST)
+        assert audit_events_request() == adj.ListAuditEventsRequest()
+        newest = list_cases_request(states=["DISAGREED"], newest_first=True, page_size=3)
+        assert list(newest.states) == [adj.CASE_STATE_DISAGREED]
+        assert newest.order == adj.CASE_ORDER_NEWEST_FIRST
+        assert newest.page_size == 3
 
 
 class TestEvidence:

@@ -15,8 +15,7 @@ channel's automatic retry of UNAVAILABLE never acts twice; pass your own
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
-from datetime import datetime
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Unpack
 
 from assay.client import assignment_builders, builders, listing_builders
@@ -297,56 +296,22 @@ class AsyncAdjudicationClient(AsyncClient):
             yield item
 
     async def cases(
-        self,
-        *,
-        tenant: str = "",
-        states: Iterable[int | str] = (),
-        predicate: str = "",
-        assigned_reviewer_id: str = "",
-        create_after: datetime | None = None,
-        create_before: datetime | None = None,
-        newest_first: bool = False,
-        page_size: int = 0,
-        timeout: float | None = None,
+        self, *, timeout: float | None = None, **filters: Unpack[listing_builders.CaseFilters]
     ) -> AsyncIterator[adj.CaseSummary]:
-        """Every case the filters keep (each a ``CaseSummary`` with its derived state),
-        oldest first unless ``newest_first``, following pages; ``states`` by number or
-        name (``"DISAGREED"``)."""
-        request = listing_builders.list_cases_request(
-            tenant=tenant,
-            states=states,
-            predicate=predicate,
-            assigned_reviewer_id=assigned_reviewer_id,
-            create_after=create_after,
-            create_before=create_before,
-            newest_first=newest_first,
-            page_size=page_size,
-        )
+        """Every case the filters keep (``listing_builders.CaseFilters``; each a
+        ``CaseSummary`` with its derived state), oldest first unless ``newest_first``,
+        following pages; ``states`` by number or name (``"DISAGREED"``)."""
+        request = listing_builders.list_cases_request(**filters)
         async for case in follow_pages(self.list_cases, request, lambda page: page.cases, timeout):
             yield case
 
     async def audit_events(
-        self,
-        *,
-        event_types: Iterable[int | str] = (),
-        actor_subject: str = "",
-        case_id: str = "",
-        occur_after: datetime | None = None,
-        occur_before: datetime | None = None,
-        newest_first: bool = False,
-        timeout: float | None = None,
+        self, *, timeout: float | None = None, **filters: Unpack[listing_builders.AuditFilters]
     ) -> AsyncIterator[adj.AuditEvent]:
         """The audit ledger in sequence order (or newest first), following pages; with
-        filters, only the events of those types (by number or name), caused by that subject,
-        naming that case, or in that time range."""
-        request = listing_builders.audit_events_request(
-            event_types=event_types,
-            actor_subject=actor_subject,
-            case_id=case_id,
-            occur_after=occur_after,
-            occur_before=occur_before,
-            newest_first=newest_first,
-        )
+        filters (``listing_builders.AuditFilters``), only the events of those types (by
+        number or name), caused by that subject, naming that case, or in that time range."""
+        request = listing_builders.audit_events_request(**filters)
         async for event in follow_pages(
             self.list_audit_events, request, lambda page: page.events, timeout
         ):
