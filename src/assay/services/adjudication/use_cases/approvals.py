@@ -45,7 +45,7 @@ from assay.services.adjudication.storage.interface import Store, WriteTx
 from assay.services.adjudication.use_cases.approval_hub import ApprovalHub
 from assay.services.adjudication.use_cases.notifier import Notifier
 from assay.services.adjudication.use_cases.operations import new_id
-from assay.services.adjudication.use_cases.retries import RequestKey, retryable
+from assay.services.adjudication.use_cases.retries import RequestKey, owned, retryable
 
 MAX_TEXT = 512
 # How many rows a filtered listing reads for one page before it returns what it has.
@@ -112,8 +112,6 @@ class Approvals:
         job: Callable[[WriteTx, datetime], ApprovalView],
         render: Callable[[ApprovalView], bytes],
     ) -> bytes:
-        owner = permissions.request_owner(caller)
-        owned = RequestKey(key.request_id, key.method, key.request_digest, owner)
         done: list[ApprovalView] = []
 
         def run(tx: WriteTx, at: datetime) -> ApprovalView:
@@ -123,7 +121,9 @@ class Approvals:
             return view
 
         raw = await self.store.write(
-            retryable(owned, run, render, lambda v: (v.approval.tenant, ""), self.clock),
+            retryable(
+                owned(key, caller), run, render, lambda v: (v.approval.tenant, ""), self.clock
+            ),
             small=True,
         )
         self._announce(done)  # empty when the request id answered a retry

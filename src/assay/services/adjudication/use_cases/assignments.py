@@ -40,7 +40,7 @@ from assay.services.adjudication.domain.review_policy import ReviewPolicy
 from assay.services.adjudication.domain.reviewers import check_reviewer_id, reviewer_not_found
 from assay.services.adjudication.storage.interface import Store, WriteTx
 from assay.services.adjudication.use_cases.lookups import Page
-from assay.services.adjudication.use_cases.retries import RequestKey, retryable
+from assay.services.adjudication.use_cases.retries import RequestKey, owned, retryable
 
 T = TypeVar("T")
 
@@ -90,10 +90,8 @@ class Assignments:
         scope: Callable[[T], tuple[str, str]],
         small: bool,
     ) -> bytes:
-        owned = RequestKey(
-            key.request_id, key.method, key.request_digest, permissions.request_owner(caller)
-        )
-        return await self.store.write(retryable(owned, job, render, scope, self.clock), small)
+        job_run = retryable(owned(key, caller), job, render, scope, self.clock)
+        return await self.store.write(job_run, small)
 
     async def assign(
         self,

@@ -58,7 +58,7 @@ from assay.services.adjudication.domain.state import derive_state
 from assay.services.adjudication.domain.times import now, to_micros
 from assay.services.adjudication.storage.interface import Store, WriteTx
 from assay.services.adjudication.use_cases.assignments import check_assigned
-from assay.services.adjudication.use_cases.retries import RequestKey, retryable
+from assay.services.adjudication.use_cases.retries import RequestKey, owned, retryable
 
 T = TypeVar("T")
 
@@ -125,9 +125,7 @@ class Adjudication:
     ) -> bytes:
         """``small``: a few rows of one case (the default); deletions over many cases say False,
         so the writer keeps them off the event loop. The request id is the caller's own."""
-        owner = permissions.request_owner(caller)
-        owned = RequestKey(key.request_id, key.method, key.request_digest, owner)
-        job_run = retryable(owned, job, render, scope, self.clock)
+        job_run = retryable(owned(key, caller), job, render, scope, self.clock)
         return await self.store.write(job_run, small)
 
     # --- mutations ---------------------------------------------------------

@@ -17,12 +17,14 @@ In dev mode the owner is ("", "").
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TypeVar
 
 from assay.errors import Reason, invalid_field
+from assay.services.adjudication.domain import permissions
 from assay.services.adjudication.domain.fields import check_request_id
+from assay.services.adjudication.domain.model import Caller
 from assay.services.adjudication.storage.interface import StoredResponse, WriteTx
 
 T = TypeVar("T")
@@ -37,6 +39,12 @@ class RequestKey:
     method: str
     request_digest: str
     owner: tuple[str, str] = ("", "")
+
+
+def owned(key: RequestKey, caller: Caller) -> RequestKey:
+    """``key`` as ``caller``'s own (``permissions.request_owner``): another principal's
+    same id is another key."""
+    return replace(key, owner=permissions.request_owner(caller))
 
 
 @dataclass(frozen=True)
