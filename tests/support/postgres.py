@@ -124,7 +124,11 @@ class PostgresServer:
         if not self.durable:
             # No test needs a commit to survive a power cut: only its ordering and visibility.
             settings += ["-c fsync=off", "-c full_page_writes=off"]
-        options = " ".join(settings)
+        self.pg_ctl_start(" ".join(settings))
+
+    def pg_ctl_start(self, options: str) -> None:
+        """``pg_ctl start`` on this data directory with ``options``, logging beside it and
+        waiting (bounded) until the server accepts connections."""
         self._run(
             "pg_ctl",
             "-D",

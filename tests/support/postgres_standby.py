@@ -73,19 +73,7 @@ class StandbyPair:
             # Retry the lost primary's WAL often, so a promotion is not held by the wait.
             " -c wal_retrieve_retry_interval=100ms"
         )
-        self.standby._run(
-            "pg_ctl",
-            "-D",
-            data,
-            "-l",
-            str(self.standby.data_dir / "server.log"),
-            "-o",
-            options,
-            "-w",
-            "-t",
-            str(START_TIMEOUT_SECONDS),
-            "start",
-        )
+        self.standby.pg_ctl_start(options)
 
     async def make_synchronous(self) -> None:
         """Make the primary's commits wait for the standby, and wait until it is the primary's
