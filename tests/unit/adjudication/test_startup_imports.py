@@ -13,6 +13,7 @@ import pytest
 from statsmodels.stats.inter_rater import fleiss_kappa as reference_kappa
 
 from assay.services.adjudication.domain import multirater
+from tests.unit.adjudication.test_agreement_breadth import FLEISS_EXAMPLE
 
 # Each probe runs in a fresh interpreter: this test process has imported statsmodels.
 _SERVING = """
@@ -52,19 +53,5 @@ class TestFleissKappaMatchesTheLibrary:
     def test_the_published_example(self) -> None:
         """Fleiss (1971), as in Wikipedia's worked example: 10 subjects, 14 raters, 5
         categories, kappa 0.210."""
-        table = np.array(
-            [
-                [0, 0, 0, 0, 14],
-                [0, 2, 6, 4, 2],
-                [0, 0, 3, 5, 6],
-                [0, 3, 9, 2, 0],
-                [2, 2, 8, 1, 1],
-                [7, 7, 0, 0, 0],
-                [3, 2, 6, 3, 0],
-                [2, 5, 3, 2, 2],
-                [6, 5, 2, 1, 0],
-                [0, 2, 2, 3, 7],
-            ],
-            dtype=float,
-        )
+        table = np.array(FLEISS_EXAMPLE, dtype=float)
         assert multirater.fleiss_kappa_of(table) == pytest.approx(0.2099, abs=5e-5)
