@@ -13,10 +13,11 @@ from google.protobuf import json_format
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from assay.reliability_table import TableError
 from assay.runtime.config import ServerConfig
 from assay.runtime.server import serving
 from assay.services.registry import SERVICES, ServeOptions
-from assay.services.resolver.domain.policy import TABLE_ENV, PolicyError
+from assay.services.resolver.domain.policy import TABLE_ENV
 from assay.services.resolver.service import build_spec
 from assay.v1 import claim_pb2, resolution_pb2
 from assay.v1 import resolver_service_pb2 as pb
@@ -282,5 +283,5 @@ class TestTableOption:
         """A bad table is a start-up error naming the file, not a server with a guess."""
         path = tmp_path / "bad.json"
         path.write_text(json.dumps({"sources": {"x": 7}}))
-        with pytest.raises(PolicyError, match=r"bad\.json"):
+        with pytest.raises(TableError, match=r"bad\.json"):
             await build_spec(ServeOptions(port=0, reliability_table=str(path)))

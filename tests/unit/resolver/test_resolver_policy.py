@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from assay.errors import Reason
+from assay.reliability_table import TableError
 from assay.services.resolver.domain import model, value_keys
 from assay.services.resolver.domain.policy import (
     BUILTIN_ORIGIN,
@@ -19,7 +20,6 @@ from assay.services.resolver.domain.policy import (
     MARGIN_TOLERANCE,
     SAFETY_SENSITIVE_PREDICATES,
     TABLE_ENV,
-    PolicyError,
     load_policy,
 )
 from assay.v1 import claim_pb2, resolution_pb2, resolver_service_pb2
@@ -97,14 +97,14 @@ class TestTableFile:
     def test_bad_file_is_a_clear_error(self, tmp_path: Path, content: Any, complaint: str) -> None:
         """A bad table stops start-up with a message naming the file and the entry."""
         path = self.write(tmp_path, content)
-        with pytest.raises(PolicyError) as caught:
+        with pytest.raises(TableError) as caught:
             load_policy(path)
         assert path in str(caught.value)
         assert complaint in str(caught.value)
 
     def test_missing_file(self, tmp_path: Path) -> None:
         """An unreadable file is reported, not silently replaced by the builtin table."""
-        with pytest.raises(PolicyError, match="cannot read"):
+        with pytest.raises(TableError, match="cannot read"):
             load_policy(str(tmp_path / "absent.json"))
 
     def test_environment_variable(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

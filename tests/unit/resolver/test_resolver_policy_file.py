@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import rfc8785
 
-from assay.reliability_table import table_digest
+from assay.reliability_table import TableError, table_digest
 from assay.runtime.logging import configure_logging
 from assay.services.resolver.adapters import policy_file
 from assay.services.resolver.adapters.policy_file import (
@@ -27,7 +27,6 @@ from assay.services.resolver.domain.policy import (
     DEFAULT_POLICY,
     TABLE_ENV,
     Policy,
-    PolicyError,
 )
 from assay.services.resolver.use_cases.resolve import Resolver
 from assay.v1 import resolution_pb2
@@ -188,10 +187,10 @@ class TestPolicyFile:
         assert not lines(logs, "reliability_table_reloaded")
 
     def test_a_bad_file_at_start_is_an_error(self, tmp_path: Path) -> None:
-        """At start there is no good table to keep: PolicyError naming the file."""
+        """At start there is no good table to keep: TableError naming the file."""
         path = tmp_path / "bad.json"
         path.write_text('{"sources": {"a": 2}}')
-        with pytest.raises(PolicyError, match=r"bad\.json: sources\.a"):
+        with pytest.raises(TableError, match=r"bad\.json: sources\.a"):
             PolicyFile(str(path))
 
     def test_source_chosen_like_load_policy(

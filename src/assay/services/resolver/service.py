@@ -28,7 +28,7 @@ async def build_spec(options: ServeOptions) -> ServiceSpec:
     else ``$ASSAY_RELIABILITY_TABLE`` (either watched for changes), else the builtin one. No
     response may pass ``options.max_message_bytes`` (the servers' own limit), and no
     ResolveColumns stream may hold more than ``options.columns_max_*`` allow (the defaults
-    where None). Raises ``PolicyError``."""
+    where None). Raises ``TableError``."""
     policies = policy_source(options.reliability_table)
     limits = ColumnsLimits.of(
         options.columns_max_rows, options.columns_max_bytes, options.columns_max_ratio

@@ -22,12 +22,12 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from assay.reliability_table import TableError
 from assay.runtime import file_watch
 from assay.runtime.logging import get_logger
 from assay.services.resolver.domain.policy import (
     DEFAULT_POLICY,
     Policy,
-    PolicyError,
     chosen_table,
     read_policy,
 )
@@ -67,7 +67,7 @@ class PolicyFile:
     """The table of a file, read again when it changes (module docstring)."""
 
     def __init__(self, path: str) -> None:
-        """Reads the file now: PolicyError (naming file and entry) stops start-up."""
+        """Reads the file now: TableError (naming file and entry) stops start-up."""
         self.path = path
         # A version is read once (one warning for a bad one), not at every look.
         self._watch = file_watch.FileWatch(
@@ -94,7 +94,7 @@ class PolicyFile:
         old = self._loaded.policy
         try:
             policy = read_policy(self.path)
-        except PolicyError as error:
+        except TableError as error:
             _log.warning(
                 "reliability_table_refused", path=self.path, why=str(error), kept=old.digest
             )
@@ -112,6 +112,6 @@ class PolicyFile:
 
 def policy_source(path: str | None) -> FixedPolicy | PolicyFile:
     """The table file ``path`` (or ``$ASSAY_RELIABILITY_TABLE``) watched, else the builtin
-    table. Raises PolicyError when the file is bad at start."""
+    table. Raises TableError when the file is bad at start."""
     chosen = chosen_table(path)
     return FixedPolicy(DEFAULT_POLICY) if chosen is None else PolicyFile(chosen)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from assay.reliability_table import TableError, read_table, table_digest
+from assay.reliability_table import read_table, table_digest
 
 # Default reliabilities, one line of reasoning each (the trust class, not the artifact, decides):
 # - human_review 1.0: an adjudicated human decision is the gold standard.
@@ -70,10 +70,6 @@ BUILTIN_ORIGIN = "builtin"
 TABLE_ENV = "ASSAY_RELIABILITY_TABLE"
 
 
-# A replacement table could not be loaded; the message names file and entry.
-PolicyError = TableError
-
-
 @dataclass(frozen=True)
 class Policy:
     """Everything fusion is parameterised by; one instance per table a service loads.
@@ -110,5 +106,5 @@ def load_policy(path: str | None) -> Policy:
 
 
 def read_policy(path: str) -> Policy:
-    """The policy with the table of the file at ``path``; PolicyError naming file and entry."""
+    """The policy with the table of the file at ``path``; TableError naming file and entry."""
     return Policy(reliability=MappingProxyType(read_table(path)), origin=path)
